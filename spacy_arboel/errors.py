@@ -52,6 +52,20 @@ class Errors:
         "loaded has fingerprint {found}. Load the KB the pipeline was saved with, or re-run "
         "`initialize` to rebuild the index for the new KB."
     )
+    E100 = (
+        "{path}: not a {what}: expected the columns {expected}, found {found}."
+    )
+    E101 = (
+        "Nothing to build the knowledge base from. Give `--mesh-descriptors` and/or at least "
+        "one `--jsonl` file."
+    )
+    E102 = (
+        "{path}: unknown corpus format. Alias corpora must be `.spacy` DocBins or PubTator "
+        "`.txt` files (or folders of them)."
+    )
+    E103 = (
+        "{path}: no such file or folder ({what})."
+    )
 
 
 class Warnings:
@@ -62,4 +76,17 @@ class Warnings:
     W002 = (
         "Mention '{text}' ({n_pieces} wordpieces) is longer than the mention window of "
         "{max_length}; it is truncated to fit."
+    )
+    W100 = (
+        "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "
+        "document text there is {found!r}. The mention is kept with its offsets; check the "
+        "source file."
+    )
+    W101 = (
+        "{path}:{line}: PMID {pmid} occurs again (first at line {first}). Both documents are "
+        "kept as separate documents."
+    )
+    W102 = (
+        "PMID {pmid}: the mention {text!r} at [{start}:{end}] does not cover any token of the "
+        "document and cannot become a span; it is skipped."
     )

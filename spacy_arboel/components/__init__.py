@@ -1,1 +1,1 @@
-"""components"""
+"""spaCy components: thin adapters over the KB, encoders and objectives."""

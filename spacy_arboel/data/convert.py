@@ -1,0 +1,104 @@
+"""Convert PubTator documents to spaCy ``Doc`` objects and ``.spacy`` DocBins.
+
+Each mention becomes a span whose ``kb_id_`` holds its gold ids joined by ``|`` (see
+:func:`gold_ids`). ``doc.ents`` keeps the non-overlapping mentions (longer spans first); the span
+group ``doc.spans["pubtator"]`` keeps every mention, so no annotation is lost.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin, Span
+from spacy.util import filter_spans
+
+from ..errors import Warnings
+from .pubtator import PubtatorDocument
+
+SPAN_KEY = "pubtator"
+ID_SEPARATOR = "|"
+PMID_KEY = "pmid"
+MISALIGNED_KEY = "pubtator_misaligned"
+UNALIGNED_KEY = "pubtator_unaligned"
+
+
+def gold_ids(kb_id: str) -> tuple[str, ...]:
+    """The gold ids of a span's ``kb_id_``: composite mentions join several ids with ``|``."""
+    return tuple(i for i in kb_id.split(ID_SEPARATOR) if i)
+
+
+def join_ids(ids: Iterable[str]) -> str:
+    """The ``kb_id_`` for a mention with these gold ids (inverse of :func:`gold_ids`)."""
+    return ID_SEPARATOR.join(ids)
+
+
+def pubtator_to_doc(document: PubtatorDocument, nlp: Language) -> Doc:
+    """Tokenise one document with ``nlp.make_doc`` and add its mentions as spans.
+
+    ``doc.user_data`` gets the PMID and the number of mentions whose offsets had to be widened
+    to token boundaries ("misaligned") or that cover no token at all ("unaligned", skipped).
+    """
+    doc = nlp.make_doc(document.text)
+    spans: list[Span] = []
+    misaligned = unaligned = 0
+    for mention in document.mentions:
+        span = doc.char_span(mention.start, mention.end, label=mention.label,
+                             kb_id=join_ids(mention.ids), alignment_mode="expand")
+        if span is None:
+            unaligned += 1
+            warnings.warn(Warnings.W102.format(pmid=document.pmid, text=mention.text,
+                                               start=mention.start, end=mention.end),
+                          stacklevel=2)
+            continue
+        if span.start_char != mention.start or span.end_char != mention.end:
+            misaligned += 1
+        spans.append(span)
+    doc.spans[SPAN_KEY] = spans
+    doc.ents = filter_spans(spans)
+    doc.user_data[PMID_KEY] = document.pmid
+    doc.user_data[MISALIGNED_KEY] = misaligned + unaligned
+    doc.user_data[UNALIGNED_KEY] = unaligned
+    return doc
+
+
+def pubtator_to_docs(documents: Iterable[PubtatorDocument], nlp: Language) -> Iterator[Doc]:
+    """Stream ``Doc`` objects for PubTator documents (see :func:`pubtator_to_doc`)."""
+    for document in documents:
+        yield pubtator_to_doc(document, nlp)
+
+
+def summarize_docs(docs: Iterable[Doc]) -> dict[str, int]:
+    """Counts over converted docs: docs, mentions, ents, dropped overlaps, misaligned."""
+    summary = {"docs": 0, "mentions": 0, "ents": 0, "dropped_overlaps": 0, "misaligned": 0,
+               "unaligned": 0}
+    for doc in docs:
+        _add_to_summary(summary, doc)
+    return summary
+
+
+def docs_to_docbin(docs: Iterable[Doc], path: str | Path) -> dict[str, Any]:
+    """Write docs to a ``.spacy`` DocBin (with user data) and return :func:`summarize_docs`."""
+    path = Path(path)
+    docbin = DocBin(store_user_data=True)
+    summary = summarize_docs([])
+    for doc in docs:
+        docbin.add(doc)
+        _add_to_summary(summary, doc)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    docbin.to_disk(path)
+    return summary
+
+
+def _add_to_summary(summary: dict[str, int], doc: Doc) -> None:
+    mentions = len(doc.spans[SPAN_KEY]) if SPAN_KEY in doc.spans else len(doc.ents)
+    unaligned = int(doc.user_data.get(UNALIGNED_KEY, 0))
+    summary["docs"] += 1
+    summary["mentions"] += mentions + unaligned
+    summary["ents"] += len(doc.ents)
+    summary["dropped_overlaps"] += mentions - len(doc.ents)
+    summary["misaligned"] += int(doc.user_data.get(MISALIGNED_KEY, 0))
+    summary["unaligned"] += unaligned

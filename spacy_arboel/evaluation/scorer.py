@@ -1,0 +1,61 @@
+"""A spaCy scorer for entity linking: flat ``nel_*`` keys for ``spacy train``/``spacy evaluate``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable
+from typing import Any
+
+import spacy
+from spacy.tokens import Span
+from spacy.training import Example
+
+from .metrics import KS, linking_metrics, mention_outcomes_from_examples
+
+
+def _ensure_extension() -> None:
+    if not Span.has_extension("kb_candidates"):
+        Span.set_extension("kb_candidates", default=None)
+
+
+def score_entity_linking(
+    examples: Iterable[Example],
+    *,
+    kb_ids: Container[str] | Callable[[str], bool] | None = None,
+    seen_ids: Container[str] | None = None,
+    nil_id: str = "NIL",
+    **cfg: Any,
+) -> dict[str, Any]:
+    """Score linked entities: ``nel_inkb_recall@k``, ``nel_inkb_acc``, ``nel_recall@k``,
+    ``nel_acc``, ``nel_seen_acc``, ``nel_unseen_acc``, ``nel_nil_acc`` and ``nel_per_type``.
+
+    ``kb_ids`` (ids or a predicate) decides which gold mentions are in the KB (``None``: all
+    are); ``seen_ids`` are the gold ids of the training corpus. Other keyword arguments (the
+    component's cfg, passed on by spaCy) are ignored. Empty groups score ``None``.
+    """
+    del cfg
+    _ensure_extension()
+    outcomes = mention_outcomes_from_examples(examples, kb_ids, seen_ids, nil_id=nil_id)
+    metrics = linking_metrics(outcomes, KS, nil_id=nil_id)
+    scores: dict[str, Any] = {}
+    for prefix, group in (("nel_inkb_", "in_kb"), ("nel_", "all")):
+        for k in KS:
+            scores[f"{prefix}recall@{k}"] = metrics[group][f"recall@{k}"]
+        scores[f"{prefix}acc"] = metrics[group]["accuracy"]
+    scores["nel_seen_acc"] = metrics["seen"]["accuracy"]
+    scores["nel_unseen_acc"] = metrics["unseen"]["accuracy"]
+    scores["nel_nil_acc"] = metrics["out_of_kb"]["nil_accuracy"]
+    scores["nel_per_type"] = {
+        label: {
+            "acc": group["accuracy"],
+            **{f"recall@{k}": group[f"recall@{k}"] for k in KS},
+        }
+        for label, group in metrics["per_type"].items()
+    }
+    return scores
+
+
+@spacy.registry.scorers("spacy_arboel.entity_linking_scorer.v1")
+def make_entity_linking_scorer() -> Callable[..., dict[str, Any]]:
+    """The registered scorer factory (``spacy_arboel.entity_linking_scorer.v1``)."""
+    _ensure_extension()
+    return score_entity_linking

@@ -1,0 +1,52 @@
+"""Harvest aliases and entity types from gold-annotated docs (e.g. a training corpus).
+
+The gold mentions are read from ``doc.spans["pubtator"]`` when the docs come from the PubTator
+converter (it holds every mention, overlapping ones included), otherwise from ``doc.ents``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+from spacy.tokens import Doc, Span
+
+from ..data.convert import SPAN_KEY, gold_ids
+
+
+def gold_mentions(doc: Doc) -> Iterator[Span]:
+    """The gold mentions of a doc: its PubTator span group if present, else ``doc.ents``."""
+    yield from doc.spans[SPAN_KEY] if SPAN_KEY in doc.spans else doc.ents
+
+
+def harvest_aliases(docs: Iterable[Doc]) -> dict[str, list[str]]:
+    """Map each gold id to the surface forms of its mentions.
+
+    A composite mention gives its text to each of its ids. Forms are deduplicated
+    case-insensitively (the most frequent spelling stands for its group) and ordered by
+    frequency, then first occurrence.
+    """
+    counts: dict[str, dict[str, Counter[str]]] = {}
+    for doc in docs:
+        for span in gold_mentions(doc):
+            text = " ".join(span.text.split())
+            if not text:
+                continue
+            for entity_id in gold_ids(span.kb_id_):
+                counts.setdefault(entity_id, {}).setdefault(text.lower(), Counter())[text] += 1
+    aliases = {}
+    for entity_id, groups in counts.items():
+        # dicts and Counters keep insertion order, so ties fall back to first occurrence
+        ranked = sorted(groups.values(), key=lambda forms: -sum(forms.values()))
+        aliases[entity_id] = [forms.most_common(1)[0][0] for forms in ranked]
+    return aliases
+
+
+def types_from_docs(docs: Iterable[Doc]) -> dict[str, Counter[str]]:
+    """Map each gold id to a Counter of the labels of its mentions (e.g. Chemical, Disease)."""
+    types: dict[str, Counter[str]] = {}
+    for doc in docs:
+        for span in gold_mentions(doc):
+            for entity_id in gold_ids(span.kb_id_):
+                types.setdefault(entity_id, Counter())[span.label_] += 1
+    return types

@@ -1,0 +1,144 @@
+"""A FAISS inner-product index over entity rows, with the metadata to detect staleness.
+
+Exact search (``IndexFlatIP``) by default, as BLINK's exact setting; HNSW as an option
+(BLINK §5.2.3). Several rows may belong to one entity (alias granularity): searching returns
+entities, each scored by its best row. GPU FAISS is used when it is installed and a GPU is
+visible.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import Errors
+
+INDEX_KINDS = ("flat", "hnsw")
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """What an index was built from; a mismatch with the pipeline is an error (E004)."""
+
+    kb_fingerprint: str
+    encoder_fingerprint: str
+    dim: int
+    n_rows: int
+    kind: str = "flat"
+    granularity: str = "entity"
+
+
+def _faiss():
+    import faiss
+
+    return faiss
+
+
+def gpu_available() -> bool:
+    faiss = _faiss()
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+class DenseIndex:
+    """Maximum inner-product search from query vectors to KB entities."""
+
+    def __init__(
+        self,
+        embeddings: np.ndarray,
+        owners: np.ndarray,
+        meta: IndexMeta,
+        *,
+        hnsw_m: int = 32,
+        ef_search: int = 128,
+        use_gpu: bool | None = None,
+    ) -> None:
+        if meta.kind not in INDEX_KINDS:
+            raise ValueError(Errors.E007.format(what="index kind", value=meta.kind,
+                                                options=", ".join(INDEX_KINDS)))
+        if len(embeddings) == 0:
+            raise ValueError(Errors.E003)
+        embeddings = np.ascontiguousarray(embeddings, dtype="float32")
+        faiss = _faiss()
+        dim = embeddings.shape[1]
+        if meta.kind == "hnsw":
+            index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = max(40, hnsw_m * 2)
+            index.hnsw.efSearch = ef_search
+        else:
+            index = faiss.IndexFlatIP(dim)
+        index.add(embeddings)
+        if meta.kind == "flat" and (use_gpu or (use_gpu is None and gpu_available())):
+            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+        self.index = index
+        self.embeddings = embeddings
+        self.owners = np.asarray(owners, dtype="int64")
+        self.meta = meta
+        self.n_entities = int(self.owners.max()) + 1
+
+    def __len__(self) -> int:
+        return self.n_entities
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` entities per query: (scores, entity positions), -1 where fewer exist."""
+        queries = np.ascontiguousarray(queries, dtype="float32")
+        k = max(1, min(k, self.n_entities))
+        if len(self.owners) == self.n_entities:  # one row per entity: rows are entities
+            scores, rows = self.index.search(queries, k)
+            return scores, np.where(rows >= 0, self.owners[np.maximum(rows, 0)], -1)
+        # Several rows per entity: over-fetch rows, keep each entity's best row.
+        fetch = min(len(self.owners), k * 4)
+        scores, rows = self.index.search(queries, fetch)
+        out_scores = np.full((len(queries), k), -np.inf, dtype="float32")
+        out_ids = np.full((len(queries), k), -1, dtype="int64")
+        for q in range(len(queries)):
+            seen: set[int] = set()
+            col = 0
+            for score, row in zip(scores[q], rows[q], strict=True):
+                if row < 0:
+                    break
+                owner = int(self.owners[row])
+                if owner in seen:
+                    continue
+                seen.add(owner)
+                out_scores[q, col], out_ids[q, col] = score, owner
+                col += 1
+                if col == k:
+                    break
+        return out_scores, out_ids
+
+    def entity_vectors(self) -> np.ndarray:
+        """One vector per entity (its first row: the name row), for mining and graphs."""
+        first = np.full(self.n_entities, -1, dtype="int64")
+        for row in range(len(self.owners) - 1, -1, -1):
+            first[self.owners[row]] = row
+        return self.embeddings[first]
+
+    # --- serialisation (FAISS's own format and numpy arrays; no pickle) ----------------------
+
+    def to_disk(self, path: str | Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        np.save(path / "embeddings.npy", self.embeddings, allow_pickle=False)
+        np.save(path / "owners.npy", self.owners, allow_pickle=False)
+        (path / "meta.json").write_text(json.dumps(asdict(self.meta), indent=2))
+
+    @classmethod
+    def from_disk(cls, path: str | Path, expected: IndexMeta | None = None, **kwargs) -> DenseIndex:
+        path = Path(path)
+        meta = IndexMeta(**json.loads((path / "meta.json").read_text()))
+        if expected is not None:
+            check_meta(meta, expected)
+        embeddings = np.load(path / "embeddings.npy", allow_pickle=False)
+        owners = np.load(path / "owners.npy", allow_pickle=False)
+        return cls(embeddings, owners, meta, **kwargs)
+
+
+def check_meta(found: IndexMeta, expected: IndexMeta) -> None:
+    """Raise E004 when an index was built for another KB, encoder or row layout."""
+    keys = ("kb_fingerprint", "encoder_fingerprint", "granularity")
+    if any(getattr(found, k) != getattr(expected, k) for k in keys):
+        describe = lambda m: ", ".join(f"{k}={getattr(m, k)}" for k in keys)  # noqa: E731
+        raise ValueError(Errors.E004.format(found=describe(found), expected=describe(expected)))

@@ -1,0 +1,155 @@
+"""Build a knowledge base from MeSH: the descriptor list and the disease-synonym table.
+
+* ``mesh_descriptors_2026.csv``: columns ``id`` (``https://id.nlm.nih.gov/mesh/D000001``),
+  ``scheme`` and ``subject`` (the preferred name).
+* ``mesh_disease_synonyms.tsv``: columns ``mesh_id``, ``name``, ``tree_numbers`` and
+  ``synonyms`` (both ``|``-separated); a few rows carry ids that are not MeSH ids (e.g. ``8``).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import Errors
+from .entity import Entity
+from .knowledge_base import KnowledgeBase
+
+logger = logging.getLogger(__name__)
+
+DISEASE_TYPE = "Disease"
+MESH_ID = re.compile(r"^[CD]\d{6,9}$")
+# MeSH tree branches counted as diseases: C (Diseases) and F03 (Mental Disorders).
+DISEASE_TREES = ("C", "F03")
+
+
+@dataclass(frozen=True)
+class _DiseaseRow:
+    id: str
+    name: str
+    tree_numbers: tuple[str, ...]
+    synonyms: tuple[str, ...]
+
+    @property
+    def is_disease(self) -> bool:
+        return not self.tree_numbers or any(t.startswith(DISEASE_TREES)
+                                            for t in self.tree_numbers)
+
+
+def read_mesh_descriptors(csv_path: str | Path) -> list[Entity]:
+    """MeSH descriptors as entities: id = the D-number after the last ``/``, name = subject."""
+    path = Path(csv_path)
+    entities = []
+    with path.open(encoding="utf8", newline="") as file_:
+        reader = csv.DictReader(file_)
+        _check_columns(path, reader.fieldnames, ("id", "subject"), "MeSH descriptor CSV")
+        for row in reader:
+            entity_id = (row["id"] or "").strip().rsplit("/", 1)[-1]
+            name = (row["subject"] or "").strip()
+            if entity_id and name:
+                entities.append(Entity(id=entity_id, name=name))
+    return entities
+
+
+def read_mesh_disease_synonyms(
+    tsv_path: str | Path, stats: dict[str, Any] | None = None
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Map MeSH id -> (name, synonyms) from the disease-synonym TSV.
+
+    Rows whose id is not a MeSH id (``D000006``, ``C000123``) are skipped; their number and
+    ids go to ``stats["skipped"]`` and ``stats["skipped_ids"]`` when a dict is given.
+    """
+    return {row.id: (row.name, row.synonyms) for row in _read_disease_rows(tsv_path, stats)}
+
+
+def build_mesh_kb(
+    descriptors_csv: str | Path,
+    disease_synonyms_tsv: str | Path | None = None,
+    stats: dict[str, Any] | None = None,
+) -> KnowledgeBase:
+    """A KB of the MeSH descriptors, with the disease synonyms merged in as aliases.
+
+    Aliases keep file order and are deduplicated case-insensitively against the name and each
+    other. Entities in a disease tree (C, or F03 mental disorders) get ``types=("Disease",)``.
+    Synonym rows for ids absent from the descriptors are not added (counted in ``stats``).
+    """
+    stats = {} if stats is None else stats
+    entities = read_mesh_descriptors(descriptors_csv)
+    rows: dict[str, _DiseaseRow] = {}
+    if disease_synonyms_tsv is not None:
+        rows = {row.id: row for row in _read_disease_rows(disease_synonyms_tsv, stats)}
+    merged = []
+    n_aliases = n_disease = 0
+    for entity in entities:
+        row = rows.get(entity.id)
+        if row is None:
+            merged.append(entity)
+            continue
+        aliases = dedupe_aliases(entity.name, [*entity.aliases, *row.synonyms])
+        types = (DISEASE_TYPE,) if row.is_disease else entity.types
+        n_aliases += len(aliases) - len(entity.aliases)
+        n_disease += row.is_disease
+        merged.append(Entity(entity.id, entity.name, entity.description, aliases, types))
+    known = {entity.id for entity in entities}
+    stats.update(
+        entities=len(merged),
+        aliases_added=n_aliases,
+        disease_entities=n_disease,
+        synonym_ids_absent=sorted(set(rows) - known),
+    )
+    return KnowledgeBase(merged)
+
+
+def dedupe_aliases(name: str, aliases: Iterable[str]) -> tuple[str, ...]:
+    """Aliases in order, without blanks or case-insensitive repeats of the name or each other."""
+    seen = {name.strip().lower()}
+    kept = []
+    for alias in aliases:
+        alias = alias.strip()
+        if alias and alias.lower() not in seen:
+            seen.add(alias.lower())
+            kept.append(alias)
+    return tuple(kept)
+
+
+def _read_disease_rows(tsv_path: str | Path, stats: dict[str, Any] | None) -> Iterator[_DiseaseRow]:
+    path = Path(tsv_path)
+    skipped: list[str] = []
+    with path.open(encoding="utf8", newline="") as file_:
+        reader = csv.DictReader(file_, delimiter="\t", quoting=csv.QUOTE_NONE)
+        _check_columns(path, reader.fieldnames, ("mesh_id", "name", "synonyms"),
+                       "MeSH disease-synonym TSV")
+        for row in reader:
+            entity_id = (row["mesh_id"] or "").strip()
+            if not MESH_ID.match(entity_id):
+                skipped.append(entity_id)
+                continue
+            yield _DiseaseRow(
+                id=entity_id,
+                name=(row["name"] or "").strip(),
+                tree_numbers=_split(row.get("tree_numbers")),
+                synonyms=_split(row["synonyms"]),
+            )
+    if skipped:
+        logger.info("%s: skipped %d rows without a MeSH id (%s)", path, len(skipped),
+                    ", ".join(skipped[:5]))
+    if stats is not None:
+        stats["skipped"] = len(skipped)
+        stats["skipped_ids"] = skipped
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (value or "").split("|") if part.strip())
+
+
+def _check_columns(path: Path, found: Iterable[str] | None, expected: tuple[str, ...],
+                   what: str) -> None:
+    columns = list(found or ())
+    if any(column not in columns for column in expected):
+        raise ValueError(Errors.E100.format(path=path, what=what, expected=list(expected),
+                                            found=columns))

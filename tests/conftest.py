@@ -1,0 +1,88 @@
+"""Shared fixtures: a tiny randomly initialised BERT, a toy KB and a toy corpus."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _vocab() -> list[str]:
+    chars = string.ascii_lowercase + string.digits + string.punctuation
+    words = ("the", "of", "and", "in", "induced", "cough", "fever", "aspirin", "heart",
+             "failure", "patients", "with", "drug", "was", "caused", "by", "acute", "pain")
+    return (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(words) + list(chars)
+            + [f"##{c}" for c in string.ascii_lowercase + string.digits])
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> str:
+    """A 2-layer, 32-dimensional random BERT with a small wordpiece vocabulary, on disk."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny_bert")
+    vocab_file = path / "vocab.txt"
+    vocab_file.write_text("\n".join(_vocab()) + "\n")
+    tokenizer = BertTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True)
+    tokenizer.save_pretrained(str(path))
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64,
+                        max_position_embeddings=128)
+    BertModel(config).save_pretrained(str(path))
+    return str(path)
+
+
+TOY_ENTITIES = [
+    {"id": "D003371", "name": "Cough", "aliases": ["coughing", "tussis"], "types": ["Disease"]},
+    {"id": "D005334", "name": "Fever", "aliases": ["pyrexia", "febrile"], "types": ["Disease"]},
+    {"id": "D001241", "name": "Aspirin", "aliases": ["acetylsalicylic acid"],
+     "types": ["Chemical"]},
+    {"id": "D006333", "name": "Heart Failure", "aliases": ["cardiac failure"],
+     "types": ["Disease"]},
+    {"id": "D010146", "name": "Pain", "description": "An unpleasant sensation.",
+     "types": ["Disease"]},
+]
+
+TOY_SENTENCES = [
+    ("Aspirin induced cough in patients.", [(0, 7, "Chemical", "D001241"),
+                                            (16, 21, "Disease", "D003371")]),
+    ("Fever was caused by aspirin.", [(0, 5, "Disease", "D005334"),
+                                      (20, 27, "Chemical", "D001241")]),
+    ("Patients with heart failure and acute pain.", [(14, 27, "Disease", "D006333"),
+                                                     (38, 42, "Disease", "D010146")]),
+    ("Coughing and pyrexia in patients.", [(0, 8, "Disease", "D003371"),
+                                           (13, 20, "Disease", "D005334")]),
+    ("Cardiac failure was induced by the drug.", [(0, 15, "Disease", "D006333")]),
+    ("Acetylsalicylic acid and fever.", [(0, 20, "Chemical", "D001241"),
+                                         (25, 30, "Disease", "D005334")]),
+]
+
+
+@pytest.fixture
+def toy_kb_path(tmp_path) -> Path:
+    import json
+
+    path = tmp_path / "kb.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in TOY_ENTITIES) + "\n")
+    return path
+
+
+@pytest.fixture
+def toy_examples():
+    import spacy
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    examples = []
+    for text, ents in TOY_SENTENCES:
+        gold = nlp.make_doc(text)
+        gold.ents = [gold.char_span(s, e, label=label, kb_id=kb) for s, e, label, kb in ents]
+        pred = nlp.make_doc(text)
+        pred.ents = [pred.char_span(s, e, label=label) for s, e, label, _ in ents]
+        examples.append(Example(pred, gold))
+    return examples

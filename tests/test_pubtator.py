@@ -1,0 +1,231 @@
+"""PubTator reading, conversion to Docs and DocBins, the registered corpus reader, `convert`."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_arboel.data.convert import (
+    docs_to_docbin,
+    gold_ids,
+    pubtator_to_doc,
+    pubtator_to_docs,
+)
+from spacy_arboel.data.pubtator import (
+    PubtatorDocument,
+    PubtatorMention,
+    parse_pubtator_string,
+    read_pubtator,
+)
+
+DATA_DIR = Path(__file__).parents[1].parent / "shared" / "data"
+BC5CDR_TEST = DATA_DIR / "bc5cdr" / "CDR_TestSet.PubTator.txt"
+
+NCBI_SNIPPET = (
+    "7574457|t|Pelizaeus-Merzbacher disease.\n"
+    "7574457|a|A rare, sex-linked recessive, dysmyelinating disease of the brain.\n"
+    "7574457\t0\t28\tPelizaeus-Merzbacher disease\tSpecificDisease\tD020371\n"
+    "7574457\t32\t95\trare, sex-linked recessive, dysmyelinating disease of the brain"
+    "\tDiseaseClass\tD020279+D035583\n"
+    "\n"
+    "100562|t|Familial deficiency of C7.\n"
+    "100562|a|Absence of functional C7 was found.\n"
+    "100562\t0\t25\tFamilial deficiency of C7\tSpecificDisease\tOMIM:610102 \n"
+    "100562\t27\t51\tAbsence of functional C7\tModifier\tOMIM:610102\n"
+)
+
+# "Sjögren" and "β" check that offsets are characters, not bytes.
+COMPOSITE = (
+    "1|t|Sjögren's syndrome and β-blocker use.\n"
+    "1|a|Hemorrhagic and interstitial cystitis after drug X daily.\n"
+    "1\t0\t18\tSjögren's syndrome\tDisease\tD012859\n"
+    "1\t23\t32\tβ-blocker\tChemical\tD000319\n"
+    "1\t38\t75\tHemorrhagic and interstitial cystitis\tDisease\tD006470|D003556"
+    "\tHemorrhagic cystitis|interstitial cystitis\n"
+    "1\t67\t75\tcystitis\tDisease\tD003556\n"
+    "1\t82\t88\tdrug X\tChemical\t-1\n"
+    "1\tCID\tD000319\tD003556\n"
+)
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return spacy.blank("en")
+
+
+def require_data(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"real data not available at {path}")
+    return path
+
+
+def test_read_real_bc5cdr_first_two_docs():
+    path = require_data(BC5CDR_TEST)
+    reader = read_pubtator(path)
+    docs = [next(reader), next(reader)]
+    first, second = docs
+    assert first.pmid == "8701013"
+    assert first.title == "Famotidine-associated delirium. A series of six cases."
+    assert len(first.mentions) == 11  # the CID relation line is skipped
+    assert first.mentions[0] == PubtatorMention(0, 10, "Famotidine", "Chemical", ("D015738",))
+    assert first.mentions[1] == PubtatorMention(22, 30, "delirium", "Disease", ("D003693",))
+    assert second.pmid == "439781"
+    assert len(second.mentions) == 12
+    for doc in docs:
+        for mention in doc.mentions:
+            assert doc.text[mention.start:mention.end] == mention.text
+
+
+def test_ncbi_snippet_plus_composite_and_omim():
+    docs = parse_pubtator_string(NCBI_SNIPPET)
+    assert [d.pmid for d in docs] == ["7574457", "100562"]
+    assert docs[0].mentions[1].ids == ("D020279", "D035583")
+    assert docs[0].mentions[1].label == "DiseaseClass"
+    assert docs[1].mentions[0].ids == ("OMIM:610102",)  # trailing space stripped
+    assert docs[1].text == "Familial deficiency of C7. Absence of functional C7 was found."
+
+
+def test_composite_pipe_and_no_id():
+    (doc,) = parse_pubtator_string(COMPOSITE)
+    assert [m.ids for m in doc.mentions] == [
+        ("D012859",), ("D000319",), ("D006470", "D003556"), ("D003556",), (),
+    ]
+    assert doc.mentions[0].text == "Sjögren's syndrome"
+
+
+@pytest.mark.parametrize(
+    "bad_line,expected",
+    [
+        ("5\tx\t9\tword\tChemical\tD1", "integers"),
+        ("5\t0\t4\tword\tChemical\tD1\textra\tmore", "found 8"),
+        ("5\t0\t4", "found 3"),
+        ("6\t0\t4\tword\tChemical\tD1", "PMID 6"),
+        ("nonsense without structure", "expected"),
+        ("5\t4\t2\tword\tChemical\tD1", "invalid mention offsets"),
+    ],
+)
+def test_malformed_lines_name_the_line(tmp_path, bad_line, expected):
+    path = tmp_path / "bad.txt"
+    path.write_text(f"5|t|word one\n5|a|two\n{bad_line}\n", encoding="utf8")
+    with pytest.raises(ValueError, match=expected) as info:
+        list(read_pubtator(path))
+    assert f"{path}" in str(info.value)
+    assert "line 3" in str(info.value)
+
+
+def test_abstract_without_title_is_an_error():
+    with pytest.raises(ValueError, match="line 1"):
+        parse_pubtator_string("5|a|abstract first\n")
+
+
+def test_mismatched_mention_text_is_kept_with_warning():
+    text = "9|t|Cough and fever.\n9|a|None.\n9\t0\t5\tCoufh\tDisease\tD003371\n"
+    with pytest.warns(UserWarning, match=r"PMID 9.*\[0:5\]"):
+        (doc,) = parse_pubtator_string(text)
+    assert doc.mentions == [PubtatorMention(0, 5, "Coufh", "Disease", ("D003371",))]
+
+
+def test_duplicated_pmid_kept_with_warning():
+    text = "9|t|One.\n9|a|A.\n\n9|t|Two.\n9|a|B.\n"
+    with pytest.warns(UserWarning, match="PMID 9 occurs again"):
+        docs = parse_pubtator_string(text)
+    assert [d.title for d in docs] == ["One.", "Two."]
+
+
+def test_text_property():
+    assert PubtatorDocument("1", "Title.", "Abstract.").text == "Title. Abstract."
+
+
+def test_gold_ids():
+    assert gold_ids("D006470|D003556") == ("D006470", "D003556")
+    assert gold_ids("D1") == ("D1",)
+    assert gold_ids("") == ()
+
+
+def test_convert_to_doc(nlp):
+    (document,) = parse_pubtator_string(COMPOSITE)
+    doc = pubtator_to_doc(document, nlp)
+    assert doc.text == document.text
+    assert doc.user_data["pmid"] == "1"
+    ents = [(e.text, e.label_, e.kb_id_) for e in doc.ents]
+    assert ents == [
+        ("Sjögren's syndrome", "Disease", "D012859"),
+        ("β-blocker", "Chemical", "D000319"),
+        ("Hemorrhagic and interstitial cystitis", "Disease", "D006470|D003556"),
+        ("drug X", "Chemical", ""),
+    ]
+    # the nested "cystitis" cannot be an ent, but no annotation is lost
+    spans = [(s.text, s.kb_id_) for s in doc.spans["pubtator"]]
+    assert len(spans) == 5
+    assert ("cystitis", "D003556") in spans
+
+
+def test_convert_expands_to_token_boundaries(nlp):
+    text = "3|t|CYP)-induced harm.\n3|a|x\n3\t0\t3\tCYP\tChemical\tD003520\n"
+    doc = pubtator_to_doc(parse_pubtator_string(text)[0], nlp)
+    assert doc.ents[0].start_char == 0
+    assert doc.ents[0].end_char >= 3
+    assert doc.user_data["pubtator_misaligned"] == 1
+
+
+def test_docbin_round_trip(nlp, tmp_path):
+    documents = parse_pubtator_string(COMPOSITE) + parse_pubtator_string(NCBI_SNIPPET)
+    docs = list(pubtator_to_docs(documents, nlp))
+    path = tmp_path / "corpus.spacy"
+    summary = docs_to_docbin(docs, path)
+    assert summary == {"docs": 3, "mentions": 9, "ents": 8, "dropped_overlaps": 1,
+                       "misaligned": 0, "unaligned": 0}
+    loaded = list(DocBin().from_disk(path).get_docs(nlp.vocab))
+    assert len(loaded) == 3
+    for before, after in zip(docs, loaded, strict=True):
+        assert after.text == before.text
+        assert after.user_data["pmid"] == before.user_data["pmid"]
+        assert [(e.start, e.end, e.label_, e.kb_id_) for e in after.ents] == [
+            (e.start, e.end, e.label_, e.kb_id_) for e in before.ents
+        ]
+        assert [(s.start, s.end, s.kb_id_) for s in after.spans["pubtator"]] == [
+            (s.start, s.end, s.kb_id_) for s in before.spans["pubtator"]
+        ]
+    assert loaded[1].ents[1].kb_id_ == "D020279|D035583"
+
+
+def test_registered_reader(nlp, tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text(COMPOSITE + "\n" + NCBI_SNIPPET, encoding="utf8")
+    create_reader = spacy.registry.readers.get("spacy_arboel.PubtatorCorpus.v1")
+    examples = list(create_reader(path)(nlp))
+    assert len(examples) == 3
+    example = examples[0]
+    assert example.predicted.text == example.reference.text
+    assert len(example.predicted.ents) == 0
+    assert example.reference.ents[2].kb_id_ == "D006470|D003556"
+    assert len(list(create_reader(path, limit=2)(nlp))) == 2
+
+
+def test_registered_reader_real_data(nlp):
+    path = require_data(BC5CDR_TEST)
+    create_reader = spacy.registry.readers.get("spacy_arboel.PubtatorCorpus.v1")
+    examples = list(create_reader(path, limit=2)(nlp))
+    assert [e.reference.user_data["pmid"] for e in examples] == ["8701013", "439781"]
+    assert [e.text for e in examples[0].reference.ents[:2]] == ["Famotidine", "delirium"]
+
+
+def test_convert_command(tmp_path):
+    import spacy_arboel.cli.data_commands  # noqa: F401  (registers the commands)
+    from spacy_arboel.cli.app import app
+
+    source = tmp_path / "in.txt"
+    source.write_text(COMPOSITE + "\n" + NCBI_SNIPPET, encoding="utf8")
+    output = tmp_path / "out" / "train.spacy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = CliRunner().invoke(app, ["convert", str(source), str(output), "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    assert "dropped overlaps" in result.output
+    docs = list(DocBin().from_disk(output).get_docs(spacy.blank("en").vocab))
+    assert [d.user_data["pmid"] for d in docs] == ["1", "7574457"]
