@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from spacy_arboel.data.ids import gold_ids
 from spacy_arboel.evaluation.metrics import (
     KS,
     MentionOutcome,
-    _gold_ids,
     linking_metrics,
 )
 from spacy_arboel.evaluation.report import markdown_table, plot_recall_at_k, write_json
@@ -32,11 +32,11 @@ def _outcomes() -> list[MentionOutcome]:
 
 
 def test_gold_ids_splits_composites():
-    assert _gold_ids("D001") == ("D001",)
-    assert _gold_ids("D001|D002") == ("D001", "D002")
-    assert _gold_ids("D001| D002 |D001") == ("D001", "D002")
-    assert _gold_ids("") == ()
-    assert _gold_ids("|") == ()
+    assert gold_ids("D001") == ("D001",)
+    assert gold_ids("D001|D002") == ("D001", "D002")
+    assert gold_ids("D001| D002 |D001") == ("D001", "D002")
+    assert gold_ids("") == ()
+    assert gold_ids("|") == ()
 
 
 def test_in_kb_recall_and_accuracy():

@@ -56,3 +56,36 @@ def compare_runs(
     if plot is not None:
         plot_recall_at_k(runs, plot)
         typer.echo(f"Wrote {plot}")
+
+
+@app.command("evaluate")
+def evaluate(
+    model: Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")],
+    corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
+    output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
+    name: Annotated[str | None, typer.Option(help="Run name stored in the JSON")] = None,
+    component: Annotated[str, typer.Option(help="Linker component name")] = "arbo_entity_linker",
+    limit: Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")] = 0,
+    encoder_rate: Annotated[bool, typer.Option(help="Also time the raw encoder")] = True,
+) -> None:
+    """Link the gold mentions of CORPUS with MODEL: recall@k, accuracy, splits, throughput."""
+    import spacy
+    from spacy.tokens import DocBin
+    from wasabi import msg
+
+    from ..evaluation.pipeline_eval import evaluate_linker
+    from ..evaluation.report import write_json
+
+    nlp = spacy.load(model)
+    docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
+    if limit:
+        docs = docs[:limit]
+    metrics = evaluate_linker(nlp, docs, component=component, measure_encoder=encoder_rate)
+    if name:
+        metrics = {"name": name, **metrics}
+    table = markdown_table({name or model.name: metrics})
+    msg.info(table)
+    msg.info(json.dumps(metrics["timings"]))
+    if output:
+        write_json(metrics, output)
+        msg.good(f"Wrote {output}")

@@ -17,23 +17,13 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.util import filter_spans
 
 from ..errors import Warnings
+from .ids import ID_SEPARATOR, gold_ids, join_ids  # noqa: F401  (re-exported)
 from .pubtator import PubtatorDocument
 
 SPAN_KEY = "pubtator"
-ID_SEPARATOR = "|"
 PMID_KEY = "pmid"
 MISALIGNED_KEY = "pubtator_misaligned"
 UNALIGNED_KEY = "pubtator_unaligned"
-
-
-def gold_ids(kb_id: str) -> tuple[str, ...]:
-    """The gold ids of a span's ``kb_id_``: composite mentions join several ids with ``|``."""
-    return tuple(i for i in kb_id.split(ID_SEPARATOR) if i)
-
-
-def join_ids(ids: Iterable[str]) -> str:
-    """The ``kb_id_`` for a mention with these gold ids (inverse of :func:`gold_ids`)."""
-    return ID_SEPARATOR.join(ids)
 
 
 def pubtator_to_doc(document: PubtatorDocument, nlp: Language) -> Doc:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import spacy
 from spacy.language import Language
-from spacy.training import Example
+from spacy.tokens import Doc
+from spacy.training import Corpus, Example
 
 from ..errors import Errors
 from .convert import pubtator_to_doc
@@ -35,18 +36,53 @@ def read_pubtator_documents(path: str | Path, limit: int = 0) -> Iterator[Pubtat
     yield from documents
 
 
+def with_gold_mentions(predicted: Doc, gold: Doc) -> Doc:
+    """Copy the gold spans (label only, no kb_id) onto ``predicted``: the linking-only setting
+    of BLINK and arboEL, where mentions are given and only their entities are predicted."""
+    predicted.ents = [
+        predicted.char_span(e.start_char, e.end_char, label=e.label_) for e in gold.ents
+    ]
+    return predicted
+
+
+@spacy.registry.readers("spacy_arboel.GoldMentionsCorpus.v1")
+def create_gold_mentions_reader(
+    path: Path, limit: int = 0, gold_mentions: bool = True
+) -> Callable[[Language], Iterable[Example]]:
+    """spaCy's DocBin corpus whose predicted docs already carry the gold mention spans.
+
+    With ``gold_mentions`` an entity linker can be trained and evaluated inside
+    ``spacy train`` without an NER component in front of it (spaCy's own entity_linker
+    has ``use_gold_ents`` for the same purpose).
+    """
+    corpus = Corpus(path, limit=limit)
+
+    def read(nlp: Language) -> Iterator[Example]:
+        for eg in corpus(nlp):
+            if gold_mentions:
+                with_gold_mentions(eg.predicted, eg.reference)
+            yield eg
+
+    return read
+
+
 @spacy.registry.readers("spacy_arboel.PubtatorCorpus.v1")
-def create_pubtator_reader(path: Path, limit: int = 0) -> Callable[[Language], Iterable[Example]]:
+def create_pubtator_reader(
+    path: Path, limit: int = 0, gold_mentions: bool = False
+) -> Callable[[Language], Iterable[Example]]:
     """A reader yielding ``Example(nlp.make_doc(text), gold_doc)`` for each PubTator document.
 
     ``path`` is a PubTator file or a folder of them; ``limit`` > 0 keeps the first documents.
     Gold docs carry the mentions as ``ents`` (kb_id_ = ids joined by "|") and all of them in
-    ``spans["pubtator"]``.
+    ``spans["pubtator"]``; with ``gold_mentions`` the predicted docs get the gold spans too.
     """
 
     def read(nlp: Language) -> Iterator[Example]:
         for document in read_pubtator_documents(path, limit):
             gold = pubtator_to_doc(document, nlp)
-            yield Example(nlp.make_doc(gold.text), gold)
+            predicted = nlp.make_doc(gold.text)
+            if gold_mentions:
+                with_gold_mentions(predicted, gold)
+            yield Example(predicted, gold)
 
     return read

@@ -16,6 +16,8 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..data.ids import gold_ids
+
 KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
 KbIds = Container[str] | Callable[[str], bool]
@@ -39,11 +41,6 @@ class MentionOutcome:
     label: str = ""
     in_kb: bool = True
     seen: bool | None = None
-
-
-def _gold_ids(kb_id: str) -> tuple[str, ...]:
-    """Split a composite gold id ("D001|D002") into its unique, non-empty parts."""
-    return tuple(dict.fromkeys(part.strip() for part in kb_id.split("|") if part.strip()))
 
 
 def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int]) -> dict[str, Any]:
@@ -130,7 +127,7 @@ def mention_outcomes_from_examples(
     for example in examples:
         predicted = {(s.start_char, s.end_char): s for s in example.predicted.ents}
         for gold in example.reference.ents:
-            ids = _gold_ids(gold.kb_id_)
+            ids = gold_ids(gold.kb_id_)
             span = predicted.get((gold.start_char, gold.end_char))
             outcomes.append(
                 MentionOutcome(

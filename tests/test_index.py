@@ -1,0 +1,54 @@
+"""The FAISS index: exact and HNSW search, several rows per entity, staleness checks."""
+
+import numpy as np
+import pytest
+
+from spacy_arboel.kb.index import DenseIndex, IndexMeta
+
+
+def _meta(n, kind="flat", granularity="entity"):
+    return IndexMeta("kb1", "enc1", 8, n, kind, granularity)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_search_finds_exact_neighbours(kind):
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(50, 8)).astype("float32")
+    index = DenseIndex(vectors, np.arange(50), _meta(50, kind))
+    scores, ids = index.search(vectors[:5], 3)
+    expected = np.argsort(-(vectors[:5] @ vectors.T), axis=1)[:, :3]
+    assert (ids == expected).all()
+    assert np.allclose(scores[:, 0], (vectors[:5] * vectors[expected[:, 0]]).sum(1), atol=1e-4)
+
+
+def test_alias_rows_are_merged_per_entity():
+    vectors = np.eye(4, 8, dtype="float32")
+    owners = np.array([0, 0, 1, 2])  # entity 0 has two rows
+    index = DenseIndex(vectors, owners, _meta(4, granularity="alias"))
+    query = (vectors[0] + 0.9 * vectors[1] + 0.5 * vectors[2])[None, :]
+    scores, ids = index.search(query, 3)
+    assert ids[0].tolist() == [0, 1, 2]
+    assert scores[0][0] == pytest.approx(1.0)
+    assert len(index) == 3
+
+
+def test_k_larger_than_kb_is_clipped():
+    index = DenseIndex(np.eye(2, 8, dtype="float32"), np.arange(2), _meta(2))
+    _, ids = index.search(np.ones((1, 8), "float32"), 64)
+    assert ids.shape == (1, 2)
+
+
+def test_empty_kb_is_an_error():
+    with pytest.raises(ValueError, match="empty"):
+        DenseIndex(np.zeros((0, 8), "float32"), np.zeros(0, "int64"), _meta(0))
+
+
+def test_round_trip_and_mismatch(tmp_path):
+    vectors = np.random.default_rng(1).normal(size=(10, 8)).astype("float32")
+    index = DenseIndex(vectors, np.arange(10), _meta(10))
+    index.to_disk(tmp_path / "index")
+    loaded = DenseIndex.from_disk(tmp_path / "index", expected=_meta(10))
+    assert np.array_equal(loaded.search(vectors, 4)[1], index.search(vectors, 4)[1])
+    other = IndexMeta("kb2", "enc1", 8, 10)
+    with pytest.raises(ValueError, match="does not match the pipeline"):
+        DenseIndex.from_disk(tmp_path / "index", expected=other)
