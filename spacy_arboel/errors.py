@@ -74,8 +74,9 @@ class Warnings:
         "(e.g. {examples}); they are skipped for training and counted apart in evaluation."
     )
     W002 = (
-        "Mention '{text}' ({n_pieces} wordpieces) is longer than the mention window of "
-        "{max_length}; it is truncated to fit."
+        "{n} mention(s) are longer than the mention window of {max_length} wordpieces (e.g. "
+        "'{text}', {n_pieces} wordpieces); they are truncated to fit. Raise "
+        "`mention_max_length` if long mentions matter for your data."
     )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "

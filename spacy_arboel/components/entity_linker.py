@@ -39,8 +39,8 @@ pooling = "cls"
 share_weights = false
 mixed_precision = false
 """
-DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.ArborescenceObjective.v1", "variant": "full",
-                     "n_negatives": 8}
+DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.Objective.v1", "name": "arborescence",
+                     "variant": "full", "n_negatives": 8}
 CANDIDATES_EXT = "kb_candidates"
 GRANULARITIES = ("entity", "alias")
 

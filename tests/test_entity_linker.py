@@ -1,0 +1,181 @@
+"""The arbo_entity_linker component: pipe, training, save/load, bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from thinc.api import Adam
+
+from spacy_arboel.kb import KnowledgeBaseError
+
+OBJECTIVES = [
+    {"name": "in_batch"},
+    {"name": "knn_negatives", "n_negatives": 2},
+    {"name": "arborescence", "variant": "full", "n_negatives": 2},
+    {"name": "arborescence", "variant": "1nn", "n_negatives": 2},
+    {"name": "arborescence", "variant": "1rand", "n_negatives": 2},
+]
+
+
+def _nlp(tiny_encoder, kb_path, **config):
+    nlp = spacy.blank("en")
+    config = {"kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}, **config}
+    nlp.add_pipe("arbo_entity_linker", config=config)
+    return nlp
+
+
+def _linked(nlp, docs):
+    return [[(e.text, e.kb_id_, e._.kb_candidates) for e in doc.ents] for doc in docs]
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES, ids=lambda o: o.get("variant", o["name"]))
+def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples, objective):
+    nlp = _nlp(tiny_encoder, toy_kb_path, refresh_every=1000,
+               objective={"@misc": "spacy_arboel.Objective.v1", **objective})
+    nlp.initialize(lambda: toy_examples)
+    optimizer = Adam(0.002)
+    losses = [nlp.update(toy_examples, sgd=optimizer, drop=0.0)["arbo_entity_linker"]
+              for _ in range(12)]
+    assert sum(losses[-3:]) < sum(losses[:3]), losses
+
+
+def test_pipe_links_across_docs_and_handles_empty_docs(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, top_k=3)
+    docs = [eg.predicted for eg in toy_examples] + [nlp.make_doc(""), nlp.make_doc("No ents.")]
+    docs = list(nlp.pipe(docs, batch_size=4))
+    for doc in docs[:-2]:
+        for ent in doc.ents:
+            candidates = ent._.kb_candidates
+            assert len(candidates) == 3
+            assert ent.kb_id_ == candidates[0][0]
+            assert [s for _, s in candidates] == sorted((s for _, s in candidates), reverse=True)
+    assert docs[-1].ents == () and docs[-2].ents == ()
+
+
+def test_threshold_gives_nil(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=1e9, nil_id="NIL")
+    doc = nlp(toy_examples[0].predicted)
+    assert {e.kb_id_ for e in doc.ents} == {"NIL"}
+    assert all(e._.kb_candidates for e in doc.ents)
+
+
+def test_save_load_round_trip_gives_identical_predictions(
+    tiny_encoder, toy_kb_path, toy_examples, tmp_path
+):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    nlp.update(toy_examples, sgd=Adam(0.001))
+    docs = [eg.predicted.copy() for eg in toy_examples]
+    before = _linked(nlp, nlp.pipe([d.copy() for d in docs]))
+    nlp.to_disk(tmp_path / "pipeline")
+    assert not list((tmp_path / "pipeline").rglob("*.pkl"))
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert _linked(loaded, loaded.pipe([d.copy() for d in docs])) == before
+    from_bytes = spacy.blank("en").from_config(nlp.config)
+    from_bytes.from_bytes(nlp.to_bytes())
+    assert _linked(from_bytes, from_bytes.pipe([d.copy() for d in docs])) == before
+
+
+def test_loading_with_another_kb_is_an_error(tiny_encoder, toy_kb_path, tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.get_pipe("arbo_entity_linker")._ensure_index()
+    nlp.to_disk(tmp_path / "pipeline")
+    kb_file = tmp_path / "pipeline" / "arbo_entity_linker" / "kb.jsonl"
+    lines = kb_file.read_text().splitlines()
+    kb_file.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(ValueError, match="fingerprint"):
+        spacy.load(tmp_path / "pipeline")
+
+
+def test_gold_ids_missing_from_the_kb_are_counted(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    doc = toy_examples[0].reference
+    doc.ents = [doc.char_span(0, 7, label="Chemical", kb_id="C999999")] + list(doc.ents[1:])
+    with pytest.warns(UserWarning, match="not in the knowledge base"):
+        nlp.initialize(lambda: toy_examples)
+    linker = nlp.get_pipe("arbo_entity_linker")
+    assert linker.cfg["n_missing_gold_ids"] == 1
+    nlp.update(toy_examples, sgd=Adam(0.001))  # the unknown id is skipped, not a crash
+
+
+def test_corpus_with_no_known_ids_is_an_error(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    for eg in toy_examples:
+        eg.reference.ents = [
+            eg.reference.char_span(e.start_char, e.end_char, label=e.label_, kb_id="C1")
+            for e in eg.reference.ents
+        ]
+    with pytest.raises(ValueError, match="same identifiers"), pytest.warns(UserWarning):
+        nlp.initialize(lambda: toy_examples)
+
+
+def test_missing_and_empty_kb(tiny_encoder, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_entity_linker", config={"model": {"encoder_name": tiny_encoder}})
+    doc = nlp.make_doc("Aspirin.")
+    doc.ents = [doc.char_span(0, 7, label="Chemical")]
+    with pytest.raises(ValueError, match="has no knowledge base"):
+        nlp(doc)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="knowledge base is empty"):
+        _nlp(tiny_encoder, empty)(doc)
+
+
+def test_duplicate_kb_ids_name_the_id(tiny_encoder, tmp_path):
+    kb = tmp_path / "kb.jsonl"
+    rows = [{"id": "D1", "name": "a"}, {"id": "D1", "name": "b"}]
+    kb.write_text("\n".join(json.dumps(r) for r in rows))
+    doc = spacy.blank("en")("a b")
+    doc.ents = [doc.char_span(0, 1, label="X")]
+    with pytest.raises(KnowledgeBaseError, match="'D1'"):
+        _nlp(tiny_encoder, kb)(doc)
+
+
+def test_bad_settings_are_rejected(tiny_encoder, toy_kb_path):
+    with pytest.raises(ValueError, match="top_k"):
+        _nlp(tiny_encoder, toy_kb_path, top_k=0)
+    with pytest.raises(ValueError, match="entity_granularity"):
+        _nlp(tiny_encoder, toy_kb_path, entity_granularity="sentence")
+
+
+def test_alias_granularity_links(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, entity_granularity="alias", top_k=5)
+    doc = nlp(toy_examples[0].predicted)
+    ids = [c[0] for c in doc.ents[0]._.kb_candidates]
+    assert len(ids) == len(set(ids)) == 5
+
+
+def test_factory_is_found_through_entry_points(tiny_encoder, toy_kb_path):
+    code = (
+        "import spacy, sys; nlp = spacy.blank('en'); "
+        f"nlp.add_pipe('arbo_entity_linker', config={{'kb_path': {str(toy_kb_path)!r}, "
+        f"'model': {{'encoder_name': {tiny_encoder!r}}}}}); "
+        "assert 'spacy_arboel' in sys.modules; print('ok')"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_spacy_train_with_the_project_config(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    from pathlib import Path
+
+    corpus = tmp_path / "train.spacy"
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(corpus)
+    config = Path(__file__).parents[1] / "configs" / "linker.cfg"
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
+         "--paths.train", str(corpus), "--paths.dev", str(corpus), "--paths.kb",
+         str(toy_kb_path), "--paths.encoder", tiny_encoder, "--training.max_steps", "4",
+         "--training.eval_frequency", "2"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    nlp = spacy.load(tmp_path / "out" / "model-best")
+    scores = nlp.evaluate([eg for eg in toy_examples])
+    assert 0.0 <= scores["nel_inkb_recall@64"] <= 1.0
+    meta = json.loads((tmp_path / "out" / "model-best" / "meta.json").read_text())
+    assert "nel_inkb_recall@1" in meta["performance"]

@@ -1,0 +1,148 @@
+"""Objectives: the arborescence, candidate plans and losses (arboEL §2.3, BLINK eq. 4)."""
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from spacy_arboel.objectives import (
+    Arborescence,
+    InBatch,
+    KnnNegatives,
+    MentionStore,
+    PlanContext,
+    arborescence_parents,
+    edge_loss,
+    softmax_loss,
+)
+from spacy_arboel.objectives.losses import candidate_scores
+
+
+def _brute_force_parents(entity_aff, mention_aff):
+    """Minimum-weight arborescence rooted at the entity by enumerating parent choices."""
+    n = len(entity_aff)
+    best, best_parents = None, None
+    for parents in itertools.product(range(-1, n), repeat=n):
+        if any(p == i for i, p in enumerate(parents)):
+            continue
+        ok = True
+        for i in range(n):  # every node must reach the root without a cycle
+            seen, node = set(), i
+            while node != -1:
+                if node in seen:
+                    ok = False
+                    break
+                seen.add(node)
+                node = parents[node]
+            if not ok:
+                break
+        if not ok:
+            continue
+        weight = sum(-(entity_aff[i] if p == -1 else mention_aff[p, i])
+                     for i, p in enumerate(parents))
+        if best is None or weight < best - 1e-9:
+            best, best_parents = weight, parents
+    return np.array(best_parents)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_arborescence_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5))
+    vectors = rng.normal(size=(n, 4))
+    entity = rng.normal(size=4)
+    entity_aff, mention_aff = vectors @ entity, vectors @ vectors.T
+    assert (arborescence_parents(entity_aff, mention_aff)
+            == _brute_force_parents(entity_aff, mention_aff)).all()
+
+
+def test_arborescence_chains_through_a_close_mention():
+    # m0 is close to the entity; m1 is far from the entity but close to m0.
+    entity_aff = np.array([0.9, 0.1])
+    mention_aff = np.array([[1.0, 0.8], [0.8, 1.0]])
+    assert arborescence_parents(entity_aff, mention_aff).tolist() == [-1, 0]
+    # if m1 is closer to the entity than to m0, the entity is its parent
+    mention_aff = np.array([[1.0, 0.05], [0.05, 1.0]])
+    assert arborescence_parents(entity_aff, mention_aff).tolist() == [-1, -1]
+
+
+def _context(queries, golds, store=None, positions=None):
+    rows = np.eye(6, 4, dtype="float32") * 2
+    rows[5] = [1, 1, 0, 0]
+    owners = np.arange(6)
+
+    def search(q, k):
+        return np.argsort(-(q @ rows.T), axis=1)[:, :k]
+
+    return PlanContext(
+        gold_rows=[[g] for g in golds], gold_entities=list(golds),
+        store_positions=positions or [-1] * len(golds), queries=np.asarray(queries, "float32"),
+        row_vectors=rows, row_owners=owners, search_rows=search, store=store,
+        rng=random.Random(0),
+    )
+
+
+def test_in_batch_plan_uses_other_gold_entities_once():
+    ctx = _context(np.ones((3, 4)), [0, 1, 0])
+    plan = InBatch().plan(ctx)
+    assert sorted(plan.entity_rows) == [0, 1]
+    row = lambda i: [plan.entity_rows[c] for c in plan.candidates[i] if c >= 0]  # noqa: E731
+    assert row(0) == [0, 1] and row(1) == [1, 0] and row(2) == [0, 1]
+
+
+def test_knn_plan_excludes_the_gold_entity():
+    ctx = _context([[1, 0.5, 0, 0]], [0])
+    plan = KnnNegatives(n_negatives=2).plan(ctx)
+    rows = [plan.entity_rows[c] for c in plan.candidates[0]]
+    assert rows[0] == 0 and 0 not in rows[1:] and rows[1:] == [5, 1]
+
+
+def _store():
+    store = MentionStore()
+    for i, gold in enumerate([0, 0, 0, 1]):
+        store.add(("doc", i, i + 1), [1, 2, 3], gold)
+    vectors = np.array([[2, 0.2, 0, 0], [1.9, 0.4, 0, 0], [0, 0, 0, 3], [0, 2, 0, 0]], "float32")
+    store.set_embeddings(vectors)
+    return store
+
+
+@pytest.mark.parametrize("variant", ["full", "1nn", "1rand"])
+def test_arborescence_plan_positive_and_negatives(variant):
+    store = _store()
+    # mention 1 is closer to mention 0 (3.88) than to its entity's row (3.8): with the
+    # cluster in the graph, its incoming arborescence edge comes from mention 0.
+    ctx = _context(store.embeddings[[1]], [0], store=store, positions=[1])
+    plan = Arborescence(variant, n_negatives=2).plan(ctx)
+    n_rows = len(plan.entity_rows)
+    positive = plan.candidates[0, 0]
+    if variant in ("full", "1nn"):
+        assert positive >= n_rows + 1 and plan.extra_mentions[positive - n_rows - 1] == 0
+    negatives = plan.candidates[0, 1:]
+    neg_rows = [plan.entity_rows[c] for c in negatives if 0 <= c < n_rows]
+    neg_mentions = [plan.extra_mentions[c - n_rows - 1] for c in negatives if c >= n_rows + 1]
+    assert 0 not in neg_rows and len(neg_rows) == 1
+    assert neg_mentions == [3]  # the only mention of another cluster
+
+
+def test_singleton_cluster_falls_back_to_the_entity():
+    store = _store()
+    ctx = _context(store.embeddings[[3]], [1], store=store, positions=[3])
+    plan = Arborescence("full", n_negatives=0).plan(ctx)
+    assert plan.entity_rows[plan.candidates[0, 0]] == 1
+
+
+def test_losses_match_their_formulas():
+    queries = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    nodes = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    candidates = torch.tensor([[0, 1, 2], [1, 0, -1]])
+    scores, valid = candidate_scores(queries, nodes, candidates)
+    assert scores[1, 2] == float("-inf")
+    p0 = torch.softmax(torch.tensor([1.0, 0.0, 0.5]), 0)
+    p1 = torch.softmax(torch.tensor([1.0, 0.0]), 0)
+    expected_ce = -(p0[0].log() + p1[0].log()) / 2
+    assert softmax_loss(scores, valid).item() == pytest.approx(expected_ce.item(), rel=1e-5)
+    expected_edge = -((p0[0].log() + (1 - p0[1]).log() + (1 - p0[2]).log())
+                      + (p1[0].log() + (1 - p1[1]).log())) / 2
+    assert edge_loss(scores, valid).item() == pytest.approx(expected_edge.item(), rel=1e-5)
