@@ -179,3 +179,24 @@ def test_spacy_train_with_the_project_config(tiny_encoder, toy_kb_path, toy_exam
     assert 0.0 <= scores["nel_inkb_recall@64"] <= 1.0
     meta = json.loads((tmp_path / "out" / "model-best" / "meta.json").read_text())
     assert "nel_inkb_recall@1" in meta["performance"]
+
+
+def test_quantized_inference_stays_close_to_float(tiny_encoder, toy_kb_path, toy_examples):
+    import numpy as np
+
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    linker = nlp.get_pipe("arbo_entity_linker")
+    nlp(toy_examples[0].predicted.copy())
+    ids, mask = linker.builder.pad(linker._row_inputs)
+    full = linker.forward("entity", ids, mask)
+    linker.cfg["quantize"] = True
+    fast = linker.forward("entity", ids, mask)
+    assert not np.array_equal(full, fast)
+    cosine = (full * fast).sum(1) / np.linalg.norm(full, axis=1) / np.linalg.norm(fast, axis=1)
+    assert cosine.min() > 0.9
+
+
+def test_same_base_weights_give_the_same_initial_model(tiny_encoder, toy_kb_path, toy_examples):
+    first = _nlp(tiny_encoder, toy_kb_path)(toy_examples[0].predicted.copy())
+    second = _nlp(tiny_encoder, toy_kb_path)(toy_examples[0].predicted.copy())
+    assert [e._.kb_candidates for e in first.ents] == [e._.kb_candidates for e in second.ents]

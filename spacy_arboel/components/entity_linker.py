@@ -27,7 +27,7 @@ from ..errors import Errors, Warnings
 from ..evaluation.scorer import score_entity_linking
 from ..kb.index import DenseIndex, IndexMeta
 from ..kb.knowledge_base import KnowledgeBase
-from ..ml.models import set_encoders, torch_encoders
+from ..ml.models import quantized_encoders, set_encoders, torch_encoders
 from ..objectives import MentionStore, Objective, PlanContext, get_loss
 from ..objectives.losses import candidate_scores
 
@@ -68,6 +68,7 @@ def _model_config() -> dict[str, Any]:
         "index_kind": "flat",
         "batch_size": 64,
         "refresh_every": 500,
+        "quantize": False,
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={
@@ -91,6 +92,7 @@ def make_entity_linker(
     index_kind: str,
     batch_size: int,
     refresh_every: int,
+    quantize: bool,
     scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does."""
@@ -99,7 +101,7 @@ def make_entity_linker(
         threshold=threshold, nil_id=nil_id, mention_max_length=mention_max_length,
         entity_max_length=entity_max_length, entity_granularity=entity_granularity,
         index_kind=index_kind, batch_size=batch_size, refresh_every=refresh_every,
-        scorer=scorer,
+        quantize=quantize, scorer=scorer,
     )
 
 
@@ -111,7 +113,8 @@ class ArboEntityLinker(TrainablePipe):
     span's ``kb_id_`` (or ``nil_id`` when its score is below ``threshold``), and the ranked
     ``(kb_id, score)`` list goes to ``span._.kb_candidates``. Training uses the configured
     objective (in-batch, k-NN negatives or arborescence); the index and the cached training
-    mention vectors are refreshed every ``refresh_every`` updates.
+    mention vectors are refreshed every ``refresh_every`` updates. ``quantize`` links with
+    int8 dynamic-quantised copies of the encoders (CPU inference; training is unaffected).
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class ArboEntityLinker(TrainablePipe):
         index_kind: str = "flat",
         batch_size: int = 64,
         refresh_every: int = 500,
+        quantize: bool = False,
         scorer: Callable | None = score_entity_linking,
     ) -> None:
         for key, value, ok in (
@@ -153,7 +157,7 @@ class ArboEntityLinker(TrainablePipe):
             "kb_path": kb_path, "top_k": top_k, "threshold": threshold, "nil_id": nil_id,
             "mention_max_length": mention_max_length, "entity_max_length": entity_max_length,
             "entity_granularity": entity_granularity, "index_kind": index_kind,
-            "batch_size": batch_size, "refresh_every": refresh_every,
+            "batch_size": batch_size, "refresh_every": refresh_every, "quantize": quantize,
         }
         self.kb: KnowledgeBase | None = None
         self.tokenizer = None
@@ -166,6 +170,8 @@ class ArboEntityLinker(TrainablePipe):
         self._model_version = 0
         self._index_version = -1
         self._last_refresh = 0
+        self._quantized: dict[str, Any] | None = None
+        self._quantized_version = -1
         if not Span.has_extension(CANDIDATES_EXT):
             Span.set_extension(CANDIDATES_EXT, default=None)
 
@@ -253,6 +259,16 @@ class ArboEntityLinker(TrainablePipe):
 
     # --- encoding and index ----------------------------------------------------------------
 
+    def forward(self, side: str, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Embed one padded batch without gradient (int8 copies when ``quantize`` is set)."""
+        if not self.cfg["quantize"]:
+            return self.model.ops.to_numpy(self.model.predict((side, ids, mask)))
+        if self._quantized is None or self._quantized_version != self._model_version:
+            self._quantized = quantized_encoders(self.model)
+            self._quantized_version = self._model_version
+        with torch.inference_mode():
+            return self._quantized[side](torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+
     def _encode(self, side: str, sequences: list[list[int]], desc: str | None = None) -> np.ndarray:
         """Embed id sequences in length-sorted batches (no gradient)."""
         order = np.argsort([len(s) for s in sequences], kind="stable")
@@ -263,7 +279,7 @@ class ArboEntityLinker(TrainablePipe):
         outputs = []
         for start in chunks:
             ids, mask = self.builder.pad([sequences[i] for i in order[start : start + size]])
-            outputs.append(self.model.ops.to_numpy(self.model.predict((side, ids, mask))))
+            outputs.append(self.forward(side, ids, mask))
         if not outputs:
             return np.zeros((0, 1), dtype="float32")
         vectors = np.concatenate(outputs).astype("float32")
@@ -444,8 +460,9 @@ class ArboEntityLinker(TrainablePipe):
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
         self._ensure_index()
-        cfg = dict(self.cfg, seen_ids=sorted(self.seen_ids))
-        srsly.write_json(path / "cfg.json", cfg)
+        state = {"seen_ids": sorted(self.seen_ids),
+                 "n_missing_gold_ids": self.cfg.get("n_missing_gold_ids", 0)}
+        srsly.write_json(path / "cfg.json", state)
         self.kb.to_jsonl(path / "kb.jsonl")
         self.tokenizer.save_pretrained(str(path / "tokenizer"))
         encoders = torch_encoders(self.model)
@@ -457,9 +474,11 @@ class ArboEntityLinker(TrainablePipe):
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
         path = ensure_path(path)
-        cfg = srsly.read_json(path / "cfg.json")
-        self.seen_ids = set(cfg.pop("seen_ids", []))
-        self.cfg.update(cfg)
+        # Settings come from the pipeline's config (so they can be overridden at load time);
+        # cfg.json holds only what training learnt about the corpus.
+        state = srsly.read_json(path / "cfg.json")
+        self.seen_ids = set(state.get("seen_ids", []))
+        self.cfg["n_missing_gold_ids"] = state.get("n_missing_gold_ids", 0)
         self.kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
         entity_dir = "mention" if self.model.attrs["share_weights"] else "entity"
         self._load_encoders(path / "tokenizer", {

@@ -61,6 +61,20 @@ def load_transformer(name: str, vocab_size: int):
         model = AutoModel.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as err:
         raise OSError(Errors.E006.format(name=name, error=err)) from err
-    if model.get_input_embeddings().num_embeddings != vocab_size:
-        model.resize_token_embeddings(vocab_size)
+    old_size = model.get_input_embeddings().num_embeddings
+    if old_size < vocab_size:
+        model.resize_token_embeddings(vocab_size, mean_resizing=False)
+        _init_new_embeddings(model.get_input_embeddings().weight, old_size)
     return model
+
+
+def _init_new_embeddings(weight, start: int) -> None:
+    """Marker-token rows drawn around the mean embedding from a fixed seed, so that the
+    same base weights always give the same initial model."""
+    import torch
+
+    with torch.no_grad():
+        old = weight[:start]
+        generator = torch.Generator().manual_seed(0)
+        noise = torch.randn(weight.shape[0] - start, weight.shape[1], generator=generator)
+        weight[start:] = old.mean(0) + noise.to(weight.dtype) * old.std(0)

@@ -59,7 +59,8 @@ def evaluate_linker(
 
 
 def encoder_rate(linker, docs: list[Doc]) -> dict[str, float]:
-    """Forward rate of the mention encoder alone over pre-tokenised, pre-padded batches."""
+    """Forward rate of the mention encoder alone over pre-tokenised, pre-padded batches
+    (the same weights, fp32 or int8, that the linker uses)."""
     from ..encoders.inputs import MentionSpan
 
     spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs) for e in d.ents]
@@ -70,7 +71,7 @@ def encoder_rate(linker, docs: list[Doc]) -> dict[str, float]:
                for s in range(0, len(order), size)]
     start = time.perf_counter()
     for ids, mask in batches:
-        linker.model.predict(("mention", ids, mask))
+        linker.forward("mention", ids, mask)
     seconds = time.perf_counter() - start
     return {
         "encoder_seconds": round(seconds, 3),

