@@ -82,3 +82,21 @@ def test_unknown_encoder_gives_clear_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(OSError, match="neither a local directory"):
         load_tokenizer("no-such-org/no-such-model")
+
+
+def test_mention_pooling_averages_the_marked_span():
+    import torch
+
+    from spacy_arboel.encoders.transformer import PooledEncoder
+
+    class Echo(torch.nn.Module):  # hidden state = the input id, broadcast to 2 dims
+        def forward(self, input_ids, attention_mask):
+            return (input_ids.unsqueeze(-1).float().repeat(1, 1, 2),)
+
+    encoder = PooledEncoder(Echo(), "mention", marker_ids=(7, 8))
+    ids = torch.tensor([[1, 2, 7, 4, 6, 8, 3, 0], [1, 5, 5, 3, 0, 0, 0, 0]])
+    mask = (ids > 0).long()
+    pooled = encoder(ids, mask)
+    assert pooled[0].tolist() == [25 / 4, 25 / 4]  # 7, 4, 6, 8
+    assert pooled[1].tolist() == [14 / 4, 14 / 4]  # no markers: all real wordpieces
+    assert PooledEncoder(Echo(), "cls")(ids, mask)[:, 0].tolist() == [1.0, 1.0]

@@ -76,7 +76,7 @@ def build_kb_command(
         labels = types_from_docs(docs)
         absent = {entity_id for entity_id in aliases if entity_id not in kb}
         before = sum(len(entity.aliases) for entity in kb)
-        kb = kb.with_aliases(aliases)
+        kb = kb.with_aliases(aliases, first=True)
         n_aliases = sum(len(entity.aliases) for entity in kb) - before
         kb, n_typed = add_missing_types(kb, labels)
     kb.to_jsonl(output_path)

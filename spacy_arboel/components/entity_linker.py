@@ -189,7 +189,8 @@ class ArboEntityLinker(TrainablePipe):
         self.tokenizer = load_tokenizer(str(tokenizer_source))
         self.builder = InputBuilder(self.tokenizer, self.cfg["mention_max_length"],
                                     self.cfg["entity_max_length"])
-        set_encoders(self.model, sources, len(self.tokenizer))
+        markers = (self.builder.start_id, self.builder.end_id)
+        set_encoders(self.model, sources, len(self.tokenizer), markers)
 
     def _ensure_ready(self) -> None:
         """Lazily set up an un-initialised component from ``kb_path`` and the base encoder."""

@@ -4,22 +4,45 @@ from __future__ import annotations
 
 import torch
 
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "mention")
 
 
 class PooledEncoder(torch.nn.Module):
-    """Encodes padded wordpiece ids to one vector per row ([CLS] or mean pooling, BLINK §3.1)."""
+    """Encodes padded wordpiece ids to one vector per row.
 
-    def __init__(self, transformer: torch.nn.Module, pooling: str = "cls") -> None:
+    ``cls``: the [CLS] vector (BLINK §3.1). ``mean``: the mean over all wordpieces.
+    ``mention``: the mean over the marked span ``[START] … [END]`` where the row has one
+    (mention inputs), else over all wordpieces (entity inputs) — BEER²'s mean-pooled span
+    representation (eq. 3), our CPU-friendly default for small encoders (see BENCHMARKS.md).
+    """
+
+    def __init__(
+        self,
+        transformer: torch.nn.Module,
+        pooling: str = "cls",
+        marker_ids: tuple[int, int] | None = None,
+    ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"Unknown pooling '{pooling}': use one of {POOLINGS}.")
+        if pooling == "mention" and marker_ids is None:
+            raise ValueError("pooling='mention' needs the ids of the [START] and [END] markers.")
         self.transformer = transformer
         self.pooling = pooling
+        self.marker_ids = marker_ids
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask)[0]
         if self.pooling == "cls":
             return hidden[:, 0]
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        mask = attention_mask
+        if self.pooling == "mention":
+            start_id, end_id = self.marker_ids
+            is_end = (input_ids == end_id).long()
+            started = (input_ids == start_id).long().cumsum(1) > 0
+            ended = (is_end.cumsum(1) - is_end) > 0
+            span = (started & ~ended).long()
+            has_span = span.sum(1, keepdim=True) > 0
+            mask = torch.where(has_span, span, attention_mask)
+        mask = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)

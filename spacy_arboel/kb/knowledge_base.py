@@ -84,14 +84,21 @@ class KnowledgeBase:
             digest.update(b"\n")
         return digest.hexdigest()[:16]
 
-    def with_aliases(self, aliases: Mapping[str, Iterable[str]]) -> KnowledgeBase:
-        """A copy with extra aliases per entity id; ids absent from the KB are ignored."""
+    def with_aliases(
+        self, aliases: Mapping[str, Iterable[str]], *, first: bool = False
+    ) -> KnowledgeBase:
+        """A copy with extra aliases per entity id; ids absent from the KB are ignored.
+
+        ``first`` puts the new aliases before the existing ones (a truncated entity input
+        then keeps them: aliases seen in annotated text beat generated variants).
+        """
         merged = []
         for entity in self._entities:
             extra = aliases.get(entity.id, ())
-            known = {entity.name.lower(), *(a.lower() for a in entity.aliases)}
-            new = list(entity.aliases)
-            for alias in extra:
+            ordered = [*extra, *entity.aliases] if first else [*entity.aliases, *extra]
+            known = {entity.name.lower()}
+            new = []
+            for alias in ordered:
                 if alias.lower() not in known:
                     known.add(alias.lower())
                     new.append(alias)

@@ -64,13 +64,21 @@ def _convert_inputs(model: Model, inputs: tuple[np.ndarray, np.ndarray], is_trai
     return ArgsKwargs(args=tuple(args), kwargs={}), lambda d_inputs: None
 
 
-def set_encoders(model: Model, sources: dict[str, str | Path], vocab_size: int) -> None:
-    """Load the transformer weights (a name, or one saved directory per side) into ``model``."""
+def set_encoders(
+    model: Model,
+    sources: dict[str, str | Path],
+    vocab_size: int,
+    marker_ids: tuple[int, int] | None = None,
+) -> None:
+    """Load the transformer weights (a name, or one saved directory per side) into ``model``.
+
+    ``marker_ids``: the [START] and [END] token ids, needed by ``mention`` pooling.
+    """
     layers = []
     sides = SIDES[:1] if model.attrs["share_weights"] else SIDES
     for side in sides:
         transformer = load_transformer(str(sources[side]), vocab_size)
-        encoder = PooledEncoder(transformer, model.attrs["pooling"])
+        encoder = PooledEncoder(transformer, model.attrs["pooling"], marker_ids)
         layers.append(
             PyTorchWrapper_v2(
                 encoder,
