@@ -146,3 +146,12 @@ def test_losses_match_their_formulas():
     expected_edge = -((p0[0].log() + (1 - p0[1]).log() + (1 - p0[2]).log())
                       + (p1[0].log() + (1 - p1[1]).log())) / 2
     assert edge_loss(scores, valid).item() == pytest.approx(expected_edge.item(), rel=1e-5)
+
+
+def test_knn_negatives_take_one_row_per_entity():
+    ctx = _context([[1, 0.5, 0, 0]], [0])
+    ctx.row_owners = np.array([0, 1, 1, 2, 3, 1])  # entity 1 owns rows 1, 2 and 5
+    plan = KnnNegatives(n_negatives=2).plan(ctx)
+    rows = [plan.entity_rows[c] for c in plan.candidates[0]]
+    owners = [int(ctx.row_owners[r]) for r in rows[1:]]
+    assert rows[0] == 0 and 0 not in owners and len(set(owners)) == len(owners) == 2

@@ -70,16 +70,31 @@ class Objective:
         return rows[int(np.argmax(ctx.row_vectors[rows] @ ctx.queries[i]))]
 
     def hard_entity_negatives(self, ctx: PlanContext, n: int) -> list[list[int]]:
-        """The ``n`` highest-scoring rows of other entities for each mention (k-NN negatives)."""
+        """The best row of each of the ``n`` nearest other entities (k-NN negatives)."""
         if n <= 0:
             return [[] for _ in ctx.queries]
-        fetched = ctx.search_rows(ctx.queries, n + 8)
-        result = []
-        for i, rows in enumerate(fetched):
-            gold = ctx.gold_entities[i]
-            keep = [int(r) for r in rows if r >= 0 and ctx.row_owners[r] != gold]
-            result.append(keep[:n])
-        return result
+        # over-fetch: the gold entity's rows and several rows of one entity are skipped
+        fetched = ctx.search_rows(ctx.queries, 4 * n + 16)
+        return _nearest_others(fetched, ctx.row_owners, ctx.gold_entities, n, one_per_owner=True)
+
+
+def _nearest_others(
+    fetched: np.ndarray, owners, golds: list[int], n: int, one_per_owner: bool = False
+) -> list[list[int]]:
+    """Per query, the first ``n`` fetched nodes whose owner is not the query's gold entity."""
+    result = []
+    for gold, nodes in zip(golds, fetched, strict=True):
+        keep: list[int] = []
+        seen: set[int] = set()
+        for node in nodes:
+            if node < 0 or owners[node] == gold or (one_per_owner and owners[node] in seen):
+                continue
+            seen.add(int(owners[node]))
+            keep.append(int(node))
+            if len(keep) == n:
+                break
+        result.append(keep)
+    return result
 
 
 def _assemble(per_mention: list[list[tuple[str, int]]], batch_size: int) -> BatchPlan:
@@ -205,16 +220,11 @@ class Arborescence(Objective):
         return _assemble(per_mention, len(ctx.queries))
 
     def _mention_negatives(self, ctx: PlanContext, n: int) -> list[list[int]]:
+        """The ``n`` nearest training mentions of other clusters."""
         if n <= 0:
             return [[] for _ in ctx.queries]
-        store = ctx.store
-        fetched = store.nearest(ctx.queries, n + 64)
-        result = []
-        for i, rows in enumerate(fetched):
-            gold = ctx.gold_entities[i]
-            keep = [int(r) for r in rows if r >= 0 and store.gold[r] != gold]
-            result.append(keep[:n])
-        return result
+        fetched = ctx.store.nearest(ctx.queries, n + 64)
+        return _nearest_others(fetched, ctx.store.gold, ctx.gold_entities, n)
 
 
 @registry.misc("spacy_arboel.InBatchObjective.v1")
