@@ -52,3 +52,20 @@ def test_round_trip_and_mismatch(tmp_path):
     other = IndexMeta("kb2", "enc1", 8, 10)
     with pytest.raises(ValueError, match="does not match the pipeline"):
         DenseIndex.from_disk(tmp_path / "index", expected=other)
+
+
+def test_alias_merge_agrees_with_a_plain_loop():
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(200, 8)).astype("float32")
+    owners = rng.integers(0, 40, size=200)
+    owners[:40] = np.arange(40)  # every entity owns at least one row
+    index = DenseIndex(vectors, owners, _meta(200, granularity="alias"))
+    queries = rng.normal(size=(6, 8)).astype("float32")
+    scores, ids = index.search(queries, 5)
+    for q in range(6):
+        best: dict[int, float] = {}
+        for row, score in enumerate(vectors @ queries[q]):
+            best[owners[row]] = max(best.get(owners[row], -np.inf), score)
+        expected = sorted(best, key=best.get, reverse=True)[:5]
+        assert ids[q].tolist() == expected
+        assert np.allclose(scores[q], [best[e] for e in expected], atol=1e-4)

@@ -88,25 +88,24 @@ class DenseIndex:
         if len(self.owners) == self.n_entities:  # one row per entity: rows are entities
             scores, rows = self.index.search(queries, k)
             return scores, np.where(rows >= 0, self.owners[np.maximum(rows, 0)], -1)
-        # Several rows per entity: over-fetch rows, keep each entity's best row.
+        # Several rows per entity: over-fetch rows, keep each entity's best (first) row.
         fetch = min(len(self.owners), k * 4)
         scores, rows = self.index.search(queries, fetch)
-        out_scores = np.full((len(queries), k), -np.inf, dtype="float32")
-        out_ids = np.full((len(queries), k), -1, dtype="int64")
-        for q in range(len(queries)):
-            seen: set[int] = set()
-            col = 0
-            for score, row in zip(scores[q], rows[q], strict=True):
-                if row < 0:
-                    break
-                owner = int(self.owners[row])
-                if owner in seen:
-                    continue
-                seen.add(owner)
-                out_scores[q, col], out_ids[q, col] = score, owner
-                col += 1
-                if col == k:
-                    break
+        owners = np.where(rows >= 0, self.owners[np.maximum(rows, 0)], -1)
+        n_queries = len(queries)
+        keys = np.arange(n_queries)[:, None] * (self.n_entities + 1) + (owners + 1)
+        _, first = np.unique(keys.ravel(), return_index=True)  # row-major: best row first
+        keep = np.zeros(keys.size, dtype=bool)
+        keep[first] = True
+        keep &= owners.ravel() >= 0
+        keep = keep.reshape(owners.shape)
+        rank = np.cumsum(keep, axis=1) - 1
+        take = keep & (rank < k)
+        out_scores = np.full((n_queries, k), -np.inf, dtype="float32")
+        out_ids = np.full((n_queries, k), -1, dtype="int64")
+        q_idx, col = np.nonzero(take)
+        out_scores[q_idx, rank[q_idx, col]] = scores[q_idx, col]
+        out_ids[q_idx, rank[q_idx, col]] = owners[q_idx, col]
         return out_scores, out_ids
 
     def entity_vectors(self) -> np.ndarray:
