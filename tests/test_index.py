@@ -10,11 +10,12 @@ def _meta(n, kind="flat", granularity="entity"):
     return IndexMeta("kb1", "enc1", 8, n, kind, granularity)
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
 def test_search_finds_exact_neighbours(kind):
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(50, 8)).astype("float32")
-    index = DenseIndex(vectors, np.arange(50), _meta(50, kind))
+    # nprobe covers every cell of this small index, so IVF is exact here too
+    index = DenseIndex(vectors, np.arange(50), _meta(50, kind), nprobe=64)
     scores, ids = index.search(vectors[:5], 3)
     expected = np.argsort(-(vectors[:5] @ vectors.T), axis=1)[:, :3]
     assert (ids == expected).all()
@@ -69,3 +70,21 @@ def test_alias_merge_agrees_with_a_plain_loop():
         expected = sorted(best, key=best.get, reverse=True)[:5]
         assert ids[q].tolist() == expected
         assert np.allclose(scores[q], [best[e] for e in expected], atol=1e-4)
+
+
+def test_ivf_index_is_approximate_but_close():
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(4000, 16)).astype("float32")
+    exact = DenseIndex(vectors, np.arange(4000), _meta(4000))
+    ivf = DenseIndex(vectors, np.arange(4000), _meta(4000, "ivf"), nprobe=8)
+    queries = vectors[:200] + rng.normal(0, 0.1, size=(200, 16)).astype("float32")
+    assert ivf.index.nlist < 4000 and ivf.index.nprobe == 8
+    agree = (exact.search(queries, 1)[1] == ivf.search(queries, 1)[1]).mean()
+    assert agree > 0.8
+
+
+def test_saved_index_can_be_loaded_as_another_kind(tmp_path):
+    vectors = np.random.default_rng(1).normal(size=(100, 8)).astype("float32")
+    DenseIndex(vectors, np.arange(100), _meta(100)).to_disk(tmp_path / "index")
+    loaded = DenseIndex.from_disk(tmp_path / "index", kind="hnsw")
+    assert loaded.meta.kind == "hnsw"

@@ -67,6 +67,12 @@ def evaluate(
     component: Annotated[str, typer.Option(help="Linker component name")] = "arbo_entity_linker",
     limit: Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")] = 0,
     encoder_rate: Annotated[bool, typer.Option(help="Also time the raw encoder")] = True,
+    index_kind: Annotated[
+        str | None, typer.Option(help="Override the index kind: flat, hnsw or ivf")
+    ] = None,
+    quantize: Annotated[
+        bool | None, typer.Option(help="Override int8 quantised inference")
+    ] = None,
 ) -> None:
     """Link the gold mentions of CORPUS with MODEL: recall@k, accuracy, splits, throughput."""
     import spacy
@@ -76,7 +82,9 @@ def evaluate(
     from ..evaluation.pipeline_eval import evaluate_linker
     from ..evaluation.report import write_json
 
-    nlp = spacy.load(model)
+    overrides = {k: v for k, v in (("index_kind", index_kind), ("quantize", quantize))
+                 if v is not None}
+    nlp = spacy.load(model, config={"components": {component: overrides}} if overrides else {})
     docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
     if limit:
         docs = docs[:limit]

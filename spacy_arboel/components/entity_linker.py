@@ -485,7 +485,7 @@ class ArboEntityLinker(TrainablePipe):
         self._load_encoders(path / "tokenizer", {
             "mention": path / "mention_encoder", "entity": path / f"{entity_dir}_encoder",
         })
-        self.index = DenseIndex.from_disk(path / "index")
+        self.index = DenseIndex.from_disk(path / "index", kind=self.cfg["index_kind"])
         expected = self._index_meta(self.index.meta.dim, self.index.meta.n_rows)
         if self.index.meta.kb_fingerprint != expected.kb_fingerprint:
             raise ValueError(Errors.E012.format(saved=self.index.meta.kb_fingerprint,

@@ -1,7 +1,8 @@
 """A FAISS inner-product index over entity rows, with the metadata to detect staleness.
 
-Exact search (``IndexFlatIP``) by default, as BLINK's exact setting; HNSW as an option
-(BLINK §5.2.3). Several rows may belong to one entity (alias granularity): searching returns
+Exact search (``IndexFlatIP``) by default, as BLINK's exact setting; HNSW (BLINK §5.2.3)
+and IVF (inverted lists over k-means cells, ``nprobe`` cells searched) as approximate options
+for large KBs on a CPU. Several rows may belong to one entity (alias granularity): searching returns
 entities, each scored by its best row. GPU FAISS is used when it is installed and a GPU is
 visible.
 """
@@ -9,14 +10,14 @@ visible.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import Errors
 
-INDEX_KINDS = ("flat", "hnsw")
+INDEX_KINDS = ("flat", "hnsw", "ivf")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class DenseIndex:
         *,
         hnsw_m: int = 32,
         ef_search: int = 128,
+        nprobe: int = 32,
         use_gpu: bool | None = None,
     ) -> None:
         if meta.kind not in INDEX_KINDS:
@@ -67,6 +69,13 @@ class DenseIndex:
             index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = max(40, hnsw_m * 2)
             index.hnsw.efSearch = ef_search
+        elif meta.kind == "ivf":
+            # ~4·sqrt(n) cells, but enough training points per cell (FAISS asks for 39)
+            n_cells = max(1, min(int(4 * np.sqrt(len(embeddings))), len(embeddings) // 39))
+            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, n_cells,
+                                       faiss.METRIC_INNER_PRODUCT)
+            index.train(embeddings)
+            index.nprobe = min(nprobe, n_cells)
         else:
             index = faiss.IndexFlatIP(dim)
         index.add(embeddings)
@@ -125,9 +134,15 @@ class DenseIndex:
         (path / "meta.json").write_text(json.dumps(asdict(self.meta), indent=2))
 
     @classmethod
-    def from_disk(cls, path: str | Path, expected: IndexMeta | None = None, **kwargs) -> DenseIndex:
+    def from_disk(
+        cls, path: str | Path, expected: IndexMeta | None = None, kind: str | None = None,
+        **kwargs,
+    ) -> DenseIndex:
+        """Load the vectors and rebuild the index (``kind`` overrides the saved kind)."""
         path = Path(path)
         meta = IndexMeta(**json.loads((path / "meta.json").read_text()))
+        if kind is not None and kind != meta.kind:
+            meta = replace(meta, kind=kind)
         if expected is not None:
             check_meta(meta, expected)
         embeddings = np.load(path / "embeddings.npy", allow_pickle=False)
