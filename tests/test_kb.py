@@ -113,3 +113,10 @@ def test_loader_resolves_from_config(kb, tmp_path):
     config = {"kb": {"@misc": "spacy_arboel.JsonlKB.v1", "path": str(path)}}
     resolved = spacy.registry.resolve(config)
     assert len(resolved["kb"](spacy.blank("en"))) == 3
+
+
+def test_with_aliases_can_put_new_aliases_first():
+    kb = KnowledgeBase([Entity("D1", "Cough", aliases=("tussis",))])
+    assert kb.with_aliases({"D1": ["coughing", "Cough"]})["D1"].aliases == ("tussis", "coughing")
+    first = kb.with_aliases({"D1": ["coughing", "TUSSIS"]}, first=True)
+    assert first["D1"].aliases == ("coughing", "TUSSIS")

@@ -182,7 +182,7 @@ def test_build_kb_command(small_files, tmp_path, nlp):
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(output)
     assert len(kb) == 5
-    assert kb["D000008"].aliases[-1] == "abdominal tumour"
+    assert kb["D000008"].aliases[0] == "abdominal tumour"  # corpus aliases come first
     assert kb["D015738"].aliases == ("famotidin",)  # merged from the JSONL; "Famotidine" = name
     assert kb["D015738"].types == ("Drug",)  # had a type: the corpus label is not added
     assert kb["D003371"].types == ("Disease",)  # had none: typed from the corpus
