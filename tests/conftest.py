@@ -19,6 +19,14 @@ def _vocab() -> list[str]:
 
 
 @pytest.fixture(scope="session")
+def nlp():
+    """A blank English pipeline for tokenising test documents."""
+    import spacy
+
+    return spacy.blank("en")
+
+
+@pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory) -> str:
     """A 2-layer, 32-dimensional random BERT with a small wordpiece vocabulary, on disk."""
     import torch

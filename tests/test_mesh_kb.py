@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import spacy
 from typer.testing import CliRunner
 
 from spacy_arboel.data.convert import docs_to_docbin, gold_ids, pubtator_to_docs
@@ -51,11 +50,6 @@ CORPUS = (
     "1\t81\t86\tcough\tDisease\tD003371\n"
     "1\t50\t55\tagain\tChemical\t-1\n"
 )
-
-
-@pytest.fixture(scope="module")
-def nlp():
-    return spacy.blank("en")
 
 
 @pytest.fixture

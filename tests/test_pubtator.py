@@ -53,11 +53,6 @@ COMPOSITE = (
 )
 
 
-@pytest.fixture(scope="module")
-def nlp():
-    return spacy.blank("en")
-
-
 def require_data(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"real data not available at {path}")
