@@ -200,3 +200,19 @@ def test_same_base_weights_give_the_same_initial_model(tiny_encoder, toy_kb_path
     first = _nlp(tiny_encoder, toy_kb_path)(toy_examples[0].predicted.copy())
     second = _nlp(tiny_encoder, toy_kb_path)(toy_examples[0].predicted.copy())
     assert [e._.kb_candidates for e in first.ents] == [e._.kb_candidates for e in second.ents]
+
+
+def test_a_loaded_pipeline_can_be_trained_further(
+    tiny_encoder, toy_kb_path, toy_examples, tmp_path
+):
+    nlp = _nlp(tiny_encoder, toy_kb_path, objective={"@misc": "spacy_arboel.Objective.v1",
+                                                     "name": "in_batch"})
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    losses = loaded.update(toy_examples, sgd=Adam(0.001))
+    assert losses["arbo_entity_linker"] > 0
+    arbo = spacy.load(tmp_path / "pipeline", config={"components": {"arbo_entity_linker": {
+        "objective": {"@misc": "spacy_arboel.Objective.v1", "name": "arborescence",
+                      "n_negatives": 2}}}})
+    assert arbo.update(toy_examples, sgd=Adam(0.001))["arbo_entity_linker"] > 0

@@ -5,7 +5,7 @@ import hashlib
 import json
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors, Warnings
 from ..evaluation.scorer import score_entity_linking
-from ..kb.index import DenseIndex, IndexMeta
+from ..kb.index import DenseIndex, IndexMeta, check_meta
 from ..kb.knowledge_base import KnowledgeBase
 from ..ml.models import quantized_encoders, set_encoders, torch_encoders
 from ..objectives import MentionStore, Objective, PlanContext, get_loss
@@ -301,14 +301,19 @@ class ArboEntityLinker(TrainablePipe):
         return IndexMeta(self.kb.fingerprint(), self._encoder_fingerprint(), dim, n_rows,
                          self.cfg["index_kind"], self.cfg["entity_granularity"])
 
+    def _set_row_layout(self) -> np.ndarray:
+        """Tokenise the KB's index rows; returns the entity position behind each row."""
+        titles, descriptions, owners = entity_rows(list(self.kb), self.cfg["entity_granularity"])
+        self._row_inputs = self.builder.entity_ids(titles, descriptions)
+        self._rows_of = _rows_by_entity(owners)
+        return owners
+
     def refresh(self) -> None:
         """Re-embed the KB (and the training mentions if the objective mines them)."""
         self._ensure_ready()
-        titles, descriptions, owners = entity_rows(list(self.kb), self.cfg["entity_granularity"])
-        self._row_inputs = self.builder.entity_ids(titles, descriptions)
+        owners = self._set_row_layout()
         vectors = self._encode("entity", self._row_inputs, desc="Embedding KB")
         self.index = DenseIndex(vectors, owners, self._index_meta(vectors.shape[1], len(owners)))
-        self._rows_of = _rows_by_entity(owners)
         if self.objective.needs_mention_index and len(self.store):
             self.store.set_embeddings(
                 self._encode("mention", self.store.inputs, desc="Embedding training mentions")
@@ -490,11 +495,8 @@ class ArboEntityLinker(TrainablePipe):
         if self.index.meta.kb_fingerprint != expected.kb_fingerprint:
             raise ValueError(Errors.E012.format(saved=self.index.meta.kb_fingerprint,
                                                 found=expected.kb_fingerprint))
-        from ..kb.index import check_meta
-
         check_meta(self.index.meta, expected)
-        titles, descriptions, owners = entity_rows(list(self.kb), self.cfg["entity_granularity"])
-        self._rows_of = _rows_by_entity(owners)
+        self._set_row_layout()  # so that a loaded pipeline can be trained further
         self._index_version = self._model_version
         return self
 
@@ -521,7 +523,3 @@ def _rows_by_entity(owners: np.ndarray) -> list[list[int]]:
         rows[int(owner)].append(row)
     return rows
 
-
-def iter_ents(docs: Iterable[Doc]) -> Iterator[Span]:
-    for doc in docs:
-        yield from doc.ents

@@ -195,7 +195,7 @@ class Arborescence(Objective):
 
     def positive(self, ctx: PlanContext, i: int, gold_row: int) -> tuple[str, int]:
         """Mention i's incoming edge in the arborescence: ('row', r) or ('mention', pos)."""
-        members = self._cluster_nodes(ctx, i)
+        members = self._cluster_nodes(ctx, i) if ctx.store.embeddings is not None else []
         if not members:
             return ("row", gold_row)
         store = ctx.store
@@ -220,8 +220,9 @@ class Arborescence(Objective):
         return _assemble(per_mention, len(ctx.queries))
 
     def _mention_negatives(self, ctx: PlanContext, n: int) -> list[list[int]]:
-        """The ``n`` nearest training mentions of other clusters."""
-        if n <= 0:
+        """The ``n`` nearest training mentions of other clusters (none before the training
+        mentions are embedded, e.g. when a loaded pipeline is updated without initialize)."""
+        if n <= 0 or ctx.store.embeddings is None:
             return [[] for _ in ctx.queries]
         fetched = ctx.store.nearest(ctx.queries, n + 64)
         return _nearest_others(fetched, ctx.store.gold, ctx.gold_entities, n)

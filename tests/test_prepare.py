@@ -1,0 +1,33 @@
+"""The `prepare` command that builds the project's corpora and KB."""
+
+from pathlib import Path
+
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+from spacy_arboel.kb import KnowledgeBase
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_prepare_toy_writes_corpora_and_kb(tmp_path):
+    result = CliRunner().invoke(
+        app, ["prepare", "toy", str(tmp_path), "--assets-dir", str(ROOT / "assets")]
+    )
+    assert result.exit_code == 0, result.output
+    kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
+    assert len(kb) == len(KnowledgeBase.from_jsonl(ROOT / "assets" / "toy" / "kb.jsonl"))
+    nlp = spacy.blank("en")
+    for split in ("train", "dev", "test"):
+        docs = list(DocBin().from_disk(tmp_path / f"{split}.spacy").get_docs(nlp.vocab))
+        assert docs and all(e.kb_id_ for d in docs for e in d.ents)
+
+
+def test_prepare_names_a_missing_data_dir(tmp_path):
+    result = CliRunner().invoke(
+        app, ["prepare", "bc5cdr", str(tmp_path / "out"), "--data-dir", str(tmp_path / "nope")]
+    )
+    assert result.exit_code != 0
+    assert "nope" in result.output or "nope" in str(result.exception)
