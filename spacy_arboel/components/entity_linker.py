@@ -25,7 +25,7 @@ from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors, Warnings
 from ..evaluation.scorer import score_entity_linking
-from ..kb.index import DenseIndex, IndexMeta, check_meta
+from ..kb.index import DenseIndex, IndexMeta, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
 from ..ml.models import quantized_encoders, set_encoders, torch_encoders
 from ..objectives import MentionStore, Objective, PlanContext, get_loss
@@ -272,15 +272,10 @@ class ArboEntityLinker(TrainablePipe):
 
     def _encode(self, side: str, sequences: list[list[int]], desc: str | None = None) -> np.ndarray:
         """Embed id sequences in length-sorted batches (no gradient)."""
-        order = np.argsort([len(s) for s in sequences], kind="stable")
-        size = self.cfg["batch_size"]
-        chunks = range(0, len(order), size)
+        order, batches = self.builder.sorted_batches(sequences, self.cfg["batch_size"])
         if desc:
-            chunks = tqdm(chunks, desc=desc, unit="batch", leave=False, disable=None)
-        outputs = []
-        for start in chunks:
-            ids, mask = self.builder.pad([sequences[i] for i in order[start : start + size]])
-            outputs.append(self.forward(side, ids, mask))
+            batches = tqdm(batches, desc=desc, unit="batch", leave=False, disable=None)
+        outputs = [self.forward(side, ids, mask) for ids, mask in batches]
         if not outputs:
             return np.zeros((0, 1), dtype="float32")
         vectors = np.concatenate(outputs).astype("float32")
@@ -490,12 +485,15 @@ class ArboEntityLinker(TrainablePipe):
         self._load_encoders(path / "tokenizer", {
             "mention": path / "mention_encoder", "entity": path / f"{entity_dir}_encoder",
         })
-        self.index = DenseIndex.from_disk(path / "index", kind=self.cfg["index_kind"])
-        expected = self._index_meta(self.index.meta.dim, self.index.meta.n_rows)
-        if self.index.meta.kb_fingerprint != expected.kb_fingerprint:
-            raise ValueError(Errors.E012.format(saved=self.index.meta.kb_fingerprint,
-                                                found=expected.kb_fingerprint))
-        check_meta(self.index.meta, expected)
+        saved = read_index_meta(path / "index")
+        # checked before the (possibly HNSW/IVF) index is built
+        if saved.kb_fingerprint != self.kb.fingerprint():
+            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
+                                                found=self.kb.fingerprint()))
+        self.index = DenseIndex.from_disk(
+            path / "index", expected=self._index_meta(saved.dim, saved.n_rows),
+            kind=self.cfg["index_kind"],
+        )
         self._set_row_layout()  # so that a loaded pipeline can be trained further
         self._index_version = self._model_version
         return self

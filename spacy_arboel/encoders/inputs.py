@@ -144,6 +144,15 @@ class InputBuilder:
 
     # --- padding ---------------------------------------------------------------------------
 
+    def sorted_batches(
+        self, sequences: Sequence[Sequence[int]], size: int
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Padded batches of ``size`` in length order, and that order (to restore the input's)."""
+        order = np.argsort([len(s) for s in sequences], kind="stable")
+        batches = [self.pad([sequences[i] for i in order[start : start + size]])
+                   for start in range(0, len(order), size)]
+        return order, batches
+
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Right-pad to the longest sequence: (input_ids, attention_mask) as int64 arrays."""
         width = max((len(s) for s in sequences), default=1)

@@ -65,10 +65,7 @@ def encoder_rate(linker, docs: list[Doc]) -> dict[str, float]:
 
     spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs) for e in d.ents]
     inputs = linker.builder.mention_ids([d.text for d in docs], spans)
-    order = np.argsort([len(s) for s in inputs], kind="stable")
-    size = linker.cfg["batch_size"]
-    batches = [linker.builder.pad([inputs[i] for i in order[s : s + size]])
-               for s in range(0, len(order), size)]
+    _, batches = linker.builder.sorted_batches(inputs, linker.cfg["batch_size"])
     start = time.perf_counter()
     for ids, mask in batches:
         linker.forward("mention", ids, mask)

@@ -140,7 +140,7 @@ class DenseIndex:
     ) -> DenseIndex:
         """Load the vectors and rebuild the index (``kind`` overrides the saved kind)."""
         path = Path(path)
-        meta = IndexMeta(**json.loads((path / "meta.json").read_text()))
+        meta = read_index_meta(path)
         if kind is not None and kind != meta.kind:
             meta = replace(meta, kind=kind)
         if expected is not None:
@@ -148,6 +148,11 @@ class DenseIndex:
         embeddings = np.load(path / "embeddings.npy", allow_pickle=False)
         owners = np.load(path / "owners.npy", allow_pickle=False)
         return cls(embeddings, owners, meta, **kwargs)
+
+
+def read_index_meta(path: str | Path) -> IndexMeta:
+    """What a saved index was built from."""
+    return IndexMeta(**json.loads((Path(path) / "meta.json").read_text()))
 
 
 def check_meta(found: IndexMeta, expected: IndexMeta) -> None:
