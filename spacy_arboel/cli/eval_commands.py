@@ -58,8 +58,11 @@ def compare_runs(
         typer.echo(f"Wrote {plot}")
 
 
-@app.command("evaluate")
+@app.command(
+    "evaluate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
 def evaluate(
+    ctx: typer.Context,
     model: Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")],
     corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
     output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
@@ -74,8 +77,13 @@ def evaluate(
         bool | None, typer.Option(help="Override int8 quantised inference")
     ] = None,
 ) -> None:
-    """Link the gold mentions of CORPUS with MODEL: recall@k, accuracy, splits, throughput."""
+    """Link the gold mentions of CORPUS with MODEL: recall@k, accuracy, splits, throughput.
+
+    Further settings override the pipeline's config as in `spacy train`, e.g.
+    `--components.arbo_entity_linker.expand_abbreviations true`.
+    """
     import spacy
+    from spacy.cli._util import parse_config_overrides
     from spacy.tokens import DocBin
     from wasabi import msg
 
@@ -84,7 +92,9 @@ def evaluate(
 
     overrides = {k: v for k, v in (("index_kind", index_kind), ("quantize", quantize))
                  if v is not None}
-    nlp = spacy.load(model, config={"components": {component: overrides}} if overrides else {})
+    config = {f"components.{component}.{k}": v for k, v in overrides.items()}
+    config.update(parse_config_overrides(ctx.args))
+    nlp = spacy.load(model, config=config)
     docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
     if limit:
         docs = docs[:limit]

@@ -25,7 +25,7 @@ from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors, Warnings
 from ..evaluation.scorer import score_entity_linking
-from ..kb.index import DenseIndex, IndexMeta, read_index_meta
+from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
 from ..ml.models import quantized_encoders, set_encoders, torch_encoders
 from ..objectives import MentionStore, Objective, PlanContext, get_loss
@@ -65,6 +65,8 @@ def _model_config() -> dict[str, Any]:
         "mention_max_length": 32,
         "entity_max_length": 32,
         "entity_granularity": "entity",
+        "expand_abbreviations": False,
+        "row_dedupe_threshold": 0.97,
         "index_kind": "flat",
         "batch_size": 64,
         "refresh_every": 500,
@@ -89,6 +91,8 @@ def make_entity_linker(
     mention_max_length: int,
     entity_max_length: int,
     entity_granularity: str,
+    expand_abbreviations: bool,
+    row_dedupe_threshold: float | None,
     index_kind: str,
     batch_size: int,
     refresh_every: int,
@@ -100,6 +104,7 @@ def make_entity_linker(
         nlp.vocab, model, name, objective=objective, kb_path=kb_path, top_k=top_k,
         threshold=threshold, nil_id=nil_id, mention_max_length=mention_max_length,
         entity_max_length=entity_max_length, entity_granularity=entity_granularity,
+        expand_abbreviations=expand_abbreviations, row_dedupe_threshold=row_dedupe_threshold,
         index_kind=index_kind, batch_size=batch_size, refresh_every=refresh_every,
         quantize=quantize, scorer=scorer,
     )
@@ -115,6 +120,10 @@ class ArboEntityLinker(TrainablePipe):
     objective (in-batch, k-NN negatives or arborescence); the index and the cached training
     mention vectors are refreshed every ``refresh_every`` updates. ``quantize`` links with
     int8 dynamic-quantised copies of the encoders (CPU inference; training is unaffected).
+    ``expand_abbreviations`` encodes a mention that abbreviates a long form defined in its
+    document as that long form (training and linking alike). ``row_dedupe_threshold`` drops
+    an alias row from the index when another row of its entity has cosine similarity at
+    least this high (``null`` keeps every row).
     """
 
     def __init__(
@@ -131,6 +140,8 @@ class ArboEntityLinker(TrainablePipe):
         mention_max_length: int = 32,
         entity_max_length: int = 32,
         entity_granularity: str = "entity",
+        expand_abbreviations: bool = False,
+        row_dedupe_threshold: float | None = 0.97,
         index_kind: str = "flat",
         batch_size: int = 64,
         refresh_every: int = 500,
@@ -156,7 +167,9 @@ class ArboEntityLinker(TrainablePipe):
         self.cfg: dict[str, Any] = {
             "kb_path": kb_path, "top_k": top_k, "threshold": threshold, "nil_id": nil_id,
             "mention_max_length": mention_max_length, "entity_max_length": entity_max_length,
-            "entity_granularity": entity_granularity, "index_kind": index_kind,
+            "entity_granularity": entity_granularity,
+            "expand_abbreviations": expand_abbreviations,
+            "row_dedupe_threshold": row_dedupe_threshold, "index_kind": index_kind,
             "batch_size": batch_size, "refresh_every": refresh_every, "quantize": quantize,
         }
         self.kb: KnowledgeBase | None = None
@@ -188,7 +201,8 @@ class ArboEntityLinker(TrainablePipe):
     def _load_encoders(self, tokenizer_source: str | Path, sources: dict[str, str | Path]):
         self.tokenizer = load_tokenizer(str(tokenizer_source))
         self.builder = InputBuilder(self.tokenizer, self.cfg["mention_max_length"],
-                                    self.cfg["entity_max_length"])
+                                    self.cfg["entity_max_length"],
+                                    self.cfg["expand_abbreviations"])
         markers = (self.builder.start_id, self.builder.end_id)
         set_encoders(self.model, sources, len(self.tokenizer), markers)
 
@@ -308,6 +322,9 @@ class ArboEntityLinker(TrainablePipe):
         self._ensure_ready()
         owners = self._set_row_layout()
         vectors = self._encode("entity", self._row_inputs, desc="Embedding KB")
+        if self.cfg["row_dedupe_threshold"] is not None and len(owners) > len(self.kb):
+            keep = near_duplicate_rows(vectors, owners, self.cfg["row_dedupe_threshold"])
+            vectors, owners = vectors[keep], owners[keep]
         self.index = DenseIndex(vectors, owners, self._index_meta(vectors.shape[1], len(owners)))
         if self.objective.needs_mention_index and len(self.store):
             self.store.set_embeddings(
@@ -360,7 +377,7 @@ class ArboEntityLinker(TrainablePipe):
             queries=self.model.ops.to_numpy(queries).astype("float32"),
             row_vectors=self.index.embeddings,
             row_owners=self.index.owners,
-            search_rows=lambda q, k: self.index.index.search(q, k)[1],
+            search_rows=self.index.search_rows,
             store=self.store,
         )
         plan = self.objective.plan(ctx)
@@ -492,7 +509,7 @@ class ArboEntityLinker(TrainablePipe):
                                                 found=self.kb.fingerprint()))
         self.index = DenseIndex.from_disk(
             path / "index", expected=self._index_meta(saved.dim, saved.n_rows),
-            kind=self.cfg["index_kind"],
+            kind=self.cfg["index_kind"], dedupe_threshold=self.cfg["row_dedupe_threshold"],
         )
         self._set_row_layout()  # so that a loaded pipeline can be trained further
         self._index_version = self._model_version

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.abbreviations import find_abbreviations
 from ..errors import Warnings
 from ..kb.entity import Entity
 from .loading import MENTION_END, MENTION_START, TITLE
@@ -59,7 +60,13 @@ def mention_window(
 class InputBuilder:
     """Turns documents' mentions and KB entities into padded id arrays for the encoders."""
 
-    def __init__(self, tokenizer, mention_max_length: int = 32, entity_max_length: int = 32):
+    def __init__(
+        self,
+        tokenizer,
+        mention_max_length: int = 32,
+        entity_max_length: int = 32,
+        expand_abbreviations: bool = False,
+    ):
         if mention_max_length < 8 or entity_max_length < 4:
             raise ValueError(
                 f"mention_max_length must be >= 8 and entity_max_length >= 4, got "
@@ -73,14 +80,21 @@ class InputBuilder:
         self.title_id = tokenizer.convert_tokens_to_ids(TITLE)
         self.open_ids, self.close_ids = _special_ids(tokenizer)
         self.pad_id = tokenizer.pad_token_id or 0
+        self.expand_abbreviations = expand_abbreviations
 
     # --- mentions --------------------------------------------------------------------------
 
     def mention_ids(self, texts: Sequence[str], spans: Iterable[MentionSpan]) -> list[list[int]]:
-        """Wordpiece ids of each mention in its context window."""
+        """Wordpiece ids of each mention in its context window.
+
+        With ``expand_abbreviations``, a mention that is an abbreviation defined in its
+        document ("cholecystokinin octapeptide (CCK-8)") is encoded as its long form, in
+        its own context.
+        """
         spans = list(spans)
         needed = sorted({s.doc_index for s in spans})
         encoded = {}
+        long_forms: dict[int, dict[str, str]] = {}
         if needed:
             batch = self.tokenizer(
                 [texts[i] for i in needed], add_special_tokens=False,
@@ -90,6 +104,9 @@ class InputBuilder:
                 ids = batch["input_ids"][row]
                 offsets = batch["offset_mapping"][row]
                 encoded[doc_index] = (ids, [o[0] for o in offsets], [o[1] for o in offsets])
+                if self.expand_abbreviations:
+                    long_forms[doc_index] = find_abbreviations(texts[doc_index])
+        expanded: dict[str, list[int]] = {}
         budget = self.mention_max_length - len(self.open_ids) - len(self.close_ids) - 2
         result = []
         long_mentions: list[tuple[MentionSpan, int]] = []
@@ -99,6 +116,15 @@ class InputBuilder:
             first = bisect.bisect_right(ends, span.start_char)
             last = bisect.bisect_left(starts, span.end_char)
             mention = ids[first:last]
+            long_form = long_forms.get(span.doc_index, {}).get(
+                texts[span.doc_index][span.start_char : span.end_char]
+            )
+            if long_form is not None:
+                if long_form not in expanded:
+                    expanded[long_form] = self.tokenizer(long_form, add_special_tokens=False)[
+                        "input_ids"
+                    ]
+                mention = expanded[long_form]
             if not mention:
                 piece = texts[span.doc_index][span.start_char : span.end_char]
                 mention = self.tokenizer(piece, add_special_tokens=False)["input_ids"]

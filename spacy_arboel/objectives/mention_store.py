@@ -6,6 +6,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..kb.index import blas_search
+
 
 class MentionStore:
     """Every gold training mention: wordpiece ids, gold entity position, cluster, embedding.
@@ -51,5 +53,6 @@ class MentionStore:
         if self._index is None:
             raise RuntimeError("Mention embeddings have not been computed yet.")
         k = max(1, min(k, len(self)))
-        _, rows = self._index.search(np.ascontiguousarray(queries, dtype="float32"), k)
+        with blas_search():
+            _, rows = self._index.search(np.ascontiguousarray(queries, dtype="float32"), k)
         return rows

@@ -1,0 +1,95 @@
+"""Abbreviations defined in a text, found with the Schwartz & Hearst (2003) algorithm.
+
+"... cholecystokinin octapeptide (CCK-8) ..." defines CCK-8; later mentions of "CCK-8" in
+the same document are linked through their long form, the way biomedical linkers such as
+BioSyn, SapBERT and scispacy resolve abbreviations before retrieval. Both orders are found:
+``long form (SF)`` and ``SF (long form)``.
+
+Schwartz, A. S. and Hearst, M. A. (2003). A simple algorithm for identifying abbreviation
+definitions in biomedical text. Pacific Symposium on Biocomputing 8:451-462.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PARENTHESES = re.compile(r"\(([^()]{1,100})\)")
+_SENTENCE_END = re.compile(r"[.;!?]\s|\n")
+
+
+def is_short_form(candidate: str) -> bool:
+    """At most 10 characters in at most 2 words, starting alphanumeric, with a letter."""
+    return (
+        2 <= len(candidate) <= 10
+        and len(candidate.split()) <= 2
+        and candidate[0].isalnum()
+        and any(c.isalpha() for c in candidate)
+    )
+
+
+def best_long_form(short: str, candidate: str) -> str | None:
+    """The shortest tail of ``candidate`` whose characters cover ``short`` right to left.
+
+    Every alphanumeric character of the short form must appear in the long form in order,
+    and its first one must start a word (Schwartz & Hearst, fig. 2).
+    """
+    s, pos = len(short) - 1, len(candidate) - 1
+    while s >= 0:
+        char = short[s].lower()
+        if not char.isalnum():
+            s -= 1
+            continue
+        while pos >= 0 and (
+            candidate[pos].lower() != char
+            or (s == 0 and pos > 0 and candidate[pos - 1].isalnum())
+        ):
+            pos -= 1
+        if pos < 0:
+            return None
+        pos -= 1
+        s -= 1
+    start = candidate.rfind(" ", 0, pos + 1) + 1
+    return candidate[start:]
+
+
+def _valid_pair(short: str, long: str) -> bool:
+    words = long.split()
+    max_words = min(len(short) + 5, 2 * len(short))
+    return (
+        len(long) > len(short)
+        and len(words) <= max_words
+        and short.lower() not in (w.lower() for w in words)
+    )
+
+
+def _pair(short: str, candidate: str) -> tuple[str, str] | None:
+    short = short.strip()
+    if not is_short_form(short):
+        return None
+    max_words = min(len(short) + 5, 2 * len(short))
+    words = candidate.split()
+    long = best_long_form(short, " ".join(words[-max_words:]))
+    if long and _valid_pair(short, long):
+        return short, long
+    return None
+
+
+def find_abbreviations(text: str) -> dict[str, str]:
+    """Short form -> long form for every abbreviation defined in ``text`` (first wins)."""
+    found: dict[str, str] = {}
+    for match in _PARENTHESES.finditer(text):
+        inner = match.group(1)
+        before = text[: match.start()]
+        ends = list(_SENTENCE_END.finditer(before))
+        if ends:
+            before = before[ends[-1].end() :]
+        # "(SF, ...)" / "(SF; ...)": the short form is the part before the separator
+        short = re.split(r"[,;]\s", inner, maxsplit=1)[0]
+        pair = _pair(short, before)
+        if pair is None and len(inner.split()) > 2 and before.split():
+            # "SF (long form)": the word before the parentheses is the short form
+            last = before.split()[-1]
+            pair = _pair(last, inner)
+        if pair is not None and pair[0] not in found:
+            found[pair[0]] = pair[1]
+    return found
