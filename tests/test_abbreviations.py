@@ -1,0 +1,72 @@
+"""Schwartz-Hearst abbreviation definitions and their use in mention inputs."""
+
+import pytest
+
+from spacy_arboel.data.abbreviations import best_long_form, find_abbreviations, is_short_form
+from spacy_arboel.encoders import InputBuilder, MentionSpan, load_tokenizer
+
+
+def test_long_form_then_short_form_in_parentheses():
+    text = ("Patients given 5-fluorouracil (5-FU) and vancomycin (VCM) had restless legs "
+            "syndrome (RLS). The RLS was severe.")
+    assert find_abbreviations(text) == {
+        "5-FU": "5-fluorouracil", "VCM": "vancomycin", "RLS": "restless legs syndrome",
+    }
+
+
+def test_short_form_then_long_form_in_parentheses():
+    assert find_abbreviations("We gave VCM (vancomycin given daily) to rats.") == {
+        "VCM": "vancomycin given daily"}
+
+
+def test_text_after_a_separator_and_other_sentences_are_ignored():
+    text = "Nitric oxide synthase (NOS; EC 1.14.13.39) was high. Oxide (NO) was low."
+    assert find_abbreviations(text) == {"NOS": "Nitric oxide synthase"}
+
+
+@pytest.mark.parametrize("text", [
+    "cholecystokinin octapeptide (CCK-8)",  # the 8 is nowhere in the long form
+    "the dose (n = 5) was given",  # not a short form, no long form inside either
+    "aspirin (A)",  # one character
+    "aspirin (12)",  # no letter
+    "a (AB) b",  # long form no longer than the short form
+])
+def test_non_definitions_are_rejected(text):
+    assert find_abbreviations(text) == {}
+
+
+def test_first_character_must_start_a_word():
+    assert best_long_form("HA", "the hyaluronic acid") == "hyaluronic acid"
+    assert best_long_form("XA", "the hyaluronic acid") is None
+    assert is_short_form("L-NNA") and not is_short_form("five words of it")
+
+
+def test_first_definition_wins():
+    text = "heart attack (HA) ... hyaluronic acid (HA)"
+    assert find_abbreviations(text) == {"HA": "heart attack"}
+
+
+def test_mention_of_a_defined_abbreviation_is_encoded_as_its_long_form(tiny_encoder):
+    tokenizer = load_tokenizer(tiny_encoder)
+    plain = InputBuilder(tokenizer, mention_max_length=32)
+    expanding = InputBuilder(tokenizer, mention_max_length=32, expand_abbreviations=True)
+    text = "the aspirin cough syndrome (ACS) was seen . ACS again"
+    start = text.rindex("ACS")
+    span = [MentionSpan(0, start, start + 3)]
+    [before] = plain.mention_ids([text], span)
+    [after] = expanding.mention_ids([text], span)
+
+    def marked(ids):
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        return tokens[tokens.index("[START]") + 1 : tokens.index("[END]")]
+
+    assert marked(after) == tokenizer.tokenize("aspirin cough syndrome")
+    assert marked(before) == tokenizer.tokenize("ACS")
+    # the same context surrounds it (the window is re-centred on the longer mention)
+    left_after = after[1 : after.index(expanding.start_id)]
+    left_before = before[1 : before.index(plain.start_id)]
+    assert left_after and left_before[-len(left_after) :] == left_after
+    # a span that is not the defined short form is left alone
+    other = text.index("cough")
+    assert (expanding.mention_ids([text], [MentionSpan(0, other, other + 5)])
+            == plain.mention_ids([text], [MentionSpan(0, other, other + 5)]))
