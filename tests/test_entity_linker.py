@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import spacy
 from spacy.tokens import DocBin
@@ -147,6 +148,38 @@ def test_alias_granularity_links(tiny_encoder, toy_kb_path, toy_examples):
     doc = nlp(toy_examples[0].predicted)
     ids = [c[0] for c in doc.ents[0]._.kb_candidates]
     assert len(ids) == len(set(ids)) == 5
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES[:3], ids=lambda o: o["name"])
+def test_training_and_reloading_with_deduplicated_alias_rows(
+    tiny_encoder, toy_kb_path, toy_examples, objective, tmp_path
+):
+    # a threshold of -1 drops every alias row but the name row: index rows != layout rows
+    nlp = _nlp(tiny_encoder, toy_kb_path, entity_granularity="alias", row_dedupe_threshold=-1.0,
+               refresh_every=2, objective={"@misc": "spacy_arboel.Objective.v1", **objective})
+    nlp.initialize(lambda: toy_examples)
+    linker = nlp.get_pipe("arbo_entity_linker")
+    assert len(linker.index.owners) == len(linker.kb) < len(linker._row_inputs)
+    assert linker.index.rows.tolist() == [rows[0] for rows in _layout_rows(linker)]
+    optimizer = Adam(0.002)
+    for _ in range(3):
+        losses = nlp.update(toy_examples, sgd=optimizer)
+    assert losses["arbo_entity_linker"] > 0
+    docs = [eg.predicted.copy() for eg in toy_examples]
+    before = _linked(nlp, nlp.pipe([d.copy() for d in docs]))
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert loaded.get_pipe("arbo_entity_linker").index.rows.tolist() == linker.index.rows.tolist()
+    assert _linked(loaded, loaded.pipe([d.copy() for d in docs])) == before
+    loaded.update(toy_examples, sgd=Adam(0.002))
+
+
+def _layout_rows(linker):
+    """The rows of each entity in the full alias layout."""
+    from spacy_arboel.encoders.inputs import entity_rows
+
+    _, _, owners = entity_rows(list(linker.kb), "alias")
+    return [list(np.flatnonzero(owners == e)) for e in range(len(linker.kb))]
 
 
 def test_factory_is_found_through_entry_points(tiny_encoder, toy_kb_path):

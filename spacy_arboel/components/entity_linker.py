@@ -179,6 +179,7 @@ class ArboEntityLinker(TrainablePipe):
         self.store = MentionStore()
         self.seen_ids: set[str] = set()
         self._row_inputs: list[list[int]] = []
+        self._rows_of: list[list[int]] = []
         self._updates = 0
         self._model_version = 0
         self._index_version = -1
@@ -311,21 +312,27 @@ class ArboEntityLinker(TrainablePipe):
                          self.cfg["index_kind"], self.cfg["entity_granularity"])
 
     def _set_row_layout(self) -> np.ndarray:
-        """Tokenise the KB's index rows; returns the entity position behind each row."""
+        """Tokenise the KB's rows; returns the entity position behind each row."""
         titles, descriptions, owners = entity_rows(list(self.kb), self.cfg["entity_granularity"])
         self._row_inputs = self.builder.entity_ids(titles, descriptions)
-        self._rows_of = _rows_by_entity(owners)
         return owners
+
+    def _set_index(self, index: DenseIndex) -> None:
+        """Use ``index``; training addresses rows by their position in it (``index.rows``
+        maps them back to ``_row_inputs`` where near-duplicate rows were dropped)."""
+        self.index = index
+        self._rows_of = _rows_by_entity(index.owners)
 
     def refresh(self) -> None:
         """Re-embed the KB (and the training mentions if the objective mines them)."""
         self._ensure_ready()
         owners = self._set_row_layout()
         vectors = self._encode("entity", self._row_inputs, desc="Embedding KB")
+        keep = np.arange(len(owners))
         if self.cfg["row_dedupe_threshold"] is not None and len(owners) > len(self.kb):
             keep = near_duplicate_rows(vectors, owners, self.cfg["row_dedupe_threshold"])
-            vectors, owners = vectors[keep], owners[keep]
-        self.index = DenseIndex(vectors, owners, self._index_meta(vectors.shape[1], len(owners)))
+        meta = self._index_meta(vectors.shape[1], len(keep))
+        self._set_index(DenseIndex(vectors[keep], owners[keep], meta, rows=keep))
         if self.objective.needs_mention_index and len(self.store):
             self.store.set_embeddings(
                 self._encode("mention", self.store.inputs, desc="Embedding training mentions")
@@ -382,7 +389,8 @@ class ArboEntityLinker(TrainablePipe):
         )
         plan = self.objective.plan(ctx)
         entities, bp_entities = self.model.begin_update(
-            ("entity", *self.builder.pad([self._row_inputs[r] for r in plan.entity_rows]))
+            ("entity", *self.builder.pad([self._row_inputs[self.index.rows[r]]
+                                          for r in plan.entity_rows]))
         )
         parts = [entities, queries]
         extra_bp = None
@@ -507,10 +515,10 @@ class ArboEntityLinker(TrainablePipe):
         if saved.kb_fingerprint != self.kb.fingerprint():
             raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
                                                 found=self.kb.fingerprint()))
-        self.index = DenseIndex.from_disk(
+        self._set_index(DenseIndex.from_disk(
             path / "index", expected=self._index_meta(saved.dim, saved.n_rows),
             kind=self.cfg["index_kind"], dedupe_threshold=self.cfg["row_dedupe_threshold"],
-        )
+        ))
         self._set_row_layout()  # so that a loaded pipeline can be trained further
         self._index_version = self._model_version
         return self

@@ -101,7 +101,10 @@ class DenseIndex:
         ef_search: int = 128,
         nprobe: int = 32,
         use_gpu: bool | None = None,
+        rows: np.ndarray | None = None,
     ) -> None:
+        """``rows``: the position of each embedding in the full row layout it was taken from
+        (``near_duplicate_rows`` keeps a subset); by default the embeddings are the layout."""
         if meta.kind not in INDEX_KINDS:
             raise ValueError(Errors.E007.format(what="index kind", value=meta.kind,
                                                 options=", ".join(INDEX_KINDS)))
@@ -129,6 +132,7 @@ class DenseIndex:
         self.index = index
         self.embeddings = embeddings
         self.owners = np.asarray(owners, dtype="int64")
+        self.rows = np.arange(len(embeddings)) if rows is None else np.asarray(rows, "int64")
         self.meta = meta
         self.n_entities = int(self.owners.max()) + 1
 
@@ -183,6 +187,7 @@ class DenseIndex:
         path.mkdir(parents=True, exist_ok=True)
         np.save(path / "embeddings.npy", self.embeddings, allow_pickle=False)
         np.save(path / "owners.npy", self.owners, allow_pickle=False)
+        np.save(path / "rows.npy", self.rows, allow_pickle=False)
         (path / "meta.json").write_text(json.dumps(asdict(self.meta), indent=2))
 
     @classmethod
@@ -200,11 +205,13 @@ class DenseIndex:
             check_meta(meta, expected)
         embeddings = np.load(path / "embeddings.npy", allow_pickle=False)
         owners = np.load(path / "owners.npy", allow_pickle=False)
+        rows = (np.load(path / "rows.npy", allow_pickle=False) if (path / "rows.npy").exists()
+                else np.arange(len(owners)))
         if dedupe_threshold is not None and len(owners) > int(owners.max()) + 1:
             keep = near_duplicate_rows(embeddings, owners, dedupe_threshold)
-            embeddings, owners = embeddings[keep], owners[keep]
+            embeddings, owners, rows = embeddings[keep], owners[keep], rows[keep]
             meta = replace(meta, n_rows=len(keep))
-        return cls(embeddings, owners, meta, **kwargs)
+        return cls(embeddings, owners, meta, rows=rows, **kwargs)
 
 
 def read_index_meta(path: str | Path) -> IndexMeta:
