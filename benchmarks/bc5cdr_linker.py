@@ -1,12 +1,12 @@
 """Benchmark arbo_entity_linker on BC5CDR: train each objective, evaluate on test.
 
-Not a test: it takes about an hour per objective on a 2-core CPU. Usage::
+Not a test: it takes 15-30 minutes per objective on a 2-core CPU. Usage::
 
     python benchmarks/bc5cdr_linker.py --objectives in_batch knn_negatives arborescence
 
-Each run writes ``benchmarks/results/bc5cdr-<objective>.json`` (dataset, split, component,
-settings, metrics under the table's names, timings) and the markdown table is regenerated
-from all result files with ``python benchmarks/bc5cdr_linker.py --table-only``.
+Each run writes ``benchmarks/results/bc5cdr-<objective>[-int8][-<tag>].json`` (dataset,
+split, component, settings, metrics under the table's names, timings) and the markdown
+table is regenerated from all result files with ``python benchmarks/bc5cdr_linker.py --table-only``.
 """
 
 from __future__ import annotations
@@ -55,15 +55,30 @@ def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
     train_cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "linker.cfg"),
                  "--output", str(out), *overrides]
     train_seconds = run(train_cmd)
-    metrics_path = out / "test_metrics.json"
+    evaluate(objective, args, train_cmd, train_seconds)
+    if args.int8:
+        evaluate(objective, args, train_cmd, train_seconds, quantize=True)
+
+
+def evaluate(
+    objective: str, args: argparse.Namespace, train_cmd: list[str], train_seconds: float,
+    quantize: bool = False,
+) -> dict:
+    """Evaluate ``model-last`` on test and write its result file."""
+    corpus, out = Path(args.corpus), Path(args.work) / objective
+    name = "-".join(["bc5cdr", objective, *(["int8"] if quantize else []),
+                     *([args.tag] if args.tag else [])])
+    metrics_path = out / f"{name}_test_metrics.json"
     eval_cmd = [sys.executable, "-m", "spacy_arboel", "evaluate", str(out / "model-last"),
-                str(corpus / "test.spacy"), "--output", str(metrics_path)]
+                str(corpus / "test.spacy"), "--output", str(metrics_path),
+                *(["--quantize"] if quantize else [])]
     run(eval_cmd)
     metrics = json.loads(metrics_path.read_text())
     timings = metrics.pop("timings")
     timings["training_seconds"] = round(train_seconds, 1)
+    config = (out / "model-last" / "config.cfg").read_text()
     result = {
-        "name": f"bc5cdr-{objective}",
+        "name": name,
         "dataset": "bc5cdr",
         "split": "test",
         "component": "arbo_entity_linker",
@@ -75,6 +90,8 @@ def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
             "overrides": args.overrides,
             "kb": "MeSH 2026 descriptors + disease synonyms + aliases from train/dev mentions",
             "mentions": "gold spans",
+            "quantize": quantize,
+            "linker": _linker_settings(config),
         },
         "metrics": metrics,
         "timings": timings,
@@ -83,8 +100,19 @@ def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
         "date": datetime.date.today().isoformat(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"bc5cdr-{objective}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _linker_settings(config_text: str) -> dict:
+    """The scalar settings of the trained linker's config block, and its objective."""
+    from thinc.api import Config
+
+    block = Config().from_str(config_text, interpolate=False)["components"]["arbo_entity_linker"]
+    settings = {k: v for k, v in block.items() if not isinstance(v, dict)}
+    settings["objective"] = {k: v for k, v in block["objective"].items() if k != "@misc"}
+    settings["pooling"] = block["model"]["pooling"]
+    return settings
 
 
 def _fmt(value) -> str:
@@ -124,6 +152,9 @@ def main() -> None:
     parser.add_argument("--dev-limit", type=int, default=100)
     parser.add_argument("--overrides", nargs="*", default=[],
                         help="extra `spacy train` overrides, e.g. --training.max_steps 100")
+    parser.add_argument("--int8", action="store_true",
+                        help="also evaluate each model with int8 quantised encoders")
+    parser.add_argument("--tag", default="", help="suffix of the run names and result files")
     parser.add_argument("--table-only", action="store_true",
                         help="print the table of the committed results and exit")
     args = parser.parse_args()
