@@ -42,6 +42,7 @@ mixed_precision = false
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.Objective.v1", "name": "arborescence",
                      "variant": "full", "n_negatives": 8}
 CANDIDATES_EXT = "kb_candidates"
+VECTOR_EXT = "mention_vector"
 GRANULARITIES = ("entity", "alias")
 
 
@@ -54,7 +55,7 @@ def _model_config() -> dict[str, Any]:
 @Language.factory(
     "arbo_entity_linker",
     requires=["doc.ents"],
-    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}"],
+    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{VECTOR_EXT}"],
     default_config={
         "model": _model_config(),
         "objective": DEFAULT_OBJECTIVE,
@@ -186,8 +187,9 @@ class ArboEntityLinker(TrainablePipe):
         self._last_refresh = 0
         self._quantized: dict[str, Any] | None = None
         self._quantized_version = -1
-        if not Span.has_extension(CANDIDATES_EXT):
-            Span.set_extension(CANDIDATES_EXT, default=None)
+        for extension in (CANDIDATES_EXT, VECTOR_EXT):
+            if not Span.has_extension(extension):
+                Span.set_extension(extension, default=None)
 
     # --- set-up ----------------------------------------------------------------------------
 
@@ -438,15 +440,18 @@ class ArboEntityLinker(TrainablePipe):
 
     # --- prediction --------------------------------------------------------------------------
 
-    def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Top-k (scores, entity positions) for the ents of each doc; no side effects."""
+    def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Top-k (scores, entity positions) and the mention vectors of the ents of each doc;
+        no side effects."""
         docs = list(docs)
         spans = [
             MentionSpan(i, ent.start_char, ent.end_char) for i, doc in enumerate(docs)
             for ent in doc.ents
         ]
         if not spans:
-            return [(np.zeros((0, 0), "float32"), np.zeros((0, 0), "int64")) for _ in docs]
+            empty = (np.zeros((0, 0), "float32"), np.zeros((0, 0), "int64"),
+                     np.zeros((0, 0), "float32"))
+            return [empty for _ in docs]
         self._ensure_index()
         inputs = self.builder.mention_ids([doc.text for doc in docs], spans)
         queries = self._encode("mention", inputs)
@@ -454,15 +459,18 @@ class ArboEntityLinker(TrainablePipe):
         result, start = [], 0
         for doc in docs:
             end = start + len(doc.ents)
-            result.append((scores[start:end], positions[start:end]))
+            result.append((scores[start:end], positions[start:end], queries[start:end]))
             start = end
         return result
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
-        """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``) and the candidates."""
+        """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the candidates and
+        the mention vector (used by ``arbo_coref``)."""
         threshold, nil_id = self.cfg["threshold"], self.cfg["nil_id"]
-        for doc, (scores, positions) in zip(docs, predictions, strict=True):
-            for ent, row_scores, row_positions in zip(doc.ents, scores, positions, strict=True):
+        for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
+            for ent, row_scores, row_positions, vector in zip(
+                doc.ents, scores, positions, vectors, strict=True
+            ):
                 candidates = [
                     (self.kb.entity_at(int(p)).id, float(s))
                     for s, p in zip(row_scores, row_positions, strict=True) if p >= 0
@@ -472,6 +480,7 @@ class ArboEntityLinker(TrainablePipe):
                 for token in ent:
                     token.ent_kb_id_ = kb_id
                 ent._.set(CANDIDATES_EXT, candidates)
+                ent._.set(VECTOR_EXT, vector)
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboEntityLinker.score")
