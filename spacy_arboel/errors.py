@@ -52,6 +52,21 @@ class Errors:
         "loaded has fingerprint {found}. Load the KB the pipeline was saved with, or re-run "
         "`initialize` to rebuild the index for the new KB."
     )
+    E013 = (
+        "'{name}' takes mention vectors and candidates from the component '{linker}', which "
+        "is not in the pipeline ({pipes}). Add `arbo_entity_linker` before it, or set "
+        "`linker` in the config of '{name}' to the name of your linker."
+    )
+    E014 = (
+        "'{name}' found the mention '{text}' without a mention vector or candidates. Run "
+        "'{linker}' before '{name}' on the same docs (both in one `nlp.pipe`), and do not "
+        "change `doc.ents` between them."
+    )
+    E015 = (
+        "The remembered mentions of arbo_coref ({where}) were clustered with another KB or "
+        "mention encoder ({saved}) than the pipeline's ({found}). Their vectors cannot be "
+        "compared with new ones: delete the saved state, or load the pipeline it was made with."
+    )
     E100 = (
         "{path}: not a {what}: expected the columns {expected}, found {found}."
     )

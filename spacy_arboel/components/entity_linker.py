@@ -300,14 +300,19 @@ class ArboEntityLinker(TrainablePipe):
         result[order] = vectors
         return result
 
-    def _encoder_fingerprint(self) -> str:
+    def _encoder_fingerprint(self, side: str = "entity") -> str:
         digest = hashlib.sha256()
-        digest.update(json.dumps([self.cfg["entity_max_length"],
-                                  self.model.attrs["pooling"]]).encode())
-        for key, tensor in sorted(torch_encoders(self.model)["entity"].state_dict().items()):
+        max_length = self.cfg[f"{side}_max_length"]
+        digest.update(json.dumps([max_length, self.model.attrs["pooling"]]).encode())
+        for key, tensor in sorted(torch_encoders(self.model)[side].state_dict().items()):
             digest.update(key.encode())
             digest.update(tensor.detach().cpu().numpy().tobytes())
         return digest.hexdigest()[:16]
+
+    def mention_encoder_fingerprint(self) -> str:
+        """A hash of the mention encoder's weights and input settings (for saved states)."""
+        self._ensure_ready()
+        return self._encoder_fingerprint("mention")
 
     def _index_meta(self, dim: int, n_rows: int) -> IndexMeta:
         return IndexMeta(self.kb.fingerprint(), self._encoder_fingerprint(), dim, n_rows,

@@ -1,0 +1,335 @@
+"""``arbo_coref``: cross-document coreference and entity discovery by arboEL's graph partition."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from spacy.util import ensure_path, minibatch
+
+from ..coref.graph import build_graph, nearest_mentions
+from ..coref.partition import partition_graph
+from ..errors import Errors
+from ..evaluation.coref_scorer import score_coref
+from .entity_linker import CANDIDATES_EXT, VECTOR_EXT
+
+CLUSTER_EXT = "cluster_id"
+
+
+@Language.factory(
+    "arbo_coref",
+    requires=["doc.ents", f"span._.{VECTOR_EXT}", f"span._.{CANDIDATES_EXT}"],
+    assigns=["token.ent_kb_id", f"span._.{CLUSTER_EXT}"],
+    default_config={
+        "linker": "arbo_entity_linker",
+        "k": 8,
+        "threshold": None,
+        "directed": True,
+        "same_doc_only": False,
+        "buffer_size": 1000,
+        "nil_prefix": "NIL_",
+        "keep_state": False,
+        "scorer": {"@scorers": "spacy_arboel.coref_scorer.v1"},
+    },
+    default_score_weights={"coref_conll_f1": 1.0, "coref_nmi": 0.0, "coref_ari": 0.0,
+                           "coref_link_acc": 0.0},
+)
+def make_coref(
+    nlp: Language,
+    name: str,
+    linker: str,
+    k: int,
+    threshold: float | None,
+    directed: bool,
+    same_doc_only: bool,
+    buffer_size: int,
+    nil_prefix: str,
+    keep_state: bool,
+    scorer: Callable | None,
+) -> ArboCoref:
+    """Create an ``arbo_coref``; see the class for what each setting does."""
+    return ArboCoref(nlp, name, linker=linker, k=k, threshold=threshold, directed=directed,
+                     same_doc_only=same_doc_only, buffer_size=buffer_size,
+                     nil_prefix=nil_prefix, keep_state=keep_state, scorer=scorer)
+
+
+class ArboCoref(Pipe):
+    """Clusters the mentions of many docs and links each cluster to at most one entity.
+
+    The mention vectors and nearest entities come from the ``linker`` component earlier in
+    the pipeline. The graph holds, for each mention, edges from its ``k`` nearest mentions
+    (across all buffered docs, or within its doc with ``same_doc_only``) and from its nearest
+    entity, weighted by negative dot product; edges above ``threshold`` (λ) are dropped and
+    the graph is partitioned so that each cluster holds at most one entity (arboEL §2.3,
+    ``directed`` or undirected). Every mention gets ``span._.cluster_id``: the KB id of its
+    cluster's entity, or ``nil_prefix`` + a hash for a cluster with no entity (a discovered
+    entity); ``kb_id_`` becomes the cluster's entity or the linker's NIL id (arboEL eq. 8).
+
+    ``nlp.pipe`` clusters up to ``buffer_size`` docs together. With ``keep_state``, the
+    mentions of every clustered batch are remembered (and saved with ``to_disk``), and later
+    batches are clustered together with them, so that cluster ids stay stable.
+    """
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str = "arbo_coref",
+        *,
+        linker: str = "arbo_entity_linker",
+        k: int = 8,
+        threshold: float | None = None,
+        directed: bool = True,
+        same_doc_only: bool = False,
+        buffer_size: int = 1000,
+        nil_prefix: str = "NIL_",
+        keep_state: bool = False,
+        scorer: Callable | None = score_coref,
+    ) -> None:
+        for key, value in (("k", k), ("buffer_size", buffer_size)):
+            if value < 1:
+                raise ValueError(Errors.E011.format(name=key, condition=">= 1", value=value))
+        self.nlp = nlp
+        self.name = name
+        self.scorer = scorer
+        self.cfg: dict[str, Any] = {
+            "linker": linker, "k": k, "threshold": threshold, "directed": directed,
+            "same_doc_only": same_doc_only, "buffer_size": buffer_size,
+            "nil_prefix": nil_prefix, "keep_state": keep_state,
+        }
+        self.state = MentionMemory()
+        if not Span.has_extension(CLUSTER_EXT):
+            Span.set_extension(CLUSTER_EXT, default=None)
+
+    @property
+    def linker(self):
+        if self.cfg["linker"] not in self.nlp.pipe_names:
+            raise ValueError(Errors.E013.format(name=self.name, linker=self.cfg["linker"],
+                                                pipes=", ".join(self.nlp.pipe_names)))
+        return self.nlp.get_pipe(self.cfg["linker"])
+
+    def __call__(self, doc: Doc) -> Doc:
+        return self.cluster([doc])[0]
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int | None = None) -> Iterator[Doc]:
+        """Cluster the docs ``buffer_size`` at a time (``batch_size`` is spaCy's, ignored)."""
+        del batch_size
+        for docs in minibatch(stream, self.cfg["buffer_size"]):
+            yield from self.cluster(docs)
+
+    # --- clustering --------------------------------------------------------------------------
+
+    def cluster(self, docs: list[Doc]) -> list[Doc]:
+        """Cluster the ents of ``docs`` (with the remembered mentions) and annotate them."""
+        batch = MentionMemory.from_docs(docs, self.linker, self.name)
+        if not len(batch):
+            return docs
+        memory = self.state if self.cfg["keep_state"] else MentionMemory()
+        mentions = memory.extended(batch)
+        ids = self._cluster_ids(mentions, len(memory))
+        nil_id = self.linker.cfg["nil_id"]
+        prefix = self.cfg["nil_prefix"]
+        new_ids = ids[len(memory):]
+        for (doc_index, ent_index), cluster_id in zip(batch.spans, new_ids, strict=True):
+            ent = docs[doc_index].ents[ent_index]
+            ent._.set(CLUSTER_EXT, cluster_id)
+            kb_id = nil_id if cluster_id.startswith(prefix) else cluster_id
+            for token in ent:
+                token.ent_kb_id_ = kb_id
+        if self.cfg["keep_state"]:
+            # remembered mentions take their current cluster ids (a discovered cluster may
+            # have met its entity since); the docs already returned keep theirs
+            self.state = memory.extended(batch)
+            self.state.cluster_ids = list(ids)
+        return docs
+
+    def _cluster_ids(self, mentions: MentionMemory, n_remembered: int) -> list[str]:
+        kb = self.linker.kb
+        neighbours, scores = nearest_mentions(
+            mentions.vectors, self.cfg["k"],
+            groups=mentions.doc_keys_codes() if self.cfg["same_doc_only"] else None,
+        )
+        graph = build_graph(neighbours, scores, mentions.entity_positions, mentions.entity_scores)
+        part = partition_graph(
+            graph.n_nodes, np.arange(graph.n_entities), graph.sources, graph.targets,
+            graph.weights, directed=self.cfg["directed"], threshold=self.cfg["threshold"],
+        )
+        ids: list[str] = []
+        nil_ids: dict[int, str] = {}
+        for mention in range(len(mentions)):
+            node = graph.mention_node(mention)
+            entity_node = int(part.entity[node])
+            if entity_node >= 0:
+                ids.append(kb.entity_at(int(graph.entity_positions[entity_node])).id)
+                continue
+            cluster = int(part.cluster[node])
+            if cluster not in nil_ids:
+                # a cluster is named after its first mention: a remembered one keeps its id
+                first = cluster - graph.n_entities
+                earlier = mentions.cluster_ids[first] if first < n_remembered else None
+                if earlier is not None and earlier.startswith(self.cfg["nil_prefix"]):
+                    nil_ids[cluster] = earlier
+                else:
+                    nil_ids[cluster] = self.cfg["nil_prefix"] + mentions.keys[first]
+            ids.append(nil_ids[cluster])
+        return ids
+
+    # --- scoring and serialisation -----------------------------------------------------------
+
+    def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
+        return self.scorer(examples, nil_prefix=self.cfg["nil_prefix"])
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        path = ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        linker = self.linker if self.cfg["linker"] in self.nlp.pipe_names else None
+        self.state.to_disk(path / "state", linker)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> ArboCoref:
+        path = ensure_path(path)
+        if (path / "state").exists():
+            self.state = MentionMemory.from_disk(path / "state")
+            self.state.check(self.linker, path / "state")
+        return self
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        return self.state.to_bytes(self.linker if self.cfg["linker"] in self.nlp.pipe_names
+                                   else None)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> ArboCoref:
+        self.state = MentionMemory.from_bytes(bytes_data)
+        if len(self.state):
+            self.state.check(self.linker, "bytes")
+        return self
+
+
+class MentionMemory:
+    """Mentions to cluster: vectors, nearest entity (KB position and score), a stable key
+    and, once clustered, their cluster ids."""
+
+    def __init__(
+        self,
+        vectors: np.ndarray | None = None,
+        entity_positions: np.ndarray | None = None,
+        entity_scores: np.ndarray | None = None,
+        keys: list[str] | None = None,
+        doc_keys: list[str] | None = None,
+        cluster_ids: list[str | None] | None = None,
+        fingerprints: dict[str, str] | None = None,
+    ) -> None:
+        self.vectors = np.zeros((0, 0), "float32") if vectors is None else vectors
+        self.entity_positions = (np.zeros(0, "int64") if entity_positions is None
+                                 else entity_positions)
+        self.entity_scores = (np.zeros(0, "float32") if entity_scores is None
+                              else entity_scores)
+        self.keys = keys or []
+        self.doc_keys = doc_keys or []
+        self.cluster_ids = cluster_ids or [None] * len(self.keys)
+        self.fingerprints = fingerprints or {}
+        self.spans: list[tuple[int, int]] = []  # (doc, ent) of each mention of a batch
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def from_docs(cls, docs: list[Doc], linker, component: str) -> MentionMemory:
+        """The ents of ``docs`` as annotated by the linker (vector and candidates)."""
+        vectors, positions, scores, keys, doc_keys, spans = [], [], [], [], [], []
+        for doc_index, doc in enumerate(docs):
+            doc_key = hashlib.sha1(doc.text.encode("utf8")).hexdigest()[:12]
+            for ent_index, ent in enumerate(doc.ents):
+                vector = ent._.get(VECTOR_EXT)
+                candidates = ent._.get(CANDIDATES_EXT)
+                if vector is None or candidates is None:
+                    raise ValueError(Errors.E014.format(name=component, text=ent.text,
+                                                        linker=linker.name))
+                vectors.append(vector)
+                if candidates:
+                    positions.append(linker.kb.position(candidates[0][0]))
+                    scores.append(candidates[0][1])
+                else:
+                    positions.append(-1)
+                    scores.append(0.0)
+                keys.append(f"{doc_key}_{ent.start_char}_{ent.end_char}")
+                doc_keys.append(doc_key)
+                spans.append((doc_index, ent_index))
+        if not keys:
+            return cls()
+        memory = cls(
+            np.asarray(vectors, dtype="float32"),
+            np.asarray(positions, dtype="int64"), np.asarray(scores, dtype="float32"),
+            keys, doc_keys,
+        )
+        memory.spans = spans
+        return memory
+
+    def extended(self, other: MentionMemory) -> MentionMemory:
+        """These mentions followed by ``other``'s."""
+        if not len(self):
+            return other
+        return MentionMemory(
+            np.concatenate([self.vectors, other.vectors]),
+            np.concatenate([self.entity_positions, other.entity_positions]),
+            np.concatenate([self.entity_scores, other.entity_scores]),
+            self.keys + other.keys, self.doc_keys + other.doc_keys,
+            self.cluster_ids + other.cluster_ids, self.fingerprints,
+        )
+
+    def doc_keys_codes(self) -> np.ndarray:
+        codes: dict[str, int] = {}
+        return np.array([codes.setdefault(key, len(codes)) for key in self.doc_keys])
+
+    # --- serialisation: numpy arrays and JSON ------------------------------------------------
+
+    def _meta(self, linker) -> dict[str, Any]:
+        fingerprints = self.fingerprints
+        if linker is not None:
+            encoder = linker.mention_encoder_fingerprint()  # loads the KB if need be
+            fingerprints = {"kb": linker.kb.fingerprint(), "encoder": encoder}
+        return {"keys": self.keys, "doc_keys": self.doc_keys, "cluster_ids": self.cluster_ids,
+                "fingerprints": fingerprints}
+
+    def to_disk(self, path: Path, linker) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        for name in ("vectors", "entity_positions", "entity_scores"):
+            np.save(path / f"{name}.npy", getattr(self, name), allow_pickle=False)
+        (path / "memory.json").write_text(json.dumps(self._meta(linker)))
+
+    @classmethod
+    def from_disk(cls, path: Path) -> MentionMemory:
+        meta = json.loads((path / "memory.json").read_text())
+        arrays = {name: np.load(path / f"{name}.npy", allow_pickle=False)
+                  for name in ("vectors", "entity_positions", "entity_scores")}
+        return cls(**arrays, **meta)
+
+    def to_bytes(self, linker) -> bytes:
+        import srsly
+
+        return srsly.msgpack_dumps({
+            "meta": self._meta(linker),
+            **{name: getattr(self, name) for name in
+               ("vectors", "entity_positions", "entity_scores")},
+        })
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> MentionMemory:
+        import srsly
+
+        msg = srsly.msgpack_loads(data)
+        return cls(msg["vectors"], msg["entity_positions"], msg["entity_scores"], **msg["meta"])
+
+    def check(self, linker, where) -> None:
+        """A state remembered with another KB or mention encoder is an error (E015)."""
+        if not len(self):
+            return
+        found = self._meta(linker)["fingerprints"]
+        if self.fingerprints != found:
+            raise ValueError(Errors.E015.format(where=where, saved=self.fingerprints,
+                                                found=found))

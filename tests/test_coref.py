@@ -1,0 +1,116 @@
+"""The arbo_coref component: annotations, thresholds, streaming state, bad input."""
+
+import pytest
+import spacy
+
+from spacy_arboel.components.coref import CLUSTER_EXT
+
+
+def _nlp(tiny_encoder, kb_path, **coref):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}})
+    nlp.add_pipe("arbo_coref", config=coref)
+    return nlp
+
+
+def _docs(examples):
+    return [eg.predicted.copy() for eg in examples]
+
+
+def _ids(docs):
+    return [[e._.get(CLUSTER_EXT) for e in doc.ents] for doc in docs]
+
+
+def test_every_mention_gets_a_cluster_and_kb_id_follows_it(tiny_encoder, toy_kb_path,
+                                                          toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=None)
+    docs = list(nlp.pipe(_docs(toy_examples)))
+    kb = nlp.get_pipe("arbo_entity_linker").kb
+    ids = [i for row in _ids(docs) for i in row]
+    assert len(ids) == sum(len(d.ents) for d in docs) and all(ids)
+    # with no threshold every mention keeps the edge from its nearest entity
+    assert all(i in kb for i in ids)
+    assert all(e.kb_id_ == e._.get(CLUSTER_EXT) for d in docs for e in d.ents)
+    # deterministic
+    assert _ids(nlp.pipe(_docs(toy_examples))) == _ids(docs)
+
+
+def test_a_threshold_below_every_edge_leaves_singleton_discovered_clusters(
+    tiny_encoder, toy_kb_path, toy_examples
+):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=-1e9)
+    docs = list(nlp.pipe(_docs(toy_examples)))
+    ids = [i for row in _ids(docs) for i in row]
+    assert all(i.startswith("NIL_") for i in ids) and len(set(ids)) == len(ids)
+    assert {e.kb_id_ for d in docs for e in d.ents} == {"NIL"}
+
+
+@pytest.mark.parametrize("directed", [True, False])
+def test_clusters_span_documents_and_hold_one_entity(tiny_encoder, toy_kb_path, toy_examples,
+                                                     directed):
+    nlp = _nlp(tiny_encoder, toy_kb_path, directed=directed, k=3, threshold=None)
+    docs = list(nlp.pipe(_docs(toy_examples)))
+    by_cluster = {}
+    for number, doc in enumerate(docs):
+        for ent in doc.ents:
+            by_cluster.setdefault(ent._.get(CLUSTER_EXT), set()).add(number)
+    assert any(len(numbers) > 1 for numbers in by_cluster.values())
+
+
+def test_remembered_mentions_give_the_ids_of_joint_clustering(
+    tiny_encoder, toy_kb_path, toy_examples, tmp_path
+):
+    threshold = -0.0  # some edges kept, some dropped by the random encoder's scores
+    joint = _nlp(tiny_encoder, toy_kb_path, threshold=threshold)
+    joint_ids = _ids(joint.pipe(_docs(toy_examples)))
+    first, second = toy_examples[:3], toy_examples[3:]
+    streaming = _nlp(tiny_encoder, toy_kb_path, threshold=threshold, keep_state=True)
+    assert _ids(streaming.pipe(_docs(first))) == joint_ids[:3]
+    streaming.to_disk(tmp_path / "pipeline")
+    reloaded = spacy.load(tmp_path / "pipeline")
+    assert len(reloaded.get_pipe("arbo_coref").state) == sum(len(eg.reference.ents)
+                                                            for eg in first)
+    assert _ids(reloaded.pipe(_docs(second))) == joint_ids[3:]
+    from_bytes = spacy.blank("en").from_config(streaming.config)
+    from_bytes.from_bytes(streaming.to_bytes())
+    assert _ids(from_bytes.pipe(_docs(second))) == joint_ids[3:]
+
+
+def test_state_from_another_kb_is_an_error(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, keep_state=True)
+    list(nlp.pipe(_docs(toy_examples)))
+    nlp.to_disk(tmp_path / "pipeline")
+    smaller = tmp_path / "smaller.jsonl"
+    smaller.write_text("\n".join(toy_kb_path.read_text().splitlines()[:-1]) + "\n")
+    other = spacy.blank("en")
+    other.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(smaller), "model": {"encoder_name": tiny_encoder}})
+    other.add_pipe("arbo_coref", config={"keep_state": True})
+    with pytest.raises(ValueError, match="another KB or mention encoder"):
+        other.get_pipe("arbo_coref").from_disk(tmp_path / "pipeline" / "arbo_coref")
+
+
+def test_bad_input(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    empty = [nlp.make_doc(""), nlp.make_doc("No mentions here.")]
+    assert [len(d.ents) for d in nlp.pipe(empty)] == [0, 0]
+    single = _docs(toy_examples[4:5])
+    assert len(_ids(nlp.pipe(single))[0]) == 1
+    alone = spacy.blank("en")
+    alone.add_pipe("arbo_coref")
+    with pytest.raises(ValueError, match="not in the pipeline"):
+        alone(_docs(toy_examples)[0])
+    coref_only = nlp.get_pipe("arbo_coref")
+    with pytest.raises(ValueError, match="without a mention vector"):
+        coref_only(_docs(toy_examples)[0])
+    with pytest.raises(ValueError, match="`k` must be >= 1"):
+        _nlp(tiny_encoder, toy_kb_path, k=0)
+
+
+def test_spacy_evaluate_reports_coref_scores(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    scores = nlp.evaluate(toy_examples)
+    for key in ("coref_nmi", "coref_ari", "coref_b3_f", "coref_conll_f1", "coref_link_acc"):
+        assert scores[key] is not None
+    assert -1 <= scores["coref_ari"] <= 1 and 0 <= scores["coref_conll_f1"] <= 1
