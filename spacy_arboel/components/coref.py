@@ -22,6 +22,8 @@ from ..evaluation.coref_scorer import score_coref
 from .entity_linker import CANDIDATES_EXT, VECTOR_EXT
 
 CLUSTER_EXT = "cluster_id"
+SETTINGS = ("linker", "k", "threshold", "directed", "same_doc_only", "buffer_size",
+            "nil_prefix", "keep_state")
 
 
 @Language.factory(
@@ -93,20 +95,31 @@ class ArboCoref(Pipe):
         keep_state: bool = False,
         scorer: Callable | None = score_coref,
     ) -> None:
-        for key, value in (("k", k), ("buffer_size", buffer_size)):
-            if value < 1:
-                raise ValueError(Errors.E011.format(name=key, condition=">= 1", value=value))
         self.nlp = nlp
         self.name = name
         self.scorer = scorer
-        self.cfg: dict[str, Any] = {
-            "linker": linker, "k": k, "threshold": threshold, "directed": directed,
-            "same_doc_only": same_doc_only, "buffer_size": buffer_size,
-            "nil_prefix": nil_prefix, "keep_state": keep_state,
-        }
+        self.cfg: dict[str, Any] = {}
+        self.configure(
+            linker=linker, k=k, threshold=threshold, directed=directed,
+            same_doc_only=same_doc_only, buffer_size=buffer_size, nil_prefix=nil_prefix,
+            keep_state=keep_state,
+        )
         self.state = MentionMemory()
         if not Span.has_extension(CLUSTER_EXT):
             Span.set_extension(CLUSTER_EXT, default=None)
+
+    def configure(self, **settings: Any) -> None:
+        """Change settings (as in the config) of a created component, e.g. after tuning."""
+        unknown = set(settings) - set(SETTINGS)
+        if unknown:
+            raise ValueError(Errors.E007.format(what="arbo_coref setting",
+                                                value=", ".join(sorted(unknown)),
+                                                options=", ".join(SETTINGS)))
+        for key in ("k", "buffer_size"):
+            if key in settings and settings[key] < 1:
+                raise ValueError(Errors.E011.format(name=key, condition=">= 1",
+                                                    value=settings[key]))
+        self.cfg.update(settings)
 
     @property
     def linker(self):

@@ -1,0 +1,169 @@
+"""CLI commands for ``arbo_coref``: ``cluster`` a corpus, ``evaluate-coref``, ``tune-coref``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import app
+
+OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _load(model: Path, ctx: typer.Context, component: str, **settings):
+    """The pipeline, with `--components.x.y value` overrides; ``arbo_coref`` is added with
+    its defaults if the pipeline has none."""
+    import spacy
+    from spacy.cli._util import parse_config_overrides
+
+    prefix = f"components.{component}."
+    overrides = parse_config_overrides(ctx.args)
+    settings = {k: v for k, v in settings.items() if v is not None}
+    settings.update({k[len(prefix):]: v for k, v in overrides.items() if k.startswith(prefix)})
+    nlp = spacy.load(model, config={k: v for k, v in overrides.items()
+                                    if not k.startswith(prefix)})
+    if component in nlp.pipe_names:
+        nlp.get_pipe(component).configure(**settings)
+    else:
+        nlp.add_pipe("arbo_coref", name=component, config=settings)
+    return nlp
+
+
+@app.command("cluster", context_settings=OVERRIDES)
+def cluster_command(
+    ctx: typer.Context,
+    input_path: Annotated[Path, typer.Argument(help="Input .spacy DocBin", exists=True)],
+    output_path: Annotated[Path, typer.Argument(help="Output .spacy DocBin")],
+    model: Annotated[Path, typer.Option(help="Pipeline with arbo_entity_linker")] = Path(
+        "training/model-best"),
+    gold_mentions: Annotated[bool, typer.Option(
+        help="Cluster the input's own ents (skip ner) instead of finding mentions")] = True,
+    buffer_size: Annotated[int | None, typer.Option(
+        help="Docs clustered together; later buffers are clustered against the earlier "
+             "ones (their mentions are remembered)")] = None,
+    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+) -> None:
+    """Cluster the mentions of a corpus across documents: kb_id and span._.cluster_id.
+
+    The output keeps each ent's label and kb_id (the cluster's entity, or NIL) and stores
+    `cluster_id` and `kb_candidates` in the docs' user data (DocBin store_user_data).
+    """
+    from spacy.tokens import DocBin
+    from wasabi import msg
+
+    from ..components.coref import CLUSTER_EXT
+    from ..components.entity_linker import VECTOR_EXT
+
+    nlp = _load(model, ctx, component, buffer_size=buffer_size, keep_state=True)
+    docs = DocBin().from_disk(input_path).get_docs(nlp.vocab)
+    disable = ["ner"] if gold_mentions and "ner" in nlp.pipe_names else []
+    out = DocBin(store_user_data=True)
+    clusters: set[str] = set()
+    n_mentions = 0
+    with nlp.select_pipes(disable=disable):
+        for doc in nlp.pipe(nlp.make_doc(d.text) if not gold_mentions else _mentions(nlp, d)
+                            for d in docs):
+            for ent in doc.ents:
+                clusters.add(ent._.get(CLUSTER_EXT))
+                ent._.set(VECTOR_EXT, None)  # not worth storing
+                n_mentions += 1
+            out.add(doc)
+    out.to_disk(output_path)
+    discovered = sum(1 for c in clusters if c and c.startswith(
+        nlp.get_pipe(component).cfg["nil_prefix"]))
+    msg.good(f"Clustered {n_mentions} mentions of {len(out)} docs into {len(clusters)} "
+             f"clusters ({discovered} without a KB entity); saved {output_path}")
+
+
+def _mentions(nlp, gold):
+    from ..data.readers import with_gold_mentions
+
+    return with_gold_mentions(nlp.make_doc(gold.text), gold)
+
+
+@app.command("evaluate-coref", context_settings=OVERRIDES)
+def evaluate_coref_command(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
+    output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
+    name: Annotated[str | None, typer.Option(help="Run name stored in the JSON")] = None,
+    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+) -> None:
+    """Cluster the gold mentions of CORPUS: linking accuracy with clustering vs independent
+    inference, NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 (all mentions and out-of-KB ones)."""
+    from spacy.tokens import DocBin
+    from wasabi import msg
+
+    from ..evaluation.coref_eval import evaluate_coref, gold_mention_examples
+    from ..evaluation.report import write_json
+
+    nlp = _load(model, ctx, component)
+    examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
+    with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
+        metrics = evaluate_coref(nlp, examples, component=component)
+    if name:
+        metrics = {"name": name, **metrics}
+    msg.table(_summary(metrics), header=("", "value"), aligns=("l", "r"))
+    if output:
+        write_json(metrics, output)
+        msg.good(f"Wrote {output}")
+
+
+def _summary(metrics: dict) -> list[tuple[str, str]]:
+    def fmt(value) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    c, i, co, oo = (metrics[k] for k in ("clustering", "independent", "coref",
+                                          "coref_out_of_kb"))
+    return [
+        ("accuracy, clustering (all / in-KB)", f"{fmt(c['all']['accuracy'])} / "
+                                               f"{fmt(c['in_kb']['accuracy'])}"),
+        ("accuracy, independent (all / in-KB)", f"{fmt(i['all']['accuracy'])} / "
+                                                f"{fmt(i['in_kb']['accuracy'])}"),
+        ("seen / unseen accuracy, clustering", f"{fmt(c['seen']['accuracy'])} / "
+                                               f"{fmt(c['unseen']['accuracy'])}"),
+        ("out-of-KB mentions put in NIL clusters", fmt(c["out_of_kb"]["nil_accuracy"])),
+        ("NMI / ARI", f"{fmt(co.get('nmi'))} / {fmt(co.get('ari'))}"),
+        ("MUC / B3 / CEAF-e F1", " / ".join(fmt(co[m]["f"]) if m in co else "–"
+                                           for m in ("muc", "b3", "ceafe"))),
+        ("CoNLL F1", fmt(co.get("conll_f1"))),
+        ("out-of-KB NMI / ARI", f"{fmt(oo.get('nmi'))} / {fmt(oo.get('ari'))}"),
+    ]
+
+
+@app.command("tune-coref", context_settings=OVERRIDES)
+def tune_coref_command(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    corpus: Annotated[Path, typer.Argument(help="Gold dev .spacy DocBin")],
+    output: Annotated[Path | None, typer.Option(
+        help="JSON with the best settings and every row")] = None,
+    ks: Annotated[list[int] | None, typer.Option(
+        "--k", help="k values to try (repeatable; default 1 2 4 8 16)")] = None,
+    metric: Annotated[str, typer.Option(
+        help="conll_f1, nmi, ari or accuracy (NIL counts as right for out-of-KB)")] = "conll_f1",
+    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+) -> None:
+    """Choose k, λ and directed/undirected on dev; λ candidates are quantiles of the
+    mentions' nearest-entity dissimilarities, plus none."""
+    from spacy.tokens import DocBin
+    from wasabi import msg
+
+    from ..evaluation.coref_eval import gold_mention_examples, tune_coref
+
+    nlp = _load(model, ctx, component)
+    examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
+    with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
+        best, rows = tune_coref(nlp, examples, component=component, ks=ks or (1, 2, 4, 8, 16),
+                                metric=metric)
+    msg.table([(r["k"], r["threshold"], r["directed"], f"{r['value']:.4f}") for r in rows],
+              header=("k", "λ", "directed", metric), aligns=("r", "r", "l", "r"))
+    msg.good(f"Best: k={best['k']} threshold={best['threshold']} directed={best['directed']}"
+             f" ({metric} {best['value']:.4f})")
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps({"best": best, "rows": rows}, indent=2) + "\n")

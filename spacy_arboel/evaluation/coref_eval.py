@@ -1,0 +1,127 @@
+"""Evaluate ``arbo_coref`` on gold mentions, and tune its k and λ on dev."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from ..data.ids import gold_ids
+from ..data.readers import with_gold_mentions
+from .coref_metrics import coref_metrics
+from .coref_scorer import mention_clusters
+from .metrics import linking_metrics, mention_outcomes_from_examples
+
+TUNING_METRICS = ("conll_f1", "nmi", "ari", "accuracy")
+
+
+def gold_mention_examples(nlp: Language, gold_docs: Iterable[Doc]) -> list[Example]:
+    return [Example(with_gold_mentions(nlp.make_doc(g.text), g), g) for g in gold_docs]
+
+
+def evaluate_coref(
+    nlp: Language, examples: list[Example], *, component: str = "arbo_coref",
+    run: bool = True,
+) -> dict[str, Any]:
+    """Linking accuracy with clustering (arboEL eq. 8) and with independent nearest-entity
+    inference, overall and seen/unseen; NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 of the
+    clusters against gold ids, over all mentions and over the out-of-KB mentions alone (the
+    discovery setting). ``run=False`` scores examples already processed."""
+    coref = nlp.get_pipe(component)
+    linker = coref.linker
+    seconds = 0.0
+    if run:
+        start = time.perf_counter()
+        for _ in nlp.pipe([eg.predicted for eg in examples]):
+            pass
+        seconds = time.perf_counter() - start
+    nil_id = linker.cfg["nil_id"]
+    outcomes = mention_outcomes_from_examples(
+        examples, kb_ids=linker.kb, seen_ids=linker.seen_ids or None, nil_id=nil_id,
+    )
+    independent = [replace(o, predicted=o.candidates[0] if o.candidates else nil_id)
+                   for o in outcomes]
+    gold, predicted, _ = mention_clusters(examples)
+    in_kb = [any(i in linker.kb for i in gold_ids(g)) if not g.startswith("#") else None
+             for g in gold]
+    out_of_kb = [i for i, flag in enumerate(in_kb) if flag is False]
+    n_mentions = sum(len(eg.predicted.ents) for eg in examples)
+    return {
+        "clustering": linking_metrics(outcomes, nil_id=nil_id),
+        "independent": linking_metrics(independent, nil_id=nil_id),
+        "coref": coref_metrics(gold, predicted),
+        "coref_out_of_kb": coref_metrics([gold[i] for i in out_of_kb],
+                                         [predicted[i] for i in out_of_kb]),
+        "settings": {key: coref.cfg[key] for key in ("k", "threshold", "directed",
+                                                     "same_doc_only")},
+        "timings": {"mentions": n_mentions, "seconds": round(seconds, 3),
+                    "mentions_per_s": round(n_mentions / seconds, 1) if seconds else None},
+    }
+
+
+def tuning_value(metrics: dict[str, Any], metric: str) -> float:
+    """The number ``tune_coref`` maximises: a coref metric, or linking accuracy over all
+    mentions with a gold id where an out-of-KB mention counts as right when put in a
+    discovered (NIL) cluster."""
+    if metric == "accuracy":
+        linking = metrics["clustering"]
+        n_all, n_out = linking["all"]["n"], linking["out_of_kb"]["n"]
+        right = (linking["all"]["accuracy"] or 0) * n_all
+        right += (linking["out_of_kb"]["nil_accuracy"] or 0) * n_out
+        return right / n_all if n_all else 0.0
+    value = metrics["coref"][metric]
+    return float(value)
+
+
+def edge_weight_quantiles(examples: list[Example], quantiles: Sequence[float]) -> list[float]:
+    """Candidate thresholds λ: quantiles of the mention→entity dissimilarities (−score of
+    each mention's nearest entity) on the already linked ``examples``."""
+    scores = [ent._.kb_candidates[0][1] for eg in examples for ent in eg.predicted.ents
+              if ent._.kb_candidates]
+    if not scores:
+        return []
+    return sorted({round(float(q), 4) for q in np.quantile(-np.asarray(scores), quantiles)})
+
+
+def tune_coref(
+    nlp: Language, examples: list[Example], *, component: str = "arbo_coref",
+    ks: Sequence[int] = (1, 2, 4, 8, 16), thresholds: Sequence[float | None] | None = None,
+    directed: Sequence[bool] = (True, False), metric: str = "conll_f1",
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Grid search over k, λ and directedness; the linker runs once, the partition per
+    setting. Returns the best settings and one row per setting."""
+    if metric not in TUNING_METRICS:
+        raise ValueError(f"Unknown metric '{metric}': use one of {', '.join(TUNING_METRICS)}.")
+    coref = nlp.get_pipe(component)
+    with nlp.select_pipes(disable=[component]):
+        for _ in nlp.pipe([eg.predicted for eg in examples]):
+            pass
+    if thresholds is None:
+        thresholds = [None, *edge_weight_quantiles(examples, np.linspace(0.1, 0.9, 9))]
+    original = dict(coref.cfg)
+    rows = []
+    try:
+        for k, threshold, is_directed in itertools.product(ks, thresholds, directed):
+            coref.configure(k=k, threshold=threshold, directed=is_directed, keep_state=False)
+            docs = [eg.predicted for eg in examples]
+            for start in range(0, len(docs), coref.cfg["buffer_size"]):
+                coref.cluster(docs[start : start + coref.cfg["buffer_size"]])
+            metrics = evaluate_coref(nlp, examples, component=component, run=False)
+            rows.append({"k": k, "threshold": threshold, "directed": is_directed,
+                         "value": tuning_value(metrics, metric),
+                         "accuracy": metrics["clustering"]["all"]["accuracy"],
+                         "conll_f1": metrics["coref"]["conll_f1"],
+                         "nmi": metrics["coref"]["nmi"], "ari": metrics["coref"]["ari"]})
+    finally:
+        coref.cfg.clear()
+        coref.cfg.update(original)
+    best = max(rows, key=lambda row: row["value"])
+    return {"k": best["k"], "threshold": best["threshold"], "directed": best["directed"],
+            "metric": metric, "value": best["value"]}, rows

@@ -1,0 +1,55 @@
+"""The cluster, evaluate-coref and tune-coref commands on the toy corpus."""
+
+import json
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+
+
+@pytest.fixture
+def saved(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
+    return tmp_path
+
+
+def _invoke(*args):
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_cluster_writes_cluster_ids_across_buffers(saved, toy_examples):
+    _invoke("cluster", saved / "gold.spacy", saved / "out.spacy", "--model", saved / "pipeline",
+            "--buffer-size", 2, "--components.arbo_coref.threshold", -1e9)
+    nlp = spacy.blank("en")
+    docs = list(DocBin().from_disk(saved / "out.spacy").get_docs(nlp.vocab))
+    assert [len(d.ents) for d in docs] == [len(eg.reference.ents) for eg in toy_examples]
+    ids = [d.user_data[("._.", "cluster_id", e.start_char, e.end_char)]
+           for d in docs for e in d.ents]
+    # λ below every edge: each mention is its own discovered cluster, linked to NIL
+    assert len(set(ids)) == len(ids) and all(i.startswith("NIL_") for i in ids)
+    assert {e.kb_id_ for d in docs for e in d.ents} == {"NIL"}
+
+
+def test_evaluate_and_tune(saved):
+    _invoke("evaluate-coref", saved / "pipeline", saved / "gold.spacy",
+            "--output", saved / "m.json", "--components.arbo_coref.k", 2)
+    metrics = json.loads((saved / "m.json").read_text())
+    assert metrics["settings"]["k"] == 2
+    assert metrics["independent"]["in_kb"]["n"] == metrics["clustering"]["in_kb"]["n"] > 0
+    assert 0 <= metrics["coref"]["conll_f1"] <= 1
+    _invoke("tune-coref", saved / "pipeline", saved / "gold.spacy", "--k", 1, "--k", 3,
+            "--output", saved / "t.json")
+    tuned = json.loads((saved / "t.json").read_text())
+    assert len(tuned["rows"]) == 2 * 2 * len({r["threshold"] for r in tuned["rows"]})
+    assert tuned["best"]["value"] == max(r["value"] for r in tuned["rows"])
+    assert tuned["best"]["k"] in (1, 3)
