@@ -31,3 +31,25 @@ def test_prepare_names_a_missing_data_dir(tmp_path):
     )
     assert result.exit_code != 0
     assert "nope" in result.output or "nope" in str(result.exception)
+
+
+def test_prepare_discovery_setting_holds_entities_out(tmp_path):
+    import json
+
+    from spacy_arboel.data.ids import gold_ids
+
+    result = CliRunner().invoke(app, [
+        "prepare", "toy", str(tmp_path), "--assets-dir", str(ROOT / "assets"),
+        "--holdout", "0.3", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    heldout = set(json.loads((tmp_path / "heldout_ids.json").read_text())["ids"])
+    kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
+    assert heldout and not heldout & set(kb.ids)
+    nlp = spacy.blank("en")
+
+    def ids(split):
+        docs = DocBin().from_disk(tmp_path / f"{split}.spacy").get_docs(nlp.vocab)
+        return {i for d in docs for e in d.ents for i in gold_ids(e.kb_id_)}
+
+    assert not heldout & (ids("train") | ids("dev"))
+    assert heldout <= ids("test")  # test keeps them: they are the mentions to discover

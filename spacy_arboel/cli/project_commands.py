@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
 
 import spacy
 import typer
+from spacy.tokens import DocBin
 from wasabi import msg
 
 from ..data.convert import docs_to_docbin, pubtator_to_docs
+from ..data.discovery import choose_heldout, without_entities, without_ids
 from ..data.pubtator import PubtatorDocument
 from ..data.readers import read_pubtator_documents
 from ..errors import Errors
+from ..kb.knowledge_base import KnowledgeBase
 from .app import app
 from .data_commands import write_kb
 
@@ -53,6 +57,10 @@ def prepare_command(
                                   help="Folder holding bc5cdr/, ncbi_disease/ and mesh/"),
     assets_dir: Path = typer.Option(Path("assets"), "--assets-dir",
                                     help="Folder holding toy/"),
+    holdout: float = typer.Option(
+        0.0, "--holdout", help="Discovery setting: hold this fraction of the entities "
+        "mentioned in test out of the KB and of the train/dev gold ids (0: none)"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out entity sample"),
 ) -> None:
     """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``)."""
     dataset = Dataset(dataset)
@@ -70,6 +78,26 @@ def prepare_command(
               aligns=("l", "r", "r", "r", "r", "r"))
     write_kb(output_dir / "kb.jsonl",
              alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"], **kb_sources)
+    if holdout:
+        hold_out_entities(output_dir, holdout, seed, nlp)
+
+
+def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None:
+    """Remove a sample of the test set's entities from kb.jsonl and from the gold ids of
+    train.spacy and dev.spacy; their ids go to heldout_ids.json."""
+    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
+    test = DocBin().from_disk(output_dir / "test.spacy").get_docs(nlp.vocab)
+    heldout = choose_heldout(test, kb, fraction, seed)
+    without_entities(kb, set(heldout)).to_jsonl(output_dir / "kb.jsonl")
+    for split in ("train", "dev"):
+        path = output_dir / f"{split}.spacy"
+        docs = [without_ids(doc, set(heldout))
+                for doc in DocBin().from_disk(path).get_docs(nlp.vocab)]
+        DocBin(docs=docs, store_user_data=True).to_disk(path)
+    (output_dir / "heldout_ids.json").write_text(
+        json.dumps({"fraction": fraction, "seed": seed, "ids": heldout}, indent=2) + "\n")
+    msg.good(f"Held out {len(heldout)} of the test set's KB entities ({fraction:.0%}, seed "
+             f"{seed}) from the KB and the train/dev gold ids: {output_dir}/heldout_ids.json")
 
 
 def _sources(
