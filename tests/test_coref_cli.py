@@ -53,3 +53,17 @@ def test_evaluate_and_tune(saved):
     assert len(tuned["rows"]) == 2 * 2 * len({r["threshold"] for r in tuned["rows"]})
     assert tuned["best"]["value"] == max(r["value"] for r in tuned["rows"])
     assert tuned["best"]["k"] in (1, 3)
+
+
+def test_add_coref_with_tuned_settings(saved):
+    (saved / "t.json").write_text(json.dumps(
+        {"best": {"k": 3, "threshold": -0.5, "directed": False}, "rows": []}))
+    _invoke("add-coref", saved / "pipeline", "--output", saved / "with_coref",
+            "--settings", saved / "t.json")
+    nlp = spacy.load(saved / "with_coref")
+    assert nlp.pipe_names == ["arbo_entity_linker", "arbo_coref"]
+    cfg = nlp.get_pipe("arbo_coref").cfg
+    assert (cfg["k"], cfg["threshold"], cfg["directed"]) == (3, -0.5, False)
+    # re-configuring a pipeline that has it already goes through its saved config
+    _invoke("add-coref", saved / "with_coref", "--components.arbo_coref.k", 5)
+    assert spacy.load(saved / "with_coref").get_pipe("arbo_coref").cfg["k"] == 5

@@ -13,22 +13,37 @@ from .app import app
 OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-def _load(model: Path, ctx: typer.Context, component: str, **settings):
-    """The pipeline, with `--components.x.y value` overrides; ``arbo_coref`` is added with
-    its defaults if the pipeline has none."""
+TUNED = "JSON written by tune-coref: its best k, threshold and directed are used"
+
+
+def tuned_settings(path: Path | None) -> dict:
+    """The best settings of a ``tune-coref`` output file (none without a path)."""
+    if path is None:
+        return {}
+    best = json.loads(Path(path).read_text())["best"]
+    return {key: best[key] for key in ("k", "threshold", "directed")}
+
+
+def _load(model: Path, ctx: typer.Context | None, component: str, settings_file=None,
+          **settings):
+    """The pipeline, with `--components.x.y value` overrides (after the tuned settings of
+    ``settings_file``); ``arbo_coref`` is added if the pipeline has none."""
     import spacy
     from spacy.cli._util import parse_config_overrides
+    from spacy.util import load_config
 
     prefix = f"components.{component}."
-    overrides = parse_config_overrides(ctx.args)
-    settings = {k: v for k, v in settings.items() if v is not None}
+    overrides = parse_config_overrides(ctx.args) if ctx is not None else {}
+    settings = {**tuned_settings(settings_file),
+                **{k: v for k, v in settings.items() if v is not None}}
     settings.update({k[len(prefix):]: v for k, v in overrides.items() if k.startswith(prefix)})
-    nlp = spacy.load(model, config={k: v for k, v in overrides.items()
-                                    if not k.startswith(prefix)})
-    if component in nlp.pipe_names:
-        nlp.get_pipe(component).configure(**settings)
-    else:
-        nlp.add_pipe("arbo_coref", name=component, config=settings)
+    others = {k: v for k, v in overrides.items() if not k.startswith(prefix)}
+    if component in load_config(Path(model) / "config.cfg")["nlp"]["pipeline"]:
+        # through the config, so that a saved pipeline keeps the settings
+        return spacy.load(model, config={**others,
+                                         **{prefix + k: v for k, v in settings.items()}})
+    nlp = spacy.load(model, config=others)
+    nlp.add_pipe("arbo_coref", name=component, config=settings)
     return nlp
 
 
@@ -45,6 +60,7 @@ def cluster_command(
         help="Docs clustered together; later buffers are clustered against the earlier "
              "ones (their mentions are remembered)")] = None,
     component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+    settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
 ) -> None:
     """Cluster the mentions of a corpus across documents: kb_id and span._.cluster_id.
 
@@ -57,7 +73,7 @@ def cluster_command(
     from ..components.coref import CLUSTER_EXT
     from ..components.entity_linker import VECTOR_EXT
 
-    nlp = _load(model, ctx, component, buffer_size=buffer_size, keep_state=True)
+    nlp = _load(model, ctx, component, settings, buffer_size=buffer_size, keep_state=True)
     docs = DocBin().from_disk(input_path).get_docs(nlp.vocab)
     disable = ["ner"] if gold_mentions and "ner" in nlp.pipe_names else []
     out = DocBin(store_user_data=True)
@@ -92,6 +108,7 @@ def evaluate_coref_command(
     output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
     name: Annotated[str | None, typer.Option(help="Run name stored in the JSON")] = None,
     component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+    settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
 ) -> None:
     """Cluster the gold mentions of CORPUS: linking accuracy with clustering vs independent
     inference, NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 (all mentions and out-of-KB ones)."""
@@ -101,7 +118,7 @@ def evaluate_coref_command(
     from ..evaluation.coref_eval import evaluate_coref, gold_mention_examples
     from ..evaluation.report import write_json
 
-    nlp = _load(model, ctx, component)
+    nlp = _load(model, ctx, component, settings)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
     with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
         metrics = evaluate_coref(nlp, examples, component=component)
@@ -167,3 +184,21 @@ def tune_coref_command(
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps({"best": best, "rows": rows}, indent=2) + "\n")
+
+
+@app.command("add-coref", context_settings=OVERRIDES)
+def add_coref_command(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    output: Annotated[Path | None, typer.Option(help="Where to save (default: MODEL)")] = None,
+    settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
+    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+) -> None:
+    """Add arbo_coref to a saved pipeline (or re-configure it) with tuned settings."""
+    from wasabi import msg
+
+    nlp = _load(model, ctx, component, settings)
+    nlp.to_disk(output or model)
+    cfg = nlp.get_pipe(component).cfg
+    msg.good(f"Saved {output or model} with {component}: k={cfg['k']} "
+             f"threshold={cfg['threshold']} directed={cfg['directed']}")
