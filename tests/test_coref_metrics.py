@@ -35,3 +35,16 @@ def test_all_singletons_and_bad_lengths():
     assert coref_metrics([], []) == {"n": 0}
     with pytest.raises(ValueError, match="labels"):
         coref_metrics(["a"], ["a", "b"])
+
+
+def test_mention_recall_counts_coreferent_neighbours():
+    import numpy as np
+
+    from spacy_arboel.evaluation.coref_metrics import mention_recall
+
+    gold = ["a", "a", "a", "b"]
+    # mention 0 finds 1 of its 2 coreferent mentions, 1 finds both, 2 finds none (k = 2);
+    # mention 3 has no coreferent mention and is not counted
+    neighbours = np.array([[1, 3], [0, 2], [3, -1], [0, 1]])
+    assert mention_recall(neighbours, gold) == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert mention_recall(neighbours, list("abcd")) is None

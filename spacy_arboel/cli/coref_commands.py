@@ -149,6 +149,7 @@ def _summary(metrics: dict) -> list[tuple[str, str]]:
                                            for m in ("muc", "b3", "ceafe"))),
         ("CoNLL F1", fmt(co.get("conll_f1"))),
         ("out-of-KB NMI / ARI", f"{fmt(oo.get('nmi'))} / {fmt(oo.get('ari'))}"),
+        ("mention recall@64", fmt(metrics["mention_recall@64"])),
     ]
 
 

@@ -13,13 +13,16 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..components.entity_linker import VECTOR_EXT
+from ..coref.graph import nearest_mentions
 from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
-from .coref_metrics import coref_metrics
+from .coref_metrics import coref_metrics, mention_recall
 from .coref_scorer import mention_clusters
 from .metrics import linking_metrics, mention_outcomes_from_examples
 
 TUNING_METRICS = ("conll_f1", "nmi", "ari", "accuracy")
+MENTION_RECALL_K = 64
 
 
 def gold_mention_examples(nlp: Language, gold_docs: Iterable[Doc]) -> list[Example]:
@@ -53,7 +56,10 @@ def evaluate_coref(
              for g in gold]
     out_of_kb = [i for i, flag in enumerate(in_kb) if flag is False]
     n_mentions = sum(len(eg.predicted.ents) for eg in examples)
+    gold_labels, vectors = gold_vectors(examples)
+    neighbours, _ = nearest_mentions(vectors, MENTION_RECALL_K)
     return {
+        f"mention_recall@{MENTION_RECALL_K}": mention_recall(neighbours, gold_labels),
         "clustering": linking_metrics(outcomes, nil_id=nil_id),
         "independent": linking_metrics(independent, nil_id=nil_id),
         "coref": coref_metrics(gold, predicted),
@@ -64,6 +70,20 @@ def evaluate_coref(
         "timings": {"mentions": n_mentions, "seconds": round(seconds, 3),
                     "mentions_per_s": round(n_mentions / seconds, 1) if seconds else None},
     }
+
+
+def gold_vectors(examples: list[Example]) -> tuple[list[str], np.ndarray]:
+    """The gold id and mention vector of every linked mention that has a gold id."""
+    labels, vectors = [], []
+    for eg in examples:
+        found = {(e.start_char, e.end_char): e for e in eg.predicted.ents}
+        for ent in eg.reference.ents:
+            pred = found.get((ent.start_char, ent.end_char))
+            ids = gold_ids(ent.kb_id_)
+            if ids and pred is not None and pred._.get(VECTOR_EXT) is not None:
+                labels.append("|".join(ids))
+                vectors.append(pred._.get(VECTOR_EXT))
+    return labels, np.asarray(vectors, dtype="float32").reshape(len(vectors), -1)
 
 
 def tuning_value(metrics: dict[str, Any], metric: str) -> float:

@@ -109,3 +109,20 @@ def coref_metrics(gold: Sequence[Hashable], predicted: Sequence[Hashable]) -> di
         **scores,
         "conll_f1": float(np.mean([scores[m]["f"] for m in ("muc", "b3", "ceafe")])),
     }
+
+
+def mention_recall(neighbours: np.ndarray, gold: Sequence[Hashable]) -> float | None:
+    """arboEL's mention recall@k (§3.5, fig. 3): for each mention with coreferent mentions,
+    the share of its k retrieved neighbours (``neighbours``, -1 padded) that are coreferent,
+    out of min(k, number of coreferent mentions); averaged over those mentions."""
+    codes = _codes(gold)
+    sizes = np.bincount(codes)
+    k = neighbours.shape[1] if neighbours.ndim == 2 else 0
+    values = []
+    for mention, row in enumerate(neighbours):
+        others = sizes[codes[mention]] - 1
+        if others == 0 or k == 0:
+            continue
+        row = row[row >= 0]
+        values.append(float(np.sum(codes[row] == codes[mention])) / min(k, others))
+    return float(np.mean(values)) if values else None
