@@ -48,3 +48,13 @@ def test_mention_recall_counts_coreferent_neighbours():
     neighbours = np.array([[1, 3], [0, 2], [3, -1], [0, 1]])
     assert mention_recall(neighbours, gold) == pytest.approx((0.5 + 1.0 + 0.0) / 3)
     assert mention_recall(neighbours, list("abcd")) is None
+
+
+def test_string_baseline_groups_normalised_texts(toy_examples):
+    from spacy_arboel.evaluation.coref_eval import normalised, string_baseline
+
+    assert normalised("Cox-2") == normalised("COX 2") == "cox2"
+    metrics = string_baseline(toy_examples)
+    # toy mentions of one entity are spelt differently ("cough", "Coughing"): B3 recall < 1,
+    # while no two different entities share a text: precision 1
+    assert metrics["b3"]["p"] == pytest.approx(1.0) and metrics["b3"]["r"] < 1
