@@ -114,3 +114,25 @@ def test_spacy_evaluate_reports_coref_scores(tiny_encoder, toy_kb_path, toy_exam
     for key in ("coref_nmi", "coref_ari", "coref_b3_f", "coref_conll_f1", "coref_link_acc"):
         assert scores[key] is not None
     assert -1 <= scores["coref_ari"] <= 1 and 0 <= scores["coref_conll_f1"] <= 1
+
+
+def test_identical_mentions_and_mentions_without_candidates(tiny_encoder, toy_kb_path,
+                                                            toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=None, k=2)
+    same = [toy_examples[4].predicted.copy() for _ in range(3)]  # identical docs and vectors
+    ids = _ids(nlp.pipe(same))
+    assert ids[0] == ids[1] == ids[2]
+    with nlp.select_pipes(disable=["arbo_coref"]):
+        docs = list(nlp.pipe(_docs(toy_examples)))
+    for ent in docs[0].ents:
+        ent._.kb_candidates = []  # retrieved no entity: no entity edge
+    nlp.get_pipe("arbo_coref").cluster(docs)
+    assert all(e._.get(CLUSTER_EXT) for d in docs for e in d.ents)
+
+
+@pytest.mark.parametrize("setting", [{"k": 0}, {"buffer_size": 0},
+                                     {"threshold": float("nan")}, {"directed": None, "x": 1}])
+def test_settings_out_of_range_are_rejected(tiny_encoder, toy_kb_path, setting):
+    with pytest.raises(ValueError, match="must be|Unknown"):
+        nlp = _nlp(tiny_encoder, toy_kb_path)
+        nlp.get_pipe("arbo_coref").configure(**setting)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,11 @@ class ArboCoref(Pipe):
             if key in settings and settings[key] < 1:
                 raise ValueError(Errors.E011.format(name=key, condition=">= 1",
                                                     value=settings[key]))
+        threshold = settings.get("threshold")
+        if threshold is not None and not math.isfinite(threshold):
+            raise ValueError(Errors.E011.format(name="threshold",
+                                                condition="a finite number or null",
+                                                value=threshold))
         self.cfg.update(settings)
 
     @property
