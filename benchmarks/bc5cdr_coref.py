@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,14 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bc5cdr_linker import machine  # noqa: E402
-
-
-def run(cmd: list[str]) -> float:
-    print("$", " ".join(cmd), flush=True)
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    return time.perf_counter() - start
+from bc5cdr_linker import machine, run  # noqa: E402
 
 
 def _write(name: str, body: dict) -> None:

@@ -8,3 +8,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+# for commands that take spaCy-style config overrides (--components.x.y value)
+OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}

@@ -8,10 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .app import app
-
-OVERRIDES = {"allow_extra_args": True, "ignore_unknown_options": True}
-
+from .app import OVERRIDES, app
 
 TUNED = "JSON written by tune-coref: its best k, threshold and directed are used"
 

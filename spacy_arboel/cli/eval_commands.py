@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ..evaluation.report import markdown_table, plot_recall_at_k
-from .app import app
+from .app import OVERRIDES, app
 
 
 def _load_run(path: Path) -> tuple[str, dict[str, Any]]:
@@ -58,9 +58,7 @@ def compare_runs(
         typer.echo(f"Wrote {plot}")
 
 
-@app.command(
-    "evaluate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
-)
+@app.command("evaluate", context_settings=OVERRIDES)
 def evaluate(
     ctx: typer.Context,
     model: Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")],
