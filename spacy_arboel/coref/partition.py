@@ -6,12 +6,13 @@ dissimilarity ``w`` (arboEL uses the negative dot product). Edges heavier than t
 
 The paper describes a reverse-delete procedure: visit the edges from the most to the least
 dissimilar, drop an edge whose cluster would hold two entities, and drop an edge of an
-entity's cluster when its target stays reachable from the entity without it. What survives
-links each mention to the entity with the smallest minimax (bottleneck) path
-dissimilarity ``f(e, m)`` (arboEL eq. 1) among the entities that reach it, because an edge
-is only ever dropped while a path with no heavier edge remains. We compute that directly
-with a multi-source bottleneck search from all entities (Dijkstra with ``max`` in place of
-``+``), which is linear-ish in the edges instead of one reachability search per edge:
+entity's cluster when its target stays reachable from an entity without it, "maintaining
+... our minimax dissimilarity function f". We compute what that is meant to keep directly:
+each mention joins the entity with the smallest minimax (bottleneck) path dissimilarity
+``f(e, m)`` (arboEL eq. 1) among the entities that reach it, by a multi-source bottleneck
+search from all entities (Dijkstra with ``max`` in place of ``+``), in O(E log E) instead
+of one reachability search per edge. (On directed graphs the literal pass can lose a
+mention's minimax path; BENCHMARKS.md gives the example, a test checks it.)
 
 - ``directed=True``: paths follow edge directions, so a mention belongs to an entity's
   cluster only if the entity reaches it (the cluster is an arborescence rooted at the
