@@ -23,6 +23,9 @@ from .metrics import linking_metrics, mention_outcomes_from_examples
 
 TUNING_METRICS = ("conll_f1", "nmi", "ari", "accuracy")
 MENTION_RECALL_K = 64
+# λ candidates: the dissimilarity below which this share of mentions keep their entity edge;
+# fine near the top, where a few out-of-KB mentions lose theirs
+THRESHOLD_QUANTILES = (0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995)
 
 
 def gold_mention_examples(nlp: Language, gold_docs: Iterable[Doc]) -> list[Example]:
@@ -142,7 +145,7 @@ def tune_coref(
         for _ in nlp.pipe([eg.predicted for eg in examples]):
             pass
     if thresholds is None:
-        thresholds = [None, *edge_weight_quantiles(examples, np.linspace(0.1, 0.9, 9))]
+        thresholds = [None, *edge_weight_quantiles(examples, THRESHOLD_QUANTILES)]
     original = dict(coref.cfg)
     rows = []
     try:
