@@ -38,9 +38,11 @@ def tiny_encoder(tmp_path_factory) -> str:
     vocab_file.write_text("\n".join(_vocab()) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True)
     tokenizer.save_pretrained(str(path))
+    # no dropout: training steps do not depend on the random state left by earlier tests
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=128)
+                        max_position_embeddings=128, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
     BertModel(config).save_pretrained(str(path))
     return str(path)
 
