@@ -140,6 +140,7 @@ def main() -> None:
     parser.add_argument("--metric", default="conll_f1")
     parser.add_argument("--tag", default="", help="suffix of the result names, e.g. -discovery")
     parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument("--no-speed", action="store_true", help="skip the partition timing")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
     if args.table_only:
@@ -151,7 +152,8 @@ def main() -> None:
         for spec in args.model:
             name, _, path = spec.partition("=")
             coref_run(name, Path(path), corpus, Path(args.work), args.metric, args.tag)
-    partition_speed()
+    if not args.no_speed:
+        partition_speed()
 
 
 if __name__ == "__main__":
