@@ -46,6 +46,8 @@ def coref_run(name: str, model: Path, corpus: Path, work: Path, metric: str, tag
     tune_seconds = run(tune_cmd)
     eval_cmd = [sys.executable, "-m", "spacy_arboel", "evaluate-coref", str(model),
                 str(corpus / "test.spacy"), "--settings", str(tuning), "--output", str(metrics)]
+    if (corpus / "heldout_ids.json").exists():  # the discovery setting
+        eval_cmd += ["--heldout", str(corpus / "heldout_ids.json")]
     run(eval_cmd)
     result = json.loads(metrics.read_text())
     _write(f"bc5cdr-coref-{name}{tag}", {

@@ -45,6 +45,13 @@ def test_evaluate_and_tune(saved):
             "--output", saved / "m.json", "--components.arbo_coref.k", 2)
     metrics = json.loads((saved / "m.json").read_text())
     assert metrics["settings"]["k"] == 2
+    assert "coref_heldout" not in metrics
+    (saved / "heldout.json").write_text(json.dumps({"ids": ["D001241"]}))  # aspirin
+    _invoke("evaluate-coref", saved / "pipeline", saved / "gold.spacy", "--output",
+            saved / "h.json", "--heldout", saved / "heldout.json")
+    held = json.loads((saved / "h.json").read_text())
+    assert held["coref_heldout"]["n"] == 3  # the three aspirin mentions of the toy corpus
+    assert 0 <= held["heldout_nil_rate"] <= 1
     assert metrics["independent"]["in_kb"]["n"] == metrics["clustering"]["in_kb"]["n"] > 0
     assert 0 <= metrics["coref"]["conll_f1"] <= 1
     _invoke("tune-coref", saved / "pipeline", saved / "gold.spacy", "--k", 1, "--k", 3,

@@ -106,6 +106,9 @@ def evaluate_coref_command(
     name: Annotated[str | None, typer.Option(help="Run name stored in the JSON")] = None,
     component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
     settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
+    heldout: Annotated[Path | None, typer.Option(
+        help="heldout_ids.json of `prepare --holdout`: score those entities' mentions apart")
+    ] = None,
 ) -> None:
     """Cluster the gold mentions of CORPUS: linking accuracy with clustering vs independent
     inference, NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 (all mentions and out-of-KB ones)."""
@@ -118,7 +121,9 @@ def evaluate_coref_command(
     nlp = _load(model, ctx, component, settings)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
     with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
-        metrics = evaluate_coref(nlp, examples, component=component)
+        metrics = evaluate_coref(
+            nlp, examples, component=component,
+            heldout=set(json.loads(heldout.read_text())["ids"]) if heldout else None)
     if name:
         metrics = {"name": name, **metrics}
     msg.table(_summary(metrics), header=("", "value"), aligns=("l", "r"))

@@ -34,12 +34,13 @@ def gold_mention_examples(nlp: Language, gold_docs: Iterable[Doc]) -> list[Examp
 
 def evaluate_coref(
     nlp: Language, examples: list[Example], *, component: str = "arbo_coref",
-    run: bool = True, with_mention_recall: bool = True,
+    run: bool = True, with_mention_recall: bool = True, heldout: set[str] | None = None,
 ) -> dict[str, Any]:
     """Linking accuracy with clustering (arboEL eq. 8) and with independent nearest-entity
     inference, overall and seen/unseen; NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 of the
     clusters against gold ids, over all mentions and over the out-of-KB mentions alone (the
-    discovery setting). ``run=False`` scores examples already processed."""
+    discovery setting). ``run=False`` scores examples already processed. ``heldout``: the
+    ids held out of the KB (``prepare --holdout``), whose mentions are also scored apart."""
     coref = nlp.get_pipe(component)
     linker = coref.linker
     seconds = 0.0
@@ -59,6 +60,15 @@ def evaluate_coref(
              for g in gold]
     out_of_kb = [i for i, flag in enumerate(in_kb) if flag is False]
     n_mentions = sum(len(eg.predicted.ents) for eg in examples)
+    extra: dict[str, Any] = {}
+    if heldout:
+        held = [i for i, g in enumerate(gold) if set(gold_ids(g)) & heldout]
+        extra["coref_heldout"] = coref_metrics([gold[i] for i in held],
+                                               [predicted[i] for i in held])
+        held_outcomes = [o for o in outcomes if set(o.gold_ids) & heldout]
+        extra["heldout_nil_rate"] = (
+            sum(o.predicted == nil_id for o in held_outcomes) / len(held_outcomes)
+            if held_outcomes else None)
     recall = None
     if with_mention_recall:  # depends on the linker's vectors only, not on the clustering
         gold_labels, vectors = gold_vectors(examples)
@@ -70,6 +80,7 @@ def evaluate_coref(
         "coref": coref_metrics(gold, predicted),
         "coref_out_of_kb": coref_metrics([gold[i] for i in out_of_kb],
                                          [predicted[i] for i in out_of_kb]),
+        **extra,
         "settings": {key: coref.cfg[key] for key in ("k", "threshold", "directed",
                                                      "same_doc_only")},
         "timings": {"mentions": n_mentions, "seconds": round(seconds, 3),
