@@ -113,8 +113,9 @@ def _fmt(value) -> str:
 
 def results_table() -> str:
     header = ("| run | acc clustering | acc independent | acc seen / unseen | NMI | ARI | B³ F1 "
-              "| CoNLL F1 | out-of-KB NMI / ARI | mention R@64 | k | λ | directed | date |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+              "| CoNLL F1 | out-of-KB NMI / ARI | held-out NMI / ARI / in NIL | mention R@64 "
+              "| k | λ | directed | date |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
     rows = []
     for path in sorted(RESULTS.glob("bc5cdr-coref-*.json")):
         r = json.loads(path.read_text())
@@ -124,11 +125,14 @@ def results_table() -> str:
             c, i, oo = m["clustering"], m["independent"], m["coref_out_of_kb"]
             linking = (f"{_fmt(c['all']['accuracy'])} | {_fmt(i['all']['accuracy'])} | "
                        f"{_fmt(c['seen']['accuracy'])} / {_fmt(c['unseen']['accuracy'])}")
-            extra = (f"{_fmt(oo.get('nmi'))} / {_fmt(oo.get('ari'))} | "
+            held = m.get("coref_heldout", {})
+            held_text = (f"{_fmt(held.get('nmi'))} / {_fmt(held.get('ari'))} / "
+                         f"{_fmt(m.get('heldout_nil_rate'))}" if held else "–")
+            extra = (f"{_fmt(oo.get('nmi'))} / {_fmt(oo.get('ari'))} | {held_text} | "
                      f"{_fmt(m.get('mention_recall@64'))} | {s['k']} | {s['threshold']} | "
                      f"{s['directed']}")
         else:
-            linking, extra = "– | – | –", "– | – | – | – | –"
+            linking, extra = "– | – | –", "– | – | – | – | – | –"
         rows.append(f"| {r['name']} | {linking} | {_fmt(co['nmi'])} | {_fmt(co['ari'])} | "
                     f"{_fmt(co['b3']['f'])} | {_fmt(co['conll_f1'])} | {extra} | {r['date']} |")
     return header + "\n".join(rows) + "\n"
