@@ -10,7 +10,7 @@ the partition on a 100,000-mention graph are written too. Usage::
         --model arborescence=/tmp/bench2/arborescence/model-last
 
 ``--corpus`` may point at a discovery-setting corpus (``prepare bc5cdr DIR --holdout 0.1``),
-with models trained on it; ``--table-only`` prints the table of the committed results.
+with models trained on it and ``--tag=-discovery``; ``--table-only`` prints the table of the committed results.
 """
 
 from __future__ import annotations
@@ -144,7 +144,8 @@ def main() -> None:
     parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
     parser.add_argument("--work", default=str(ROOT / "training" / "bench-coref"))
     parser.add_argument("--metric", default="conll_f1")
-    parser.add_argument("--tag", default="", help="suffix of the result names, e.g. -discovery")
+    parser.add_argument("--tag", default="",
+                        help="suffix of the result names, e.g. --tag=-discovery")
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--no-speed", action="store_true", help="skip the partition timing")
     parser.add_argument("--table-only", action="store_true")

@@ -129,6 +129,8 @@ def results_table(pattern: str = "bc5cdr-*.json") -> str:
     rows = []
     for path in sorted(RESULTS.glob(pattern)):
         r = json.loads(path.read_text())
+        if r.get("component") != "arbo_entity_linker":
+            continue
         m, t = r["metrics"], r["timings"]
         rows.append(
             f"| {r['name']} | {_fmt(m['in_kb']['recall@1'])} | {_fmt(m['in_kb']['recall@64'])} "
