@@ -10,7 +10,8 @@ the partition on a 100,000-mention graph are written too. Usage::
         --model arborescence=/tmp/bench2/arborescence/model-last
 
 ``--corpus`` may point at a discovery-setting corpus (``prepare bc5cdr DIR --holdout 0.1``),
-with models trained on it and ``--tag=-discovery``; ``--table-only`` prints the table of the committed results.
+with models trained on it and ``--tag=-discovery``; ``--table-only`` prints the table of
+the committed results.
 """
 
 from __future__ import annotations
