@@ -67,6 +67,20 @@ class Errors:
         "mention encoder ({saved}) than the pipeline's ({found}). Their vectors cannot be "
         "compared with new ones: delete the saved state, or load the pipeline it was made with."
     )
+    E020 = (
+        "arbo_linker's `mode = \"pipeline\"` (EntQA) trains the reader on a fixed retriever, "
+        "which needs a reader with its own weights: set `share_weights = false` in "
+        "[components.arbo_linker.model], or use `mode = \"joint\"` (BEER²)."
+    )
+    E021 = (
+        "linker_path '{path}' is not a saved spaCy pipeline with an arbo_entity_linker. Give "
+        "the folder of a trained pipeline (e.g. training/linker/model-best), or leave "
+        "linker_path empty to start from the base encoder."
+    )
+    E022 = (
+        "The arbo_entity_linker at linker_path pools entity rows with '{pooling}', so its index "
+        "needs entity_pooling = \"{wanted}\" in arbo_linker's model; found \"{found}\"."
+    )
     E100 = (
         "{path}: not a {what}: expected the columns {expected}, found {found}."
     )

@@ -59,7 +59,8 @@ def prepare_command(
                                     help="Folder holding toy/"),
     holdout: float = typer.Option(
         0.0, "--holdout", help="Discovery setting: hold this fraction of the entities "
-        "mentioned in test out of the KB and of the train/dev gold ids (0: none)"),
+        "mentioned in test, and of those mentioned in dev, out of the KB and of the train "
+        "gold ids (0: none)"),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out entity sample"),
 ) -> None:
     """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``)."""
@@ -83,21 +84,27 @@ def prepare_command(
 
 
 def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None:
-    """Remove a sample of the test set's entities from kb.jsonl and from the gold ids of
-    train.spacy and dev.spacy; their ids go to heldout_ids.json."""
+    """The discovery setting of arboEL-discovery §4: remove a sample of the entities mentioned
+    in test, and one of those mentioned in dev, from kb.jsonl and from the gold ids of
+    train.spacy. Dev and test keep their gold ids, so that dev tuning (λ, k) sees mentions
+    whose entity is missing from the KB, as test does. The ids go to heldout_ids.json."""
     kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-    test = DocBin().from_disk(output_dir / "test.spacy").get_docs(nlp.vocab)
-    heldout = choose_heldout(test, kb, fraction, seed)
+
+    def split_docs(split: str) -> list:
+        return list(DocBin().from_disk(output_dir / f"{split}.spacy").get_docs(nlp.vocab))
+
+    test_ids = choose_heldout(split_docs("test"), kb, fraction, seed)
+    dev_ids = choose_heldout(split_docs("dev"), kb, fraction, seed)
+    heldout = sorted(set(test_ids) | set(dev_ids))
     without_entities(kb, set(heldout)).to_jsonl(output_dir / "kb.jsonl")
-    for split in ("train", "dev"):
-        path = output_dir / f"{split}.spacy"
-        docs = [without_ids(doc, set(heldout))
-                for doc in DocBin().from_disk(path).get_docs(nlp.vocab)]
-        DocBin(docs=docs, store_user_data=True).to_disk(path)
-    (output_dir / "heldout_ids.json").write_text(
-        json.dumps({"fraction": fraction, "seed": seed, "ids": heldout}, indent=2) + "\n")
-    msg.good(f"Held out {len(heldout)} of the test set's KB entities ({fraction:.0%}, seed "
-             f"{seed}) from the KB and the train/dev gold ids: {output_dir}/heldout_ids.json")
+    train = [without_ids(doc, set(heldout)) for doc in split_docs("train")]
+    DocBin(docs=train, store_user_data=True).to_disk(output_dir / "train.spacy")
+    (output_dir / "heldout_ids.json").write_text(json.dumps(
+        {"fraction": fraction, "seed": seed, "ids": heldout, "test_ids": test_ids,
+         "dev_ids": dev_ids}, indent=2) + "\n")
+    msg.good(f"Held out {len(test_ids)} of the test set's and {len(dev_ids)} of the dev set's "
+             f"KB entities ({fraction:.0%}, seed {seed}; {len(heldout)} in all) from the KB "
+             f"and the train gold ids: {output_dir}/heldout_ids.json")
 
 
 def _sources(

@@ -1,0 +1,155 @@
+"""A spaCy scorer for end-to-end linking: InKB micro P/R/F1 and the retriever's recall@K.
+
+Strong matching (BEER² §3.3): a predicted entity is right only when its character span is
+exactly a gold span and its ``kb_id_`` is one of that span's gold ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from ..data.ids import gold_ids
+from ..data.pubtator import NO_ID
+from .metrics import KbIds, _kb_contains
+
+PASSAGE_CANDIDATES_EXT = "passage_candidates"
+
+# (start_char, end_char, gold ids) of an InKB gold mention
+Mention = tuple[int, int, tuple[str, ...]]
+
+
+def ensure_passage_candidates_extension() -> None:
+    """Register ``Doc._.passage_candidates``: one ``(start_char, end_char, [(kb_id, score),
+    ...])`` per passage, the retriever's final candidates (``None``: not retrieved)."""
+    if not Doc.has_extension(PASSAGE_CANDIDATES_EXT):
+        Doc.set_extension(PASSAGE_CANDIDATES_EXT, default=None)
+
+
+ensure_passage_candidates_extension()
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _f1(precision: float | None, recall: float | None) -> float | None:
+    if precision is None or recall is None:
+        return None
+    total = precision + recall
+    return 2 * precision * recall / total if total else 0.0
+
+
+def inkb_gold_mentions(doc: Doc, in_kb: Callable[[str], bool], nil_id: str) -> list[Mention]:
+    """The gold mentions of ``doc`` with at least one gold id in the KB ("-1", "" and the NIL
+    id are no ids)."""
+    mentions = []
+    for ent in doc.ents:
+        ids = tuple(i for i in gold_ids(ent.kb_id_) if i not in (NO_ID, nil_id))
+        if any(in_kb(i) for i in ids):
+            mentions.append((ent.start_char, ent.end_char, ids))
+    return mentions
+
+
+def strong_matches(gold: Sequence[Mention], predicted: Iterable[tuple[int, int, str]]) -> int:
+    """True positives: predictions whose span is a gold span and whose id is one of its gold
+    ids, each gold mention matched at most once."""
+    unmatched = list(gold)
+    tp = 0
+    for start, end, kb_id in predicted:
+        for i, (g_start, g_end, ids) in enumerate(unmatched):
+            if (g_start, g_end) == (start, end) and kb_id in ids:
+                del unmatched[i]
+                tp += 1
+                break
+    return tp
+
+
+def _candidate_ids(candidates: Iterable[Any]) -> set[str]:
+    return {c if isinstance(c, str) else str(c[0]) for c in candidates}
+
+
+def retriever_hits(passages: Iterable[Any], gold: Sequence[Mention]) -> tuple[int, int, int]:
+    """(mentions found, passages containing a gold mention, such passages with all found).
+
+    A mention is found when it lies inside a passage whose candidates hold one of its gold
+    ids; a passage counts when it fully contains at least one mention, and is a hit when its
+    candidates hold a gold id of every mention fully inside it.
+    """
+    found = [False] * len(gold)
+    n_passages = passage_hits = 0
+    for p_start, p_end, candidates in passages:
+        ids = _candidate_ids(candidates or [])
+        inside = [i for i, (s, e, _) in enumerate(gold) if s >= p_start and e <= p_end]
+        if not inside:
+            continue
+        n_passages += 1
+        hit = [i for i in inside if ids.intersection(gold[i][2])]
+        passage_hits += len(hit) == len(inside)
+        for i in hit:
+            found[i] = True
+    return sum(found), n_passages, passage_hits
+
+
+def score_end_to_end(
+    examples: Iterable[Example],
+    *,
+    kb_ids: KbIds | None = None,
+    nil_id: str = "NIL",
+    **_: Any,
+) -> dict[str, Any]:
+    """InKB micro P/R/F1 with strong matching (BEER² §3.3) and the retriever's recall@K.
+
+    Keys ``e2e_inkb_p`` (tp over every non-NIL prediction), ``e2e_inkb_r`` (tp over InKB gold
+    mentions), ``e2e_inkb_f``, ``e2e_retriever_mention_recall`` (over the InKB gold mentions
+    of docs with ``doc._.passage_candidates``), ``e2e_retriever_passage_recall`` and the
+    counts ``e2e_n_gold``, ``e2e_n_predicted``, ``e2e_tp``. ``kb_ids`` is a container of ids or
+    a predicate (``None``: every id is in the KB). Empty denominators score ``None``.
+    """
+    ensure_passage_candidates_extension()
+    in_kb = _kb_contains(kb_ids)
+    n_gold = n_predicted = tp = 0
+    retrieved = mentions_found = mentions_retrieved = passages = passage_hits = 0
+    for eg in examples:
+        gold = inkb_gold_mentions(eg.reference, in_kb, nil_id)
+        predicted = [
+            (ent.start_char, ent.end_char, ent.kb_id_)
+            for ent in eg.predicted.ents
+            if ent.kb_id_ and ent.kb_id_ != nil_id
+        ]
+        n_gold += len(gold)
+        n_predicted += len(predicted)
+        tp += strong_matches(gold, predicted)
+        candidates = eg.predicted._.get(PASSAGE_CANDIDATES_EXT)
+        if candidates is None:
+            continue
+        retrieved += 1
+        found, n_passages, hits = retriever_hits(candidates, gold)
+        mentions_found += found
+        mentions_retrieved += len(gold)
+        passages += n_passages
+        passage_hits += hits
+    precision, recall = _ratio(tp, n_predicted), _ratio(tp, n_gold)
+    return {
+        "e2e_inkb_p": precision,
+        "e2e_inkb_r": recall,
+        "e2e_inkb_f": _f1(precision, recall),
+        "e2e_retriever_mention_recall": (
+            _ratio(mentions_found, mentions_retrieved) if retrieved else None
+        ),
+        "e2e_retriever_passage_recall": _ratio(passage_hits, passages) if retrieved else None,
+        "e2e_n_gold": n_gold,
+        "e2e_n_predicted": n_predicted,
+        "e2e_tp": tp,
+    }
+
+
+@spacy.registry.scorers("spacy_arboel.end_to_end_scorer.v1")
+def make_end_to_end_scorer() -> Callable[..., dict[str, Any]]:
+    """The registered scorer factory (``spacy_arboel.end_to_end_scorer.v1``)."""
+    ensure_passage_candidates_extension()
+    return score_end_to_end

@@ -1,0 +1,147 @@
+"""Decoding the reader's outputs into linked spans (BEER² §2.1.2, eq. 7–11).
+
+numpy only: the reader gives, for each (passage, candidate e_j) pair, start and end logits over
+the pair's positions and one rank logit per candidate; this module turns them into scored
+(candidate, span) pairs and resolves the spans predicted by overlapping passages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SpanPrediction:
+    """One reader prediction: a candidate and a wordpiece span of the passage.
+
+    candidate: index of the candidate within its passage's candidate list.
+    first: first wordpiece index within the passage (0-based, not counting [CLS]).
+    last: last wordpiece index, inclusive.
+    score: P(e_j, x, y) of eq. 11.
+    """
+
+    candidate: int
+    first: int
+    last: int
+    score: float
+
+
+@dataclass(frozen=True)
+class LinkedSpan:
+    """A character span of the document linked to a KB id with the reader's score."""
+
+    start_char: int
+    end_char: int
+    kb_id: str
+    score: float
+
+
+def _masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis restricted to ``allowed`` positions (0 elsewhere)."""
+    masked = np.where(allowed, logits, -np.inf)
+    shifted = masked - masked.max(axis=-1, keepdims=True)
+    weights = np.exp(shifted)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def decode_spans(
+    start_logits: np.ndarray,
+    end_logits: np.ndarray,
+    rank_logits: np.ndarray,
+    n_pieces: int,
+    offset: int,
+    threshold: float = 0.03,
+    max_span_length: int = 16,
+) -> list[SpanPrediction]:
+    """Every (candidate, span) whose P of eq. 11 exceeds ``threshold``, best first.
+
+    ``start_logits``/``end_logits``: (K, L) over the pair positions; ``rank_logits``: (K,).
+    p1/p2 (eq. 7–8) are softmaxes over position 0 ([CLS], "no span") and the passage's pieces
+    at ``offset .. offset + n_pieces - 1`` only (entity text and padding get no mass);
+    p_rank (eq. 10) a softmax over the K candidates; P = p1[x]·p2[y]·p_rank[j] (eq. 9, 11).
+    Spans have x <= y and y - x < ``max_span_length``; [CLS] is never returned. Ties are
+    broken by candidate, then first, then last piece.
+    """
+    start = np.asarray(start_logits, dtype=np.float64)
+    end = np.asarray(end_logits, dtype=np.float64)
+    rank = np.asarray(rank_logits, dtype=np.float64)
+    if start.ndim != 2 or start.shape != end.shape or rank.shape != start.shape[:1]:
+        raise ValueError(
+            f"expected start/end logits (K, L) and rank logits (K,), got {start.shape}, "
+            f"{end.shape} and {rank.shape}"
+        )
+    n_candidates, length = start.shape
+    if n_pieces < 0 or offset < 1 or offset + n_pieces > length:
+        raise ValueError(
+            f"passage pieces {offset}..{offset + n_pieces - 1} do not fit positions 1..{length - 1}"
+        )
+    if n_candidates == 0 or n_pieces == 0 or max_span_length < 1:
+        return []
+    allowed = np.zeros(length, dtype=bool)
+    allowed[0] = True
+    allowed[offset : offset + n_pieces] = True
+    passage = slice(offset, offset + n_pieces)
+    p1 = _masked_softmax(start, allowed)[:, passage]  # (K, n)
+    p2 = _masked_softmax(end, allowed)[:, passage]  # (K, n)
+    p_rank = _masked_softmax(rank, np.ones_like(rank, dtype=bool))  # (K,)
+    scores = p1[:, :, None] * p2[:, None, :] * p_rank[:, None, None]  # (K, n, n)
+    width = np.arange(n_pieces)[None, :] - np.arange(n_pieces)[:, None]  # y - x
+    valid = (width >= 0) & (width < max_span_length)
+    keep = valid[None, :, :] & (scores > threshold)
+    candidates, firsts, lasts = np.nonzero(keep)  # lexicographic order
+    kept = scores[candidates, firsts, lasts]
+    order = np.argsort(-kept, kind="stable")
+    return [
+        SpanPrediction(int(candidates[i]), int(firsts[i]), int(lasts[i]), float(kept[i]))
+        for i in order
+    ]
+
+
+def _overlaps(a: LinkedSpan, b: LinkedSpan) -> bool:
+    return a.start_char < b.end_char and b.start_char < a.end_char
+
+
+def _best_by_key(spans: Iterable[LinkedSpan]) -> dict[tuple[int, int, str], LinkedSpan]:
+    """One span per (start, end, kb_id): the highest-scoring one."""
+    best: dict[tuple[int, int, str], LinkedSpan] = {}
+    for span in spans:
+        key = (span.start_char, span.end_char, span.kb_id)
+        if key not in best or span.score > best[key].score:
+            best[key] = span
+    return best
+
+
+def _priority(span: LinkedSpan) -> tuple[float, int, int, str]:
+    """Greedy order: higher score, then longer span, then earlier start, then kb_id."""
+    return (-span.score, span.start_char - span.end_char, span.start_char, span.kb_id)
+
+
+def resolve_spans(spans: Iterable[LinkedSpan]) -> list[LinkedSpan]:
+    """Merge the predictions of overlapping passages and resolve conflicting spans.
+
+    Duplicates of (start, end, kb_id) keep their highest score; then, greedily by score (ties:
+    longer span, earlier start, kb_id), a span is kept when it overlaps no kept span, so of
+    nested or crossing spans (BEER²'s "kwazulu-natal" vs "kwazulu") the best scored wins.
+    Returns the kept spans sorted by start_char.
+    """
+    kept: list[LinkedSpan] = []
+    for span in sorted(_best_by_key(spans).values(), key=_priority):
+        if not any(_overlaps(span, other) for other in kept):
+            kept.append(span)
+    return sorted(kept, key=lambda s: (s.start_char, s.end_char))
+
+
+def candidates_by_span(
+    spans: Iterable[LinkedSpan],
+) -> dict[tuple[int, int], list[tuple[str, float]]]:
+    """For each (start_char, end_char), every kb_id predicted for it with its best score,
+    best first (ties by kb_id)."""
+    grouped: dict[tuple[int, int], list[tuple[str, float]]] = {}
+    for span in _best_by_key(spans).values():
+        grouped.setdefault((span.start_char, span.end_char), []).append((span.kb_id, span.score))
+    return {
+        key: sorted(ids, key=lambda item: (-item[1], item[0])) for key, ids in grouped.items()
+    }

@@ -1,0 +1,189 @@
+"""The arbo_linker component (EntQA / BEER² retriever-reader): pipe, training, save/load, bad
+input."""
+
+import json
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from thinc.api import Adam
+
+from spacy_arboel.errors import Errors
+
+
+def _nlp(tiny_encoder, kb_path, model=None, **config):
+    nlp = spacy.blank("en")
+    config = {"kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder, **(model or {})},
+              **config}
+    nlp.add_pipe("arbo_linker", config=config)
+    return nlp
+
+
+def _links(docs):
+    return [[(e.start_char, e.end_char, e.label_, e.kb_id_) for e in doc.ents] for doc in docs]
+
+
+def test_raw_text_in_linked_ents_out(tiny_encoder, toy_kb_path):
+    # threshold 0: every decoded pair passes, so a random model still yields ents
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=3)
+    doc = nlp("Aspirin induced cough in patients with heart failure.")
+    assert doc.ents
+    kb = {json.loads(line)["id"]: json.loads(line)
+          for line in toy_kb_path.read_text().splitlines()}
+    for ent in doc.ents:
+        assert ent.kb_id_ in kb
+        assert ent.label_ == kb[ent.kb_id_]["types"][0]  # the KB type is the label
+        assert ent._.kb_candidates and ent._.kb_candidates[0][0] == ent.kb_id_
+    starts = [e.start for e in doc.ents]
+    assert starts == sorted(starts)  # no overlaps: set_ents would have raised
+    passages = doc._.passage_candidates
+    assert passages and all(len(cands) == 3 for _, _, cands in passages)
+    for _, _, cands in passages:
+        assert abs(sum(score for _, score in cands) - 1.0) < 1e-4  # p_rank over K
+
+
+def test_threshold_one_gives_no_ents_and_bad_settings_raise(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.999)
+    assert nlp("Aspirin induced cough.").ents == ()
+    with pytest.raises(ValueError, match="threshold"):
+        _nlp(tiny_encoder, toy_kb_path, threshold=1.5)
+    with pytest.raises(ValueError, match="share_weights"):
+        _nlp(tiny_encoder, toy_kb_path, mode="pipeline")
+    with pytest.raises(ValueError, match="mode"):
+        _nlp(tiny_encoder, toy_kb_path, mode="sideways")
+    no_kb = spacy.blank("en")
+    no_kb.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
+    with pytest.raises(ValueError, match="knowledge base"):
+        no_kb("Aspirin.")
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "the of and", "\x00\x07\u200b 🙂 αβγ",
+                                  "Aspirin\x00induced\u200bcough 🙂 in café patients."])
+def test_bad_and_odd_text(tiny_encoder, toy_kb_path, text):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2)
+    doc = nlp(text)
+    for ent in doc.ents:
+        assert doc.text[ent.start_char : ent.end_char] == ent.text
+    if not text.strip():
+        assert doc.ents == () and not doc._.passage_candidates
+
+
+def test_long_doc_is_linked_in_bounded_passages(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=1, span_retrieval=False,
+               batch_size=64)
+    sentence = "Aspirin induced cough in patients. "
+    text = sentence * (100_500 // len(sentence))
+    assert len(text) > 100_000
+    doc = nlp(text)
+    passages = doc._.passage_candidates
+    assert passages[-1][1] == len(text.rstrip())  # the last passage reaches the end
+    assert all(end > start for start, end, _ in passages)
+    assert doc.ents and doc.ents[-1].end_char > 99_000
+
+
+@pytest.mark.parametrize("mode", ["joint", "pipeline"])
+def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples, mode):
+    torch.manual_seed(0)
+    model = {"share_weights": mode == "joint"}
+    nlp = _nlp(tiny_encoder, toy_kb_path, model=model, mode=mode, train_top_k=3,
+               warmup_retriever_steps=0 if mode == "joint" else 12, warmup_reader_steps=0)
+    nlp.initialize(lambda: toy_examples)
+    linker = nlp.get_pipe("arbo_linker")
+    optimizer = Adam(0.003)
+    phases, losses = [], []
+    for _ in range(12):
+        phases.append(linker.phase())
+        losses.append(nlp.update(toy_examples, sgd=optimizer)["arbo_linker"])
+    assert set(phases) == ({"joint"} if mode == "joint" else {"retriever"})
+    assert linker.phase() == ("joint" if mode == "joint" else "reader")
+    assert sum(losses[-3:]) < sum(losses[:3]), losses
+    if mode == "pipeline":  # the reader phase trains too
+        reader = [nlp.update(toy_examples, sgd=optimizer)["arbo_linker"] for _ in range(10)]
+        assert sum(reader[-3:]) < sum(reader[:3]), reader
+
+
+def test_training_links_the_toy_corpus(tiny_encoder, toy_kb_path, toy_examples):
+    """Enough joint steps on six sentences make the reader find their gold links."""
+    torch.manual_seed(0)
+    nlp = _nlp(tiny_encoder, toy_kb_path, train_top_k=5, top_k=5, warmup_retriever_steps=5,
+               warmup_reader_steps=5)
+    nlp.initialize(lambda: toy_examples)
+    optimizer = Adam(0.005)
+    for _ in range(60):
+        nlp.update(toy_examples, sgd=optimizer)
+    scores = nlp.evaluate(toy_examples)
+    assert scores["e2e_inkb_f"] > 0.5, scores
+
+
+def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=3,
+               model={"share_weights": False}, mode="pipeline", warmup_retriever_steps=1)
+    nlp.initialize(lambda: toy_examples)
+    optimizer = Adam(0.003)
+    for _ in range(3):
+        nlp.update(toy_examples, sgd=optimizer)
+    texts = [eg.reference.text for eg in toy_examples]
+    before = _links(nlp.pipe(texts))
+    nlp.to_disk(tmp_path / "pipeline")
+    assert (tmp_path / "pipeline" / "arbo_linker" / "reader_encoder").is_dir()
+    assert not list((tmp_path / "pipeline").rglob("*.pkl"))
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert _links(loaded.pipe(texts)) == before
+    from_bytes = spacy.blank("en").from_config(nlp.config)
+    from_bytes.from_bytes(nlp.to_bytes())
+    assert _links(from_bytes.pipe(texts)) == before
+    # a pipeline loaded with another KB is an error, not wrong links
+    kb_file = tmp_path / "pipeline" / "arbo_linker" / "kb.jsonl"
+    kb_file.write_text(kb_file.read_text().replace("Fever", "Fevers"))
+    with pytest.raises(ValueError, match="knowledge base|KB"):
+        spacy.load(tmp_path / "pipeline")
+
+
+def test_kb_without_types_labels_from_training_or_default(tiny_encoder, tmp_path,
+                                                          toy_examples):
+    from tests.conftest import TOY_ENTITIES
+
+    path = tmp_path / "untyped.jsonl"
+    path.write_text("\n".join(json.dumps({**e, "types": []}) for e in TOY_ENTITIES) + "\n")
+    nlp = _nlp(tiny_encoder, path, threshold=0.0, top_k=2, default_label="THING")
+    nlp.initialize(lambda: toy_examples[:2])  # sees Aspirin, Cough, Fever
+    linker = nlp.get_pipe("arbo_linker")
+    assert linker.entity_labels == {"D001241": "Chemical", "D003371": "Disease",
+                             "D005334": "Disease"}
+    assert linker.label_of("D006333") == "THING"
+    doc = nlp("Cardiac failure and aspirin.")
+    assert {e.label_ for e in doc.ents} <= {"Chemical", "Disease", "THING"}
+
+
+def test_keep_existing_ents(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2, ents="keep")
+    doc = nlp.make_doc("Aspirin induced cough in patients.")
+    doc.ents = [doc.char_span(0, 7, label="DRUG", kb_id="X1")]
+    doc = nlp.get_pipe("arbo_linker")(doc)
+    assert (doc.ents[0].text, doc.ents[0].label_, doc.ents[0].kb_id_) == ("Aspirin", "DRUG",
+                                                                          "X1")
+    replaced = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2, ents="replace")
+    doc2 = replaced.make_doc("Aspirin induced cough in patients.")
+    doc2.ents = [doc2.char_span(0, 7, label="DRUG", kb_id="X1")]
+    doc2 = replaced.get_pipe("arbo_linker")(doc2)
+    assert all(e.kb_id_ != "X1" for e in doc2.ents)
+
+
+def test_losses_follow_the_paper():
+    from spacy_arboel.objectives.retriever_reader import reader_loss, retriever_loss
+
+    scores = torch.tensor([[2.0, 1.0, 0.0]])
+    positive = torch.tensor([[True, False, False]])
+    expected = -np.log(np.exp(2) / (np.exp(2) + np.exp(1) + np.exp(0)))
+    assert abs(retriever_loss(scores, positive).item() - expected) < 1e-5
+    # two gold entities: each is scored against the negatives only (eq. 13)
+    both = torch.tensor([[True, True, False]])
+    expected_two = (-np.log(np.exp(2) / (np.exp(2) + 1)) - np.log(np.exp(1) / (np.exp(1) + 1))) / 2
+    assert abs(retriever_loss(scores, both).item() - expected_two) < 1e-5
+    # reader: uniform logits over 3 allowed positions, 2 candidates, candidate 0 gold at (1, 2)
+    start = torch.zeros(1, 2, 4)
+    allowed = torch.tensor([[[True, True, True, False]] * 2])
+    loss = reader_loss(start, start.clone(), torch.zeros(1, 2), allowed, [[(1, 2)], []])
+    assert abs(loss.item() - (2 * np.log(3) + np.log(2))) < 1e-5
+    assert Errors.E020  # the pipeline-mode error exists
