@@ -187,3 +187,55 @@ def test_losses_follow_the_paper():
     loss = reader_loss(start, start.clone(), torch.zeros(1, 2), allowed, [[(1, 2)], []])
     assert abs(loss.item() - (2 * np.log(3) + np.log(2))) < 1e-5
     assert Errors.E020  # the pipeline-mode error exists
+
+
+def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    linker_nlp = spacy.blank("en")
+    linker_nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "entity_granularity": "alias",
+        "model": {"encoder_name": tiny_encoder, "pooling": "mention"}})
+    linker_nlp.initialize(lambda: toy_examples)
+    linker_nlp.update(toy_examples, sgd=Adam(0.001))
+    linker_nlp.to_disk(tmp_path / "linker")
+    bi_encoder = linker_nlp.get_pipe("arbo_entity_linker")
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
+    with pytest.raises(ValueError, match="knowledge base"):
+        nlp.initialize(lambda: toy_examples)  # no KB anywhere: a clear error
+    linker = nlp.get_pipe("arbo_linker")
+    linker.initialize(lambda: toy_examples, nlp=nlp, linker_path=str(tmp_path / "linker"))
+    assert linker.kb.fingerprint() == bi_encoder.kb.fingerprint()
+    assert linker.cfg["entity_granularity"] == "alias"
+    np.testing.assert_allclose(linker.index.embeddings, bi_encoder.index.embeddings)
+    from spacy_arboel.ml.models import torch_encoders
+    from spacy_arboel.ml.retriever_reader import torch_parts
+
+    mention = torch_encoders(bi_encoder.model)["mention"].transformer.state_dict()
+    passage = torch_parts(linker.model)["heads"].passage.state_dict()
+    assert all(torch.equal(mention[k], passage[k]) for k in mention)
+    with pytest.raises(ValueError, match="arbo_entity_linker"):
+        linker.initialize(lambda: toy_examples, nlp=nlp, linker_path=str(tmp_path))
+
+
+def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    from spacy.tokens import DocBin
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2)
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "test.spacy")
+    result = CliRunner().invoke(app, ["evaluate-e2e", str(tmp_path / "model"),
+                                      str(tmp_path / "test.spacy"), "--output",
+                                      str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["in_kb"]["n_gold"] == 11
+    assert 0 <= metrics["in_kb"]["precision"] <= 1
+    cls = metrics["retriever_cls"]
+    recalls = [cls[f"mention_recall@{k}"] for k in (1, 2, 4, 8)]
+    assert recalls == sorted(recalls) and recalls[-1] == 1.0  # K >= the 5 entities: all found
+    assert metrics["timings"]["docs"] == len(toy_examples)

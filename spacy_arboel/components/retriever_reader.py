@@ -300,6 +300,8 @@ class ArboLinker(TrainablePipe):
             raise ValueError(Errors.E022.format(pooling=pooling, wanted=wanted,
                                                 found=self.model.attrs["entity_pooling"]))
         linker._ensure_index()
+        if self.kb is None and self.cfg["kb_path"]:
+            self._set_kb(KnowledgeBase.from_jsonl(self.cfg["kb_path"]))
         if self.kb is None or self.kb.fingerprint() == linker.kb.fingerprint():
             self.kb = linker.kb
             self.cfg["entity_granularity"] = linker.cfg["entity_granularity"]
@@ -504,6 +506,24 @@ class ArboLinker(TrainablePipe):
             result.spans = resolve_spans(spans)
             result.candidates = candidates_by_span(spans)
         return results
+
+    def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
+        """The retriever alone ([CLS] retrieval, eq. 3): per text, per passage, its
+        ``(start_char, end_char, top-k entity ids)``; for recall@K curves."""
+        self._ensure_ready()
+        k = min(k, self.index.n_entities)
+        passages = self.passages.passages(texts)
+        out: list[list[tuple[int, int, list[str]]]] = [[] for _ in texts]
+        step = self.cfg["batch_size"]
+        for start in range(0, len(passages), step):
+            chunk = passages[start : start + step]
+            ids, mask = self.passages_pad(chunk)
+            hidden = torch.from_numpy(self._run(("passage", ids, mask)))
+            found = self._search(self._query(hidden, torch.from_numpy(mask)).numpy(), k)
+            for passage, row in zip(chunk, found, strict=True):
+                out[passage.doc_index].append((passage.start_char, passage.end_char,
+                                               [self.kb.entity_at(int(c)).id for c in row]))
+        return out
 
     def _retrieve_and_read(self, passages: Sequence[Passage]) -> PassageReading:
         """Retrieve, read and — with ``span_retrieval`` — retrieve again with the read spans

@@ -1,0 +1,78 @@
+"""Run a pipeline over raw text and measure end-to-end linking and its retriever."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from .end_to_end import _kb_contains, inkb_gold_mentions, retriever_hits, score_end_to_end
+
+RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
+WARMUP_DOCS = 5
+
+
+def pipeline_kb(nlp: Language):
+    """The KB of the pipeline's linker (``arbo_linker`` or ``arbo_entity_linker``)."""
+    for _, pipe in nlp.pipeline:
+        if hasattr(pipe, "kb") and hasattr(pipe, "_ensure_ready"):
+            pipe._ensure_ready()
+            return pipe.kb
+    return None
+
+
+def evaluate_end_to_end(
+    nlp: Language, gold_docs: Iterable[Doc], *, batch_size: int = 8,
+    recall_ks: Sequence[int] = RECALL_KS, nil_id: str = "NIL",
+) -> dict[str, Any]:
+    """Link the raw text of ``gold_docs`` with ``nlp`` (any pipeline that sets ``doc.ents``
+    with ``kb_id_``): InKB micro P/R/F1 with strong matching, and docs/s after an untimed
+    warm-up. With an ``arbo_linker``, also its retriever's recall@K ([CLS] retrieval) at
+    mention and passage level for each K of ``recall_ks``."""
+    gold_docs = list(gold_docs)
+    examples = [Example(nlp.make_doc(g.text), g) for g in gold_docs]
+    kb = pipeline_kb(nlp)
+    for _ in nlp.pipe([nlp.make_doc(g.text) for g in gold_docs[:WARMUP_DOCS]]):
+        pass
+    start = time.perf_counter()
+    predicted = list(nlp.pipe([eg.predicted for eg in examples], batch_size=batch_size))
+    seconds = time.perf_counter() - start
+    examples = [Example(doc, eg.reference) for doc, eg in zip(predicted, examples, strict=True)]
+    scores = score_end_to_end(examples, kb_ids=kb, nil_id=nil_id)
+    metrics: dict[str, Any] = {
+        "in_kb": {"precision": scores["e2e_inkb_p"], "recall": scores["e2e_inkb_r"],
+                  "f1": scores["e2e_inkb_f"], "n_gold": scores["e2e_n_gold"],
+                  "n_predicted": scores["e2e_n_predicted"], "tp": scores["e2e_tp"]},
+        "retriever_final": {"mention_recall": scores["e2e_retriever_mention_recall"],
+                            "passage_recall": scores["e2e_retriever_passage_recall"]},
+    }
+    if "arbo_linker" in nlp.pipe_names:
+        metrics["retriever_cls"] = retriever_recall(nlp.get_pipe("arbo_linker"), gold_docs,
+                                                    recall_ks, nil_id=nil_id)
+    n_chars = sum(len(g.text) for g in gold_docs)
+    metrics["timings"] = {"docs": len(gold_docs), "seconds": round(seconds, 2),
+                          "docs_per_s": round(len(gold_docs) / seconds, 2) if seconds else None,
+                          "chars_per_s": round(n_chars / seconds, 1) if seconds else None}
+    return metrics
+
+
+def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
+                     nil_id: str = "NIL") -> dict[str, Any]:
+    """Mention- and passage-level recall@K of the [CLS] retriever, for each K."""
+    retrieved = linker.retrieve([g.text for g in gold_docs], max(ks))
+    in_kb = _kb_contains(linker.kb)
+    golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
+    out: dict[str, Any] = {}
+    n_mentions = sum(len(g) for g in golds)
+    for k in ks:
+        found = passages = hits = 0
+        for passages_of_doc, gold in zip(retrieved, golds, strict=True):
+            f, n, h = retriever_hits([(s, e, ids[:k]) for s, e, ids in passages_of_doc], gold)
+            found, passages, hits = found + f, passages + n, hits + h
+        out[f"mention_recall@{k}"] = found / n_mentions if n_mentions else None
+        out[f"passage_recall@{k}"] = hits / passages if passages else None
+    return out
