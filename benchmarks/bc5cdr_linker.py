@@ -75,7 +75,8 @@ def evaluate(
     run(eval_cmd)
     metrics = json.loads(metrics_path.read_text())
     timings = metrics.pop("timings")
-    timings["training_seconds"] = round(train_seconds, 1)
+    # None: the model was trained outside this script (or the cores were shared) — no time
+    timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
     config = (out / "model-last" / "config.cfg").read_text()
     result = {
         "name": name,
@@ -115,6 +116,10 @@ def _linker_settings(config_text: str) -> dict:
     return settings
 
 
+def _minutes(seconds) -> str:
+    return "–" if not seconds else f"{seconds / 60:.1f}"
+
+
 def _fmt(value) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -136,7 +141,7 @@ def results_table(pattern: str = "bc5cdr-*.json") -> str:
             f"| {r['name']} | {_fmt(m['in_kb']['recall@1'])} | {_fmt(m['in_kb']['recall@64'])} "
             f"| {_fmt(m['all']['recall@1'])} | {_fmt(m['all']['recall@64'])} "
             f"| {_fmt(m['seen']['accuracy'])} | {_fmt(m['unseen']['accuracy'])} "
-            f"| {t.get('training_seconds', 0) / 60:.1f} | {t['linking_mentions_per_s']:.0f} "
+            f"| {_minutes(t.get('training_seconds'))} | {t['linking_mentions_per_s']:.0f} "
             f"| {t['encoder_mentions_per_s']:.0f} | {t['linking_vs_encoder']:.2f} | {r['date']} |"
         )
     return header + "\n".join(rows) + "\n"
