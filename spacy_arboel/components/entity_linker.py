@@ -3,7 +3,6 @@
 
 import hashlib
 import json
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..ml.models import quantized_encoders, set_encoders, torch_encoders
 from ..objectives import MentionStore, Objective, PlanContext, get_loss
 from ..objectives.losses import candidate_scores
+from .serialization import folder_from_bytes, folder_to_bytes
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -538,20 +538,12 @@ class ArboEntityLinker(TrainablePipe):
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        with tempfile.TemporaryDirectory() as tmp:
-            self.to_disk(tmp, exclude=exclude)
-            files = {str(p.relative_to(tmp)): p.read_bytes()
-                     for p in sorted(Path(tmp).rglob("*")) if p.is_file()}
-        return srsly.msgpack_dumps(files)
+        return folder_to_bytes(self.to_disk, exclude)
 
-    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()):
-        files = srsly.msgpack_loads(bytes_data)
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, data in files.items():
-                target = Path(tmp) / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            return self.from_disk(tmp, exclude=exclude)
+    def from_bytes(
+        self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()
+    ) -> "ArboEntityLinker":
+        return folder_from_bytes(bytes_data, self.from_disk, exclude)
 
 
 def _rows_by_entity(owners: np.ndarray) -> list[list[int]]:

@@ -12,7 +12,6 @@ p_span × p_rank > ``threshold`` become ents; overlapping ones are resolved by s
 import copy
 import hashlib
 import json
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from ..ml.retriever_reader import load_base, set_transformers, torch_parts
 from ..objectives.retriever_reader import reader_loss, retriever_loss
 from ..reader.spans import LinkedSpan, candidates_by_span, decode_spans, resolve_spans
 from .entity_linker import CANDIDATES_EXT, GRANULARITIES
+from .serialization import folder_from_bytes, folder_to_bytes
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -799,20 +799,10 @@ class ArboLinker(TrainablePipe):
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        with tempfile.TemporaryDirectory() as tmp:
-            self.to_disk(tmp, exclude=exclude)
-            files = {str(p.relative_to(tmp)): p.read_bytes()
-                     for p in sorted(Path(tmp).rglob("*")) if p.is_file()}
-        return srsly.msgpack_dumps(files)
+        return folder_to_bytes(self.to_disk, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
-        files = srsly.msgpack_loads(bytes_data)
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, data in files.items():
-                target = Path(tmp) / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            return self.from_disk(tmp, exclude=exclude)
+        return folder_from_bytes(bytes_data, self.from_disk, exclude)
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -830,11 +820,7 @@ def _union(first: np.ndarray, second: np.ndarray, use_second: np.ndarray) -> np.
             seen = set(row)
             row += [int(x) for x in b if x >= 0 and int(x) not in seen]
         rows.append(row)
-    width = max(len(r) for r in rows)
-    out = np.full((len(rows), width), -1, dtype="int64")
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
+    return _pad_rows(rows)
 
 
 def _with_gold(candidates: np.ndarray, gold: Sequence[dict[int, Any]], *,
@@ -853,8 +839,12 @@ def _with_gold(candidates: np.ndarray, gold: Sequence[dict[int, Any]], *,
             room = max(0, len(row) - len(keep) - len(missing))
             row = (keep + missing + others[:room])[: max(len(row), 1)]
         rows.append(row)
-    width = max(len(r) for r in rows)
-    out = np.full((len(rows), width), -1, dtype="int64")
+    return _pad_rows(rows)
+
+
+def _pad_rows(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    """Rows of entity positions as one array, padded with -1."""
+    out = np.full((len(rows), max(len(r) for r in rows)), -1, dtype="int64")
     for i, row in enumerate(rows):
         out[i, : len(row)] = row
     return out
