@@ -239,3 +239,16 @@ def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     recalls = [cls[f"mention_recall@{k}"] for k in (1, 2, 4, 8)]
     assert recalls == sorted(recalls) and recalls[-1] == 1.0  # K >= the 5 entities: all found
     assert metrics["timings"]["docs"] == len(toy_examples)
+
+
+def test_training_passages_sample_only_the_empty_ones():
+    from spacy_arboel.components.retriever_reader import training_passages
+
+    gold = [{3: [(0, 1)]}, {}, {}, {1: [(2, 2)]}] * 50
+    assert training_passages(gold, 1.0) == list(range(200))
+    assert training_passages(gold, 0.0) == [i for i in range(200) if i % 4 in (0, 3)]
+    half = training_passages(gold, 0.5, seed=3)
+    assert set(training_passages(gold, 0.0)) <= set(half)
+    empty_kept = len(half) - 100
+    assert 30 < empty_kept < 70  # about half of the 100 empty passages
+    assert half == training_passages(gold, 0.5, seed=3)

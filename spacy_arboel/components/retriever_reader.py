@@ -75,6 +75,7 @@ def _model_config() -> dict[str, Any]:
         "entity_granularity": "entity",
         "top_k": 16,
         "train_top_k": 8,
+        "empty_passage_rate": 1.0,
         "span_retrieval": True,
         "threshold": 0.03,
         "max_span_length": 16,
@@ -94,7 +95,8 @@ def _model_config() -> dict[str, Any]:
 def make_linker(
     nlp: Language, name: str, model: Model, kb_path: str | None, passage_length: int,
     passage_stride: int, entity_max_length: int, entity_granularity: str, top_k: int,
-    train_top_k: int, span_retrieval: bool, threshold: float, max_span_length: int, mode: str,
+    train_top_k: int, empty_passage_rate: float, span_retrieval: bool, threshold: float,
+    max_span_length: int, mode: str,
     warmup_retriever_steps: int, warmup_reader_steps: int, default_label: str, ents: str,
     index_kind: str, batch_size: int, quantize: bool, scorer: Callable | None,
 ) -> "ArboLinker":
@@ -103,6 +105,7 @@ def make_linker(
         nlp.vocab, model, name, kb_path=kb_path, passage_length=passage_length,
         passage_stride=passage_stride, entity_max_length=entity_max_length,
         entity_granularity=entity_granularity, top_k=top_k, train_top_k=train_top_k,
+        empty_passage_rate=empty_passage_rate,
         span_retrieval=span_retrieval, threshold=threshold, max_span_length=max_span_length,
         mode=mode, warmup_retriever_steps=warmup_retriever_steps,
         warmup_reader_steps=warmup_reader_steps, default_label=default_label, ents=ents,
@@ -133,7 +136,9 @@ class ArboLinker(TrainablePipe):
     """Finds and links entity mentions in raw text with a retriever and a reader.
 
     ``top_k`` candidates per passage at inference, ``train_top_k`` in training (gold entities
-    are put among them). ``mode``: ``joint`` (BEER²: ``warmup_retriever_steps`` of retriever
+    are put among them); ``empty_passage_rate``: the share of passages without a gold mention
+    that a training step reads (they teach the reader to answer "nowhere"; fewer is cheaper).
+    ``mode``: ``joint`` (BEER²: ``warmup_retriever_steps`` of retriever
     loss, ``warmup_reader_steps`` of reader loss, then both, with the retriever's candidates
     fed to the reader and the reader's spans fed to span-based retrieval at every step) or
     ``pipeline`` (EntQA: the retriever for ``warmup_retriever_steps``, then the reader on the
@@ -158,6 +163,7 @@ class ArboLinker(TrainablePipe):
         entity_granularity: str = "entity",
         top_k: int = 16,
         train_top_k: int = 8,
+        empty_passage_rate: float = 1.0,
         span_retrieval: bool = True,
         threshold: float = 0.03,
         max_span_length: int = 16,
@@ -178,9 +184,11 @@ class ArboLinker(TrainablePipe):
             ("warmup_retriever_steps", warmup_retriever_steps, warmup_retriever_steps >= 0),
             ("warmup_reader_steps", warmup_reader_steps, warmup_reader_steps >= 0),
             ("threshold", threshold, 0 <= threshold < 1),
+            ("empty_passage_rate", empty_passage_rate, 0 <= empty_passage_rate <= 1),
         ):
             if not ok:
-                condition = "in [0, 1)" if key == "threshold" else (
+                condition = "in [0, 1)" if key == "threshold" else "in [0, 1]" if (
+                    key == "empty_passage_rate") else (
                     ">= 0" if key.startswith("warmup") else ">= 1")
                 raise ValueError(Errors.E011.format(name=key, condition=condition, value=value))
         for what, value, options in (("mode", mode, MODES), ("ents", ents, ENTS_MODES),
@@ -198,7 +206,8 @@ class ArboLinker(TrainablePipe):
             "kb_path": kb_path, "passage_length": passage_length,
             "passage_stride": passage_stride, "entity_max_length": entity_max_length,
             "entity_granularity": entity_granularity, "top_k": top_k,
-            "train_top_k": train_top_k, "span_retrieval": span_retrieval,
+            "train_top_k": train_top_k, "empty_passage_rate": empty_passage_rate,
+            "span_retrieval": span_retrieval,
             "threshold": threshold, "max_span_length": max_span_length, "mode": mode,
             "warmup_retriever_steps": warmup_retriever_steps,
             "warmup_reader_steps": warmup_reader_steps, "default_label": default_label,
@@ -669,6 +678,10 @@ class ArboLinker(TrainablePipe):
         if not passages:
             return losses
         gold = self._gold(passages, examples)
+        keep = training_passages(gold, self.cfg["empty_passage_rate"], seed=self._updates)
+        if not keep:
+            return losses
+        passages, gold = [passages[i] for i in keep], [gold[i] for i in keep]
         phase = self.phase()
         k = min(self.cfg["train_top_k"], self.index.n_entities)
         ids, mask = self.passages_pad(passages)
@@ -848,3 +861,13 @@ def _pad_rows(rows: Sequence[Sequence[int]]) -> np.ndarray:
     for i, row in enumerate(rows):
         out[i, : len(row)] = row
     return out
+
+
+def training_passages(gold: Sequence[dict[int, Any]], empty_rate: float, seed: int = 0
+                      ) -> list[int]:
+    """Indices of the passages a training step reads: every one with a gold mention, and a
+    random ``empty_rate`` share (fixed by ``seed``) of the others."""
+    if empty_rate >= 1:
+        return list(range(len(gold)))
+    draws = np.random.default_rng(seed).random(len(gold))
+    return [i for i, g in enumerate(gold) if g or draws[i] < empty_rate]
