@@ -1,8 +1,6 @@
 """``arbo_entity_linker``: a BLINK bi-encoder linker for ``doc.ents``, trained with arboEL."""
 
 
-import hashlib
-import json
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -26,7 +24,12 @@ from ..errors import Errors, Warnings
 from ..evaluation.scorer import score_entity_linking
 from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
-from ..ml.models import quantized_encoders, set_encoders, torch_encoders
+from ..ml.models import (
+    quantized_encoders,
+    set_encoders,
+    torch_encoders,
+    weights_fingerprint,
+)
 from ..objectives import MentionStore, Objective, PlanContext, get_loss
 from ..objectives.losses import candidate_scores
 from .serialization import folder_from_bytes, folder_to_bytes
@@ -301,13 +304,8 @@ class ArboEntityLinker(TrainablePipe):
         return result
 
     def _encoder_fingerprint(self, side: str = "entity") -> str:
-        digest = hashlib.sha256()
-        max_length = self.cfg[f"{side}_max_length"]
-        digest.update(json.dumps([max_length, self.model.attrs["pooling"]]).encode())
-        for key, tensor in sorted(torch_encoders(self.model)[side].state_dict().items()):
-            digest.update(key.encode())
-            digest.update(tensor.detach().cpu().numpy().tobytes())
-        return digest.hexdigest()[:16]
+        return weights_fingerprint([self.cfg[f"{side}_max_length"], self.model.attrs["pooling"]],
+                                   torch_encoders(self.model)[side])
 
     def mention_encoder_fingerprint(self) -> str:
         """A hash of the mention encoder's weights and input settings (for saved states)."""

@@ -10,8 +10,6 @@ p_span × p_rank > ``threshold`` become ents; overlapping ones are resolved by s
 """
 
 import copy
-import hashlib
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,17 +28,24 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
 from ..data.ids import gold_ids
-from ..encoders.inputs import InputBuilder, entity_rows
+from ..encoders.inputs import InputBuilder, entity_rows, pad_ids
 from ..encoders.loading import load_tokenizer, load_transformer
 from ..encoders.passages import Passage, PassageBuilder
 from ..errors import Errors
 from ..evaluation.end_to_end import PASSAGE_CANDIDATES_EXT, score_end_to_end
 from ..kb.index import DenseIndex, IndexMeta, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
+from ..ml.models import quantized_copy, torch_encoders, weights_fingerprint
 from ..ml.retriever_reader import load_base, set_transformers, torch_parts
 from ..objectives.retriever_reader import reader_loss, retriever_loss
-from ..reader.spans import LinkedSpan, candidates_by_span, decode_spans, resolve_spans
-from .entity_linker import CANDIDATES_EXT, GRANULARITIES
+from ..reader.spans import (
+    LinkedSpan,
+    candidates_by_span,
+    decode_spans,
+    resolve_spans,
+    softmax,
+)
+from .entity_linker import CANDIDATES_EXT, GRANULARITIES, ArboEntityLinker
 from .serialization import folder_from_bytes, folder_to_bytes
 
 DEFAULT_MODEL_CONFIG = """
@@ -177,19 +182,19 @@ class ArboLinker(TrainablePipe):
         quantize: bool = False,
         scorer: Callable | None = score_end_to_end,
     ) -> None:
-        for key, value, ok in (
-            ("top_k", top_k, top_k >= 1), ("train_top_k", train_top_k, train_top_k >= 1),
-            ("batch_size", batch_size, batch_size >= 1),
-            ("max_span_length", max_span_length, max_span_length >= 1),
-            ("warmup_retriever_steps", warmup_retriever_steps, warmup_retriever_steps >= 0),
-            ("warmup_reader_steps", warmup_reader_steps, warmup_reader_steps >= 0),
-            ("threshold", threshold, 0 <= threshold < 1),
-            ("empty_passage_rate", empty_passage_rate, 0 <= empty_passage_rate <= 1),
+        for key, value, ok, condition in (
+            ("top_k", top_k, top_k >= 1, ">= 1"),
+            ("train_top_k", train_top_k, train_top_k >= 1, ">= 1"),
+            ("batch_size", batch_size, batch_size >= 1, ">= 1"),
+            ("max_span_length", max_span_length, max_span_length >= 1, ">= 1"),
+            ("warmup_retriever_steps", warmup_retriever_steps, warmup_retriever_steps >= 0,
+             ">= 0"),
+            ("warmup_reader_steps", warmup_reader_steps, warmup_reader_steps >= 0, ">= 0"),
+            ("threshold", threshold, 0 <= threshold < 1, "in [0, 1)"),
+            ("empty_passage_rate", empty_passage_rate, 0 <= empty_passage_rate <= 1,
+             "in [0, 1]"),
         ):
             if not ok:
-                condition = "in [0, 1)" if key == "threshold" else "in [0, 1]" if (
-                    key == "empty_passage_rate") else (
-                    ">= 0" if key.startswith("warmup") else ">= 1")
                 raise ValueError(Errors.E011.format(name=key, condition=condition, value=value))
         for what, value, options in (("mode", mode, MODES), ("ents", ents, ENTS_MODES),
                                      ("entity_granularity", entity_granularity, GRANULARITIES)):
@@ -291,18 +296,13 @@ class ArboLinker(TrainablePipe):
     def _from_linker(self, path: str) -> None:
         import spacy
 
-        from ..ml.models import torch_encoders
-        from .entity_linker import ArboEntityLinker
-
         path = Path(path)
-        if (path / "config.cfg").exists():
-            pipeline = spacy.load(path)
-            linkers = [p for _, p in pipeline.pipeline if isinstance(p, ArboEntityLinker)]
-            if not linkers:
-                raise ValueError(Errors.E021.format(path=path))
-            linker = linkers[0]
-        else:
+        pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
+        linkers = [p for _, p in pipeline.pipeline
+                   if isinstance(p, ArboEntityLinker)] if pipeline else []
+        if not linkers:
             raise ValueError(Errors.E021.format(path=path))
+        linker = linkers[0]
         pooling = linker.model.attrs["pooling"]
         wanted = "cls" if pooling == "cls" else "mean"
         if self.model.attrs["entity_pooling"] != wanted:
@@ -340,13 +340,9 @@ class ArboLinker(TrainablePipe):
     # --- the entity index ------------------------------------------------------------------
 
     def _entity_fingerprint(self) -> str:
-        digest = hashlib.sha256()
-        digest.update(json.dumps([self.cfg["entity_max_length"],
-                                  self.model.attrs["entity_pooling"]]).encode())
-        for key, tensor in sorted(torch_parts(self.model)["entity"].state_dict().items()):
-            digest.update(key.encode())
-            digest.update(tensor.detach().cpu().numpy().tobytes())
-        return digest.hexdigest()[:16]
+        return weights_fingerprint(
+            [self.cfg["entity_max_length"], self.model.attrs["entity_pooling"]],
+            torch_parts(self.model)["entity"])
 
     def _index_meta(self, dim: int, n_rows: int) -> IndexMeta:
         return IndexMeta(self.kb.fingerprint(), self._entity_fingerprint(), dim, n_rows,
@@ -438,9 +434,7 @@ class ArboLinker(TrainablePipe):
                 return tuple(self.model.ops.to_numpy(o) for o in out)
             return self.model.ops.to_numpy(out)
         if self._quantized is None or self._quantized_version != self._updates:
-            module = copy.deepcopy(torch_parts(self.model)["heads"]).to("cpu").eval()
-            self._quantized = torch.ao.quantization.quantize_dynamic(
-                module, {torch.nn.Linear}, dtype=torch.qint8)
+            self._quantized = quantized_copy(torch_parts(self.model)["heads"])
             self._quantized_version = self._updates
         with torch.inference_mode():
             out = self._quantized(inputs[0], *(torch.from_numpy(a) for a in inputs[1:]))
@@ -506,7 +500,7 @@ class ArboLinker(TrainablePipe):
                     kb_id = self.kb.entity_at(int(cands[p.candidate])).id
                     found[passage.doc_index].append(
                         LinkedSpan(start_char, end_char, kb_id, float(p.score)))
-                rank = _softmax(reading.rank[row])
+                rank = softmax(reading.rank[row])
                 results[passage.doc_index].passages.append(
                     (passage.start_char, passage.end_char,
                      [(self.kb.entity_at(int(c)).id, float(s)) for c, s in zip(cands, rank,
@@ -589,15 +583,7 @@ class ArboLinker(TrainablePipe):
         return PassageReading(final, out_s, out_e, out_r)
 
     def passages_pad(self, passages: Sequence[Passage]) -> tuple[np.ndarray, np.ndarray]:
-        sequences = [self.passages.passage_ids(p) for p in passages]
-        width = max(len(s) for s in sequences)
-        pad_id = self.tokenizer.pad_token_id or 0
-        ids = np.full((len(sequences), width), pad_id, dtype="int64")
-        mask = np.zeros((len(sequences), width), dtype="int64")
-        for row, seq in enumerate(sequences):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
-        return ids, mask
+        return pad_ids([self.passages.passage_ids(p) for p in passages], self.passages.pad_id)
 
     def label_of(self, kb_id: str) -> str:
         entity = self.kb[kb_id]
@@ -817,10 +803,6 @@ class ArboLinker(TrainablePipe):
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
         return folder_from_bytes(bytes_data, self.from_disk, exclude)
 
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = np.exp(logits - logits.max())
-    return shifted / shifted.sum()
 
 
 def _union(first: np.ndarray, second: np.ndarray, use_second: np.ndarray) -> np.ndarray:

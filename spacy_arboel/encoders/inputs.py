@@ -57,6 +57,25 @@ def mention_window(
     return left_part, mention, list(right[:right_quota])
 
 
+def truncate_entity(title: list[int], description: list[int],
+                    budget: int) -> tuple[list[int], list[int]]:
+    """Fit ``title`` and ``description`` wordpieces into ``budget``; the title gets at most
+    half of it when there is a description."""
+    title = title[: max(1, budget // 2)] if description else title[:budget]
+    return title, description[: budget - len(title)]
+
+
+def pad_ids(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad to the longest sequence: (input_ids, attention_mask) as int64 arrays."""
+    width = max((len(s) for s in sequences), default=1)
+    ids = np.full((len(sequences), width), pad_id, dtype="int64")
+    mask = np.zeros((len(sequences), width), dtype="int64")
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    return ids, mask
+
+
 class InputBuilder:
     """Turns documents' mentions and KB entities into padded id arrays for the encoders."""
 
@@ -163,8 +182,7 @@ class InputBuilder:
         desc_ids = self.tokenizer(list(descriptions), add_special_tokens=False, verbose=False)
         result = []
         for title, desc in zip(title_ids["input_ids"], desc_ids["input_ids"], strict=True):
-            title = title[: max(1, budget // 2)] if desc else title[:budget]
-            desc = desc[: budget - len(title)]
+            title, desc = truncate_entity(title, desc, budget)
             result.append(self.open_ids + title + [self.title_id] + desc + self.close_ids)
         return result
 
@@ -181,13 +199,7 @@ class InputBuilder:
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Right-pad to the longest sequence: (input_ids, attention_mask) as int64 arrays."""
-        width = max((len(s) for s in sequences), default=1)
-        ids = np.full((len(sequences), width), self.pad_id, dtype="int64")
-        mask = np.zeros((len(sequences), width), dtype="int64")
-        for row, seq in enumerate(sequences):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
-        return ids, mask
+        return pad_ids(sequences, self.pad_id)
 
 
 def entity_rows(

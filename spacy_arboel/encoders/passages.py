@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import Errors
-from .inputs import _special_ids
+from .inputs import _special_ids, pad_ids, truncate_entity
 from .loading import TITLE
 
 CHUNK_CHARS = 10_000  # the tokenizer never sees a longer string
@@ -180,8 +180,7 @@ class PassageBuilder:
         desc_ids = self.tokenizer(list(descriptions), add_special_tokens=False, verbose=False)
         result = []
         for title, desc in zip(title_ids["input_ids"], desc_ids["input_ids"], strict=True):
-            title = title[: max(1, budget // 2)] if desc else title[:budget]
-            desc = desc[: budget - len(title)]
+            title, desc = truncate_entity(title, desc, budget)
             result.append(title + [self.title_id] + desc)
         return result
 
@@ -199,13 +198,9 @@ class PassageBuilder:
         self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(input_ids, attention_mask, token_type_ids) as int64 arrays, right-padded."""
-        width = max((len(ids) for ids, _ in pairs), default=1)
-        ids = np.full((len(pairs), width), self.pad_id, dtype="int64")
-        mask = np.zeros((len(pairs), width), dtype="int64")
-        types = np.zeros((len(pairs), width), dtype="int64")
-        for row, (seq, seq_types) in enumerate(pairs):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
+        ids, mask = pad_ids([seq for seq, _ in pairs], self.pad_id)
+        types = np.zeros_like(ids)
+        for row, (_, seq_types) in enumerate(pairs):
             types[row, : len(seq_types)] = seq_types
         return ids, mask, types
 

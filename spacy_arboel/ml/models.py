@@ -98,24 +98,40 @@ def torch_encoders(model: Model) -> dict[str, Any]:
     return dict(zip(SIDES, modules, strict=True))
 
 
+def weights_fingerprint(settings: list[Any], module: Any) -> str:
+    """A hash of a torch module's weights and the input settings it was used with (what a
+    saved index or state was built from)."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256()
+    digest.update(json.dumps(settings).encode())
+    for key, tensor in sorted(module.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(tensor.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def quantized_copy(module: Any) -> Any:
+    """An int8 dynamic-quantised CPU copy of a torch module (its Linear layers)."""
+    import copy
+
+    import torch
+
+    copied = copy.deepcopy(module).to("cpu").eval()
+    return torch.ao.quantization.quantize_dynamic(copied, {torch.nn.Linear}, dtype=torch.qint8)
+
+
 def quantized_encoders(model: Model) -> dict[str, Any]:
     """int8 dynamic-quantised copies of the encoders, for fast CPU inference only.
 
     The thinc model keeps its float weights (for training and saving); the copies are what
     ``quantize = true`` links with. Quantisation changes scores slightly.
     """
-    import copy
-
-    import torch
-
     quantized = {}
     for side, module in torch_encoders(model).items():
-        if side in quantized:
-            continue
-        copied = copy.deepcopy(module).to("cpu").eval()
-        quantized[side] = torch.ao.quantization.quantize_dynamic(
-            copied, {torch.nn.Linear}, dtype=torch.qint8
-        )
+        if side not in quantized:
+            quantized[side] = quantized_copy(module)
     if model.attrs["share_weights"]:
         quantized["entity"] = quantized["mention"]
     return quantized

@@ -39,6 +39,11 @@ class LinkedSpan:
     score: float
 
 
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis (p_rank of eq. 10 for one passage's candidates)."""
+    return _masked_softmax(logits, np.ones(np.shape(logits), dtype=bool))
+
+
 def _masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Softmax over the last axis restricted to ``allowed`` positions (0 elsewhere)."""
     masked = np.where(allowed, logits, -np.inf)
@@ -86,7 +91,7 @@ def decode_spans(
     passage = slice(offset, offset + n_pieces)
     p1 = _masked_softmax(start, allowed)[:, passage]  # (K, n)
     p2 = _masked_softmax(end, allowed)[:, passage]  # (K, n)
-    p_rank = _masked_softmax(rank, np.ones_like(rank, dtype=bool))  # (K,)
+    p_rank = softmax(rank)  # (K,)
     scores = p1[:, :, None] * p2[:, None, :] * p_rank[:, None, None]  # (K, n, n)
     width = np.arange(n_pieces)[None, :] - np.arange(n_pieces)[:, None]  # y - x
     valid = (width >= 0) & (width < max_span_length)
