@@ -81,6 +81,16 @@ class Errors:
         "The arbo_entity_linker at linker_path pools entity rows with '{pooling}', so its index "
         "needs entity_pooling = \"{wanted}\" in arbo_linker's model; found \"{found}\"."
     )
+    E023 = (
+        "FGSM (`fgsm_epsilon` > 0) perturbs the entity encoder's input embeddings, but the "
+        "transformer {name} has no `embeddings` module. Use a BERT-family encoder, or set "
+        "fgsm_epsilon = 0."
+    )
+    E024 = (
+        "The NIL threshold needs dev mentions of both kinds: {n_nil} NIL and {n_linked} "
+        "in-KB mentions were found. Tune on a corpus whose gold ids include some that the KB "
+        "lacks (or the NIL id), and some that it has."
+    )
     E100 = (
         "{path}: not a {what}: expected the columns {expected}, found {found}."
     )

@@ -18,6 +18,10 @@ OBJECTIVES = [
     {"name": "arborescence", "variant": "full", "n_negatives": 2},
     {"name": "arborescence", "variant": "1nn", "n_negatives": 2},
     {"name": "arborescence", "variant": "1rand", "n_negatives": 2},
+    {"name": "proxy", "n_negatives": 2},
+    {"name": "proxy", "negatives": "random", "n_negatives": 2, "fgsm_epsilon": 0.01},
+    {"name": "knn_negatives", "negatives": "mixed", "n_negatives": 2, "fgsm_epsilon": 0.01},
+    {"name": "arborescence", "n_negatives": 2, "fgsm_epsilon": 0.01},
 ]
 
 
@@ -32,7 +36,8 @@ def _linked(nlp, docs):
     return [[(e.text, e.kb_id_, e._.kb_candidates) for e in doc.ents] for doc in docs]
 
 
-@pytest.mark.parametrize("objective", OBJECTIVES, ids=lambda o: o.get("variant", o["name"]))
+@pytest.mark.parametrize("objective", OBJECTIVES,
+                         ids=lambda o: "-".join(str(v) for v in o.values()))
 def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples, objective):
     nlp = _nlp(tiny_encoder, toy_kb_path, refresh_every=1000,
                objective={"@misc": "spacy_arboel.Objective.v1", **objective})
@@ -270,3 +275,44 @@ def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_
     metrics = json.loads((tmp_path / "m.json").read_text())["in_kb"]
     # every mention scores below the overridden threshold: NIL, though candidates are found
     assert metrics["accuracy"] == 0.0 and metrics["recall@64"] > 0
+
+
+def test_fgsm_perturbs_only_the_entity_encoder(tiny_encoder, toy_kb_path, toy_examples,
+                                               monkeypatch):
+    from spacy_arboel.components import entity_linker as module
+    from spacy_arboel.ml.models import torch_encoders
+
+    nlp = _nlp(tiny_encoder, toy_kb_path, objective={
+        "@misc": "spacy_arboel.Objective.v1", "name": "proxy", "n_negatives": 2,
+        "fgsm_epsilon": 0.01})
+    nlp.initialize(lambda: toy_examples)
+    linker = nlp.get_pipe("arbo_entity_linker")
+    encoders = torch_encoders(linker.model)
+    seen = []
+    real_hook = module.embedding_hook
+
+    def spy(transformer, captured=None, delta=None):
+        seen.append((transformer, delta))
+        return real_hook(transformer, captured, delta)
+
+    monkeypatch.setattr(module, "embedding_hook", spy)
+    nlp.update(toy_examples, sgd=Adam(0.001))
+    assert seen and all(t is encoders["entity"].transformer for t, _ in seen)
+    deltas = [d for _, d in seen if d is not None]
+    assert len(deltas) == 1
+    nonzero = deltas[0].abs().amax(-1)  # per wordpiece
+    assert set(torch_unique(nonzero)) <= {0.0, 0.01}
+
+
+def torch_unique(tensor):
+    return [round(float(x), 6) for x in tensor.unique()]
+
+
+def test_proxy_objective_links_with_unit_vectors(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, objective={
+        "@misc": "spacy_arboel.Objective.v1", "name": "proxy", "n_negatives": 2})
+    nlp.initialize(lambda: toy_examples)
+    doc = nlp(toy_examples[0].predicted)
+    for ent in doc.ents:
+        assert np.linalg.norm(ent._.mention_vector) == pytest.approx(1.0, abs=1e-5)
+        assert all(-1.0 - 1e-5 <= s <= 1.0 + 1e-5 for _, s in ent._.kb_candidates)

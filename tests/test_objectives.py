@@ -13,11 +13,14 @@ from spacy_arboel.objectives import (
     KnnNegatives,
     MentionStore,
     PlanContext,
+    Proxy,
     arborescence_parents,
     edge_loss,
+    proxy_loss,
     softmax_loss,
 )
 from spacy_arboel.objectives.losses import candidate_scores
+from spacy_arboel.objectives.objectives import make_objective
 
 
 def _brute_force_parents(entity_aff, mention_aff):
@@ -155,3 +158,78 @@ def test_knn_negatives_take_one_row_per_entity():
     rows = [plan.entity_rows[c] for c in plan.candidates[0]]
     owners = [int(ctx.row_owners[r]) for r in rows[1:]]
     assert rows[0] == 0 and 0 not in owners and len(set(owners)) == len(owners) == 2
+
+
+def test_proxy_loss_matches_pel_eq_3():
+    scores = torch.tensor([[0.8, 0.1, -0.2], [0.3, 0.5, 0.0]])
+    valid = torch.tensor([[True, True, True], [True, True, False]])
+    alpha, delta = 4.0, 0.1
+
+    def term(s, negatives):
+        pos = np.log1p(np.exp(-alpha * (s - delta)))
+        neg = np.log1p(sum(np.exp(alpha * (n + delta)) for n in negatives))
+        return pos + neg
+
+    expected = (term(0.8, [0.1, -0.2]) + term(0.3, [0.5])) / 2
+    assert proxy_loss(scores, valid, alpha, delta).item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_proxy_loss_is_decoupled_from_the_positive():
+    """PEL eq. 4: the gradient on a negative does not depend on the positive's score (unlike
+    cross-entropy's)."""
+    grads = []
+    for positive in (0.9, -0.5):
+        scores = torch.tensor([[positive, 0.2, 0.1]], requires_grad=True)
+        proxy_loss(scores, torch.ones(1, 3, dtype=torch.bool), 8.0, 0.0).backward()
+        grads.append(scores.grad[0, 1:].clone())
+    assert torch.allclose(grads[0], grads[1])
+
+
+def test_cosine_scores_ignore_the_vector_length():
+    queries = torch.tensor([[3.0, 0.0]])
+    nodes = torch.tensor([[10.0, 0.0], [0.0, 0.1], [1.0, 1.0]])
+    scores, _ = candidate_scores(queries, nodes, torch.tensor([[0, 1, 2]]), "cosine")
+    assert scores[0].tolist() == pytest.approx([1.0, 0.0, 2 ** -0.5], abs=1e-6)
+
+
+def _entity_context(n_entities=40):
+    ctx = _context([[1, 0.5, 0, 0]], [0])
+    ctx.row_owners = np.arange(6)
+    ctx.rows_of = [[r] for r in range(6)] + [[] for _ in range(n_entities - 6)]
+    return ctx
+
+
+@pytest.mark.parametrize("negatives,n_hard", [("random", 0), ("mixed", 2), ("hard", 4)])
+def test_negative_sampling_random_mixed_and_hard(negatives, n_hard):
+    ctx = _entity_context()
+    plan = Proxy(n_negatives=4, negatives=negatives, hard_fraction=0.5).plan(ctx)
+    rows = [plan.entity_rows[c] for c in plan.candidates[0] if c >= 0]
+    assert rows[0] == 0 and 0 not in rows[1:] and len(set(rows)) == len(rows)
+    nearest = [5, 1, 2, 3]  # the k-NN order of the other rows for this query
+    assert rows[1 : 1 + n_hard] == nearest[:n_hard]
+    assert len(rows) == 5  # entities without rows are never drawn, and there are enough
+
+
+def test_random_negatives_are_uniform_over_entities():
+    ctx = _context([[1, 0.5, 0, 0]], [0])
+    ctx.row_owners = np.array([0, 1, 1, 1, 1, 2])  # entity 1 has four rows, entity 2 one
+    ctx.rows_of = [[0], [1, 2, 3, 4], [5]]
+    counts = {1: 0, 2: 0}
+    objective = KnnNegatives(n_negatives=1, negatives="random")
+    for seed in range(400):
+        ctx.rng = random.Random(seed)
+        counts[int(ctx.row_owners[objective.sampled_entity_negatives(ctx, 1, "random", 0)[0][0]])] += 1
+    assert abs(counts[1] - counts[2]) < 80, counts
+    assert not objective.needs_entity_index
+
+
+def test_objective_factory_settings_are_checked():
+    assert make_objective("proxy").negatives == "mixed"
+    assert make_objective("knn_negatives").negatives == "hard"
+    assert make_objective("in_batch", fgsm_epsilon=0.01).fgsm_epsilon == 0.01
+    with pytest.raises(ValueError, match="knn_negatives and proxy only"):
+        make_objective("arborescence", negatives="random")
+    with pytest.raises(ValueError, match="fgsm_epsilon"):
+        make_objective("proxy", fgsm_epsilon=-1)
+    with pytest.raises(ValueError, match="Unknown negatives"):
+        make_objective("proxy", negatives="some")

@@ -57,3 +57,28 @@ def test_prepare_discovery_setting_holds_entities_out(tmp_path):
     # dev and test keep them: the mentions to discover, for tuning and for the benchmark
     assert set(written["test_ids"]) <= ids("test")
     assert set(written["dev_ids"]) <= ids("dev")
+
+
+def test_prepare_nil_setting_removes_entity_types(tmp_path):
+    import json
+
+    from spacy_arboel.data.ids import gold_ids
+
+    result = CliRunner().invoke(app, [
+        "prepare", "toy", str(tmp_path), "--assets-dir", str(ROOT / "assets"),
+        "--remove-types", "Chemical"])
+    assert result.exit_code == 0, result.output
+    removed = set(json.loads((tmp_path / "removed_ids.json").read_text())["ids"])
+    full = KnowledgeBase.from_jsonl(ROOT / "assets" / "toy" / "kb.jsonl")
+    assert removed == {e.id for e in full if "Chemical" in e.types}
+    kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
+    assert removed and not removed & set(kb.ids)
+    nlp = spacy.blank("en")
+    train = DocBin().from_disk(tmp_path / "train.spacy").get_docs(nlp.vocab)
+    assert not removed & {i for d in train for e in d.ents for i in gold_ids(e.kb_id_)}
+    test = DocBin().from_disk(tmp_path / "test.spacy").get_docs(nlp.vocab)
+    assert removed & {i for d in test for e in d.ents for i in gold_ids(e.kb_id_)}
+    bad = CliRunner().invoke(app, [
+        "prepare", "toy", str(tmp_path / "b"), "--assets-dir", str(ROOT / "assets"),
+        "--remove-types", "Planet"])
+    assert bad.exit_code != 0 and "Planet" in bad.output and "Chemical" in bad.output

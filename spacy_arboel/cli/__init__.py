@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (registers the commands)
     coref_commands,
     data_commands,
     eval_commands,
+    nil_commands,
     project_commands,
 )
 from .app import app

@@ -62,6 +62,10 @@ def prepare_command(
         "mentioned in test, and of those mentioned in dev, out of the KB and of the train "
         "gold ids (0: none)"),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out entity sample"),
+    remove_types: list[str] = typer.Option(
+        [], "--remove-types", help="NIL setting of PEL §5.3: remove the KB entities of these "
+        "types (e.g. Chemical) from the KB and from the train gold ids; their dev and test "
+        "mentions become NILs"),
 ) -> None:
     """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``)."""
     dataset = Dataset(dataset)
@@ -81,6 +85,33 @@ def prepare_command(
              alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"], **kb_sources)
     if holdout:
         hold_out_entities(output_dir, holdout, seed, nlp)
+    if remove_types:
+        remove_entity_types(output_dir, remove_types, nlp)
+
+
+def remove_entity_types(output_dir: Path, types: list[str], nlp) -> None:
+    """PEL's NIL setting: drop every KB entity typed with one of ``types`` from kb.jsonl and
+    from the gold ids of train.spacy (ids go to removed_ids.json). Only typed entities can be
+    removed: the MeSH KB types those that the corpora or the disease synonyms type."""
+    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
+    removed = sorted(e.id for e in kb if set(e.types) & set(types))
+    if not removed:
+        known = sorted({t for e in kb for t in e.types})
+        msg.fail(f"No KB entity has the type(s) {', '.join(types)}; the KB's types are: "
+                 f"{', '.join(known) or 'none'}.", exits=1)
+    _drop_entities(output_dir, set(removed), nlp)
+    (output_dir / "removed_ids.json").write_text(json.dumps(
+        {"types": types, "ids": removed}, indent=2) + "\n")
+    msg.good(f"Removed the {len(removed)} KB entities of type {', '.join(types)} from the KB "
+             f"and the train gold ids: {output_dir}/removed_ids.json")
+
+
+def _drop_entities(output_dir: Path, ids: set[str], nlp) -> None:
+    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
+    without_entities(kb, ids).to_jsonl(output_dir / "kb.jsonl")
+    train = [without_ids(doc, ids)
+             for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
+    DocBin(docs=train, store_user_data=True).to_disk(output_dir / "train.spacy")
 
 
 def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None:
@@ -96,9 +127,7 @@ def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None
     test_ids = choose_heldout(split_docs("test"), kb, fraction, seed)
     dev_ids = choose_heldout(split_docs("dev"), kb, fraction, seed)
     heldout = sorted(set(test_ids) | set(dev_ids))
-    without_entities(kb, set(heldout)).to_jsonl(output_dir / "kb.jsonl")
-    train = [without_ids(doc, set(heldout)) for doc in split_docs("train")]
-    DocBin(docs=train, store_user_data=True).to_disk(output_dir / "train.spacy")
+    _drop_entities(output_dir, set(heldout), nlp)
     (output_dir / "heldout_ids.json").write_text(json.dumps(
         {"fraction": fraction, "seed": seed, "ids": heldout, "test_ids": test_ids,
          "dev_ids": dev_ids}, indent=2) + "\n")

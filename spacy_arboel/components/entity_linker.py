@@ -3,6 +3,7 @@
 
 import warnings
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ from ..ml.models import (
     torch_encoders,
     weights_fingerprint,
 )
-from ..objectives import MentionStore, Objective, PlanContext, get_loss
+from ..objectives import MentionStore, Objective, PlanContext
+from ..objectives.fgsm import adversarial_objective, embedding_hook, fgsm_delta, output_hook
 from ..objectives.losses import candidate_scores
 from .serialization import folder_from_bytes, folder_to_bytes
 
@@ -281,14 +283,24 @@ class ArboEntityLinker(TrainablePipe):
     # --- encoding and index ----------------------------------------------------------------
 
     def forward(self, side: str, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Embed one padded batch without gradient (int8 copies when ``quantize`` is set)."""
+        """Embed one padded batch without gradient (int8 copies when ``quantize`` is set);
+        unit vectors when the objective scores by cosine similarity (proxy loss)."""
         if not self.cfg["quantize"]:
-            return self.model.ops.to_numpy(self.model.predict((side, ids, mask)))
-        if self._quantized is None or self._quantized_version != self._model_version:
-            self._quantized = quantized_encoders(self.model)
-            self._quantized_version = self._model_version
-        with torch.inference_mode():
-            return self._quantized[side](torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+            vectors = self.model.ops.to_numpy(self.model.predict((side, ids, mask)))
+        else:
+            if self._quantized is None or self._quantized_version != self._model_version:
+                self._quantized = quantized_encoders(self.model)
+                self._quantized_version = self._model_version
+            with torch.inference_mode():
+                vectors = self._quantized[side](torch.from_numpy(ids),
+                                                torch.from_numpy(mask)).numpy()
+        return self._normalized(vectors)
+
+    def _normalized(self, vectors: np.ndarray) -> np.ndarray:
+        if self.objective.similarity != "cosine":
+            return vectors
+        norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
 
     def _encode(self, side: str, sequences: list[list[int]], desc: str | None = None) -> np.ndarray:
         """Embed id sequences in length-sorted batches (no gradient)."""
@@ -386,17 +398,22 @@ class ArboEntityLinker(TrainablePipe):
             gold_rows=[self._rows_of[g] for g in golds],
             gold_entities=golds,
             store_positions=store_positions,
-            queries=self.model.ops.to_numpy(queries).astype("float32"),
+            queries=self._normalized(self.model.ops.to_numpy(queries).astype("float32")),
             row_vectors=self.index.embeddings,
             row_owners=self.index.owners,
             search_rows=self.index.search_rows,
+            rows_of=self._rows_of,
             store=self.store,
         )
         plan = self.objective.plan(ctx)
-        entities, bp_entities = self.model.begin_update(
-            ("entity", *self.builder.pad([self._row_inputs[self.index.rows[r]]
-                                          for r in plan.entity_rows]))
-        )
+        entity_batch = self.builder.pad([self._row_inputs[self.index.rows[r]]
+                                         for r in plan.entity_rows])
+        fgsm = self.objective.fgsm_epsilon > 0
+        captured: tuple[list, list] = ([], [])
+        encoder = torch_encoders(self.model)["entity"]
+        with (embedding_hook(encoder.transformer, captured[0]) if fgsm else nullcontext(),
+              output_hook(encoder, captured[1]) if fgsm else nullcontext()):
+            entities, bp_entities = self.model.begin_update(("entity", *entity_batch))
         parts = [entities, queries]
         extra_bp = None
         if plan.extra_mentions:
@@ -405,21 +422,48 @@ class ArboEntityLinker(TrainablePipe):
             )
             parts.append(extra)
         tensors = [xp2torch(p, requires_grad=True) for p in parts]
-        nodes = torch.cat(tensors)
-        candidates = torch.as_tensor(plan.candidates, device=nodes.device)
-        scores, valid = candidate_scores(tensors[1], nodes, candidates)
-        loss = get_loss(self.objective.loss)(scores, valid)
+        candidates = torch.as_tensor(plan.candidates, device=tensors[0].device)
+        scores, valid = candidate_scores(tensors[1], torch.cat(tensors), candidates,
+                                         self.objective.similarity)
+        loss = self.objective.compute_loss(scores, valid)
+        adversarial = None
+        if fgsm:
+            adversarial = self._fgsm_pass(tensors, candidates, scores, valid, entity_batch,
+                                          captured)
+            loss = loss + self.objective.fgsm_lambda * adversarial[0]
         loss.backward()
         bp_entities(torch2xp(tensors[0].grad))
         bp_queries(torch2xp(tensors[1].grad))
         if extra_bp is not None:
             extra_bp(torch2xp(tensors[2].grad))
+        if adversarial is not None:
+            adversarial[2](torch2xp(adversarial[1].grad))
         if sgd is not None:
             self.finish_update(sgd)
         losses[self.name] += float(loss.item())
         self._updates += 1
         self._model_version += 1
         return losses
+
+    def _fgsm_pass(self, tensors, candidates, scores, valid, entity_batch, captured):
+        """PEL eq. 6–8: perturb the entity rows' input embeddings by ε·sign of the gradient
+        (negatives closer to the mention, the positive away from it), encode them again and
+        score the mentions against them. Returns (adversarial loss, adversarial entity
+        tensor, its backprop callback)."""
+        n_rows = tensors[0].shape[0]
+        objective = adversarial_objective(scores, valid, (candidates >= 0) & (candidates < n_rows))
+        (output_grad,) = torch.autograd.grad(objective, tensors[0], retain_graph=True)
+        embeddings, outputs = captured[0][-1], captured[1][-1]
+        mask = torch.as_tensor(entity_batch[1], device=embeddings.device)
+        delta = fgsm_delta(outputs, output_grad.to(outputs.device), embeddings, mask,
+                           self.objective.fgsm_epsilon)
+        encoder = torch_encoders(self.model)["entity"]
+        with embedding_hook(encoder.transformer, delta=delta):
+            adv_entities, bp_adv = self.model.begin_update(("entity", *entity_batch))
+        adv = xp2torch(adv_entities, requires_grad=True)
+        adv_scores, adv_valid = candidate_scores(tensors[1], torch.cat([adv, *tensors[1:]]),
+                                                 candidates, self.objective.similarity)
+        return self.objective.compute_loss(adv_scores, adv_valid), adv, bp_adv
 
     def _gold_batch(self, examples: list[Example]):
         texts: list[str] = []

@@ -1,7 +1,7 @@
-"""Training objectives: in-batch (BLINK), k-NN negatives, arborescence (arboEL)."""
+"""Training objectives: in-batch (BLINK), k-NN negatives, arborescence (arboEL), proxy (PEL)."""
 
 from .arborescence import arborescence_parents
-from .losses import edge_loss, get_loss, softmax_loss
+from .losses import edge_loss, get_loss, proxy_loss, softmax_loss
 from .mention_store import MentionStore
 from .objectives import (
     Arborescence,
@@ -10,9 +10,11 @@ from .objectives import (
     KnnNegatives,
     Objective,
     PlanContext,
+    Proxy,
 )
 
 __all__ = [
     "Arborescence", "BatchPlan", "InBatch", "KnnNegatives", "MentionStore", "Objective",
-    "PlanContext", "arborescence_parents", "edge_loss", "get_loss", "softmax_loss",
+    "PlanContext", "Proxy", "arborescence_parents", "edge_loss", "get_loss", "proxy_loss",
+    "softmax_loss",
 ]

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import torch
 
-LOSSES = ("softmax", "edge")
+LOSSES = ("softmax", "edge", "proxy")
+SIMILARITIES = ("dot", "cosine")
 
 
 def candidate_scores(
-    queries: torch.Tensor, nodes: torch.Tensor, candidates: torch.Tensor
+    queries: torch.Tensor, nodes: torch.Tensor, candidates: torch.Tensor,
+    similarity: str = "dot",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dot-product scores of each query with its candidate nodes; padding (-1) is masked.
+    """Scores of each query with its candidate nodes; padding (-1) is masked.
 
-    ``queries`` (B, d), ``nodes`` (N, d), ``candidates`` (B, C) indices into ``nodes``.
+    ``queries`` (B, d), ``nodes`` (N, d), ``candidates`` (B, C) indices into ``nodes``;
+    ``similarity``: ``dot`` (BLINK) or ``cosine`` (PEL's proxy loss).
     Returns scores (B, C) with -inf at padding, and the padding mask.
     """
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"Unknown similarity '{similarity}': use one of {SIMILARITIES}.")
+    if similarity == "cosine":
+        queries = torch.nn.functional.normalize(queries, dim=-1)
+        nodes = torch.nn.functional.normalize(nodes, dim=-1)
     valid = candidates >= 0
     gathered = nodes[candidates.clamp(min=0)]  # (B, C, d)
     scores = torch.einsum("bd,bcd->bc", queries, gathered)
@@ -41,9 +49,23 @@ def edge_loss(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return -(positive + negatives).mean()
 
 
+def proxy_loss(scores: torch.Tensor, valid: torch.Tensor, alpha: float = 32.0,
+               margin: float = 0.0) -> torch.Tensor:
+    """PEL eq. (3): softplus(−α(s⁺ − δ)) + log(1 + Σ_{e⁻} exp(α(s⁻ + δ))), positive in
+    column 0, scores ``s`` cosine similarities; the positive and negative terms are decoupled,
+    so negatives are pushed to low absolute scores (what makes NIL thresholds work)."""
+    positive = torch.nn.functional.softplus(-alpha * (scores[:, 0] - margin))
+    negatives = (alpha * (scores[:, 1:] + margin)).masked_fill(~valid[:, 1:], float("-inf"))
+    zero = torch.zeros_like(positive)[:, None]
+    negative = torch.logsumexp(torch.cat([zero, negatives], dim=1), dim=1)  # log(1 + Σ e^x)
+    return (positive + negative).mean()
+
+
 def get_loss(name: str):
     if name == "softmax":
         return softmax_loss
     if name == "edge":
         return edge_loss
+    if name == "proxy":
+        return proxy_loss
     raise ValueError(f"Unknown loss '{name}': use one of {LOSSES}.")

@@ -15,9 +15,11 @@ import numpy as np
 from spacy.util import registry
 
 from .arborescence import arborescence_parents
+from .losses import get_loss, proxy_loss
 from .mention_store import MentionStore
 
 VARIANTS = ("full", "1nn", "1rand")
+NEGATIVES = ("hard", "random", "mixed")
 
 
 @dataclass
@@ -46,20 +48,34 @@ class PlanContext:
     row_vectors: np.ndarray | None = None  # cached entity-row vectors
     row_owners: np.ndarray | None = None
     search_rows: object = None  # callable(queries, k) -> row ids, on the cached index
+    rows_of: list[list[int]] | None = None  # per entity position, its index rows
     store: MentionStore | None = None
     rng: random.Random = field(default_factory=lambda: random.Random(0))
 
 
 class Objective:
-    """Base class; subclasses set ``loss`` and implement ``plan``."""
+    """Base class; subclasses set ``loss`` and implement ``plan``.
+
+    ``similarity``: how mentions and nodes are scored (``dot``, or ``cosine`` for the proxy
+    loss; the component then also normalises the vectors it indexes and searches with).
+    ``fgsm_epsilon`` > 0 adds PEL's FGSM term (eq. 6–8) with weight ``fgsm_lambda``; it works
+    with every objective.
+    """
 
     name = "objective"
     loss = "softmax"
+    similarity = "dot"
     needs_entity_index = False
     needs_mention_index = False
+    fgsm_epsilon = 0.0
+    fgsm_lambda = 1.0
 
     def plan(self, ctx: PlanContext) -> BatchPlan:
         raise NotImplementedError
+
+    def compute_loss(self, scores, valid):
+        """The loss over scored candidate lists (positive in column 0)."""
+        return get_loss(self.loss)(scores, valid)
 
     @staticmethod
     def best_gold_row(ctx: PlanContext, i: int) -> int:
@@ -76,6 +92,19 @@ class Objective:
         # over-fetch: the gold entity's rows and several rows of one entity are skipped
         fetched = ctx.search_rows(ctx.queries, 4 * n + 16)
         return _nearest_others(fetched, ctx.row_owners, ctx.gold_entities, n, one_per_owner=True)
+
+    def sampled_entity_negatives(self, ctx: PlanContext, n: int, negatives: str,
+                                 hard_fraction: float) -> list[list[int]]:
+        """``n`` negative rows per mention (PEL §5.3): ``hard`` (k-NN), ``random`` (entities
+        drawn uniformly, one random row each) or ``mixed`` (``hard_fraction`` of them hard)."""
+        if negatives == "hard":
+            return self.hard_entity_negatives(ctx, n)
+        n_hard = round(hard_fraction * n) if negatives == "mixed" else 0
+        chosen = self.hard_entity_negatives(ctx, n_hard)
+        for i, rows in enumerate(chosen):
+            taken = {int(ctx.row_owners[r]) for r in rows} | {ctx.gold_entities[i]}
+            rows.extend(_random_rows(ctx, n - len(rows), taken))
+        return chosen
 
 
 def _nearest_others(
@@ -95,6 +124,22 @@ def _nearest_others(
                 break
         result.append(keep)
     return result
+
+
+def _random_rows(ctx: PlanContext, n: int, taken: set[int]) -> list[int]:
+    """One random row each of up to ``n`` entities drawn uniformly, none of ``taken``."""
+    n_entities = len(ctx.rows_of)
+    rows: list[int] = []
+    for _ in range(min(n, max(n_entities - len(taken), 0))):
+        for _attempt in range(100):
+            entity = ctx.rng.randrange(n_entities)
+            if entity not in taken and ctx.rows_of[entity]:
+                break
+        else:
+            break
+        taken.add(entity)
+        rows.append(ctx.rng.choice(ctx.rows_of[entity]))
+    return rows
 
 
 def _assemble(per_mention: list[list[tuple[str, int]]], batch_size: int) -> BatchPlan:
@@ -139,21 +184,55 @@ class InBatch(Objective):
 
 
 class KnnNegatives(Objective):
-    """Hard negatives: the gold entity against the k nearest other entities of the index."""
+    """Cross-entropy of the gold entity against sampled negatives: by default the k nearest
+    other entities of the index (hard); ``random`` or ``mixed`` as in PEL-CE."""
 
     name = "knn_negatives"
-    needs_entity_index = True
+    default_negatives = "hard"
 
-    def __init__(self, n_negatives: int = 8) -> None:
+    def __init__(self, n_negatives: int = 8, negatives: str | None = None,
+                 hard_fraction: float = 0.5) -> None:
+        negatives = negatives or self.default_negatives
+        if negatives not in NEGATIVES:
+            raise ValueError(f"Unknown negatives '{negatives}': use one of {NEGATIVES}.")
+        if not 0.0 <= hard_fraction <= 1.0:
+            raise ValueError(f"hard_fraction must be in [0, 1], got {hard_fraction}.")
         self.n_negatives = n_negatives
+        self.negatives = negatives
+        self.hard_fraction = hard_fraction
+        # random negatives need no refreshed index (PEL's point: no repeated k-NN mining)
+        self.needs_entity_index = negatives != "random"
 
     def plan(self, ctx: PlanContext) -> BatchPlan:
-        negatives = self.hard_entity_negatives(ctx, self.n_negatives)
+        negatives = self.sampled_entity_negatives(ctx, self.n_negatives, self.negatives,
+                                                  self.hard_fraction)
         per_mention = [
             [("row", self.best_gold_row(ctx, i))] + [("row", r) for r in negatives[i]]
             for i in range(len(ctx.queries))
         ]
         return _assemble(per_mention, len(ctx.queries))
+
+
+class Proxy(KnnNegatives):
+    """PEL's proxy-based loss (eq. 3) over cosine similarities: the gold entity is the
+    mention's proxy, pulled above ``margin`` with scale ``alpha``; sampled negatives (mixed
+    by default, ``hard_fraction`` hard) are pushed below −``margin``."""
+
+    name = "proxy"
+    loss = "proxy"
+    similarity = "cosine"
+    default_negatives = "mixed"
+
+    def __init__(self, n_negatives: int = 8, negatives: str | None = None,
+                 hard_fraction: float = 0.5, alpha: float = 32.0, margin: float = 0.0) -> None:
+        super().__init__(n_negatives, negatives, hard_fraction)
+        if alpha <= 0:
+            raise ValueError(f"alpha must be > 0, got {alpha}.")
+        self.alpha = alpha
+        self.margin = margin
+
+    def compute_loss(self, scores, valid):
+        return proxy_loss(scores, valid, alpha=self.alpha, margin=self.margin)
 
 
 class Arborescence(Objective):
@@ -234,8 +313,9 @@ def make_in_batch() -> Objective:
 
 
 @registry.misc("spacy_arboel.KnnNegativesObjective.v1")
-def make_knn_negatives(n_negatives: int = 8) -> Objective:
-    return KnnNegatives(n_negatives)
+def make_knn_negatives(n_negatives: int = 8, negatives: str = "hard",
+                       hard_fraction: float = 0.5) -> Objective:
+    return KnnNegatives(n_negatives, negatives, hard_fraction)
 
 
 @registry.misc("spacy_arboel.ArborescenceObjective.v1")
@@ -245,20 +325,43 @@ def make_arborescence(
     return Arborescence(variant, n_negatives, max_cluster)
 
 
-OBJECTIVES = ("in_batch", "knn_negatives", "arborescence")
+@registry.misc("spacy_arboel.ProxyObjective.v1")
+def make_proxy(n_negatives: int = 8, negatives: str = "mixed", hard_fraction: float = 0.5,
+               alpha: float = 32.0, margin: float = 0.0) -> Objective:
+    return Proxy(n_negatives, negatives, hard_fraction, alpha, margin)
+
+
+OBJECTIVES = ("in_batch", "knn_negatives", "arborescence", "proxy")
 
 
 @registry.misc("spacy_arboel.Objective.v1")
 def make_objective(
     name: str = "arborescence", variant: str = "full", n_negatives: int = 8,
-    max_cluster: int = 512,
+    max_cluster: int = 512, negatives: str | None = None, hard_fraction: float = 0.5,
+    alpha: float = 32.0, margin: float = 0.0, fgsm_epsilon: float = 0.0,
+    fgsm_lambda: float = 1.0,
 ) -> Objective:
     """Any objective by name, so one config switches between them on the command line
-    (``--components.arbo_entity_linker.objective.name in_batch``)."""
+    (``--components.arbo_entity_linker.objective.name in_batch``).
+
+    ``negatives`` (``hard``/``random``/``mixed``, default hard for knn_negatives and mixed
+    for proxy) and ``hard_fraction`` apply to knn_negatives and proxy; ``alpha`` and
+    ``margin`` to proxy; ``fgsm_epsilon`` > 0 adds the FGSM term to any objective."""
+    if negatives is not None and name not in ("knn_negatives", "proxy"):
+        raise ValueError(f"negatives='{negatives}' applies to knn_negatives and proxy only, "
+                         f"not to '{name}': remove it or change the objective.")
+    if fgsm_epsilon < 0:
+        raise ValueError(f"fgsm_epsilon must be >= 0 (0 turns FGSM off), got {fgsm_epsilon}.")
     if name == "in_batch":
-        return InBatch()
-    if name == "knn_negatives":
-        return KnnNegatives(n_negatives)
-    if name == "arborescence":
-        return Arborescence(variant, n_negatives, max_cluster)
-    raise ValueError(f"Unknown objective '{name}': use one of {OBJECTIVES}.")
+        objective: Objective = InBatch()
+    elif name == "knn_negatives":
+        objective = KnnNegatives(n_negatives, negatives, hard_fraction)
+    elif name == "arborescence":
+        objective = Arborescence(variant, n_negatives, max_cluster)
+    elif name == "proxy":
+        objective = Proxy(n_negatives, negatives, hard_fraction, alpha, margin)
+    else:
+        raise ValueError(f"Unknown objective '{name}': use one of {OBJECTIVES}.")
+    objective.fgsm_epsilon = fgsm_epsilon
+    objective.fgsm_lambda = fgsm_lambda
+    return objective
