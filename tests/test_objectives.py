@@ -218,7 +218,8 @@ def test_random_negatives_are_uniform_over_entities():
     objective = KnnNegatives(n_negatives=1, negatives="random")
     for seed in range(400):
         ctx.rng = random.Random(seed)
-        counts[int(ctx.row_owners[objective.sampled_entity_negatives(ctx, 1, "random", 0)[0][0]])] += 1
+        row = objective.sampled_entity_negatives(ctx, 1, "random", 0)[0][0]
+        counts[int(ctx.row_owners[row])] += 1
     assert abs(counts[1] - counts[2]) < 80, counts
     assert not objective.needs_entity_index
 

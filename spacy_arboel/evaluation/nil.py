@@ -21,7 +21,6 @@ from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
 from ..errors import Errors
 
-
 NO_CANDIDATE = -1e9  # the score of a mention without candidates (finite, for sklearn)
 
 
