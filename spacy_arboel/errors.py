@@ -91,6 +91,16 @@ class Errors:
         "in-KB mentions were found. Tune on a corpus whose gold ids include some that the KB "
         "lacks (or the NIL id), and some that it has."
     )
+    E025 = (
+        "'{name}' got the candidate id '{kb_id}' that its knowledge base lacks: the linker "
+        "before it uses another KB. Train or load '{name}' with the linker's KB (leave its "
+        "kb_path empty to take the linker's at initialize)."
+    )
+    E026 = (
+        "'{name}' re-ranks the candidates in span._.kb_candidates, but no ent of this batch has "
+        "any. Put '{linker}' before it in the pipeline and, in training, list '{linker}' in "
+        "[training] annotating_components (and frozen_components)."
+    )
     E100 = (
         "{path}: not a {what}: expected the columns {expected}, found {found}."
     )

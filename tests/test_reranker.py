@@ -1,0 +1,129 @@
+"""arbo_reranker: the cross-encoder re-ranking the linker's candidates (BLINK §4.2)."""
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from thinc.api import Adam
+
+LINKER = "arbo_entity_linker"
+RERANKER = "arbo_reranker"
+
+
+def _nlp(tiny_encoder, kb_path, linker=None, **config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe(LINKER, config={"kb_path": str(kb_path), "top_k": 4,
+                                 "model": {"encoder_name": tiny_encoder}, **(linker or {})})
+    nlp.add_pipe(RERANKER, config={"top_k": 3, "train_top_k": 3,
+                                   "model": {"encoder_name": tiny_encoder}, **config})
+    return nlp
+
+
+def test_reranker_rewrites_the_top_k_and_keeps_the_rest(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    with nlp.select_pipes(disable=[RERANKER]):
+        before = [[e._.kb_candidates for e in d.ents]
+                  for d in nlp.pipe(eg.predicted.copy() for eg in toy_examples)]
+    after = list(nlp.pipe(eg.predicted.copy() for eg in toy_examples))
+    for doc, old_lists in zip(after, before, strict=True):
+        for ent, old in zip(doc.ents, old_lists, strict=True):
+            new = ent._.kb_candidates
+            top = new[:3]
+            assert {c for c, _ in top} == {c for c, _ in old[:3]}
+            assert sum(p for _, p in top) == pytest.approx(1.0, abs=1e-5)
+            assert [p for _, p in top] == sorted((p for _, p in top), reverse=True)
+            assert new[3:] == [(c, 0.0) for c, _ in old[3:]]
+            assert ent.kb_id_ == top[0][0]
+
+
+def test_nil_ents_are_left_alone(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, linker={"threshold": 1e9})
+    nlp.initialize(lambda: toy_examples)
+    doc = nlp(toy_examples[0].predicted.copy())
+    assert {e.kb_id_ for e in doc.ents} == {"NIL"}
+
+
+def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    optimizer = Adam(0.002)
+    losses = [nlp.update(toy_examples, sgd=optimizer, annotates=[LINKER],
+                         exclude=[LINKER])[RERANKER] for _ in range(10)]
+    assert sum(losses[-3:]) < sum(losses[:3]), losses
+
+
+def test_training_without_linker_candidates_is_a_clear_error(tiny_encoder, toy_kb_path,
+                                                             toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    with pytest.raises(ValueError, match="annotating_components"):
+        nlp.get_pipe(RERANKER).update(toy_examples)
+
+
+def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    nlp.update(toy_examples, sgd=Adam(0.002), annotates=[LINKER], exclude=[LINKER])
+    docs = [eg.predicted.copy() for eg in toy_examples]
+    expected = [[(e.kb_id_, e._.kb_candidates) for e in d.ents] for d in nlp.pipe(docs)]
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    got = [[(e.kb_id_, e._.kb_candidates) for e in d.ents]
+           for d in loaded.pipe(eg.predicted.copy() for eg in toy_examples)]
+    for doc_a, doc_b in zip(expected, got, strict=True):
+        for (id_a, cands_a), (id_b, cands_b) in zip(doc_a, doc_b, strict=True):
+            assert id_a == id_b
+            assert np.allclose([p for _, p in cands_a], [p for _, p in cands_b], atol=1e-5)
+    reranker = loaded.get_pipe(RERANKER)
+    restored = type(reranker)(loaded.vocab, reranker.model, RERANKER).from_bytes(
+        reranker.to_bytes())
+    assert restored.kb.fingerprint() == reranker.kb.fingerprint()
+
+
+def test_candidate_from_another_kb_is_named(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    reranker = nlp.get_pipe(RERANKER)
+    from spacy_arboel.encoders.inputs import MentionSpan
+
+    with pytest.raises(ValueError, match="'Q42'.*another KB"):
+        reranker.score_candidates(["Aspirin."], [MentionSpan(0, 0, 7)], [["D001241", "Q42"]])
+
+
+def test_quantized_scores_stay_close(tiny_encoder, toy_kb_path, toy_examples):
+    from spacy_arboel.encoders.inputs import MentionSpan
+
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    reranker = nlp.get_pipe(RERANKER)
+    args = (["Aspirin induced cough."], [MentionSpan(0, 0, 7)], [["D001241", "D003371"]])
+    exact = reranker.score_candidates(*args)[0]
+    reranker.cfg["quantize"] = True
+    assert np.allclose(reranker.score_candidates(*args)[0], exact, atol=0.1)
+
+
+def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    linker = spacy.blank("en")
+    linker.add_pipe(LINKER, config={"kb_path": str(toy_kb_path),
+                                    "model": {"encoder_name": tiny_encoder}})
+    linker.initialize(lambda: toy_examples)
+    linker.to_disk(tmp_path / "linker")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
+    config = Path(__file__).resolve().parents[1] / "configs" / "reranker.cfg"
+    result = subprocess.run([
+        sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
+        "--paths.train", str(tmp_path / "train.spacy"),
+        "--paths.dev", str(tmp_path / "train.spacy"), "--paths.linker", str(tmp_path / "linker"),
+        "--paths.encoder", tiny_encoder, "--training.max_steps", "4",
+        "--training.eval_frequency", "2", "--components.arbo_reranker.train_top_k", "3",
+    ], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trained = spacy.load(tmp_path / "out" / "model-last")
+    assert trained.pipe_names == [LINKER, RERANKER]
+    doc = trained(toy_examples[0].predicted.copy())
+    assert all(e.kb_id_ for e in doc.ents)
