@@ -15,6 +15,7 @@ from spacy_arboel.objectives import (
     PlanContext,
     Proxy,
     arborescence_parents,
+    distillation_loss,
     edge_loss,
     proxy_loss,
     softmax_loss,
@@ -228,9 +229,34 @@ def test_objective_factory_settings_are_checked():
     assert make_objective("proxy").negatives == "mixed"
     assert make_objective("knn_negatives").negatives == "hard"
     assert make_objective("in_batch", fgsm_epsilon=0.01).fgsm_epsilon == 0.01
-    with pytest.raises(ValueError, match="knn_negatives and proxy only"):
+    with pytest.raises(ValueError, match="proxy and distill only"):
         make_objective("arborescence", negatives="random")
     with pytest.raises(ValueError, match="fgsm_epsilon"):
         make_objective("proxy", fgsm_epsilon=-1)
     with pytest.raises(ValueError, match="Unknown negatives"):
         make_objective("proxy", negatives="some")
+
+
+def test_distillation_loss_matches_blink_eq_8_to_10():
+    scores = torch.tensor([[2.0, 1.0, 0.0], [0.5, 1.5, float("-inf")]])
+    valid = torch.tensor([[True, True, True], [True, True, False]])
+    teacher = torch.tensor([[1.0, 3.0, 0.0], [2.0, 0.0, 7.0]])  # the padded 7.0 is ignored
+    T, alpha = 2.0, 0.3
+    expected = 0.0
+    for s, t in ((np.array([2.0, 1.0, 0.0]), np.array([1.0, 3.0, 0.0])),
+                 (np.array([0.5, 1.5]), np.array([2.0, 0.0]))):
+        student = -(s[0] - np.log(np.exp(s).sum()))
+        p = np.exp(t / T) / np.exp(t / T).sum()
+        log_q = s / T - np.log(np.exp(s / T).sum())
+        expected += alpha * student + (1 - alpha) * -(p * log_q).sum()
+    got = distillation_loss(scores, valid, teacher, T, alpha).item()
+    assert got == pytest.approx(expected / 2, rel=1e-5)
+    # alpha = 1 is the plain softmax loss
+    assert distillation_loss(scores, valid, teacher, T, 1.0).item() == pytest.approx(
+        softmax_loss(scores, valid).item(), rel=1e-6)
+
+
+def test_distill_needs_a_teacher():
+    with pytest.raises(ValueError, match="teacher_path"):
+        make_objective("distill")
+    assert make_objective("distill", teacher_path="x", n_negatives=3).negatives == "hard"

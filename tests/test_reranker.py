@@ -127,3 +127,82 @@ def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_exa
     assert trained.pipe_names == [LINKER, RERANKER]
     doc = trained(toy_examples[0].predicted.copy())
     assert all(e.kb_id_ for e in doc.ents)
+
+
+def test_oracle_candidates():
+    from spacy_arboel.evaluation.rerank_eval import oracle_candidates, union_candidates
+
+    assert oracle_candidates(["a", "b", "c"], ["z"], "none", 2) == ["a", "b"]
+    assert oracle_candidates(["a", "b", "c"], ["z"], "self", 2) == ["a", "z"]
+    assert oracle_candidates(["a", "b", "c"], ["b"], "self", 2) == ["a", "b"]
+    merged = union_candidates([["a", "b", "c"], ["b", "d", "e"]], 2)
+    assert merged == ["a", "b", "d"]
+    assert oracle_candidates(merged, ["z"], "union", 2) == ["a", "b", "d", "z"]
+    with pytest.raises(ValueError, match="Unknown oracle"):
+        oracle_candidates(["a"], ["a"], "best", 1)
+
+
+def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
+    for oracle in ("none", "self", "union"):
+        result = CliRunner().invoke(app, [
+            "evaluate-rerank", str(tmp_path / "pipeline"), str(tmp_path / "gold.spacy"),
+            "--oracle", oracle, "--union-with", str(tmp_path / "pipeline"),
+            "--output", str(tmp_path / f"{oracle}.json"),
+            "--components.arbo_reranker.top_k", "2"])
+        assert result.exit_code == 0, result.output
+    metrics = {o: json.loads((tmp_path / f"{o}.json").read_text()) for o in ("none", "self")}
+    assert metrics["self"]["cross_encoder"]["candidate_recall"] == 1.0
+    assert metrics["none"]["n_in_kb"] == 11 and metrics["none"]["top_k"] == 2
+    # the oracle changes what the cross-encoder sees, never the bi-encoder's own top 1
+    assert (metrics["self"]["bi_encoder"]["accuracy"]
+            == metrics["none"]["bi_encoder"]["accuracy"])
+
+
+def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_kb_path,
+                                                            toy_examples, tmp_path):
+    teacher = _nlp(tiny_encoder, toy_kb_path)
+    teacher.initialize(lambda: toy_examples)
+    optimizer = Adam(0.002)
+    for _ in range(3):
+        teacher.update(toy_examples, sgd=optimizer, annotates=[LINKER], exclude=[LINKER])
+    teacher.to_disk(tmp_path / "teacher")
+    student = spacy.blank("en")
+    student.add_pipe(LINKER, config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
+        "objective": {"@misc": "spacy_arboel.Objective.v1", "name": "distill",
+                      "teacher_path": str(tmp_path / "teacher"), "n_negatives": 2,
+                      "temperature": 2.0, "distill_alpha": 0.5}})
+    student.initialize(lambda: toy_examples)
+    optimizer = Adam(0.002)
+    losses = [student.update(toy_examples, sgd=optimizer)[LINKER] for _ in range(10)]
+    assert sum(losses[-3:]) < sum(losses[:3]), losses
+
+
+def test_teacher_with_another_kb_is_refused(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    import json
+
+    from spacy_arboel.components.entity_linker import load_teacher
+    from spacy_arboel.kb import KnowledgeBase
+
+    teacher = _nlp(tiny_encoder, toy_kb_path)
+    teacher.initialize(lambda: toy_examples)
+    teacher.to_disk(tmp_path / "teacher")
+    entities = [json.loads(line) for line in toy_kb_path.read_text().splitlines()][:-1]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps(e) + "\n" for e in entities))
+    with pytest.raises(ValueError, match="fingerprint"):
+        load_teacher(str(tmp_path / "teacher"), KnowledgeBase.from_jsonl(other))
+    with pytest.raises(ValueError, match="no arbo_reranker"):
+        nlp = spacy.blank("en")
+        nlp.to_disk(tmp_path / "blank")
+        load_teacher(str(tmp_path / "blank"), KnowledgeBase.from_jsonl(toy_kb_path))

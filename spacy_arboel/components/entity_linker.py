@@ -192,6 +192,7 @@ class ArboEntityLinker(TrainablePipe):
         self._last_refresh = 0
         self._quantized: dict[str, Any] | None = None
         self._quantized_version = -1
+        self._teacher = None
         for extension in (CANDIDATES_EXT, VECTOR_EXT):
             if not Span.has_extension(extension):
                 Span.set_extension(extension, default=None)
@@ -425,7 +426,10 @@ class ArboEntityLinker(TrainablePipe):
         candidates = torch.as_tensor(plan.candidates, device=tensors[0].device)
         scores, valid = candidate_scores(tensors[1], torch.cat(tensors), candidates,
                                          self.objective.similarity)
-        loss = self.objective.compute_loss(scores, valid)
+        teacher = None
+        if self.objective.teacher_path:
+            teacher = self._teacher_logits(texts, spans, plan, tensors[0].device)
+        loss = self.objective.compute_loss(scores, valid, teacher)
         adversarial = None
         if fgsm:
             adversarial = self._fgsm_pass(tensors, candidates, scores, valid, entity_batch,
@@ -464,6 +468,24 @@ class ArboEntityLinker(TrainablePipe):
         adv_scores, adv_valid = candidate_scores(tensors[1], torch.cat([adv, *tensors[1:]]),
                                                  candidates, self.objective.similarity)
         return self.objective.compute_loss(adv_scores, adv_valid), adv, bp_adv
+
+    def _teacher_logits(self, texts, spans, plan, device) -> torch.Tensor:
+        """The cross-encoder teacher's logits for each mention's candidate entities (BLINK
+        §4.3), −inf at padding; the teacher pipeline is loaded on first use."""
+        if self._teacher is None:
+            self._teacher = load_teacher(self.objective.teacher_path, self.kb)
+        n_rows = len(plan.entity_rows)
+        candidates = plan.candidates
+        if (candidates >= n_rows).any():
+            raise ValueError("Distillation scores entity candidates only; its plan holds "
+                             "mention nodes.")
+        ids = [[self.kb.entity_at(int(self.index.owners[plan.entity_rows[c]])).id
+                for c in row if c >= 0] for row in candidates]
+        logits = self._teacher.score_candidates(texts, spans, ids)
+        out = torch.full(candidates.shape, float("-inf"))
+        for i, row in enumerate(logits):
+            out[i, : len(row)] = torch.from_numpy(row)
+        return out.to(device)
 
     def _gold_batch(self, examples: list[Example]):
         texts: list[str] = []
@@ -586,6 +608,23 @@ class ArboEntityLinker(TrainablePipe):
         self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()
     ) -> "ArboEntityLinker":
         return folder_from_bytes(bytes_data, self.from_disk, exclude)
+
+
+def load_teacher(path: str, kb: KnowledgeBase):
+    """The ``arbo_reranker`` of the pipeline at ``path``, checked to use the same KB."""
+    import spacy
+
+    nlp = spacy.load(path)
+    found = [pipe for _, pipe in nlp.pipeline if hasattr(pipe, "score_candidates")]
+    if not found:
+        raise ValueError(f"teacher_path '{path}' holds no arbo_reranker: train one with "
+                         f"configs/reranker.cfg and give the folder of its pipeline.")
+    teacher = found[0]
+    teacher._ensure_ready()
+    if teacher.kb.fingerprint() != kb.fingerprint():
+        raise ValueError(Errors.E012.format(saved=teacher.kb.fingerprint(),
+                                            found=kb.fingerprint()))
+    return teacher
 
 
 def _rows_by_entity(owners: np.ndarray) -> list[list[int]]:

@@ -1,11 +1,13 @@
-"""Training objectives: in-batch (BLINK), k-NN negatives, arborescence (arboEL), proxy (PEL)."""
+"""Training objectives: in-batch and distillation (BLINK), k-NN negatives, arborescence
+(arboEL), proxy (PEL)."""
 
 from .arborescence import arborescence_parents
-from .losses import edge_loss, get_loss, proxy_loss, softmax_loss
+from .losses import distillation_loss, edge_loss, get_loss, proxy_loss, softmax_loss
 from .mention_store import MentionStore
 from .objectives import (
     Arborescence,
     BatchPlan,
+    Distill,
     InBatch,
     KnnNegatives,
     Objective,
@@ -14,7 +16,7 @@ from .objectives import (
 )
 
 __all__ = [
-    "Arborescence", "BatchPlan", "InBatch", "KnnNegatives", "MentionStore", "Objective",
-    "PlanContext", "Proxy", "arborescence_parents", "edge_loss", "get_loss", "proxy_loss",
-    "softmax_loss",
+    "Arborescence", "BatchPlan", "Distill", "InBatch", "KnnNegatives", "MentionStore",
+    "Objective", "PlanContext", "Proxy", "arborescence_parents", "distillation_loss",
+    "edge_loss", "get_loss", "proxy_loss", "softmax_loss",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-LOSSES = ("softmax", "edge", "proxy")
+LOSSES = ("softmax", "edge", "proxy", "distill")
 SIMILARITIES = ("dot", "cosine")
 
 
@@ -59,6 +59,18 @@ def proxy_loss(scores: torch.Tensor, valid: torch.Tensor, alpha: float = 32.0,
     zero = torch.zeros_like(positive)[:, None]
     negative = torch.logsumexp(torch.cat([zero, negatives], dim=1), dim=1)  # log(1 + Σ e^x)
     return (positive + negative).mean()
+
+
+def distillation_loss(scores: torch.Tensor, valid: torch.Tensor, teacher: torch.Tensor,
+                      temperature: float = 2.0, alpha: float = 0.5) -> torch.Tensor:
+    """BLINK eq. (8–10): α·H(e, σ(z_s; 1)) + (1 − α)·H(σ(z_t; T), σ(z_s; T)) with the gold
+    in column 0; ``teacher`` holds the cross-encoder's logits z_t for the same candidates
+    (padding is ignored). As in the paper, the soft term is not rescaled by T²."""
+    student = -(scores.log_softmax(dim=-1)[:, 0])
+    log_q = (scores / temperature).log_softmax(dim=-1)
+    p = (teacher.masked_fill(~valid, float("-inf")) / temperature).softmax(dim=-1)
+    soft = -(p * log_q.masked_fill(~valid, 0.0)).sum(dim=-1)
+    return (alpha * student + (1 - alpha) * soft).mean()
 
 
 def get_loss(name: str):

@@ -15,7 +15,7 @@ import numpy as np
 from spacy.util import registry
 
 from .arborescence import arborescence_parents
-from .losses import get_loss, proxy_loss
+from .losses import distillation_loss, get_loss, proxy_loss
 from .mention_store import MentionStore
 
 VARIANTS = ("full", "1nn", "1rand")
@@ -73,8 +73,11 @@ class Objective:
     def plan(self, ctx: PlanContext) -> BatchPlan:
         raise NotImplementedError
 
-    def compute_loss(self, scores, valid):
-        """The loss over scored candidate lists (positive in column 0)."""
+    teacher_path: str | None = None  # a pipeline with arbo_reranker (distillation)
+
+    def compute_loss(self, scores, valid, teacher=None):
+        """The loss over scored candidate lists (positive in column 0); ``teacher``: the
+        cross-encoder's logits for the same candidates, for objectives that distil."""
         return get_loss(self.loss)(scores, valid)
 
     @staticmethod
@@ -231,8 +234,37 @@ class Proxy(KnnNegatives):
         self.alpha = alpha
         self.margin = margin
 
-    def compute_loss(self, scores, valid):
+    def compute_loss(self, scores, valid, teacher=None):
         return proxy_loss(scores, valid, alpha=self.alpha, margin=self.margin)
+
+
+class Distill(KnnNegatives):
+    """BLINK §4.3: the bi-encoder as a student of a trained cross-encoder (``teacher_path``,
+    a pipeline with ``arbo_reranker``) over the gold entity and sampled negatives (hard by
+    default): student cross-entropy weighted ``alpha``, the teacher's tempered softmax
+    (``temperature``) as soft targets weighted 1 − ``alpha``."""
+
+    name = "distill"
+    loss = "distill"
+
+    def __init__(self, teacher_path: str, n_negatives: int = 8, negatives: str | None = None,
+                 hard_fraction: float = 0.5, temperature: float = 2.0,
+                 alpha: float = 0.5) -> None:
+        super().__init__(n_negatives, negatives, hard_fraction)
+        if not teacher_path:
+            raise ValueError("The distill objective needs teacher_path: a saved pipeline with "
+                             "a trained arbo_reranker (configs/reranker.cfg).")
+        if temperature <= 0 or not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"distillation needs temperature > 0 and alpha in [0, 1], got "
+                             f"{temperature} and {alpha}.")
+        self.teacher_path = teacher_path
+        self.temperature = temperature
+        self.alpha = alpha
+
+    def compute_loss(self, scores, valid, teacher=None):
+        if teacher is None:
+            raise ValueError("The distill objective needs the teacher's logits.")
+        return distillation_loss(scores, valid, teacher, self.temperature, self.alpha)
 
 
 class Arborescence(Objective):
@@ -331,7 +363,7 @@ def make_proxy(n_negatives: int = 8, negatives: str = "mixed", hard_fraction: fl
     return Proxy(n_negatives, negatives, hard_fraction, alpha, margin)
 
 
-OBJECTIVES = ("in_batch", "knn_negatives", "arborescence", "proxy")
+OBJECTIVES = ("in_batch", "knn_negatives", "arborescence", "proxy", "distill")
 
 
 @registry.misc("spacy_arboel.Objective.v1")
@@ -339,17 +371,19 @@ def make_objective(
     name: str = "arborescence", variant: str = "full", n_negatives: int = 8,
     max_cluster: int = 512, negatives: str | None = None, hard_fraction: float = 0.5,
     alpha: float = 32.0, margin: float = 0.0, fgsm_epsilon: float = 0.0,
-    fgsm_lambda: float = 1.0,
+    fgsm_lambda: float = 1.0, teacher_path: str | None = None, temperature: float = 2.0,
+    distill_alpha: float = 0.5,
 ) -> Objective:
     """Any objective by name, so one config switches between them on the command line
     (``--components.arbo_entity_linker.objective.name in_batch``).
 
     ``negatives`` (``hard``/``random``/``mixed``, default hard for knn_negatives and mixed
     for proxy) and ``hard_fraction`` apply to knn_negatives and proxy; ``alpha`` and
-    ``margin`` to proxy; ``fgsm_epsilon`` > 0 adds the FGSM term to any objective."""
-    if negatives is not None and name not in ("knn_negatives", "proxy"):
-        raise ValueError(f"negatives='{negatives}' applies to knn_negatives and proxy only, "
-                         f"not to '{name}': remove it or change the objective.")
+    ``margin`` to proxy; ``teacher_path``, ``temperature`` and ``distill_alpha`` to distill;
+    ``fgsm_epsilon`` > 0 adds the FGSM term to any objective."""
+    if negatives is not None and name not in ("knn_negatives", "proxy", "distill"):
+        raise ValueError(f"negatives='{negatives}' applies to knn_negatives, proxy and "
+                         f"distill only, not to '{name}': remove it or change the objective.")
     if fgsm_epsilon < 0:
         raise ValueError(f"fgsm_epsilon must be >= 0 (0 turns FGSM off), got {fgsm_epsilon}.")
     if name == "in_batch":
@@ -360,6 +394,9 @@ def make_objective(
         objective = Arborescence(variant, n_negatives, max_cluster)
     elif name == "proxy":
         objective = Proxy(n_negatives, negatives, hard_fraction, alpha, margin)
+    elif name == "distill":
+        objective = Distill(teacher_path or "", n_negatives, negatives, hard_fraction,
+                            temperature, distill_alpha)
     else:
         raise ValueError(f"Unknown objective '{name}': use one of {OBJECTIVES}.")
     objective.fgsm_epsilon = fgsm_epsilon
