@@ -43,8 +43,12 @@ def prepare(corpus: Path, data_dir: Path) -> None:
              "--data-dir", str(data_dir)])
 
 
+def _work_dir(objective: str, args: argparse.Namespace) -> Path:
+    return Path(args.work) / "-".join([objective, *([args.tag] if args.tag else [])])
+
+
 def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
-    corpus, out = Path(args.corpus), Path(args.work) / objective
+    corpus, out = Path(args.corpus), _work_dir(objective, args)
     overrides = [
         "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
         "--paths.kb", str(corpus / "kb.jsonl"), "--paths.encoder", args.encoder,
@@ -54,7 +58,7 @@ def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
     ]
     train_cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "linker.cfg"),
                  "--output", str(out), *overrides]
-    train_seconds = run(train_cmd)
+    train_seconds = 0.0 if args.eval_only else run(train_cmd)
     evaluate(objective, args, train_cmd, train_seconds)
     if args.int8:
         evaluate(objective, args, train_cmd, train_seconds, quantize=True)
@@ -64,8 +68,9 @@ def evaluate(
     objective: str, args: argparse.Namespace, train_cmd: list[str], train_seconds: float,
     quantize: bool = False,
 ) -> dict:
-    """Evaluate ``model-last`` on test and write its result file."""
-    corpus, out = Path(args.corpus), Path(args.work) / objective
+    """Evaluate ``model-last`` on test (with ``--nil``, also tune and evaluate its NIL
+    threshold) and write its result file."""
+    corpus, out = Path(args.corpus), _work_dir(objective, args)
     name = "-".join(["bc5cdr", objective, *(["int8"] if quantize else []),
                      *([args.tag] if args.tag else [])])
     metrics_path = out / f"{name}_test_metrics.json"
@@ -74,6 +79,17 @@ def evaluate(
                 *(["--quantize"] if quantize else [])]
     run(eval_cmd)
     metrics = json.loads(metrics_path.read_text())
+    commands = [" ".join(train_cmd), " ".join(eval_cmd)]
+    if args.nil and not quantize:
+        nil_path = out / f"{name}_nil.json"
+        nil_cmd = [sys.executable, "-m", "spacy_arboel", "tune-nil", str(out / "model-last"),
+                   str(corpus / "dev.spacy"), "--test", str(corpus / "test.spacy"),
+                   "--output", str(nil_path), "--plot", str(out / f"{name}_nil_pr.png"),
+                   "--name", name]
+        run(nil_cmd)
+        nil = json.loads(nil_path.read_text())
+        metrics["nil"] = {"threshold": nil["threshold"], "dev": nil["dev"], "test": nil["test"]}
+        commands.append(" ".join(nil_cmd))
     timings = metrics.pop("timings")
     # None: the model was trained outside this script (or the cores were shared) — no time
     timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
@@ -96,7 +112,7 @@ def evaluate(
         },
         "metrics": metrics,
         "timings": timings,
-        "commands": [" ".join(train_cmd), " ".join(eval_cmd)],
+        "commands": commands,
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
     }
@@ -147,6 +163,42 @@ def results_table(pattern: str = "bc5cdr-*.json") -> str:
     return header + "\n".join(rows) + "\n"
 
 
+def nil_table(pattern: str = "bc5cdr-*.json") -> str:
+    """NIL detection (PEL §5.3) of the runs evaluated with ``--nil``: test NIL P/R/F1 at the
+    dev-tuned threshold, NIL auPR, accuracy over all mentions with NIL."""
+    header = ("| run | threshold | NIL P | NIL R | NIL F1 | NIL auPR | acc incl. NIL | date |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---|\n")
+    rows = []
+    for path in sorted(RESULTS.glob(pattern)):
+        r = json.loads(path.read_text())
+        nil = r.get("metrics", {}).get("nil")
+        if not nil:
+            continue
+        t = nil["test"]
+        rows.append(f"| {r['name']} | {nil['threshold']:.3f} | {_fmt(t['nil']['precision'])} "
+                    f"| {_fmt(t['nil']['recall'])} | {_fmt(t['nil']['f1'])} "
+                    f"| {_fmt(t['nil']['au_pr'])} | {_fmt(t['accuracy_with_nil'])} "
+                    f"| {r['date']} |")
+    return header + "\n".join(rows) + "\n"
+
+
+def plot_nil_curves(names: list[str], args: argparse.Namespace, path: Path) -> None:
+    """One figure with the test NIL PR curves of the named runs (``--nil-plot``)."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    from spacy_arboel.evaluation.nil import nil_scores, plot_nil_pr_curves
+
+    curves = {}
+    for name in names:
+        nlp = spacy.load(Path(args.work) / name / "model-last")
+        docs = DocBin().from_disk(Path(args.corpus) / "test.spacy").get_docs(nlp.vocab)
+        scores = nil_scores(nlp, list(docs))
+        curves[name] = (scores.scores, scores.is_nil)
+    plot_nil_pr_curves(curves, path)
+    print(f"Wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objectives", nargs="+",
@@ -162,11 +214,21 @@ def main() -> None:
     parser.add_argument("--int8", action="store_true",
                         help="also evaluate each model with int8 quantised encoders")
     parser.add_argument("--tag", default="", help="suffix of the run names and result files")
+    parser.add_argument("--nil", action="store_true",
+                        help="also tune the NIL threshold on dev and evaluate NIL detection")
+    parser.add_argument("--eval-only", action="store_true", help="evaluate trained models")
+    parser.add_argument("--nil-plot", nargs="+", metavar="RUN",
+                        help="plot the test NIL PR curves of these runs (folders of --work) "
+                             "into benchmarks/results/bc5cdr-nil-pr.png and exit")
     parser.add_argument("--table-only", action="store_true",
-                        help="print the table of the committed results and exit")
+                        help="print the tables of the committed results and exit")
     args = parser.parse_args()
     if args.table_only:
         print(results_table())
+        print(nil_table())
+        return
+    if args.nil_plot:
+        plot_nil_curves(args.nil_plot, args, RESULTS / "bc5cdr-nil-pr.png")
         return
     prepare(Path(args.corpus), Path(args.data_dir))
     for objective in args.objectives:
