@@ -252,3 +252,55 @@ def test_training_passages_sample_only_the_empty_ones():
     empty_kept = len(half) - 100
     assert 30 < empty_kept < 70  # about half of the 100 empty passages
     assert half == training_passages(gold, 0.5, seed=3)
+
+
+def test_threshold_tuning_scores_each_threshold_from_one_reading(tiny_encoder, toy_kb_path,
+                                                                 toy_examples, monkeypatch):
+    from spacy_arboel.evaluation.end_to_end_eval import tune_threshold
+    from spacy_arboel.reader.spans import LinkedSpan
+
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    linker = nlp.get_pipe("arbo_linker")
+    gold = [eg.reference for eg in toy_examples[:2]]
+    # doc 0 gold: Aspirin (0, 7) D001241, cough (16, 21) D003371
+    # doc 1 gold: Fever (0, 5) D005334, aspirin (20, 27) D001241
+    spans = [[LinkedSpan(0, 7, "D001241", 0.5), LinkedSpan(16, 21, "D005334", 0.2),
+              LinkedSpan(16, 21, "D003371", 0.05)],
+             [LinkedSpan(0, 5, "D005334", 0.01), LinkedSpan(8, 15, "D010146", 0.3)]]
+    calls = []
+
+    def scored(texts, threshold=None):
+        calls.append(threshold)
+        return spans, None
+
+    monkeypatch.setattr(linker, "scored_spans", scored)
+    best, rows = tune_threshold(linker, gold, [0.1, 0.001, 0.04])
+    assert calls == [0.001]  # one reading at the lowest threshold
+    by_t = {r["threshold"]: r for r in rows}
+    # 0.001: resolution keeps (16, 21) D005334 over D003371: tp = Aspirin, Fever
+    assert (by_t[0.001]["tp"], by_t[0.001]["n_predicted"]) == (2, 4)
+    assert (by_t[0.04]["tp"], by_t[0.04]["n_predicted"]) == (1, 3)
+    assert (by_t[0.1]["tp"], by_t[0.1]["n_predicted"]) == (1, 3)
+    assert best["threshold"] == 0.001 and best["f1"] == pytest.approx(2 * 0.5 * 0.5)
+
+
+def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    from spacy.tokens import DocBin
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    nlp = _nlp(tiny_encoder, toy_kb_path, top_k=2)
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "dev.spacy")
+    result = CliRunner().invoke(app, [
+        "tune-e2e", str(tmp_path / "model"), str(tmp_path / "dev.spacy"),
+        "--threshold", "0.0", "--threshold", "0.5", "--output", str(tmp_path / "t.json"),
+        "--output-model", str(tmp_path / "tuned")])
+    assert result.exit_code == 0, result.output
+    tuned = json.loads((tmp_path / "t.json").read_text())
+    assert [r["threshold"] for r in tuned["rows"]] == [0.0, 0.5]
+    assert tuned["rows"][1]["n_predicted"] == 0  # p_span × p_rank never reaches 0.5 untrained
+    loaded = spacy.load(tmp_path / "tuned")
+    assert loaded.get_pipe("arbo_linker").cfg["threshold"] == tuned["best"]["threshold"]

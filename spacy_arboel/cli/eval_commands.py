@@ -182,3 +182,43 @@ def evaluate_rerank(
     if output:
         write_json(metrics, output)
         msg.good(f"Wrote {output}")
+
+
+@app.command("tune-e2e", context_settings=OVERRIDES)
+def tune_e2e(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_linker")],
+    dev: Annotated[Path, typer.Argument(help="Dev .spacy DocBin (ents with kb_id)")],
+    thresholds: Annotated[list[float] | None, typer.Option(
+        "--threshold", help="A threshold to try (repeat the option); default: 0.001 to 0.2")
+    ] = None,
+    output_model: Annotated[Path | None, typer.Option(
+        help="Save the pipeline with the best threshold here")] = None,
+    output: Annotated[Path | None, typer.Option(help="JSON of every threshold's scores")] = None,
+    limit: Annotated[int, typer.Option(help="Use the first N docs (0 = all)")] = 0,
+    component: Annotated[str, typer.Option(help="arbo_linker component name")] = "arbo_linker",
+) -> None:
+    """Choose arbo_linker's threshold on p_span × p_rank that maximises InKB micro F1 on DEV
+    (one reading of the docs, every threshold scored from it) and save the pipeline with it."""
+    import spacy
+    from spacy.cli._util import parse_config_overrides
+    from spacy.tokens import DocBin
+    from wasabi import msg
+
+    from ..evaluation.end_to_end_eval import THRESHOLDS, tune_threshold
+    from ..evaluation.report import write_json
+
+    overrides = parse_config_overrides(ctx.args)
+    nlp = spacy.load(model, config=overrides)
+    docs = list(DocBin().from_disk(dev).get_docs(nlp.vocab))
+    best, rows = tune_threshold(nlp.get_pipe(component), docs[:limit] if limit else docs,
+                                thresholds or THRESHOLDS)
+    msg.table([(r["threshold"], f"{r['precision']:.3f}", f"{r['recall']:.3f}",
+                f"{r['f1']:.3f}") for r in rows], header=("threshold", "P", "R", "F1"))
+    msg.good(f"Best threshold {best['threshold']}: F1 {best['f1']:.3f}")
+    if output is not None:
+        write_json({"model": str(model), "dev": str(dev), "best": best, "rows": rows}, output)
+    if output_model is not None:
+        key = f"components.{component}.threshold"
+        spacy.load(model, config={**overrides, key: best["threshold"]}).to_disk(output_model)
+        msg.good(f"Saved {output_model} with {key} = {best['threshold']}")

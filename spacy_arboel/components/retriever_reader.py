@@ -480,13 +480,23 @@ class ArboLinker(TrainablePipe):
     def predict(self, docs: Iterable[Doc]) -> list[DocLinks]:
         """Linked spans, per-span candidates and per-passage candidates; no side effects."""
         docs = list(docs)
-        results = [DocLinks() for _ in docs]
-        texts = [doc.text for doc in docs]
+        found, results = self.scored_spans([doc.text for doc in docs])
+        for result, spans in zip(results, found, strict=True):
+            result.spans = resolve_spans(spans)
+            result.candidates = candidates_by_span(spans)
+        return results
+
+    def scored_spans(self, texts: Sequence[str], threshold: float | None = None,
+                     ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:
+        """Per text, every (span, entity) pair scoring above ``threshold`` (default: the
+        configured one) before overlaps are resolved, and the per-passage candidates; a
+        low ``threshold`` here lets a caller sweep higher ones without reading again."""
+        results = [DocLinks() for _ in texts]
+        found: list[list[LinkedSpan]] = [[] for _ in texts]
         if not any(t.strip() for t in texts):
-            return results
+            return found, results
         self._ensure_ready()
         passages = self.passages.passages(texts)
-        found: list[list[LinkedSpan]] = [[] for _ in docs]
         step = self.cfg["batch_size"]
         for start in range(0, len(passages), step):
             chunk = passages[start : start + step]
@@ -494,7 +504,7 @@ class ArboLinker(TrainablePipe):
             for row, passage in enumerate(chunk):
                 cands = reading.candidates[row]
                 predictions = self._decode(passage, reading.start[row], reading.end[row],
-                                           reading.rank[row])
+                                           reading.rank[row], threshold)
                 for p in predictions:
                     start_char, end_char = self.passages.char_span(passage, p.first, p.last)
                     kb_id = self.kb.entity_at(int(cands[p.candidate])).id
@@ -505,10 +515,7 @@ class ArboLinker(TrainablePipe):
                     (passage.start_char, passage.end_char,
                      [(self.kb.entity_at(int(c)).id, float(s)) for c, s in zip(cands, rank,
                                                                                strict=True)]))
-        for result, spans in zip(results, found, strict=True):
-            result.spans = resolve_spans(spans)
-            result.candidates = candidates_by_span(spans)
-        return results
+        return found, results
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
         """The retriever alone ([CLS] retrieval, eq. 3): per text, per passage, its

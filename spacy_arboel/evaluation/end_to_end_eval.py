@@ -10,7 +10,13 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .end_to_end import _kb_contains, inkb_gold_mentions, retriever_hits, score_end_to_end
+from .end_to_end import (
+    _kb_contains,
+    inkb_gold_mentions,
+    retriever_hits,
+    score_end_to_end,
+    strong_matches,
+)
 
 RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
 WARMUP_DOCS = 5
@@ -76,3 +82,36 @@ def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
         out[f"mention_recall@{k}"] = found / n_mentions if n_mentions else None
         out[f"passage_recall@{k}"] = hits / passages if passages else None
     return out
+
+
+THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2)
+
+
+def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float] = THRESHOLDS,
+                   *, nil_id: str = "NIL") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """InKB micro P/R/F1 (strong matching on character spans) of ``arbo_linker`` at each
+    threshold on p_span × p_rank, from one reading of ``gold_docs``; returns the row with the
+    best F1 (ties: the higher threshold) and all rows. Span-based retrieval keeps the
+    configured threshold, so a row approximates the pipeline saved with its threshold."""
+    from ..reader.spans import resolve_spans
+
+    if not thresholds or min(thresholds) < 0:
+        raise ValueError(f"thresholds must be a non-empty list of values >= 0, got {thresholds}")
+    found, _ = linker.scored_spans([g.text for g in gold_docs], threshold=min(thresholds))
+    in_kb = _kb_contains(linker.kb)
+    golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
+    n_gold = sum(len(g) for g in golds)
+    rows = []
+    for threshold in sorted(set(thresholds)):
+        tp = n_predicted = 0
+        for spans, gold in zip(found, golds, strict=True):
+            kept = resolve_spans(s for s in spans if s.score > threshold)
+            n_predicted += len(kept)
+            tp += strong_matches(gold, [(s.start_char, s.end_char, s.kb_id) for s in kept])
+        precision = tp / n_predicted if n_predicted else 0.0
+        recall = tp / n_gold if n_gold else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        rows.append({"threshold": threshold, "precision": precision, "recall": recall,
+                     "f1": f1, "n_predicted": n_predicted, "tp": tp, "n_gold": n_gold})
+    best = max(rows, key=lambda r: (r["f1"], r["threshold"]))
+    return best, rows
