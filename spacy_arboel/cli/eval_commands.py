@@ -10,6 +10,7 @@ import typer
 
 from ..evaluation.report import markdown_table, plot_recall_at_k
 from .app import OVERRIDES, app
+from .common import read_docs, report, save_with_setting
 
 
 def _load_run(path: Path) -> tuple[str, dict[str, Any]]:
@@ -126,23 +127,14 @@ def evaluate_e2e(
     """
     import spacy
     from spacy.cli._util import parse_config_overrides
-    from spacy.tokens import DocBin
-    from wasabi import msg
 
     from ..evaluation.end_to_end_eval import evaluate_end_to_end
-    from ..evaluation.report import write_json
 
     nlp = spacy.load(model, config=parse_config_overrides(ctx.args), disable=disable or [])
-    docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
-    if limit:
-        docs = docs[:limit]
-    metrics = evaluate_end_to_end(nlp, docs, batch_size=batch_size)
-    metrics = {"model": str(model), "corpus": str(corpus), "pipeline": nlp.pipe_names,
-               **metrics}
-    msg.info(json.dumps(metrics, indent=2))
-    if output:
-        write_json(metrics, output)
-        msg.good(f"Wrote {output}")
+    metrics = evaluate_end_to_end(nlp, read_docs(corpus, nlp.vocab, limit),
+                                  batch_size=batch_size)
+    report({"model": str(model), "corpus": str(corpus), "pipeline": nlp.pipe_names,
+            **metrics}, output)
 
 
 @app.command("evaluate-rerank", context_settings=OVERRIDES)
@@ -165,23 +157,15 @@ def evaluate_rerank(
     `--components.arbo_reranker.top_k 8`."""
     import spacy
     from spacy.cli._util import parse_config_overrides
-    from spacy.tokens import DocBin
-    from wasabi import msg
 
-    from ..evaluation.report import write_json
     from ..evaluation.rerank_eval import evaluate_reranker
 
     nlp = spacy.load(model, config=parse_config_overrides(ctx.args))
     others = [spacy.load(path) for path in union_with or []]
-    docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
-    metrics = evaluate_reranker(nlp, docs[:limit] if limit else docs, oracle=oracle,
+    metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit), oracle=oracle,
                                 union_with=others)
-    metrics = {"model": str(model), "corpus": str(corpus),
-               "union_with": [str(p) for p in union_with or []], **metrics}
-    msg.info(json.dumps(metrics, indent=2))
-    if output:
-        write_json(metrics, output)
-        msg.good(f"Wrote {output}")
+    report({"model": str(model), "corpus": str(corpus),
+            "union_with": [str(p) for p in union_with or []], **metrics}, output)
 
 
 @app.command("tune-e2e", context_settings=OVERRIDES)
@@ -202,7 +186,6 @@ def tune_e2e(
     (one reading of the docs, every threshold scored from it) and save the pipeline with it."""
     import spacy
     from spacy.cli._util import parse_config_overrides
-    from spacy.tokens import DocBin
     from wasabi import msg
 
     from ..evaluation.end_to_end_eval import THRESHOLDS, tune_threshold
@@ -210,8 +193,7 @@ def tune_e2e(
 
     overrides = parse_config_overrides(ctx.args)
     nlp = spacy.load(model, config=overrides)
-    docs = list(DocBin().from_disk(dev).get_docs(nlp.vocab))
-    best, rows = tune_threshold(nlp.get_pipe(component), docs[:limit] if limit else docs,
+    best, rows = tune_threshold(nlp.get_pipe(component), read_docs(dev, nlp.vocab, limit),
                                 thresholds or THRESHOLDS)
     msg.table([(r["threshold"], f"{r['precision']:.3f}", f"{r['recall']:.3f}",
                 f"{r['f1']:.3f}") for r in rows], header=("threshold", "P", "R", "F1"))
@@ -219,6 +201,5 @@ def tune_e2e(
     if output is not None:
         write_json({"model": str(model), "dev": str(dev), "best": best, "rows": rows}, output)
     if output_model is not None:
-        key = f"components.{component}.threshold"
-        spacy.load(model, config={**overrides, key: best["threshold"]}).to_disk(output_model)
-        msg.good(f"Saved {output_model} with {key} = {best['threshold']}")
+        save_with_setting(model, overrides, f"components.{component}.threshold",
+                          best["threshold"], output_model)

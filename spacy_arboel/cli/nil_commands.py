@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .app import OVERRIDES, app
+from .common import read_docs, save_with_setting
 
 
 @app.command("tune-nil", context_settings=OVERRIDES)
@@ -30,7 +31,6 @@ def tune_nil_command(
     TEST, plot the NIL PR curve, and save the pipeline with the threshold in its config."""
     import spacy
     from spacy.cli._util import parse_config_overrides
-    from spacy.tokens import DocBin
     from wasabi import msg
 
     from ..evaluation.nil import nil_scores, plot_nil_pr_curves, tune_nil_threshold
@@ -40,8 +40,7 @@ def tune_nil_command(
     nlp = spacy.load(model, config=overrides)
 
     def read(path: Path):
-        docs = list(DocBin().from_disk(path).get_docs(nlp.vocab))
-        return nil_scores(nlp, docs[:limit] if limit else docs, component=component)
+        return nil_scores(nlp, read_docs(path, nlp.vocab, limit), component=component)
 
     dev_scores = read(dev)
     tuned = tune_nil_threshold(dev_scores.scores, dev_scores.is_nil)
@@ -64,9 +63,8 @@ def tune_nil_command(
         write_json(metrics, output)
         msg.good(f"Wrote {output}")
     if output_model is not None:
-        key = f"components.{component}.threshold"
-        spacy.load(model, config={**overrides, key: tuned.threshold}).to_disk(output_model)
-        msg.good(f"Saved {output_model} with {key} = {tuned.threshold:.4f}")
+        save_with_setting(model, overrides, f"components.{component}.threshold",
+                          tuned.threshold, output_model)
 
 
 def _split_metrics(scores, threshold: float) -> dict:

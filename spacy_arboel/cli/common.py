@@ -1,0 +1,39 @@
+"""Small helpers shared by the CLI commands: reading corpora, writing reports, saving a
+pipeline with a tuned setting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def read_docs(path: Path, vocab, limit: int = 0) -> list:
+    """The docs of a .spacy DocBin, the first ``limit`` only when it is > 0."""
+    from spacy.tokens import DocBin
+
+    docs = list(DocBin().from_disk(path).get_docs(vocab))
+    return docs[:limit] if limit else docs
+
+
+def report(metrics: dict[str, Any], output: Path | None) -> None:
+    """Print the metrics as JSON and write them to ``output`` if given."""
+    from wasabi import msg
+
+    from ..evaluation.report import write_json
+
+    msg.info(json.dumps(metrics, indent=2))
+    if output:
+        write_json(metrics, output)
+        msg.good(f"Wrote {output}")
+
+
+def save_with_setting(model: Path, overrides: dict[str, Any], key: str, value: Any,
+                      output_model: Path) -> None:
+    """Load ``model`` with ``key = value`` in its config (so the saved pipeline keeps it)
+    and save it to ``output_model``."""
+    import spacy
+    from wasabi import msg
+
+    spacy.load(model, config={**overrides, key: value}).to_disk(output_model)
+    msg.good(f"Saved {output_model} with {key} = {value}")
