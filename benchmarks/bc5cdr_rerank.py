@@ -132,12 +132,12 @@ def main() -> None:
     parser.add_argument("--oracles", nargs="+", default=["none", "self"])
     parser.add_argument("--union-with", nargs="*", default=[],
                         help="other linker pipelines for the union oracle")
-    parser.add_argument("--overrides", nargs="*", default=[])
+    parser.add_argument("--overrides", nargs="*", action="extend", default=[])
     parser.add_argument("--distill", action="store_true",
                         help="also train and evaluate a distilled bi-encoder")
     parser.add_argument("--temperature", type=float, default=2.0)
     parser.add_argument("--alpha", type=float, default=0.5)
-    parser.add_argument("--distill-overrides", nargs="*", default=[])
+    parser.add_argument("--distill-overrides", nargs="*", action="extend", default=[])
     parser.add_argument("--tag", default="")
     parser.add_argument("--eval-only", action="store_true")
     parser.add_argument("--table-only", action="store_true")
