@@ -108,7 +108,8 @@ def score_end_to_end(
     mentions), ``e2e_inkb_f``, ``e2e_retriever_mention_recall`` (over the InKB gold mentions
     of docs with ``doc._.passage_candidates``), ``e2e_retriever_passage_recall`` and the
     counts ``e2e_n_gold``, ``e2e_n_predicted``, ``e2e_tp``. ``kb_ids`` is a container of ids or
-    a predicate (``None``: every id is in the KB). Empty denominators score ``None``.
+    a predicate (``None``: every id is in the KB). Without gold mentions the scores are
+``None``; without predictions on gold mentions P and F are 0.
     """
     ensure_passage_candidates_extension()
     in_kb = _kb_contains(kb_ids)
@@ -133,7 +134,10 @@ def score_end_to_end(
         mentions_retrieved += len(gold)
         passages += n_passages
         passage_hits += hits
-    precision, recall = _ratio(tp, n_predicted), _ratio(tp, n_gold)
+    recall = _ratio(tp, n_gold)
+    # no prediction on docs with gold mentions scores P = 0 (not None): spaCy's training loop
+    # drops a score weight for good when its first evaluation gives None
+    precision = _ratio(tp, n_predicted) if n_predicted or not n_gold else 0.0
     return {
         "e2e_inkb_p": precision,
         "e2e_inkb_r": recall,
