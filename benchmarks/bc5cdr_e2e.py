@@ -51,8 +51,9 @@ def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
            "--training.optimizer.learn_rate.total_steps", str(args.max_steps),
            "--training.eval_frequency", str(args.eval_frequency),
            "--corpora.dev.limit", str(args.dev_limit), *args.overrides]
-    if args.eval_only:
-        return out / "model-last", cmd, 0.0
+    if args.eval_only:  # the tuned model if there is one
+        tuned = out / "model-tuned"
+        return (tuned if tuned.exists() else out / "model-last"), cmd, 0.0
     return out / "model-last", cmd, run(cmd)
 
 
@@ -164,7 +165,7 @@ def main() -> None:
     for mode in args.modes:
         model, cmd, seconds = train(mode, args)
         tuning = None
-        if args.tune_threshold:
+        if args.tune_threshold and not args.eval_only:
             model, tuning = tune(model, args)
         result = evaluate(f"bc5cdr-e2e-{mode}{suffix}", model, args, cmd, seconds,
                           "arbo_linker", args.eval_overrides)
