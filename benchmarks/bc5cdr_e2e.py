@@ -78,7 +78,7 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
     run(cmd)
     metrics = json.loads(metrics_path.read_text())
     timings = metrics.pop("timings")
-    timings["training_seconds"] = round(train_seconds, 1)
+    timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
     config = (model / "config.cfg").read_text()
     result = {
         "name": name, "dataset": "bc5cdr", "split": "test", "component": component,
@@ -106,6 +106,10 @@ def _settings(config_text: str, component: str) -> dict:
     return settings
 
 
+def _minutes(seconds) -> str:
+    return "–" if not seconds else f"{seconds / 60:.1f}"
+
+
 def _fmt(value, scale: float = 1.0) -> str:
     return "–" if value is None else f"{value * scale:.1f}"
 
@@ -127,7 +131,7 @@ def results_table(pattern: str = "bc5cdr-e2e-*.json") -> str:
             f"| {_fmt(m['in_kb']['precision'], 100)} "
             f"| {_fmt(m['in_kb']['recall'], 100)} | {_fmt(m['in_kb']['f1'], 100)} "
             f"| {_fmt(m['retriever_final']['mention_recall'], 100)} | {recall_k if cls else '–'} "
-            f"| {t['docs_per_s']:.2f} | {t.get('training_seconds', 0) / 60:.1f} | {r['date']} |")
+            f"| {t['docs_per_s']:.2f} | {_minutes(t.get('training_seconds'))} | {r['date']} |")
     for name, p, r, f in PUBLISHED:
         threshold = "0.03" if name.startswith("BEER") else "–"
         rows.append(f"| {name} | {threshold} | {p:.1f} | {r:.1f} | {f:.1f} | – | – | – | – "
