@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import machine  # noqa: E402
+from bc5cdr_linker import _minutes, machine  # noqa: E402
 
 # InKB micro P / R / F1 on BC5CDR test as published in BEER² Table 2 (large biomedical
 # encoders on GPUs); not measured here.
@@ -104,10 +104,6 @@ def _settings(config_text: str, component: str) -> dict:
     if "model" in block:
         settings["model"] = {k: v for k, v in block["model"].items() if k != "@architectures"}
     return settings
-
-
-def _minutes(seconds) -> str:
-    return "–" if not seconds else f"{seconds / 60:.1f}"
 
 
 def _fmt(value, scale: float = 1.0) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import _fmt, machine, run  # noqa: E402
+from bc5cdr_linker import _fmt, _minutes, machine, run  # noqa: E402
 
 
 def train_reranker(args: argparse.Namespace) -> tuple[Path, list[str], float]:
@@ -107,14 +107,13 @@ def results_table(pattern: str = "bc5cdr-rerank-*.json") -> str:
     for path in sorted(RESULTS.glob(pattern)):
         r = json.loads(path.read_text())
         m, t, s = r["metrics"], r["timings"], r["settings"]
-        train = t.get("training_seconds")
         rows.append(
             f"| {r['name']} | {s['oracle']} | {s['top_k']} "
             f"| {_fmt(m['in_kb']['bi_encoder_accuracy'])} "
             f"| {_fmt(m['in_kb']['accuracy'])} | {_fmt(m['in_kb']['normalized_accuracy'])} "
             f"| {_fmt(m['in_kb']['candidate_recall'])} "
             f"| {_fmt(m['unseen']['bi_encoder_accuracy'])} → {_fmt(m['unseen']['accuracy'])} "
-            f"| {t['mentions_per_s']:.0f} | {'–' if not train else f'{train / 60:.1f}'} "
+            f"| {t['mentions_per_s']:.0f} | {_minutes(t.get('training_seconds'))} "
             f"| {r['date']} |")
     return header + "\n".join(rows) + "\n"
 
