@@ -168,8 +168,9 @@ def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_pa
             == metrics["none"]["bi_encoder"]["accuracy"])
 
 
+@pytest.mark.parametrize("fgsm_epsilon", [0.0, 0.01])
 def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_kb_path,
-                                                            toy_examples, tmp_path):
+                                                            toy_examples, tmp_path, fgsm_epsilon):
     teacher = _nlp(tiny_encoder, toy_kb_path)
     teacher.initialize(lambda: toy_examples)
     optimizer = Adam(0.002)
@@ -181,7 +182,7 @@ def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_k
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
         "objective": {"@misc": "spacy_arboel.Objective.v1", "name": "distill",
                       "teacher_path": str(tmp_path / "teacher"), "n_negatives": 2,
-                      "temperature": 2.0, "distill_alpha": 0.5}})
+                      "temperature": 2.0, "distill_alpha": 0.5, "fgsm_epsilon": fgsm_epsilon}})
     student.initialize(lambda: toy_examples)
     optimizer = Adam(0.002)
     losses = [student.update(toy_examples, sgd=optimizer)[LINKER] for _ in range(10)]

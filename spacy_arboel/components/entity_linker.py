@@ -433,7 +433,7 @@ class ArboEntityLinker(TrainablePipe):
         adversarial = None
         if fgsm:
             adversarial = self._fgsm_pass(tensors, candidates, scores, valid, entity_batch,
-                                          captured)
+                                          captured, teacher)
             loss = loss + self.objective.fgsm_lambda * adversarial[0]
         loss.backward()
         bp_entities(torch2xp(tensors[0].grad))
@@ -449,7 +449,7 @@ class ArboEntityLinker(TrainablePipe):
         self._model_version += 1
         return losses
 
-    def _fgsm_pass(self, tensors, candidates, scores, valid, entity_batch, captured):
+    def _fgsm_pass(self, tensors, candidates, scores, valid, entity_batch, captured, teacher):
         """PEL eq. 6–8: perturb the entity rows' input embeddings by ε·sign of the gradient
         (negatives closer to the mention, the positive away from it), encode them again and
         score the mentions against them. Returns (adversarial loss, adversarial entity
@@ -467,7 +467,7 @@ class ArboEntityLinker(TrainablePipe):
         adv = xp2torch(adv_entities, requires_grad=True)
         adv_scores, adv_valid = candidate_scores(tensors[1], torch.cat([adv, *tensors[1:]]),
                                                  candidates, self.objective.similarity)
-        return self.objective.compute_loss(adv_scores, adv_valid), adv, bp_adv
+        return self.objective.compute_loss(adv_scores, adv_valid, teacher), adv, bp_adv
 
     def _teacher_logits(self, texts, spans, plan, device) -> torch.Tensor:
         """The cross-encoder teacher's logits for each mention's candidate entities (BLINK
