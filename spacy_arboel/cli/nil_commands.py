@@ -72,9 +72,4 @@ def _split_metrics(scores, threshold: float) -> dict:
 
     return {"nil": nil_metrics(scores.scores, scores.is_nil, threshold),
             "accuracy_with_nil": scores.accuracy(threshold),
-            "accuracy_in_kb_no_threshold": _in_kb_accuracy(scores)}
-
-
-def _in_kb_accuracy(scores) -> float:
-    linked = [ok for ok, nil in zip(scores.top1_correct, scores.is_nil, strict=True) if not nil]
-    return sum(linked) / len(linked) if linked else 0.0
+            "accuracy_in_kb_no_threshold": scores.in_kb_accuracy()}

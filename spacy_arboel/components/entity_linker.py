@@ -409,11 +409,10 @@ class ArboEntityLinker(TrainablePipe):
         plan = self.objective.plan(ctx)
         entity_batch = self.builder.pad([self._row_inputs[self.index.rows[r]]
                                          for r in plan.entity_rows])
-        fgsm = self.objective.fgsm_epsilon > 0
+        encoder = torch_encoders(self.model)["entity"] if self.objective.fgsm_epsilon > 0 else None
         captured: tuple[list, list] = ([], [])
-        encoder = torch_encoders(self.model)["entity"]
-        with (embedding_hook(encoder.transformer, captured[0]) if fgsm else nullcontext(),
-              output_hook(encoder, captured[1]) if fgsm else nullcontext()):
+        with (embedding_hook(encoder.transformer, captured[0]) if encoder else nullcontext(),
+              output_hook(encoder, captured[1]) if encoder else nullcontext()):
             entities, bp_entities = self.model.begin_update(("entity", *entity_batch))
         parts = [entities, queries]
         extra_bp = None
@@ -431,9 +430,9 @@ class ArboEntityLinker(TrainablePipe):
             teacher = self._teacher_logits(texts, spans, plan, tensors[0].device)
         loss = self.objective.compute_loss(scores, valid, teacher)
         adversarial = None
-        if fgsm:
-            adversarial = self._fgsm_pass(tensors, candidates, scores, valid, entity_batch,
-                                          captured, teacher)
+        if encoder is not None:
+            adversarial = self._fgsm_pass(encoder, tensors, candidates, scores, valid,
+                                          entity_batch, captured, teacher)
             loss = loss + self.objective.fgsm_lambda * adversarial[0]
         loss.backward()
         bp_entities(torch2xp(tensors[0].grad))
@@ -449,7 +448,8 @@ class ArboEntityLinker(TrainablePipe):
         self._model_version += 1
         return losses
 
-    def _fgsm_pass(self, tensors, candidates, scores, valid, entity_batch, captured, teacher):
+    def _fgsm_pass(self, encoder, tensors, candidates, scores, valid, entity_batch, captured,
+                   teacher):
         """PEL eq. 6–8: perturb the entity rows' input embeddings by ε·sign of the gradient
         (negatives closer to the mention, the positive away from it), encode them again and
         score the mentions against them. Returns (adversarial loss, adversarial entity
@@ -461,7 +461,6 @@ class ArboEntityLinker(TrainablePipe):
         mask = torch.as_tensor(entity_batch[1], device=embeddings.device)
         delta = fgsm_delta(outputs, output_grad.to(outputs.device), embeddings, mask,
                            self.objective.fgsm_epsilon)
-        encoder = torch_encoders(self.model)["entity"]
         with embedding_hook(encoder.transformer, delta=delta):
             adv_entities, bp_adv = self.model.begin_update(("entity", *entity_batch))
         adv = xp2torch(adv_entities, requires_grad=True)
@@ -614,8 +613,10 @@ def load_teacher(path: str, kb: KnowledgeBase):
     """The ``arbo_reranker`` of the pipeline at ``path``, checked to use the same KB."""
     import spacy
 
+    from .reranker import ArboReranker
+
     nlp = spacy.load(path)
-    found = [pipe for _, pipe in nlp.pipeline if hasattr(pipe, "score_candidates")]
+    found = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, ArboReranker)]
     if not found:
         raise ValueError(f"teacher_path '{path}' holds no arbo_reranker: train one with "
                          f"configs/reranker.cfg and give the folder of its pipeline.")

@@ -25,7 +25,7 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
 from ..data.convert import gold_ids
-from ..encoders.inputs import InputBuilder, MentionSpan, pad_ids
+from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
@@ -178,17 +178,13 @@ class ArboReranker(TrainablePipe):
     def pair_batch(self, mention_ids: Sequence[Sequence[int]],
                    candidates: Sequence[Sequence[str]]) -> tuple[np.ndarray, ...]:
         """(ids, mask, type_ids) of every (mention, candidate) pair, mention by mention."""
-        sequences, types = [], []
+        pairs = []
         for mention, ids in zip(mention_ids, candidates, strict=True):
             for kb_id in ids:
                 entity = self._entity_ids(kb_id)
-                sequences.append(list(mention) + entity)
-                types.append([0] * len(mention) + [self._second_type] * len(entity))
-        ids, mask = pad_ids(sequences, self.builder.pad_id)
-        type_ids = np.zeros_like(ids)
-        for row, seq in enumerate(types):
-            type_ids[row, : len(seq)] = seq
-        return ids, mask, type_ids
+                pairs.append((list(mention) + entity,
+                              [0] * len(mention) + [self._second_type] * len(entity)))
+        return pad_pairs(pairs, self.builder.pad_id)
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
         if not self.cfg["quantize"]:

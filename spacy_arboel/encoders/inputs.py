@@ -76,6 +76,17 @@ def pad_ids(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray
     return ids, mask
 
 
+def pad_pairs(pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
+              pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Right-pad ``(ids, token_type_ids)`` pairs: (input_ids, attention_mask,
+    token_type_ids) as int64 arrays."""
+    ids, mask = pad_ids([seq for seq, _ in pairs], pad_id)
+    types = np.zeros_like(ids)
+    for row, (_, seq_types) in enumerate(pairs):
+        types[row, : len(seq_types)] = seq_types
+    return ids, mask, types
+
+
 class InputBuilder:
     """Turns documents' mentions and KB entities into padded id arrays for the encoders."""
 

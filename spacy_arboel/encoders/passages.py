@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import Errors
-from .inputs import _special_ids, pad_ids, truncate_entity
+from .inputs import _special_ids, pad_pairs, truncate_entity
 from .loading import TITLE
 
 CHUNK_CHARS = 10_000  # the tokenizer never sees a longer string
@@ -198,11 +198,7 @@ class PassageBuilder:
         self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(input_ids, attention_mask, token_type_ids) as int64 arrays, right-padded."""
-        ids, mask = pad_ids([seq for seq, _ in pairs], self.pad_id)
-        types = np.zeros_like(ids)
-        for row, (_, seq_types) in enumerate(pairs):
-            types[row, : len(seq_types)] = seq_types
-        return ids, mask, types
+        return pad_pairs(pairs, self.pad_id)
 
     # --- spans -----------------------------------------------------------------------------
 

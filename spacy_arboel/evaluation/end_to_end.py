@@ -44,6 +44,16 @@ def _f1(precision: float | None, recall: float | None) -> float | None:
     return 2 * precision * recall / total if total else 0.0
 
 
+def micro_prf(tp: int, n_predicted: int, n_gold: int
+              ) -> tuple[float | None, float | None, float | None]:
+    """InKB micro precision, recall and F1: ``None`` without gold mentions; P and F are 0,
+    not ``None``, when nothing is predicted on gold mentions (spaCy's training loop drops a
+    score weight for good when its first evaluation gives ``None``)."""
+    recall = _ratio(tp, n_gold)
+    precision = _ratio(tp, n_predicted) if n_predicted or not n_gold else 0.0
+    return precision, recall, _f1(precision, recall)
+
+
 def inkb_gold_mentions(doc: Doc, in_kb: Callable[[str], bool], nil_id: str) -> list[Mention]:
     """The gold mentions of ``doc`` with at least one gold id in the KB ("-1", "" and the NIL
     id are no ids)."""
@@ -109,7 +119,7 @@ def score_end_to_end(
     of docs with ``doc._.passage_candidates``), ``e2e_retriever_passage_recall`` and the
     counts ``e2e_n_gold``, ``e2e_n_predicted``, ``e2e_tp``. ``kb_ids`` is a container of ids or
     a predicate (``None``: every id is in the KB). Without gold mentions the scores are
-``None``; without predictions on gold mentions P and F are 0.
+    ``None``; without predictions on gold mentions P and F are 0.
     """
     ensure_passage_candidates_extension()
     in_kb = _kb_contains(kb_ids)
@@ -134,14 +144,11 @@ def score_end_to_end(
         mentions_retrieved += len(gold)
         passages += n_passages
         passage_hits += hits
-    recall = _ratio(tp, n_gold)
-    # no prediction on docs with gold mentions scores P = 0 (not None): spaCy's training loop
-    # drops a score weight for good when its first evaluation gives None
-    precision = _ratio(tp, n_predicted) if n_predicted or not n_gold else 0.0
+    precision, recall, f1 = micro_prf(tp, n_predicted, n_gold)
     return {
         "e2e_inkb_p": precision,
         "e2e_inkb_r": recall,
-        "e2e_inkb_f": _f1(precision, recall),
+        "e2e_inkb_f": f1,
         "e2e_retriever_mention_recall": (
             _ratio(mentions_found, mentions_retrieved) if retrieved else None
         ),

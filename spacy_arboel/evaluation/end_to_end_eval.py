@@ -13,6 +13,7 @@ from spacy.training import Example
 from .end_to_end import (
     _kb_contains,
     inkb_gold_mentions,
+    micro_prf,
     retriever_hits,
     score_end_to_end,
     strong_matches,
@@ -108,9 +109,7 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
             kept = resolve_spans(s for s in spans if s.score > threshold)
             n_predicted += len(kept)
             tp += strong_matches(gold, [(s.start_char, s.end_char, s.kb_id) for s in kept])
-        precision = tp / n_predicted if n_predicted else 0.0
-        recall = tp / n_gold if n_gold else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        precision, recall, f1 = (x or 0.0 for x in micro_prf(tp, n_predicted, n_gold))
         rows.append({"threshold": threshold, "precision": precision, "recall": recall,
                      "f1": f1, "n_predicted": n_predicted, "tp": tp, "n_gold": n_gold})
     best = max(rows, key=lambda r: (r["f1"], r["threshold"]))

@@ -135,6 +135,11 @@ class NilScores:
                  in zip(self.scores, self.is_nil, self.top1_correct, strict=True)]
         return sum(right) / len(right) if right else 0.0
 
+    def in_kb_accuracy(self) -> float:
+        """Accuracy of the best candidate over the in-KB mentions, with no threshold."""
+        linked = [ok for ok, nil in zip(self.top1_correct, self.is_nil, strict=True) if not nil]
+        return sum(linked) / len(linked) if linked else 0.0
+
 
 def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = "arbo_entity_linker",
                batch_size: int = 256) -> NilScores:
@@ -151,11 +156,12 @@ def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = "arb
         predicted = {(e.start_char, e.end_char): e for e in doc.ents}
         for gold in eg.reference.ents:
             ent = predicted.get((gold.start_char, gold.end_char))
-            if ent is None or not gold_ids(gold.kb_id_):
+            all_ids = gold_ids(gold.kb_id_)
+            if ent is None or not all_ids:
                 continue
             candidates = ent._.kb_candidates or []
             out.scores.append(float(candidates[0][1]) if candidates else NO_CANDIDATE)
-            ids = [i for i in gold_ids(gold.kb_id_) if i != nil_id]
+            ids = [i for i in all_ids if i != nil_id]
             out.is_nil.append(not any(i in linker.kb for i in ids))
             out.top1_correct.append(bool(candidates) and candidates[0][0] in ids)
     return out

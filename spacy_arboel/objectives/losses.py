@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-LOSSES = ("softmax", "edge", "proxy", "distill")
+LOSSES = ("softmax", "edge")  # the others (proxy, distill) are computed by their objectives
 SIMILARITIES = ("dot", "cosine")
 
 
@@ -78,6 +78,4 @@ def get_loss(name: str):
         return softmax_loss
     if name == "edge":
         return edge_loss
-    if name == "proxy":
-        return proxy_loss
     raise ValueError(f"Unknown loss '{name}': use one of {LOSSES}.")

@@ -69,11 +69,10 @@ class Objective:
     needs_mention_index = False
     fgsm_epsilon = 0.0
     fgsm_lambda = 1.0
+    teacher_path: str | None = None  # a pipeline with arbo_reranker (distillation)
 
     def plan(self, ctx: PlanContext) -> BatchPlan:
         raise NotImplementedError
-
-    teacher_path: str | None = None  # a pipeline with arbo_reranker (distillation)
 
     def compute_loss(self, scores, valid, teacher=None):
         """The loss over scored candidate lists (positive in column 0); ``teacher``: the
