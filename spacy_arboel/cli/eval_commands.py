@@ -143,18 +143,22 @@ def evaluate_rerank(
     model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker and "
                                                "arbo_reranker")],
     corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
-    oracle: Annotated[str, typer.Option(
+    oracle: Annotated[list[str] | None, typer.Option(
         help="none, self (gold injected) or union (gold injected into the union with "
-             "--union-with)")] = "none",
+             "--union-with); repeat the option for several, all from one scoring pass")
+    ] = None,
+    top_k: Annotated[list[int] | None, typer.Option(
+        help="Candidates re-ranked (repeat for several K); default: the re-ranker's top_k")
+    ] = None,
     union_with: Annotated[list[Path] | None, typer.Option(
         help="Other linker pipelines whose candidates join the union oracle")] = None,
     output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
     limit: Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")] = 0,
 ) -> None:
     """Re-rank the linker's candidates of CORPUS's gold mentions with the cross-encoder:
-    accuracy before and after, normalised accuracy, seen/unseen, pairs/s; optionally in
-    arboEL's oracle settings. Further settings override the config, e.g.
-    `--components.arbo_reranker.top_k 8`."""
+    accuracy before and after, normalised accuracy, seen/unseen, pairs/s, one run per oracle
+    and K (arboEL's oracle settings). Further settings override the config, e.g.
+    `--components.arbo_reranker.batch_size 32`."""
     import spacy
     from spacy.cli._util import parse_config_overrides
 
@@ -162,7 +166,8 @@ def evaluate_rerank(
 
     nlp = spacy.load(model, config=parse_config_overrides(ctx.args))
     others = [spacy.load(path) for path in union_with or []]
-    metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit), oracle=oracle,
+    metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit),
+                                oracles=oracle or ["none"], top_ks=top_k or [],
                                 union_with=others)
     report({"model": str(model), "corpus": str(corpus),
             "union_with": [str(p) for p in union_with or []], **metrics}, output)
