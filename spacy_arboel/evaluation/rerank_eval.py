@@ -38,13 +38,17 @@ def union_candidates(lists: Sequence[Sequence[str]], k: int) -> list[str]:
     return merged
 
 
+def check_oracle(oracle: str) -> None:
+    if oracle not in ORACLES:
+        raise ValueError(f"Unknown oracle '{oracle}': use one of {ORACLES}.")
+
+
 def oracle_candidates(retrieved: Sequence[str], gold: Sequence[str], oracle: str,
                       k: int) -> list[str]:
     """The candidates the re-ranker scores: the top ``k`` (``none``), with the gold entity in
     place of the last when missing (``self``), or the union with gold appended (``union``;
     ``retrieved`` is then the union already)."""
-    if oracle not in ORACLES:
-        raise ValueError(f"Unknown oracle '{oracle}': use one of {ORACLES}.")
+    check_oracle(oracle)
     ids = list(retrieved) if oracle == "union" else list(retrieved[:k])
     if oracle == "none" or not gold or any(g in ids for g in gold):
         return ids
@@ -62,9 +66,8 @@ def evaluate_reranker(
     ``run`` each. Every (mention, candidate) pair is scored once for all runs; the pair rate
     of that pass gives each run's mentions/s."""
     gold_docs = list(gold_docs)
-    for oracle in oracles:
-        if oracle not in ORACLES:
-            raise ValueError(f"Unknown oracle '{oracle}': use one of {ORACLES}.")
+    for oracle in oracles:  # before the linkers run
+        check_oracle(oracle)
     rerank = nlp.get_pipe(reranker)
     top_ks = list(top_ks) or [rerank.cfg["top_k"]]
     retrieved = linker_candidates(nlp, gold_docs, linker)
