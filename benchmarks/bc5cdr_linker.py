@@ -100,6 +100,10 @@ def evaluate(
     timings = metrics.pop("timings")
     # None: the model was trained outside this script (or the cores were shared) — no time
     timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
+    before = recorded_result(name) if args.eval_only else None
+    if before:  # keep what the training run recorded
+        timings["training_seconds"] = before["timings"].get("training_seconds")
+        commands[0] = before["commands"][0]
     config = (out / "model-last" / "config.cfg").read_text()
     result = {
         "name": name,
