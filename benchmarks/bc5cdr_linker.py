@@ -116,7 +116,8 @@ def evaluate(
             "config": "configs/linker.cfg",
             "epochs": args.epochs,
             "overrides": args.overrides,
-            "kb": "MeSH 2026 descriptors + disease synonyms + aliases from train/dev mentions",
+            "corpus": _relative(corpus),
+            "kb": kb_description(corpus),
             "mentions": "gold spans",
             "quantize": quantize,
             "linker": _linker_settings(config),
@@ -130,6 +131,21 @@ def evaluate(
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _relative(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def kb_description(corpus: Path) -> str:
+    """The KB a run used, with the entities ``prepare --remove-types`` took out of it."""
+    kb = "MeSH 2026 descriptors + disease synonyms + aliases from train/dev mentions"
+    removed = corpus / "removed_ids.json"
+    if removed.exists():
+        info = json.loads(removed.read_text())
+        kb += f", minus the {len(info['ids'])} entities typed {', '.join(info['types'])}"
+    return kb
 
 
 def _linker_settings(config_text: str) -> dict:
