@@ -59,6 +59,7 @@ def train_reranker(args: argparse.Namespace) -> tuple[Path, list[str], float]:
            "--output", str(out), "--paths.linker", args.linker,
            "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
            *component, "--training.max_steps", str(args.max_steps),
+           "--training.max_epochs", "0",  # max_steps alone ends training (config: 1 epoch)
            "--training.optimizer.learn_rate.total_steps", str(args.max_steps),
            "--training.eval_frequency", str(args.max_steps),
            "--corpora.dev.limit", str(args.dev_limit), *args.overrides]
