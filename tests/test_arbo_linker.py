@@ -136,7 +136,10 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     # a pipeline loaded with another KB is an error, not wrong links
     kb_file = tmp_path / "pipeline" / "arbo_linker" / "kb.jsonl"
     kb_file.write_text(kb_file.read_text().replace("Fever", "Fevers"))
-    with pytest.raises(ValueError, match="knowledge base|KB"):
+    with pytest.raises(ValueError, match=r"\[E030\].*kb.jsonl"):
+        spacy.load(tmp_path / "pipeline")
+    (tmp_path / "pipeline" / "arbo_linker" / "manifest.json").unlink()
+    with pytest.warns(UserWarning, match="W003"), pytest.raises(ValueError, match="E012"):
         spacy.load(tmp_path / "pipeline")
 
 

@@ -136,3 +136,83 @@ def test_settings_out_of_range_are_rejected(tiny_encoder, toy_kb_path, setting):
     with pytest.raises(ValueError, match="must be|Unknown"):
         nlp = _nlp(tiny_encoder, toy_kb_path)
         nlp.get_pipe("arbo_coref").configure(**setting)
+
+
+def test_a_kb_change_refuses_the_remembered_mentions(tiny_encoder, toy_kb_path, toy_examples,
+                                                     tmp_path):
+    from spacy_arboel.kb import KnowledgeBase
+
+    nlp = _nlp(tiny_encoder, toy_kb_path, keep_state=True)
+    list(nlp.pipe(_docs(toy_examples[:3])))
+    coref, linker = nlp.get_pipe("arbo_coref"), nlp.get_pipe("arbo_entity_linker")
+    remembered = coref.state.fingerprints
+    smaller = KnowledgeBase(list(linker.kb)[:-1])
+    linker.set_kb(smaller)
+    with pytest.raises(ValueError, match="E034"):
+        list(nlp.pipe(_docs(toy_examples[3:])))
+    # the memory is untouched, so saving it keeps the fingerprints it was made with
+    assert coref.state.fingerprints == remembered
+    nlp.to_disk(tmp_path / "stale")
+    with pytest.raises(ValueError, match="E015"):  # kb_path null: the saved (smaller) KB
+        spacy.load(tmp_path / "stale",
+                   config={"components.arbo_entity_linker.kb_path": None})
+    coref.clear_state()
+    ids = _ids(nlp.pipe(_docs(toy_examples[3:])))
+    assert all(i for row in ids for i in row)
+    assert coref.state.fingerprints["kb"] == smaller.fingerprint()
+    nlp.to_disk(tmp_path / "fresh")
+    fresh = spacy.load(tmp_path / "fresh",
+                       config={"components.arbo_entity_linker.kb_path": None})
+    assert len(fresh.get_pipe("arbo_coref").state) == len(coref.state)
+
+
+def test_docs_fed_again_are_remembered_once_and_keep_their_ids(tiny_encoder, toy_kb_path,
+                                                               toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, keep_state=True, threshold=-0.0)
+    first = _ids(nlp.pipe(_docs(toy_examples)))
+    size = len(nlp.get_pipe("arbo_coref").state)
+    assert size == sum(len(eg.reference.ents) for eg in toy_examples)
+    assert _ids(nlp.pipe(_docs(toy_examples))) == first
+    assert _ids(nlp.pipe(_docs(toy_examples[2:4]))) == first[2:4]
+    assert len(nlp.get_pipe("arbo_coref").state) == size
+
+
+class _CountingDoc:
+    """A Doc that counts how often its ents are built (``doc.ents`` makes a new tuple)."""
+
+    def __init__(self, doc):
+        self.doc, self.reads = doc, 0
+
+    @property
+    def ents(self):
+        self.reads += 1
+        return self.doc.ents
+
+    def __getattr__(self, name):
+        return getattr(self.doc, name)
+
+
+def test_annotation_reads_the_ents_of_a_doc_a_fixed_number_of_times(tiny_encoder, toy_kb_path):
+    # a doc with many ents: annotation must stay linear in them (it was quadratic)
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    doc = nlp.make_doc(" ".join(["aspirin and fever ."] * 100))
+    doc.ents = [doc.char_span(t.idx, t.idx + len(t), label="X") for t in doc
+                if t.text in ("aspirin", "fever")]
+    with nlp.select_pipes(disable=["arbo_coref"]):
+        doc = nlp(doc)
+    counting = _CountingDoc(doc)
+    nlp.get_pipe("arbo_coref").cluster([counting])
+    assert counting.reads <= 3
+    assert all(e._.get(CLUSTER_EXT) for e in doc.ents)
+
+
+def test_mentions_without_content_are_not_linked_nor_clustered(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    doc = nlp.make_doc("Aspirin \x00\x00 and   fever.")
+    doc.ents = [doc.char_span(0, 7, label="Chemical"), doc.char_span(8, 10, label="X"),
+                doc.char_span(15, 17, label="X"), doc.char_span(17, 22, label="Disease")]
+    doc = nlp(doc)
+    nul, spaces = doc.ents[1], doc.ents[2]
+    assert [nul.kb_id_, spaces.kb_id_] == ["NIL", "NIL"]
+    assert nul._.kb_candidates == [] and nul._.get(CLUSTER_EXT) is None
+    assert doc.ents[0]._.kb_candidates and doc.ents[0]._.get(CLUSTER_EXT)

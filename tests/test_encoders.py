@@ -100,3 +100,33 @@ def test_mention_pooling_averages_the_marked_span():
     assert pooled[0].tolist() == [25 / 4, 25 / 4]  # 7, 4, 6, 8
     assert pooled[1].tolist() == [14 / 4, 14 / 4]  # no markers: all real wordpieces
     assert PooledEncoder(Echo(), "cls")(ids, mask)[:, 0].tolist() == [1.0, 1.0]
+
+
+def test_long_descriptions_are_cut_before_tokenising(builder):
+    seen = []
+    tokenizer = builder.tokenizer
+
+    class Recording:
+        def __call__(self, texts, **kwargs):
+            seen.extend(len(t) for t in texts)
+            return tokenizer(texts, **kwargs)
+
+    description = "the cough of patients with heart failure . " * 250_000  # 11 MB
+    short = InputBuilder(tokenizer, 16, 12).entity_ids(["Cough"], [description[:2000]])
+    recording = InputBuilder(tokenizer, 16, 12)
+    recording.tokenizer = Recording()
+    assert recording.entity_ids(["Cough"], [description]) == short
+    assert max(seen) < 1000
+    # text that is mostly spaces is read further until it gives enough pieces
+    spaced = " " * 5000 + "cough fever pain " * 10
+    assert recording.entity_ids(["Cough"], [spaced]) == builder.entity_ids(
+        ["Cough"], ["cough fever pain " * 10])
+
+
+@pytest.mark.parametrize("text, expected", [("", False), ("   \n\t", False),
+                                            ("\x00\x00", False), ("\u200b", False),
+                                            ("a", True), (" ü ", True), ("5", True)])
+def test_has_content(text, expected):
+    from spacy_arboel.encoders.inputs import has_content
+
+    assert has_content(text) is expected

@@ -92,8 +92,11 @@ def test_loading_with_another_kb_is_an_error(tiny_encoder, toy_kb_path, tmp_path
     kb_file = tmp_path / "pipeline" / "arbo_entity_linker" / "kb.jsonl"
     lines = kb_file.read_text().splitlines()
     kb_file.write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(ValueError, match="fingerprint"):
+    with pytest.raises(ValueError, match=r"\[E030\].*kb.jsonl has"):  # the manifest sees it
         spacy.load(tmp_path / "pipeline")
+    (tmp_path / "pipeline" / "arbo_entity_linker" / "manifest.json").unlink()
+    with pytest.warns(UserWarning, match="W003"), pytest.raises(ValueError, match="E012"):
+        spacy.load(tmp_path / "pipeline")  # without a manifest, the index's fingerprint does
 
 
 def test_gold_ids_missing_from_the_kb_are_counted(tiny_encoder, toy_kb_path, toy_examples):
@@ -316,3 +319,42 @@ def test_proxy_objective_links_with_unit_vectors(tiny_encoder, toy_kb_path, toy_
     for ent in doc.ents:
         assert np.linalg.norm(ent._.mention_vector) == pytest.approx(1.0, abs=1e-5)
         assert all(-1.0 - 1e-5 <= s <= 1.0 + 1e-5 for _, s in ent._.kb_candidates)
+
+
+def test_a_kb_path_given_at_load_time_is_honoured(tiny_encoder, toy_kb_path, toy_examples,
+                                                  tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, top_k=10)
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    same = spacy.load(tmp_path / "pipeline",
+                      config={"components.arbo_entity_linker.kb_path": str(toy_kb_path)})
+    assert same.get_pipe("arbo_entity_linker").kb.fingerprint() == \
+        nlp.get_pipe("arbo_entity_linker").kb.fingerprint()
+    smaller = tmp_path / "smaller.jsonl"
+    smaller.write_text("\n".join(toy_kb_path.read_text().splitlines()[:3]) + "\n")
+    with pytest.warns(UserWarning, match="W004"):
+        other = spacy.load(tmp_path / "pipeline",
+                           config={"components.arbo_entity_linker.kb_path": str(smaller)})
+    linker = other.get_pipe("arbo_entity_linker")
+    assert len(linker.kb) == 3 and len(linker.index) == 3
+    docs = list(other.pipe([eg.predicted.copy() for eg in toy_examples]))
+    assert {i for d in docs for e in d.ents for i, _ in e._.kb_candidates} <= set(linker.kb.ids)
+    # a path that does not exist here (kept from training elsewhere) keeps the saved KB
+    with pytest.warns(UserWarning, match="W005"):
+        moved = spacy.load(tmp_path / "pipeline", config={
+            "components.arbo_entity_linker.kb_path": str(tmp_path / "no.jsonl")})
+    assert len(moved.get_pipe("arbo_entity_linker").kb) == 5
+
+
+def test_index_errors_give_advice_that_exists():
+    from spacy_arboel.errors import Errors
+
+    assert "build-index" not in Errors.E004 and "refresh()" in Errors.E004
+
+
+def test_a_nil_id_in_the_kb_is_refused(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, nil_id="D003371")
+    doc = nlp.make_doc("Aspirin.")
+    doc.ents = [doc.char_span(0, 7, label="Chemical")]
+    with pytest.raises(ValueError, match="E035"):
+        nlp(doc)

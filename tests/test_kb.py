@@ -120,3 +120,65 @@ def test_with_aliases_can_put_new_aliases_first():
     assert kb.with_aliases({"D1": ["coughing", "Cough"]})["D1"].aliases == ("tussis", "coughing")
     first = kb.with_aliases({"D1": ["coughing", "TUSSIS"]}, first=True)
     assert first["D1"].aliases == ("coughing", "TUSSIS")
+
+
+@pytest.mark.parametrize("line, reason", [
+    ('{"id": null, "name": "Null"}', '"id" must be a string, got null'),
+    ('{"id": "D2", "name": ["Two"]}', '"name" must be a string'),
+    ('{"id": "D2", "name": "Two", "aliases": [null, 5]}', '"aliases" must be a list of strings'),
+    ('{"id": "D2", "name": "Two", "types": ["Disease", 1]}', '"types" must be a list of str'),
+    ('{"id": "D2", "name": "Two", "description": 3}', '"description" must be a string'),
+    ('{"id": true, "name": "Two"}', '"id" must be a string'),
+])
+def test_values_of_the_wrong_type_are_not_coerced(tmp_path, line, reason):
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"id": "D1", "name": "One"}\n' + line + "\n", encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=r"E001\] .*kb\.jsonl:2: .*" + reason):
+        KnowledgeBase.from_jsonl(path)
+
+
+@pytest.mark.parametrize("entity_id", ["NIL", "D1|D2"])
+def test_reserved_ids_are_refused(tmp_path, entity_id):
+    path = tmp_path / "kb.jsonl"
+    path.write_text(json.dumps({"id": entity_id, "name": "X"}) + "\n", encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=r"E035\] .*kb\.jsonl:1: .*reserved"):
+        KnowledgeBase.from_jsonl(path)
+    with pytest.raises(KnowledgeBaseError, match="E035"):
+        KnowledgeBase([Entity(entity_id, "X")])
+
+
+def test_bytes_that_are_not_utf8_name_the_line(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    path.write_bytes(b'{"id": "D1", "name": "One"}\n{"id": "D2", "name": "T\xe9o"}\n')
+    with pytest.raises(KnowledgeBaseError, match=r"kb\.jsonl:2: .*not UTF-8 text: byte 0xe9"):
+        KnowledgeBase.from_jsonl(path)
+
+
+def test_an_empty_kb_is_refused_when_read_and_when_written(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    path.write_text("\n \n", encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match="E036"):
+        KnowledgeBase.from_jsonl(path)
+    with pytest.raises(KnowledgeBaseError, match="E036"):
+        KnowledgeBase().to_jsonl(tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_build_kb_refuses_an_empty_kb(tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    source = tmp_path / "source.jsonl"
+    source.write_text("\n", encoding="utf8")
+    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"),
+                                      "--jsonl", str(source)])
+    assert result.exit_code != 0
+    assert "E036" in str(result.exception) + result.output
+    assert not (tmp_path / "kb.jsonl").exists()
+
+
+def test_the_fingerprint_follows_additions(kb):
+    before = kb.fingerprint()
+    kb.add(Entity("D9", "Nine"))
+    assert kb.fingerprint() != before

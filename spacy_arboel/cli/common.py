@@ -28,12 +28,28 @@ def report(metrics: dict[str, Any], output: Path | None) -> None:
         msg.good(f"Wrote {output}")
 
 
+def check_corpus(path: Path, limit: int = 0) -> None:
+    """Exit (E042, E043, E044) unless some ent of the corpus (its first ``limit`` docs when
+    > 0) has a gold id; read without a pipeline, so before loading one."""
+    from spacy.vocab import Vocab
+    from wasabi import msg
+
+    from ..evaluation.gold import check_gold
+
+    try:
+        check_gold(read_docs(path, Vocab(), limit), str(path))
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+
+
 def save_with_setting(model: Path, overrides: dict[str, Any], key: str, value: Any,
                       output_model: Path) -> None:
     """Load ``model`` with ``key = value`` in its config (so the saved pipeline keeps it)
-    and save it to ``output_model``."""
+    and save it to ``output_model`` (atomically: a failed save leaves it as it was)."""
     import spacy
     from wasabi import msg
 
-    spacy.load(model, config={**overrides, key: value}).to_disk(output_model)
+    from .outputs import save_pipeline
+
+    save_pipeline(spacy.load(model, config={**overrides, key: value}), output_model)
     msg.good(f"Saved {output_model} with {key} = {value}")

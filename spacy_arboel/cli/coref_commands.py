@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from .app import OVERRIDES, app
+from .common import check_corpus
+from .outputs import atomic_file, check_outputs, same_path, save_pipeline
 
 TUNED = "JSON written by tune-coref: its best k, threshold and directed are used"
 
@@ -70,6 +72,8 @@ def cluster_command(
     from ..components.coref import CLUSTER_EXT
     from ..components.entity_linker import VECTOR_EXT
 
+    check_outputs({"INPUT_PATH": input_path, "--model": model, "--settings": settings},
+                  {"OUTPUT_PATH": output_path})
     nlp = _load(model, ctx, component, settings, buffer_size=buffer_size, keep_state=True)
     docs = DocBin().from_disk(input_path).get_docs(nlp.vocab)
     disable = ["ner"] if gold_mentions and "ner" in nlp.pipe_names else []
@@ -84,7 +88,8 @@ def cluster_command(
                 ent._.set(VECTOR_EXT, None)  # not worth storing
                 n_mentions += 1
             out.add(doc)
-    out.to_disk(output_path)
+    with atomic_file(output_path) as temp:
+        out.to_disk(temp)
     discovered = sum(1 for c in clusters if c and c.startswith(
         nlp.get_pipe(component).cfg["nil_prefix"]))
     msg.good(f"Clustered {n_mentions} mentions of {len(out)} docs into {len(clusters)} "
@@ -118,6 +123,9 @@ def evaluate_coref_command(
     from ..evaluation.coref_eval import evaluate_coref, gold_mention_examples
     from ..evaluation.report import write_json
 
+    check_outputs({"MODEL": model, "CORPUS": corpus, "--settings": settings,
+                   "--heldout": heldout}, {"--output": output})
+    check_corpus(corpus)
     nlp = _load(model, ctx, component, settings)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
     with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
@@ -174,7 +182,10 @@ def tune_coref_command(
     from wasabi import msg
 
     from ..evaluation.coref_eval import gold_mention_examples, tune_coref
+    from ..evaluation.report import write_json
 
+    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
+    check_corpus(corpus)
     nlp = _load(model, ctx, component)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
     with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
@@ -185,23 +196,28 @@ def tune_coref_command(
     msg.good(f"Best: k={best['k']} threshold={best['threshold']} directed={best['directed']}"
              f" ({metric} {best['value']:.4f})")
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps({"best": best, "rows": rows}, indent=2) + "\n")
+        write_json({"best": best, "rows": rows}, output)
 
 
 @app.command("add-coref", context_settings=OVERRIDES)
 def add_coref_command(
     ctx: typer.Context,
     model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
-    output: Annotated[Path | None, typer.Option(help="Where to save (default: MODEL)")] = None,
+    output: Annotated[Path | None, typer.Option(
+        help="Where to save (default: MODEL, updated in place)")] = None,
     settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
     component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
 ) -> None:
-    """Add arbo_coref to a saved pipeline (or re-configure it) with tuned settings."""
+    """Add arbo_coref to a saved pipeline (or re-configure it) with tuned settings. The
+    pipeline is saved whole or not at all: a failed save leaves the old one as it was."""
     from wasabi import msg
 
+    target = output or model
+    in_place = same_path(target, model)
+    check_outputs({"--settings": settings, **({} if in_place else {"MODEL": model})},
+                  {"--output" if output else "MODEL": target})
     nlp = _load(model, ctx, component, settings)
-    nlp.to_disk(output or model)
+    save_pipeline(nlp, target)
     cfg = nlp.get_pipe(component).cfg
-    msg.good(f"Saved {output or model} with {component}: k={cfg['k']} "
+    msg.good(f"Saved {target} with {component}: k={cfg['k']} "
              f"threshold={cfg['threshold']} directed={cfg['directed']}")

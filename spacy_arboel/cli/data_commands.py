@@ -17,6 +17,7 @@ from ..data.readers import read_pubtator_documents
 from ..errors import Errors
 from ..kb.build import build_kb
 from .app import app
+from .outputs import atomic_file, check_outputs
 
 
 @app.command("convert")
@@ -28,6 +29,7 @@ def convert_command(
     limit: int = typer.Option(0, "--limit", help="Convert at most N documents (0: all)"),
 ) -> None:
     """Convert a PubTator corpus to a spaCy DocBin (.spacy) with gold entities and kb_ids."""
+    check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path})
     nlp = spacy.blank(lang)
     documents = read_pubtator_documents(input_path, limit)
     summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path)
@@ -52,6 +54,9 @@ def build_kb_command(
     """Build a KB JSONL from MeSH and/or JSONL files, with aliases harvested from corpora."""
     if mesh_descriptors is None and not jsonl:
         msg.fail(Errors.E101, exits=1)
+    check_outputs({"--mesh-descriptors": mesh_descriptors, "--disease-synonyms": disease_synonyms,
+                   "--alias-corpus": alias_corpus, "--jsonl": jsonl},
+                  {"OUTPUT_PATH": output_path})
     write_kb(output_path, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
              jsonl=jsonl, alias_corpus=alias_corpus)
 
@@ -67,7 +72,8 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
                  f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped")
     for path, shared in report.merged:
         msg.info(f"{path}: merged ({shared} ids already present, aliases combined)")
-    kb.to_jsonl(output_path)
+    with atomic_file(output_path) as temp:
+        kb.to_jsonl(temp)
     msg.good(f"Saved {len(kb)} entities to {output_path}")
     msg.table(
         [("entities", len(kb)), ("ids merged from several sources",

@@ -10,7 +10,8 @@ import typer
 
 from ..evaluation.report import markdown_table, plot_recall_at_k
 from .app import OVERRIDES, app
-from .common import read_docs, report, save_with_setting
+from .common import check_corpus, read_docs, report, save_with_setting
+from .outputs import check_outputs, write_text_atomic
 
 
 def _load_run(path: Path) -> tuple[str, dict[str, Any]]:
@@ -41,6 +42,7 @@ def compare_runs(
     ] = None,
 ) -> None:
     """Tabulate the linking metrics of several runs and plot their in-KB recall@k."""
+    check_outputs({"RESULTS": results}, {"--markdown": markdown, "--plot": plot})
     runs: dict[str, dict[str, Any]] = {}
     for path in results:
         name, metrics = _load_run(path)
@@ -51,8 +53,7 @@ def compare_runs(
     table = markdown_table(runs)
     typer.echo(table, nl=False)
     if markdown is not None:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(table, encoding="utf8")
+        write_text_atomic(markdown, table)
         typer.echo(f"Wrote {markdown}")
     if plot is not None:
         plot_recall_at_k(runs, plot)
@@ -89,6 +90,8 @@ def evaluate(
     from ..evaluation.pipeline_eval import evaluate_linker
     from ..evaluation.report import write_json
 
+    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
+    check_corpus(corpus, limit)
     overrides = {k: v for k, v in (("index_kind", index_kind), ("quantize", quantize))
                  if v is not None}
     config = {f"components.{component}.{k}": v for k, v in overrides.items()}
@@ -127,12 +130,19 @@ def evaluate_e2e(
     """
     import spacy
     from spacy.cli._util import parse_config_overrides
+    from wasabi import msg
 
+    from ..errors import Errors
     from ..evaluation.end_to_end_eval import evaluate_end_to_end
 
+    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
+    check_corpus(corpus, limit)
     nlp = spacy.load(model, config=parse_config_overrides(ctx.args), disable=disable or [])
     metrics = evaluate_end_to_end(nlp, read_docs(corpus, nlp.vocab, limit),
                                   batch_size=batch_size)
+    if not metrics["in_kb"]["n_predicted"]:
+        msg.fail(Errors.E045.format(model=model, corpus=corpus,
+                                    n_docs=metrics["timings"]["docs"]), exits=1)
     report({"model": str(model), "corpus": str(corpus), "pipeline": nlp.pipe_names,
             **metrics}, output)
 
@@ -164,6 +174,9 @@ def evaluate_rerank(
 
     from ..evaluation.rerank_eval import evaluate_reranker
 
+    check_outputs({"MODEL": model, "CORPUS": corpus, "--union-with": union_with},
+                  {"--output": output})
+    check_corpus(corpus, limit)
     nlp = spacy.load(model, config=parse_config_overrides(ctx.args))
     others = [spacy.load(path) for path in union_with or []]
     metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit),
@@ -196,6 +209,9 @@ def tune_e2e(
     from ..evaluation.end_to_end_eval import THRESHOLDS, tune_threshold
     from ..evaluation.report import write_json
 
+    check_outputs({"MODEL": model, "DEV": dev},
+                  {"--output": output, "--output-model": output_model})
+    check_corpus(dev, limit)
     overrides = parse_config_overrides(ctx.args)
     nlp = spacy.load(model, config=overrides)
     best, rows = tune_threshold(nlp.get_pipe(component), read_docs(dev, nlp.vocab, limit),

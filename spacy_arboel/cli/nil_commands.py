@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from .app import OVERRIDES, app
-from .common import read_docs, save_with_setting
+from .common import check_corpus, read_docs, save_with_setting
+from .outputs import check_outputs
 
 
 @app.command("tune-nil", context_settings=OVERRIDES)
@@ -36,6 +37,11 @@ def tune_nil_command(
     from ..evaluation.nil import nil_scores, plot_nil_pr_curves, tune_nil_threshold
     from ..evaluation.report import write_json
 
+    check_outputs({"MODEL": model, "DEV": dev, "--test": test},
+                  {"--output-model": output_model, "--output": output, "--plot": plot})
+    for corpus in (dev, test):
+        if corpus is not None:
+            check_corpus(corpus, limit)
     overrides = parse_config_overrides(ctx.args)
     nlp = spacy.load(model, config=overrides)
 

@@ -19,6 +19,7 @@ from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from .app import app
 from .data_commands import write_kb
+from .outputs import atomic_file, check_outputs, write_text_atomic
 
 SPLITS = ("train", "dev", "test")
 # NCBI-disease has no public test file here: its development set is the test set and the
@@ -69,6 +70,11 @@ def prepare_command(
 ) -> None:
     """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``)."""
     dataset = Dataset(dataset)
+    if dataset is Dataset.toy:
+        check_outputs({"--assets-dir": assets_dir / "toy"}, {"OUTPUT_DIR": output_dir})
+    else:
+        check_outputs({"--data-dir": [data_dir / DATA_FOLDERS[dataset], data_dir / "mesh"]},
+                      {"OUTPUT_DIR": output_dir})
     splits, kb_sources = _sources(dataset, data_dir, assets_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     nlp = spacy.blank("en")
@@ -100,7 +106,7 @@ def remove_entity_types(output_dir: Path, types: list[str], nlp) -> None:
         msg.fail(f"No KB entity has the type(s) {', '.join(types)}; the KB's types are: "
                  f"{', '.join(known) or 'none'}.", exits=1)
     _drop_entities(output_dir, set(removed), nlp)
-    (output_dir / "removed_ids.json").write_text(json.dumps(
+    write_text_atomic(output_dir / "removed_ids.json", json.dumps(
         {"types": types, "ids": removed}, indent=2) + "\n")
     msg.good(f"Removed the {len(removed)} KB entities of type {', '.join(types)} from the KB "
              f"and the train gold ids: {output_dir}/removed_ids.json")
@@ -108,10 +114,12 @@ def remove_entity_types(output_dir: Path, types: list[str], nlp) -> None:
 
 def _drop_entities(output_dir: Path, ids: set[str], nlp) -> None:
     kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-    without_entities(kb, ids).to_jsonl(output_dir / "kb.jsonl")
+    with atomic_file(output_dir / "kb.jsonl") as temp:
+        without_entities(kb, ids).to_jsonl(temp)
     train = [without_ids(doc, ids)
              for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
-    DocBin(docs=train, store_user_data=True).to_disk(output_dir / "train.spacy")
+    with atomic_file(output_dir / "train.spacy") as temp:
+        DocBin(docs=train, store_user_data=True).to_disk(temp)
 
 
 def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None:
@@ -128,7 +136,7 @@ def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None
     dev_ids = choose_heldout(split_docs("dev"), kb, fraction, seed)
     heldout = sorted(set(test_ids) | set(dev_ids))
     _drop_entities(output_dir, set(heldout), nlp)
-    (output_dir / "heldout_ids.json").write_text(json.dumps(
+    write_text_atomic(output_dir / "heldout_ids.json", json.dumps(
         {"fraction": fraction, "seed": seed, "ids": heldout, "test_ids": test_ids,
          "dev_ids": dev_ids}, indent=2) + "\n")
     msg.good(f"Held out {len(test_ids)} of the test set's and {len(dev_ids)} of the dev set's "

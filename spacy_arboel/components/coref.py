@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import ensure_path, minibatch
 
+from ..artefacts import check_folder, reading, write_manifest
 from ..coref.graph import build_graph, nearest_mentions
 from ..coref.partition import partition_graph
 from ..errors import Errors
 from ..evaluation.coref_scorer import score_coref
+from .concurrency import in_worker_process, one_thread_at_a_time
 from .entity_linker import CANDIDATES_EXT, VECTOR_EXT
 
 CLUSTER_EXT = "cluster_id"
@@ -78,7 +81,12 @@ class ArboCoref(Pipe):
 
     ``nlp.pipe`` clusters up to ``buffer_size`` docs together. With ``keep_state``, the
     mentions of every clustered batch are remembered (and saved with ``to_disk``), and later
-    batches are clustered together with them, so that cluster ids stay stable.
+    batches are clustered together with them, so that cluster ids stay stable. A mention
+    fed again (same document text, same offsets) is not remembered twice: it takes the
+    current cluster id of its remembered copy. The memory belongs to the KB and mention
+    encoder it was made with: after a change of either, clustering refuses (E034) until
+    ``clear_state()``. Worker processes of ``nlp.pipe(n_process > 1)`` are refused (E033):
+    they would each cluster their own docs.
     """
 
     def __init__(
@@ -106,6 +114,7 @@ class ArboCoref(Pipe):
             keep_state=keep_state,
         )
         self.state = MentionMemory()
+        self._pid = os.getpid()  # the process that may cluster (see _check_process)
         if not Span.has_extension(CLUSTER_EXT):
             Span.set_extension(CLUSTER_EXT, default=None)
 
@@ -140,33 +149,54 @@ class ArboCoref(Pipe):
     def pipe(self, stream: Iterable[Doc], *, batch_size: int | None = None) -> Iterator[Doc]:
         """Cluster the docs ``buffer_size`` at a time (``batch_size`` is spaCy's, ignored)."""
         del batch_size
+        # before the first doc is pulled, so that a worker process stops before any work
+        self._check_process()
         for docs in minibatch(stream, self.cfg["buffer_size"]):
             yield from self.cluster(docs)
 
+    def _check_process(self) -> None:
+        """Refuse to run in a worker process of ``nlp.pipe(n_process > 1)`` (a
+        multiprocessing child that did not create this component): each worker would
+        cluster only its own docs. A pipeline loaded inside a process clusters there."""
+        if in_worker_process(self._pid):
+            raise RuntimeError(Errors.E033.format(name=self.name))
+
+    def clear_state(self) -> None:
+        """Forget the remembered mentions (``keep_state``): cluster ids start anew."""
+        self.state = MentionMemory()
+
     # --- clustering --------------------------------------------------------------------------
 
+    @one_thread_at_a_time
     def cluster(self, docs: list[Doc]) -> list[Doc]:
         """Cluster the ents of ``docs`` (with the remembered mentions) and annotate them."""
-        batch = MentionMemory.from_docs(docs, self.linker, self.name)
+        self._check_process()
+        linker = self.linker
+        batch = MentionMemory.from_docs(docs, linker, self.name)
         if not len(batch):
             return docs
+        fingerprints = linker_fingerprints(linker)
         memory = self.state if self.cfg["keep_state"] else MentionMemory()
-        mentions = memory.extended(batch)
+        if len(memory) and memory.fingerprints != fingerprints:
+            raise ValueError(Errors.E034.format(name=self.name, saved=memory.fingerprints,
+                                                found=fingerprints))
+        mentions, slots = memory.merged(batch)
         ids = self._cluster_ids(mentions, len(memory))
-        nil_id = self.linker.cfg["nil_id"]
+        nil_id = linker.cfg["nil_id"]
         prefix = self.cfg["nil_prefix"]
-        new_ids = ids[len(memory):]
-        for (doc_index, ent_index), cluster_id in zip(batch.spans, new_ids, strict=True):
-            ent = docs[doc_index].ents[ent_index]
-            ent._.set(CLUSTER_EXT, cluster_id)
-            kb_id = nil_id if cluster_id.startswith(prefix) else cluster_id
+        ents = [doc.ents for doc in docs]  # doc.ents builds a new tuple at every access
+        for (doc_index, ent_index), slot in zip(batch.spans, slots, strict=True):
+            ent = ents[doc_index][ent_index]
+            ent._.set(CLUSTER_EXT, ids[slot])
+            kb_id = nil_id if ids[slot].startswith(prefix) else ids[slot]
             for token in ent:
                 token.ent_kb_id_ = kb_id
         if self.cfg["keep_state"]:
             # remembered mentions take their current cluster ids (a discovered cluster may
             # have met its entity since); the docs already returned keep theirs
-            self.state = memory.extended(batch)
-            self.state.cluster_ids = list(ids)
+            mentions.cluster_ids = list(ids)
+            mentions.fingerprints = fingerprints
+            self.state = mentions
         return docs
 
     def _cluster_ids(self, mentions: MentionMemory, n_remembered: int) -> list[str]:
@@ -208,25 +238,48 @@ class ArboCoref(Pipe):
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
-        linker = self.linker if self.cfg["linker"] in self.nlp.pipe_names else None
-        self.state.to_disk(path / "state", linker)
+        self.state.to_disk(path / "state")
+        write_manifest(path)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> ArboCoref:
+        """Load the remembered mentions, checked for damage (E030) and against the
+        linker's KB and mention encoder (E015)."""
         path = ensure_path(path)
+        check_folder(path, self.name, [])
         if (path / "state").exists():
-            self.state = MentionMemory.from_disk(path / "state")
-            self.state.check(self.linker, path / "state")
+            with reading(path / "state", self.name):
+                state = MentionMemory.from_disk(path / "state")
+            self._use_state(state, path / "state")
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return self.state.to_bytes(self.linker if self.cfg["linker"] in self.nlp.pipe_names
-                                   else None)
+        return self.state.to_bytes()
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> ArboCoref:
-        self.state = MentionMemory.from_bytes(bytes_data)
-        if len(self.state):
-            self.state.check(self.linker, "bytes")
+        with reading("<bytes>", self.name):
+            state = MentionMemory.from_bytes(bytes_data)
+        self._use_state(state, "<bytes>")
         return self
+
+    def _use_state(self, state: MentionMemory, where) -> None:
+        if len(state):
+            linker = self.linker
+            found = linker_fingerprints(linker)
+            if state.fingerprints != found:
+                raise ValueError(Errors.E015.format(where=where, saved=state.fingerprints,
+                                                    found=found))
+            with reading(where, self.name):
+                state.validate(len(linker.kb), linker.vector_width())
+        self.state = state
+
+
+def linker_fingerprints(linker) -> dict[str, str]:
+    """What remembered mentions depend on: the linker's KB and mention encoder."""
+    encoder = linker.mention_encoder_fingerprint()  # sets the linker up if need be
+    return {"kb": linker.kb.fingerprint(), "encoder": encoder}
+
+
+ARRAYS = ("vectors", "entity_positions", "entity_scores")
 
 
 class MentionMemory:
@@ -266,6 +319,8 @@ class MentionMemory:
             for ent_index, ent in enumerate(doc.ents):
                 vector = ent._.get(VECTOR_EXT)
                 candidates = ent._.get(CANDIDATES_EXT)
+                if vector is None and candidates == []:
+                    continue  # the linker found nothing to encode (whitespace): not clustered
                 if vector is None or candidates is None:
                     raise ValueError(Errors.E014.format(name=component, text=ent.text,
                                                         linker=linker.name))
@@ -289,17 +344,29 @@ class MentionMemory:
         memory.spans = spans
         return memory
 
-    def extended(self, other: MentionMemory) -> MentionMemory:
-        """These mentions followed by ``other``'s."""
-        if not len(self):
-            return other
-        return MentionMemory(
-            np.concatenate([self.vectors, other.vectors]),
-            np.concatenate([self.entity_positions, other.entity_positions]),
-            np.concatenate([self.entity_scores, other.entity_scores]),
-            self.keys + other.keys, self.doc_keys + other.doc_keys,
-            self.cluster_ids + other.cluster_ids, self.fingerprints,
+    def merged(self, batch: MentionMemory) -> tuple[MentionMemory, list[int]]:
+        """These mentions followed by those of ``batch`` not already here (by key), and the
+        position of each mention of ``batch`` in the result."""
+        slot_of = {key: i for i, key in enumerate(self.keys)}
+        new: list[int] = []
+        slots = []
+        for i, key in enumerate(batch.keys):
+            if key not in slot_of:
+                slot_of[key] = len(self) + len(new)
+                new.append(i)
+            slots.append(slot_of[key])
+        if not len(self) and len(new) == len(batch):
+            return batch, slots
+        merged = MentionMemory(
+            np.concatenate([self.vectors, batch.vectors[new]]) if len(self)
+            else batch.vectors[new],
+            np.concatenate([self.entity_positions, batch.entity_positions[new]]),
+            np.concatenate([self.entity_scores, batch.entity_scores[new]]),
+            self.keys + [batch.keys[i] for i in new],
+            self.doc_keys + [batch.doc_keys[i] for i in new],
+            self.cluster_ids + [batch.cluster_ids[i] for i in new], self.fingerprints,
         )
+        return merged, slots
 
     def doc_keys_codes(self) -> np.ndarray:
         codes: dict[str, int] = {}
@@ -307,48 +374,66 @@ class MentionMemory:
 
     # --- serialisation: numpy arrays and JSON ------------------------------------------------
 
-    def _meta(self, linker) -> dict[str, Any]:
-        fingerprints = self.fingerprints
-        if linker is not None:
-            encoder = linker.mention_encoder_fingerprint()  # loads the KB if need be
-            fingerprints = {"kb": linker.kb.fingerprint(), "encoder": encoder}
+    def _meta(self) -> dict[str, Any]:
         return {"keys": self.keys, "doc_keys": self.doc_keys, "cluster_ids": self.cluster_ids,
-                "fingerprints": fingerprints}
+                "fingerprints": self.fingerprints}
 
-    def to_disk(self, path: Path, linker) -> None:
+    def to_disk(self, path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
-        for name in ("vectors", "entity_positions", "entity_scores"):
+        for name in ARRAYS:
             np.save(path / f"{name}.npy", getattr(self, name), allow_pickle=False)
-        (path / "memory.json").write_text(json.dumps(self._meta(linker)))
+        (path / "memory.json").write_text(json.dumps(self._meta()))
 
     @classmethod
     def from_disk(cls, path: Path) -> MentionMemory:
         meta = json.loads((path / "memory.json").read_text())
-        arrays = {name: np.load(path / f"{name}.npy", allow_pickle=False)
-                  for name in ("vectors", "entity_positions", "entity_scores")}
-        return cls(**arrays, **meta)
+        arrays = {name: np.load(path / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
+        return cls._from_parts(arrays, meta)
 
-    def to_bytes(self, linker) -> bytes:
+    def to_bytes(self) -> bytes:
         import srsly
 
-        return srsly.msgpack_dumps({
-            "meta": self._meta(linker),
-            **{name: getattr(self, name) for name in
-               ("vectors", "entity_positions", "entity_scores")},
-        })
+        return srsly.msgpack_dumps({"meta": self._meta(),
+                                    **{name: getattr(self, name) for name in ARRAYS}})
 
     @classmethod
     def from_bytes(cls, data: bytes) -> MentionMemory:
         import srsly
 
         msg = srsly.msgpack_loads(data)
-        return cls(msg["vectors"], msg["entity_positions"], msg["entity_scores"], **msg["meta"])
+        if not isinstance(msg, dict) or set(msg) != {"meta", *ARRAYS}:
+            raise ValueError(f"expected a map of meta, {', '.join(ARRAYS)}")
+        return cls._from_parts({name: msg[name] for name in ARRAYS}, msg["meta"])
 
-    def check(self, linker, where) -> None:
-        """A state remembered with another KB or mention encoder is an error (E015)."""
-        if not len(self):
-            return
-        found = self._meta(linker)["fingerprints"]
-        if self.fingerprints != found:
-            raise ValueError(Errors.E015.format(where=where, saved=self.fingerprints,
-                                                found=found))
+    @classmethod
+    def _from_parts(cls, arrays: dict[str, Any], meta: Any) -> MentionMemory:
+        fields = ("keys", "doc_keys", "cluster_ids", "fingerprints")
+        if not isinstance(meta, dict) or set(meta) != set(fields):
+            raise ValueError(f"the memory's metadata must hold exactly {', '.join(fields)}")
+        if not all(isinstance(a, np.ndarray) for a in arrays.values()):
+            raise ValueError(f"{', '.join(ARRAYS)} must be arrays")
+        return cls(**arrays, **meta)
+
+    def validate(self, n_entities: int, width: int) -> None:
+        """Raise a ValueError unless the arrays and lists agree with each other, with a KB of
+        ``n_entities`` and with mention vectors of ``width`` (a truncated or foreign state)."""
+        n = len(self.keys)
+        problems = []
+        if self.vectors.dtype != np.float32 or self.vectors.shape != (n, width):
+            problems.append(f"vectors are {self.vectors.dtype} {self.vectors.shape}, "
+                            f"expected float32 ({n}, {width})")
+        positions, scores = self.entity_positions, self.entity_scores
+        if positions.dtype.kind not in "iu" or positions.shape != (n,):
+            problems.append(f"entity_positions are {positions.dtype} {positions.shape}")
+        elif n and (positions.min() < -1 or positions.max() >= n_entities):
+            problems.append(f"entity_positions point outside the KB of {n_entities}")
+        if scores.dtype.kind != "f" or scores.shape != (n,):
+            problems.append(f"entity_scores are {scores.dtype} {scores.shape}")
+        if len(self.doc_keys) != n or len(self.cluster_ids) != n:
+            problems.append(f"{len(self.doc_keys)} doc keys and {len(self.cluster_ids)} "
+                            f"cluster ids for {n} mentions")
+        if not all(isinstance(k, str) for k in [*self.keys, *self.doc_keys]) or not all(
+                c is None or isinstance(c, str) for c in self.cluster_ids):
+            problems.append("keys and cluster ids must be strings")
+        if problems:
+            raise ValueError("; ".join(problems))

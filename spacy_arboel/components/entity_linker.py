@@ -18,13 +18,14 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 from tqdm import tqdm
 
+from ..artefacts import check_folder, folder_from_bytes, folder_to_bytes, reading, write_manifest
 from ..data.convert import gold_ids
-from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows
+from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows, has_content
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors, Warnings
 from ..evaluation.scorer import score_entity_linking
 from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
-from ..kb.knowledge_base import KnowledgeBase
+from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..ml.models import (
     quantized_encoders,
     set_encoders,
@@ -34,7 +35,7 @@ from ..ml.models import (
 from ..objectives import MentionStore, Objective, PlanContext
 from ..objectives.fgsm import adversarial_objective, embedding_hook, fgsm_delta, output_hook
 from ..objectives.losses import candidate_scores
-from .serialization import folder_from_bytes, folder_to_bytes
+from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -49,6 +50,8 @@ DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.Objective.v1", "name": "arborescence
 CANDIDATES_EXT = "kb_candidates"
 VECTOR_EXT = "mention_vector"
 GRANULARITIES = ("entity", "alias")
+# what to_disk writes (from_bytes accepts no other names)
+SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
 
 
 def _model_config() -> dict[str, Any]:
@@ -193,6 +196,7 @@ class ArboEntityLinker(TrainablePipe):
         self._quantized: dict[str, Any] | None = None
         self._quantized_version = -1
         self._teacher = None
+        self._fingerprints: dict[tuple[str, int], str] = {}
         for extension in (CANDIDATES_EXT, VECTOR_EXT):
             if not Span.has_extension(extension):
                 Span.set_extension(extension, default=None)
@@ -203,6 +207,10 @@ class ArboEntityLinker(TrainablePipe):
         """Use another knowledge base; the index is rebuilt before the next prediction."""
         if len(kb) == 0:
             raise ValueError(Errors.E003)
+        if self.cfg["nil_id"] in kb:
+            raise ValueError(Errors.E035.format(where="the knowledge base",
+                                                entity_id=self.cfg["nil_id"],
+                                                reason=f"it is {self.name}'s nil_id"))
         self.kb = kb
         self.index = None
         self._index_version = -1
@@ -214,6 +222,7 @@ class ArboEntityLinker(TrainablePipe):
                                     self.cfg["expand_abbreviations"])
         markers = (self.builder.start_id, self.builder.end_id)
         set_encoders(self.model, sources, len(self.tokenizer), markers)
+        self._model_version += 1
 
     def _ensure_ready(self) -> None:
         """Lazily set up an un-initialised component from ``kb_path`` and the base encoder."""
@@ -236,8 +245,9 @@ class ArboEntityLinker(TrainablePipe):
 
         kb_loader: returns the KB (e.g. ``spacy_arboel.JsonlKB.v1``); else ``kb_path`` is read.
         """
-        if kb_loader is not None:
-            self.set_kb(kb_loader(nlp))
+        kb = kb_loader(nlp) if kb_loader is not None else None
+        if kb is not None:
+            self.set_kb(kb)
         self.builder = None
         self._ensure_ready()
         self._collect_training_mentions(get_examples())
@@ -317,13 +327,24 @@ class ArboEntityLinker(TrainablePipe):
         return result
 
     def _encoder_fingerprint(self, side: str = "entity") -> str:
-        return weights_fingerprint([self.cfg[f"{side}_max_length"], self.model.attrs["pooling"]],
-                                   torch_encoders(self.model)[side])
+        key = (side, self._model_version)
+        if key not in self._fingerprints:  # hashing the weights takes a while: once a version
+            self._fingerprints = {k: v for k, v in self._fingerprints.items()
+                                  if k[1] == self._model_version}
+            self._fingerprints[key] = weights_fingerprint(
+                [self.cfg[f"{side}_max_length"], self.model.attrs["pooling"]],
+                torch_encoders(self.model)[side])
+        return self._fingerprints[key]
 
     def mention_encoder_fingerprint(self) -> str:
         """A hash of the mention encoder's weights and input settings (for saved states)."""
         self._ensure_ready()
         return self._encoder_fingerprint("mention")
+
+    def vector_width(self) -> int:
+        """The width of the mention vectors (``span._.mention_vector``)."""
+        self._ensure_ready()
+        return torch_encoders(self.model)["mention"].transformer.config.hidden_size
 
     def _index_meta(self, dim: int, n_rows: int) -> IndexMeta:
         return IndexMeta(self.kb.fingerprint(), self._encoder_fingerprint(), dim, n_rows,
@@ -508,22 +529,37 @@ class ArboEntityLinker(TrainablePipe):
 
     # --- prediction --------------------------------------------------------------------------
 
+    @one_thread_at_a_time
     def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Top-k (scores, entity positions) and the mention vectors of the ents of each doc;
-        no side effects."""
+        no side effects. An ent with nothing to encode (only whitespace or control
+        characters) gets no candidate (positions -1) and a zero vector."""
         docs = list(docs)
         spans = [
             MentionSpan(i, ent.start_char, ent.end_char) for i, doc in enumerate(docs)
             for ent in doc.ents
         ]
-        if not spans:
-            empty = (np.zeros((0, 0), "float32"), np.zeros((0, 0), "int64"),
-                     np.zeros((0, 0), "float32"))
-            return [empty for _ in docs]
+        texts = [doc.text for doc in docs]
+        kept = [i for i, s in enumerate(spans)
+                if has_content(texts[s.doc_index][s.start_char:s.end_char])]
+        if not kept:
+            n = len(spans)
+            empty = (np.full((n, 1), -np.inf, "float32"), np.full((n, 1), -1, "int64"),
+                     np.zeros((n, 0), "float32"))
+            return self._split_by_doc(docs, *empty)
         self._ensure_index()
-        inputs = self.builder.mention_ids([doc.text for doc in docs], spans)
-        queries = self._encode("mention", inputs)
-        scores, positions = self.index.search(queries, self.cfg["top_k"])
+        inputs = self.builder.mention_ids(texts, [spans[i] for i in kept])
+        found = self._encode("mention", inputs)
+        found_scores, found_positions = self.index.search(found, self.cfg["top_k"])
+        scores = np.full((len(spans), found_scores.shape[1]), -np.inf, "float32")
+        positions = np.full((len(spans), found_scores.shape[1]), -1, "int64")
+        queries = np.zeros((len(spans), found.shape[1]), "float32")
+        scores[kept], positions[kept], queries[kept] = found_scores, found_positions, found
+        return self._split_by_doc(docs, scores, positions, queries)
+
+    @staticmethod
+    def _split_by_doc(docs: list[Doc], scores: np.ndarray, positions: np.ndarray,
+                      queries: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         result, start = [], 0
         for doc in docs:
             end = start + len(doc.ents)
@@ -548,7 +584,8 @@ class ArboEntityLinker(TrainablePipe):
                 for token in ent:
                     token.ent_kb_id_ = kb_id
                 ent._.set(CANDIDATES_EXT, candidates)
-                ent._.set(VECTOR_EXT, vector)
+                # a mention with nothing to encode has no vector: arbo_coref leaves it alone
+                ent._.set(VECTOR_EXT, vector if candidates else None)
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboEntityLinker.score")
@@ -574,30 +611,43 @@ class ArboEntityLinker(TrainablePipe):
             encoders[side].transformer.save_pretrained(str(path / f"{side}_encoder"),
                                                        safe_serialization=True)
         self.index.to_disk(path / "index")
+        write_manifest(path)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
+        """Load a saved linker; every file is checked first (E030). A ``kb_path`` in the
+        config that names another KB than the saved one is honoured: the index is rebuilt
+        for it with the trained entity encoder (W004)."""
         path = ensure_path(path)
-        # Settings come from the pipeline's config (so they can be overridden at load time);
-        # cfg.json holds only what training learnt about the corpus.
-        state = srsly.read_json(path / "cfg.json")
-        self.seen_ids = set(state.get("seen_ids", []))
-        self.cfg["n_missing_gold_ids"] = state.get("n_missing_gold_ids", 0)
-        self.kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
         entity_dir = "mention" if self.model.attrs["share_weights"] else "entity"
-        self._load_encoders(path / "tokenizer", {
-            "mention": path / "mention_encoder", "entity": path / f"{entity_dir}_encoder",
-        })
-        saved = read_index_meta(path / "index")
-        # checked before the (possibly HNSW/IVF) index is built
-        if saved.kb_fingerprint != self.kb.fingerprint():
-            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
-                                                found=self.kb.fingerprint()))
-        self._set_index(DenseIndex.from_disk(
-            path / "index", expected=self._index_meta(saved.dim, saved.n_rows),
-            kind=self.cfg["index_kind"], dedupe_threshold=self.cfg["row_dedupe_threshold"],
-        ))
-        self._set_row_layout()  # so that a loaded pipeline can be trained further
+        check_folder(path, self.name, ["cfg.json", "kb.jsonl", "tokenizer", "mention_encoder",
+                                       f"{entity_dir}_encoder", "index"])
+        with reading(path, self.name):
+            # Settings come from the pipeline's config (so they can be overridden at load
+            # time); cfg.json holds only what training learnt about the corpus.
+            state = srsly.read_json(path / "cfg.json")
+            self.seen_ids = set(state.get("seen_ids", []))
+            self.cfg["n_missing_gold_ids"] = state.get("n_missing_gold_ids", 0)
+            self.kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
+            self._load_encoders(path / "tokenizer", {
+                "mention": path / "mention_encoder", "entity": path / f"{entity_dir}_encoder",
+            })
+            saved = read_index_meta(path / "index")
+            # checked before the (possibly HNSW/IVF) index is built
+            if saved.kb_fingerprint != self.kb.fingerprint():
+                raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
+                                                    found=self.kb.fingerprint()))
+            self._set_row_layout()  # so that a loaded pipeline can be trained further
+            width = torch_encoders(self.model)["entity"].transformer.config.hidden_size
+            self._set_index(DenseIndex.from_disk(
+                path / "index", expected=self._index_meta(width, saved.n_rows),
+                kind=self.cfg["index_kind"], dedupe_threshold=self.cfg["row_dedupe_threshold"],
+                n_entities=len(self.kb), n_layout_rows=len(self._row_inputs),
+            ))
         self._index_version = self._model_version
+        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        if kb is not None:
+            self.set_kb(kb)
+            self.refresh()
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
@@ -606,7 +656,8 @@ class ArboEntityLinker(TrainablePipe):
     def from_bytes(
         self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()
     ) -> "ArboEntityLinker":
-        return folder_from_bytes(bytes_data, self.from_disk, exclude)
+        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
+                                 allowed=SAVED_FILES, exclude=exclude)
 
 
 def load_teacher(path: str, kb: KnowledgeBase):

@@ -24,16 +24,17 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
+from ..artefacts import check_folder, folder_from_bytes, folder_to_bytes, reading, write_manifest
 from ..data.convert import gold_ids
 from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
-from ..kb.knowledge_base import KnowledgeBase
+from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..ml.cross_encoder import set_cross_encoder, torch_scorer
 from ..ml.models import quantized_copy
 from ..reader.spans import softmax
-from .serialization import folder_from_bytes, folder_to_bytes
+from .concurrency import one_thread_at_a_time
 
 CANDIDATES_EXT = "kb_candidates"
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
@@ -72,6 +73,10 @@ def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: 
         mention_max_length=mention_max_length, entity_max_length=entity_max_length,
         expand_abbreviations=expand_abbreviations, batch_size=batch_size, quantize=quantize,
         scorer=scorer)
+
+
+# what to_disk writes (from_bytes accepts no other names)
+SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors")
 
 
 class ArboReranker(TrainablePipe):
@@ -148,8 +153,9 @@ class ArboReranker(TrainablePipe):
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
         """Take the KB (``kb_loader``, else ``kb_path``, else the linker's), load the base
         encoder and note the training corpus's gold ids (for seen/unseen scores)."""
-        if kb_loader is not None:
-            self._set_kb(kb_loader(nlp))
+        kb = kb_loader(nlp) if kb_loader is not None else None
+        if kb is not None:
+            self._set_kb(kb)
         elif (not self.cfg["kb_path"] and nlp is not None
               and self.cfg["linker"] in nlp.component_names):
             # component_names: spacy train disables the frozen linker during initialize
@@ -194,6 +200,7 @@ class ArboReranker(TrainablePipe):
         with torch.inference_mode():
             return self._quantized[1](*(torch.from_numpy(a) for a in (ids, mask, types))).numpy()
 
+    @one_thread_at_a_time
     def score_candidates(self, texts: Sequence[str], spans: Sequence[MentionSpan],
                          candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """s_cross(m, e) for each mention (``spans`` into ``texts``) and each of its candidate
@@ -329,20 +336,25 @@ class ArboReranker(TrainablePipe):
         scorer.transformer.save_pretrained(str(path / "encoder"), safe_serialization=True)
         save_file({k: v.contiguous() for k, v in scorer.score.state_dict().items()},
                   str(path / "head.safetensors"))
+        write_manifest(path)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboReranker":
+        """Load a saved re-ranker; every file is checked first (E030). A ``kb_path`` in the
+        config is honoured: its KB replaces the saved one."""
         path = ensure_path(path)
-        state = srsly.read_json(path / "cfg.json")
-        self.seen_ids = set(state.get("seen_ids", []))
-        kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
-        if kb.fingerprint() != state["kb_fingerprint"]:
-            raise ValueError(Errors.E012.format(saved=state["kb_fingerprint"],
-                                                found=kb.fingerprint()))
-        self._set_kb(kb)
-        tokenizer = load_tokenizer(str(path / "tokenizer"))
-        self._set_tokenizer(tokenizer)
-        set_cross_encoder(self.model, path / "encoder", len(tokenizer),
-                          head=load_file(str(path / "head.safetensors")))
+        check_folder(path, self.name, SAVED_FILES)
+        with reading(path, self.name):
+            state = srsly.read_json(path / "cfg.json")
+            self.seen_ids = set(state.get("seen_ids", []))
+            kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
+            if kb.fingerprint() != state["kb_fingerprint"]:
+                raise ValueError(Errors.E012.format(saved=state["kb_fingerprint"],
+                                                    found=kb.fingerprint()))
+            tokenizer = load_tokenizer(str(path / "tokenizer"))
+            self._set_tokenizer(tokenizer)
+            set_cross_encoder(self.model, path / "encoder", len(tokenizer),
+                              head=load_file(str(path / "head.safetensors")))
+        self._set_kb(kb_override(self.cfg["kb_path"], kb, self.name) or kb)
         self._version += 1
         return self
 
@@ -351,7 +363,8 @@ class ArboReranker(TrainablePipe):
 
     def from_bytes(self, bytes_data: bytes, *,
                    exclude: Iterable[str] = tuple()) -> "ArboReranker":
-        return folder_from_bytes(bytes_data, self.from_disk, exclude)
+        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
+                                 allowed=SAVED_FILES, exclude=exclude)
 
 
 def candidate_softmax_loss(scores: torch.Tensor, sizes: Sequence[int],

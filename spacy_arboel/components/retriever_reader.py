@@ -27,6 +27,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
+from ..artefacts import check_folder, folder_from_bytes, folder_to_bytes, reading, write_manifest
 from ..data.ids import gold_ids
 from ..encoders.inputs import InputBuilder, entity_rows, pad_ids
 from ..encoders.loading import load_tokenizer, load_transformer
@@ -34,7 +35,7 @@ from ..encoders.passages import Passage, PassageBuilder
 from ..errors import Errors
 from ..evaluation.end_to_end import PASSAGE_CANDIDATES_EXT, score_end_to_end
 from ..kb.index import DenseIndex, IndexMeta, read_index_meta
-from ..kb.knowledge_base import KnowledgeBase
+from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..ml.models import quantized_copy, torch_encoders, weights_fingerprint
 from ..ml.retriever_reader import load_base, set_transformers, torch_parts
 from ..objectives.retriever_reader import reader_loss, retriever_loss
@@ -45,8 +46,8 @@ from ..reader.spans import (
     resolve_spans,
     softmax,
 )
+from .concurrency import one_thread_at_a_time
 from .entity_linker import CANDIDATES_EXT, GRANULARITIES, ArboEntityLinker
-from .serialization import folder_from_bytes, folder_to_bytes
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -59,6 +60,9 @@ mixed_precision = false
 """
 MODES = ("joint", "pipeline")
 ENTS_MODES = ("replace", "keep")
+# what to_disk writes (from_bytes accepts no other names)
+SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_encoder",
+               "entity_encoder", "heads.safetensors", "index")
 
 
 def _model_config() -> dict[str, Any]:
@@ -284,8 +288,9 @@ class ArboLinker(TrainablePipe):
         mention encoder initialises the passage encoder and reader, and whose entity encoder,
         tokenizer, KB and index are reused (BEER² starts from BLINK's bi-encoder likewise).
         """
-        if kb_loader is not None:
-            self._set_kb(kb_loader(nlp))
+        kb = kb_loader(nlp) if kb_loader is not None else None
+        if kb is not None:
+            self._set_kb(kb)
         self.passages = None
         if linker_path:
             self._from_linker(linker_path)
@@ -486,6 +491,7 @@ class ArboLinker(TrainablePipe):
             result.candidates = candidates_by_span(spans)
         return results
 
+    @one_thread_at_a_time
     def scored_spans(self, texts: Sequence[str], threshold: float | None = None,
                      ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:
         """Per text, every (span, entity) pair scoring above ``threshold`` (default: the
@@ -517,6 +523,7 @@ class ArboLinker(TrainablePipe):
                                                                                strict=True)]))
         return found, results
 
+    @one_thread_at_a_time
     def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
         """The retriever alone ([CLS] retrieval, eq. 3): per text, per passage, its
         ``(start_char, end_char, top-k entity ids)``; for recall@K curves."""
@@ -779,36 +786,50 @@ class ArboLinker(TrainablePipe):
         save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
                   str(path / "heads.safetensors"))
         self.index.to_disk(path / "index")
+        write_manifest(path)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
+        """Load a saved arbo_linker; every file is checked first (E030). A ``kb_path`` in
+        the config that names another KB than the saved one is honoured: the index is
+        rebuilt for it with the trained entity encoder (W004)."""
         path = ensure_path(path)
-        state = srsly.read_json(path / "cfg.json")
-        self.entity_labels = dict(state.get("labels", {}))
-        self._updates = int(state.get("updates", 0))
-        self.cfg["entity_granularity"] = state.get("entity_granularity",
-                                                   self.cfg["entity_granularity"])
-        self.kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
-        self._set_tokenizer(load_tokenizer(str(path / "tokenizer")))
-        vocab_size = len(self.tokenizer)
-        reader = (load_transformer(str(path / "reader_encoder"), vocab_size)
-                  if (path / "reader_encoder").exists() else None)
-        set_transformers(self.model, load_transformer(str(path / "passage_encoder"), vocab_size),
-                         load_transformer(str(path / "entity_encoder"), vocab_size), reader,
-                         heads=load_file(str(path / "heads.safetensors")))
-        saved = read_index_meta(path / "index")
-        if saved.kb_fingerprint != self.kb.fingerprint():
-            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
-                                                found=self.kb.fingerprint()))
-        self._set_index(DenseIndex.from_disk(
-            path / "index", expected=self._index_meta(saved.dim, saved.n_rows),
-            kind=self.cfg["index_kind"]))
+        check_folder(path, self.name, ["cfg.json", "kb.jsonl", "tokenizer", "passage_encoder",
+                                       "entity_encoder", "heads.safetensors", "index"])
+        with reading(path, self.name):
+            state = srsly.read_json(path / "cfg.json")
+            self.entity_labels = dict(state.get("labels", {}))
+            self._updates = int(state.get("updates", 0))
+            self.cfg["entity_granularity"] = state.get("entity_granularity",
+                                                       self.cfg["entity_granularity"])
+            self.kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
+            self._set_tokenizer(load_tokenizer(str(path / "tokenizer")))
+            vocab_size = len(self.tokenizer)
+            reader = (load_transformer(str(path / "reader_encoder"), vocab_size)
+                      if (path / "reader_encoder").exists() else None)
+            entity = load_transformer(str(path / "entity_encoder"), vocab_size)
+            set_transformers(self.model,
+                             load_transformer(str(path / "passage_encoder"), vocab_size),
+                             entity, reader, heads=load_file(str(path / "heads.safetensors")))
+            saved = read_index_meta(path / "index")
+            if saved.kb_fingerprint != self.kb.fingerprint():
+                raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
+                                                    found=self.kb.fingerprint()))
+            self._set_index(DenseIndex.from_disk(
+                path / "index",
+                expected=self._index_meta(entity.config.hidden_size, saved.n_rows),
+                kind=self.cfg["index_kind"], n_entities=len(self.kb)))
+        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        if kb is not None:
+            self._set_kb(kb)
+            self.build_index()
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         return folder_to_bytes(self.to_disk, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
-        return folder_from_bytes(bytes_data, self.from_disk, exclude)
+        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
+                                 allowed=SAVED_FILES, exclude=exclude)
 
 
 

@@ -16,6 +16,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span
 from spacy.util import filter_spans
 
+from ..atomic import atomic_file
 from ..errors import Warnings
 from .ids import ID_SEPARATOR, gold_ids, join_ids  # noqa: F401  (re-exported)
 from .pubtator import PubtatorDocument
@@ -71,15 +72,15 @@ def summarize_docs(docs: Iterable[Doc]) -> dict[str, int]:
 
 
 def docs_to_docbin(docs: Iterable[Doc], path: str | Path) -> dict[str, Any]:
-    """Write docs to a ``.spacy`` DocBin (with user data) and return :func:`summarize_docs`."""
-    path = Path(path)
+    """Write docs to a ``.spacy`` DocBin (with user data), atomically, and return
+    :func:`summarize_docs`."""
     docbin = DocBin(store_user_data=True)
     summary = summarize_docs([])
     for doc in docs:
         docbin.add(doc)
         _add_to_summary(summary, doc)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    docbin.to_disk(path)
+    with atomic_file(path) as temp:
+        docbin.to_disk(temp)
     return summary
 
 

@@ -9,6 +9,7 @@ the same wordpieces instead of re-tokenising its context.
 from __future__ import annotations
 
 import bisect
+import unicodedata
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,40 @@ def _special_ids(tokenizer) -> tuple[list[int], list[int]]:
     with_special = tokenizer.build_inputs_with_special_tokens([-1])
     split = with_special.index(-1)
     return with_special[:split], with_special[split + 1 :]
+
+
+def has_content(text: str) -> bool:
+    """Whether a mention has anything to encode: a character that is neither whitespace nor
+    a control, format or unassigned one (a ruler can match spans of spaces or NULs)."""
+    return any(not ch.isspace() and unicodedata.category(ch)[0] != "C" for ch in text)
+
+
+def clip_text(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, cut back to a whitespace so that no word
+    is split: its wordpieces are then a prefix of those of the whole text."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = max(cut.rfind(" "), cut.rfind("\n"), cut.rfind("\t"))
+    return cut[:space] if space > 0 else cut
+
+
+def leading_ids(tokenizer, texts: Sequence[str], n: int) -> list[list[int]]:
+    """The first ``n`` wordpiece ids of each text, without tokenising more of a long text
+    than that needs (an 11 MB description costs no more than a short one)."""
+    result: list[list[int]] = [[] for _ in texts]
+    todo, limit = list(range(len(texts))), max(64, 16 * n)
+    while todo:
+        clipped = [clip_text(texts[i], limit) for i in todo]
+        pieces = tokenizer(clipped, add_special_tokens=False, verbose=False)
+        retry = []
+        for i, text, ids in zip(todo, clipped, pieces["input_ids"], strict=True):
+            if len(ids) >= n or len(text) == len(texts[i]):
+                result[i] = ids[:n]
+            else:  # mostly spaces or very long words: read further
+                retry.append(i)
+        todo, limit = retry, limit * 4
+    return result
 
 
 def mention_window(
@@ -189,10 +224,10 @@ class InputBuilder:
     def entity_ids(self, titles: Sequence[str], descriptions: Sequence[str]) -> list[list[int]]:
         """``[CLS] title [TITLE] description [SEP]`` truncated to ``entity_max_length``."""
         budget = self.entity_max_length - len(self.open_ids) - len(self.close_ids) - 1
-        title_ids = self.tokenizer(list(titles), add_special_tokens=False, verbose=False)
-        desc_ids = self.tokenizer(list(descriptions), add_special_tokens=False, verbose=False)
+        title_ids = leading_ids(self.tokenizer, titles, budget)
+        desc_ids = leading_ids(self.tokenizer, descriptions, budget)
         result = []
-        for title, desc in zip(title_ids["input_ids"], desc_ids["input_ids"], strict=True):
+        for title, desc in zip(title_ids, desc_ids, strict=True):
             title, desc = truncate_entity(title, desc, budget)
             result.append(self.open_ids + title + [self.title_id] + desc + self.close_ids)
         return result

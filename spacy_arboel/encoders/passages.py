@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import Errors
-from .inputs import _special_ids, pad_pairs, truncate_entity
+from .inputs import _special_ids, leading_ids, pad_pairs, truncate_entity
 from .loading import TITLE
 
 CHUNK_CHARS = 10_000  # the tokenizer never sees a longer string
@@ -176,10 +176,10 @@ class PassageBuilder:
         pair's special tokens it fits ``entity_max_length``; the title gets at most half
         when there is a description (as ``InputBuilder.entity_ids``)."""
         budget = self._entity_budget
-        title_ids = self.tokenizer(list(titles), add_special_tokens=False, verbose=False)
-        desc_ids = self.tokenizer(list(descriptions), add_special_tokens=False, verbose=False)
+        title_ids = leading_ids(self.tokenizer, titles, budget)
+        desc_ids = leading_ids(self.tokenizer, descriptions, budget)
         result = []
-        for title, desc in zip(title_ids["input_ids"], desc_ids["input_ids"], strict=True):
+        for title, desc in zip(title_ids, desc_ids, strict=True):
             title, desc = truncate_entity(title, desc, budget)
             result.append(title + [self.title_id] + desc)
         return result

@@ -19,6 +19,7 @@ from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
 from .coref_metrics import coref_metrics, mention_recall
 from .coref_scorer import mention_clusters
+from .gold import check_gold
 from .metrics import linking_metrics, mention_outcomes_from_examples
 
 TUNING_METRICS = ("conll_f1", "nmi", "ari", "accuracy")
@@ -40,7 +41,9 @@ def evaluate_coref(
     inference, overall and seen/unseen; NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 of the
     clusters against gold ids, over all mentions and over the out-of-KB mentions alone (the
     discovery setting). ``run=False`` scores examples already processed. ``heldout``: the
-    ids held out of the KB (``prepare --holdout``), whose mentions are also scored apart."""
+    ids held out of the KB (``prepare --holdout``), whose mentions are also scored apart.
+    Raises a ValueError when no example has a gold mention with a gold id."""
+    check_gold(eg.reference for eg in examples)
     coref = nlp.get_pipe(component)
     linker = coref.linker
     seconds = 0.0
@@ -148,9 +151,11 @@ def tune_coref(
     directed: Sequence[bool] = (True, False), metric: str = "conll_f1",
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Grid search over k, λ and directedness; the linker runs once, the partition per
-    setting. Returns the best settings and one row per setting."""
+    setting. Returns the best settings and one row per setting. Raises a ValueError when
+    no example has a gold mention with a gold id."""
     if metric not in TUNING_METRICS:
         raise ValueError(f"Unknown metric '{metric}': use one of {', '.join(TUNING_METRICS)}.")
+    check_gold(eg.reference for eg in examples)
     coref = nlp.get_pipe(component)
     with nlp.select_pipes(disable=[component]):
         for _ in nlp.pipe([eg.predicted for eg in examples]):

@@ -18,6 +18,7 @@ from .end_to_end import (
     score_end_to_end,
     strong_matches,
 )
+from .gold import check_gold
 
 RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
 WARMUP_DOCS = 5
@@ -39,8 +40,10 @@ def evaluate_end_to_end(
     """Link the raw text of ``gold_docs`` with ``nlp`` (any pipeline that sets ``doc.ents``
     with ``kb_id_``): InKB micro P/R/F1 with strong matching, and docs/s after an untimed
     warm-up. With an ``arbo_linker``, also its retriever's recall@K ([CLS] retrieval) at
-    mention and passage level for each K of ``recall_ks``."""
+    mention and passage level for each K of ``recall_ks``. Raises a ValueError when no gold
+    mention has a gold id."""
     gold_docs = list(gold_docs)
+    check_gold(gold_docs)
     examples = [Example(nlp.make_doc(g.text), g) for g in gold_docs]
     kb = pipeline_kb(nlp)
     for _ in nlp.pipe([nlp.make_doc(g.text) for g in gold_docs[:WARMUP_DOCS]]):
@@ -93,11 +96,13 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
     """InKB micro P/R/F1 (strong matching on character spans) of ``arbo_linker`` at each
     threshold on p_span × p_rank, from one reading of ``gold_docs``; returns the row with the
     best F1 (ties: the higher threshold) and all rows. Span-based retrieval keeps the
-    configured threshold, so a row approximates the pipeline saved with its threshold."""
+    configured threshold, so a row approximates the pipeline saved with its threshold.
+    Raises a ValueError when no gold mention has a gold id."""
     from ..reader.spans import resolve_spans
 
     if not thresholds or min(thresholds) < 0:
         raise ValueError(f"thresholds must be a non-empty list of values >= 0, got {thresholds}")
+    check_gold(gold_docs)
     found, _ = linker.scored_spans([g.text for g in gold_docs], threshold=min(thresholds))
     in_kb = _kb_contains(linker.kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]

@@ -17,9 +17,11 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..atomic import atomic_file
 from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
 from ..errors import Errors
+from .gold import check_gold
 
 NO_CANDIDATE = -1e9  # the score of a mention without candidates (finite, for sklearn)
 
@@ -93,9 +95,9 @@ def nil_metrics(scores: Sequence[float], is_nil: Sequence[bool],
 
 def plot_nil_pr_curves(curves: dict[str, tuple[Sequence[float], Sequence[bool]]],
                        path: str | Path) -> None:
-    """One NIL precision-recall curve per named (scores, is_nil) pair, saved as an image."""
+    """One NIL precision-recall curve per named (scores, is_nil) pair, saved as an image
+    (atomically)."""
     import matplotlib
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from sklearn.metrics import precision_recall_curve
@@ -112,9 +114,11 @@ def plot_nil_pr_curves(curves: dict[str, tuple[Sequence[float], Sequence[bool]]]
     ax.legend(loc="lower left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        with atomic_file(path) as temp:
+            fig.savefig(temp, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 @dataclass
@@ -145,7 +149,9 @@ def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = "arb
                batch_size: int = 256) -> NilScores:
     """Link the gold mentions of ``gold_docs``: each mention's best candidate score and
     whether it is NIL (no gold id in the KB, or the NIL id). Mentions without a gold id are
-    skipped."""
+    skipped; a ValueError is raised when none has one."""
+    gold_docs = list(gold_docs)
+    check_gold(gold_docs)
     linker = nlp.get_pipe(component)
     linker._ensure_index()
     nil_id = linker.cfg["nil_id"]

@@ -12,6 +12,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..data.readers import with_gold_mentions
+from .gold import check_gold
 from .metrics import linking_metrics, mention_outcomes_from_examples
 
 WARMUP_DOCS = 50
@@ -30,8 +31,11 @@ def evaluate_linker(
     Timings, after an untimed warm-up on the first ``WARMUP_DOCS`` docs:
     ``linking_mentions_per_s`` through ``nlp.pipe`` (tokenisation, encoding,
     search, annotation) and, with ``measure_encoder``, ``encoder_mentions_per_s``: the raw
-    forward rate of the mention encoder alone on the same inputs, batch for batch.
+    forward rate of the mention encoder alone on the same inputs, batch for batch. Raises
+    a ValueError when no gold mention has a gold id.
     """
+    gold_docs = list(gold_docs)
+    check_gold(gold_docs)
     examples = [Example(with_gold_mentions(nlp.make_doc(g.text), g), g) for g in gold_docs]
     linker = nlp.get_pipe(component)
     docs = [eg.predicted for eg in examples]

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_file, write_text_atomic
+
 _DASH = "–"
 
 # (header, group, metric key)
@@ -22,11 +24,9 @@ _COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def write_json(metrics: Mapping[str, Any], path: str | Path) -> Path:
-    """Write ``metrics`` as indented JSON (creating parent folders); return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf8")
-    return path
+    """Write ``metrics`` as indented JSON, atomically (creating parent folders); return the
+    path."""
+    return write_text_atomic(path, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
 
 
 def _fmt(value: Any) -> str:
@@ -57,12 +57,11 @@ def _recall_curve(metrics: Mapping[str, Any]) -> list[tuple[int, float]]:
 
 
 def plot_recall_at_k(runs: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
-    """Plot in-KB recall@k against k (log2 axis), one line per run, and save it as a PNG."""
+    """Plot in-KB recall@k against k (log2 axis), one line per run, and save it as a PNG
+    (atomically)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig = Figure(figsize=(6, 4), dpi=120)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -86,5 +85,6 @@ def plot_recall_at_k(runs: Mapping[str, Mapping[str, Any]], path: str | Path) ->
     ax.set_ylim(0.0, 1.02)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, format="png")
+    with atomic_file(path) as temp:
+        fig.savefig(temp, format="png")
     return path

@@ -14,6 +14,7 @@ from spacy.tokens import Doc
 from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
 from ..encoders.inputs import MentionSpan
+from .gold import check_gold
 
 ORACLES = ("none", "self", "union")
 
@@ -64,8 +65,10 @@ def evaluate_reranker(
     (also normalised: on mentions whose gold is among the candidates, and seen/unseen) for
     each oracle and each K in ``top_ks`` (default: the re-ranker's ``top_k``), with one
     ``run`` each. Every (mention, candidate) pair is scored once for all runs; the pair rate
-    of that pass gives each run's mentions/s."""
+    of that pass gives each run's mentions/s. Raises a ValueError when no gold mention has a
+    gold id."""
     gold_docs = list(gold_docs)
+    check_gold(gold_docs)
     for oracle in oracles:  # before the linkers run
         check_oracle(oracle)
     rerank = nlp.get_pipe(reranker)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +28,34 @@ class Entity:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Entity:
-        return cls(
-            id=str(data["id"]),
-            name=str(data["name"]),
-            description=str(data.get("description") or ""),
-            aliases=tuple(str(a) for a in data.get("aliases") or ()),
-            types=tuple(str(t) for t in data.get("types") or ()),
-        )
+        """An entity from its JSON object; values of the wrong type are an error rather
+        than coerced (``null`` would become the id "None"). An integer id is read as its
+        decimal string (numeric ids are common)."""
+        data = dict(data)
+        if isinstance(data["id"], int) and not isinstance(data["id"], bool):
+            data["id"] = str(data["id"])
+        for key in ("id", "name"):
+            if not isinstance(data[key], str):
+                raise EntityValueError(f'"{key}" must be a string, got {_json_type(data[key])}')
+        description = data.get("description")
+        if description is not None and not isinstance(description, str):
+            raise EntityValueError(
+                f'"description" must be a string or null, got {_json_type(description)}')
+        lists = {}
+        for key in ("aliases", "types"):
+            value = data.get(key)
+            if value is None:
+                value = []
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise EntityValueError(f'"{key}" must be a list of strings, got '
+                                       f"{json.dumps(value)[:80]}")
+            lists[key] = tuple(value)
+        return cls(id=data["id"], name=data["name"], description=description or "", **lists)
+
+
+class EntityValueError(ValueError):
+    """A KB value of the wrong type (the reader adds the file and line)."""
+
+
+def _json_type(value: Any) -> str:
+    return "null" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}"

@@ -193,20 +193,33 @@ class DenseIndex:
     @classmethod
     def from_disk(
         cls, path: str | Path, expected: IndexMeta | None = None, kind: str | None = None,
-        dedupe_threshold: float | None = None, **kwargs,
+        dedupe_threshold: float | None = None, n_entities: int | None = None,
+        n_layout_rows: int | None = None, **kwargs,
     ) -> DenseIndex:
         """Load the vectors and rebuild the index (``kind`` overrides the saved kind;
-        ``dedupe_threshold`` drops near-duplicate rows, see ``near_duplicate_rows``)."""
+        ``dedupe_threshold`` drops near-duplicate rows, see ``near_duplicate_rows``).
+
+        The arrays are checked against the metadata and each other (``check_arrays``);
+        ``n_entities``: the KB's size; ``n_layout_rows``: the size of the row layout that
+        ``rows.npy`` points into.
+        """
         path = Path(path)
         meta = read_index_meta(path)
         if kind is not None and kind != meta.kind:
             meta = replace(meta, kind=kind)
         if expected is not None:
             check_meta(meta, expected)
-        embeddings = np.load(path / "embeddings.npy", allow_pickle=False)
-        owners = np.load(path / "owners.npy", allow_pickle=False)
-        rows = (np.load(path / "rows.npy", allow_pickle=False) if (path / "rows.npy").exists()
-                else np.arange(len(owners)))
+        arrays = {}
+        for name in ("embeddings", "owners", "rows"):
+            if name == "rows" and not (path / "rows.npy").exists():  # saved before rows.npy
+                arrays[name] = np.arange(meta.n_rows)
+                continue
+            try:
+                arrays[name] = np.load(path / f"{name}.npy", allow_pickle=False)
+            except (OSError, ValueError, EOFError) as err:
+                raise IndexFileError(f"{name}.npy cannot be read ({err})") from None
+        embeddings, owners, rows = arrays["embeddings"], arrays["owners"], arrays["rows"]
+        check_arrays(meta, embeddings, owners, rows, n_entities, n_layout_rows)
         if dedupe_threshold is not None and len(owners) > int(owners.max()) + 1:
             keep = near_duplicate_rows(embeddings, owners, dedupe_threshold)
             embeddings, owners, rows = embeddings[keep], owners[keep], rows[keep]
@@ -214,14 +227,57 @@ class DenseIndex:
         return cls(embeddings, owners, meta, rows=rows, **kwargs)
 
 
+class IndexFileError(ValueError):
+    """A saved index whose files are unreadable or disagree with each other."""
+
+
 def read_index_meta(path: str | Path) -> IndexMeta:
     """What a saved index was built from."""
-    return IndexMeta(**json.loads((Path(path) / "meta.json").read_text()))
+    try:
+        meta = IndexMeta(**json.loads((Path(path) / "meta.json").read_text()))
+    except (OSError, ValueError, TypeError) as err:
+        raise IndexFileError(f"meta.json cannot be read ({err})") from None
+    for key in ("dim", "n_rows"):
+        if not isinstance(getattr(meta, key), int) or getattr(meta, key) < 1:
+            raise IndexFileError(f"meta.json has {key} = {getattr(meta, key)!r}")
+    return meta
+
+
+def check_arrays(meta: IndexMeta, embeddings: np.ndarray, owners: np.ndarray,
+                 rows: np.ndarray, n_entities: int | None = None,
+                 n_layout_rows: int | None = None) -> None:
+    """Raise ``IndexFileError`` unless the saved arrays fit the metadata and each other: one
+    float32 row of ``meta.dim`` per saved row, owners that give every entity (of
+    ``n_entities``) at least one row, and increasing layout rows (below ``n_layout_rows``).
+    A truncated or foreign array fails here; a shuffled one only the manifest's checksums
+    catch (``artefacts.check_folder``)."""
+
+    def fail(problem: str) -> None:
+        raise IndexFileError(problem)
+
+    if embeddings.dtype != np.float32 or embeddings.shape != (meta.n_rows, meta.dim):
+        fail(f"embeddings.npy is {embeddings.dtype} {embeddings.shape}, meta.json says "
+             f"float32 ({meta.n_rows}, {meta.dim})")
+    if not np.isfinite(embeddings).all():
+        fail("embeddings.npy holds NaN or infinite values")
+    for name, array in (("owners", owners), ("rows", rows)):
+        if array.dtype.kind not in "iu" or array.shape != (meta.n_rows,):
+            fail(f"{name}.npy is {array.dtype} {array.shape}, expected integers "
+                 f"({meta.n_rows},)")
+    covered = np.unique(owners)
+    if covered[0] != 0 or len(covered) != int(covered[-1]) + 1:
+        fail("owners.npy leaves some entities without a row")
+    if n_entities is not None and len(covered) != n_entities:
+        fail(f"owners.npy covers {len(covered)} entities, the KB has {n_entities}")
+    if rows[0] < 0 or (np.diff(rows) <= 0).any():
+        fail("rows.npy is not an increasing list of row positions")
+    if n_layout_rows is not None and rows[-1] >= n_layout_rows:
+        fail(f"rows.npy points at row {int(rows[-1])} of {n_layout_rows}")
 
 
 def check_meta(found: IndexMeta, expected: IndexMeta) -> None:
-    """Raise E004 when an index was built for another KB, encoder or row layout."""
-    keys = ("kb_fingerprint", "encoder_fingerprint", "granularity")
+    """Raise E004 when an index was built for another KB, encoder, row layout or width."""
+    keys = ("kb_fingerprint", "encoder_fingerprint", "granularity", "dim")
     if any(getattr(found, k) != getattr(expected, k) for k in keys):
         describe = lambda m: ", ".join(f"{k}={getattr(m, k)}" for k in keys)  # noqa: E731
         raise ValueError(Errors.E004.format(found=describe(found), expected=describe(expected)))

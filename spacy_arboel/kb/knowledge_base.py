@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from ..errors import Errors
-from .entity import Entity
+from ..atomic import atomic_file
+from ..errors import Errors, Warnings
+from .entity import Entity, EntityValueError
+
+NIL_ID = "NIL"  # the default id of unlinked mentions
+COMPOSITE_SEPARATOR = "|"  # joins the ids of a composite gold mention ("D1|D2")
 
 
 class KnowledgeBaseError(ValueError):
@@ -30,15 +35,21 @@ class KnowledgeBase:
     def __init__(self, entities: Iterable[Entity] = ()) -> None:
         self._entities: list[Entity] = []
         self._index: dict[str, int] = {}
+        self._fingerprint: str | None = None
         for entity in entities:
             self.add(entity)
 
     def add(self, entity: Entity, *, source: str = "") -> None:
+        """Append an entity; empty, reserved (``NIL``, ids with ``|``) and duplicate ids are
+        errors. ``source``: ``path:line`` for the messages."""
+        where = source or f"<kb>:{len(self) + 1}"
         if not entity.id or not entity.name:
-            raise KnowledgeBaseError(
-                Errors.E001.format(path=source or "<kb>", line=len(self) + 1,
-                                   reason="empty id or name")
-            )
+            raise KnowledgeBaseError(Errors.E001.format(where=where, reason="empty id or name"))
+        if entity.id == NIL_ID or COMPOSITE_SEPARATOR in entity.id:
+            reason = (f"'{NIL_ID}' is the id of unlinked mentions" if entity.id == NIL_ID else
+                      f"'{COMPOSITE_SEPARATOR}' joins the ids of composite mentions")
+            raise KnowledgeBaseError(Errors.E035.format(where=where, entity_id=entity.id,
+                                                        reason=reason))
         if entity.id in self._index:
             raise KnowledgeBaseError(
                 Errors.E002.format(entity_id=entity.id, first=f"entry {self._index[entity.id] + 1}",
@@ -46,6 +57,7 @@ class KnowledgeBase:
             )
         self._index[entity.id] = len(self._entities)
         self._entities.append(entity)
+        self._fingerprint = None
 
     def __len__(self) -> int:
         return len(self._entities)
@@ -78,11 +90,13 @@ class KnowledgeBase:
 
     def fingerprint(self) -> str:
         """A hash of every entity's content: two KBs with equal fingerprints index alike."""
-        digest = hashlib.sha256()
-        for entity in self._entities:
-            digest.update(json.dumps(entity.to_dict(), sort_keys=True).encode("utf8"))
-            digest.update(b"\n")
-        return digest.hexdigest()[:16]
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            for entity in self._entities:
+                digest.update(json.dumps(entity.to_dict(), sort_keys=True).encode("utf8"))
+                digest.update(b"\n")
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
 
     def with_aliases(
         self, aliases: Mapping[str, Iterable[str]], *, first: bool = False
@@ -110,35 +124,61 @@ class KnowledgeBase:
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> KnowledgeBase:
+        """Read a KB; a malformed line (not UTF-8, not JSON, a value of the wrong type) is
+        an error naming the file and line (E001), and so is an empty KB (E036)."""
         path = Path(path)
         kb = cls()
-        with path.open(encoding="utf8") as file_:
-            for number, line in enumerate(file_, start=1):
+        with path.open("rb") as file_:
+            for number, raw in enumerate(file_, start=1):
+                def fail(reason: str, number: int = number) -> KnowledgeBaseError:
+                    return KnowledgeBaseError(Errors.E001.format(where=f"{path}:{number}",
+                                                                 reason=reason))
+                try:
+                    line = raw.decode("utf8")
+                except UnicodeDecodeError as err:
+                    raise fail(f"not UTF-8 text: byte {raw[err.start]:#x} at column "
+                               f"{err.start + 1}") from None
                 if not line.strip():
                     continue
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as err:
-                    raise KnowledgeBaseError(
-                        Errors.E001.format(path=path, line=number, reason=f"invalid JSON: {err}")
-                    ) from None
+                    raise fail(f"invalid JSON: {err}") from None
                 if not isinstance(data, dict) or "id" not in data or "name" not in data:
-                    raise KnowledgeBaseError(
-                        Errors.E001.format(path=path, line=number,
-                                           reason='missing "id" or "name"')
-                    )
-                for key in ("aliases", "types"):
-                    if key in data and not isinstance(data[key], list):
-                        raise KnowledgeBaseError(
-                            Errors.E001.format(path=path, line=number,
-                                               reason=f'"{key}" must be a list of strings')
-                        )
-                kb.add(Entity.from_dict(data), source=f"{path}:{number}")
+                    raise fail('missing "id" or "name"')
+                try:
+                    entity = Entity.from_dict(data)
+                except EntityValueError as err:
+                    raise fail(str(err)) from None
+                kb.add(entity, source=f"{path}:{number}")
+        if not len(kb):
+            raise KnowledgeBaseError(Errors.E036.format(path=path))
         return kb
 
     def to_jsonl(self, path: str | Path) -> None:
+        """Write the KB, atomically (a temporary file renamed over ``path``); an empty KB is
+        refused (E036) rather than written."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf8") as file_:
+        if not len(self):
+            raise KnowledgeBaseError(Errors.E036.format(path=path))
+        with atomic_file(path) as tmp, tmp.open("w", encoding="utf8") as file_:
             for entity in self._entities:
                 file_.write(json.dumps(entity.to_dict(), ensure_ascii=False) + "\n")
+
+
+def kb_override(kb_path: str | Path | None, saved: KnowledgeBase,
+                component: str) -> KnowledgeBase | None:
+    """The KB a loaded component must switch to: the one at ``kb_path`` (its config) when it
+    differs from the ``saved`` one (W004), else None. A ``kb_path`` that does not exist here
+    (a training machine's path kept in a saved config) keeps the saved KB, with W005."""
+    if not kb_path:
+        return None
+    if not Path(kb_path).exists():
+        warnings.warn(Warnings.W005.format(name=component, path=kb_path), stacklevel=3)
+        return None
+    kb = KnowledgeBase.from_jsonl(kb_path)
+    if kb.fingerprint() == saved.fingerprint():
+        return None
+    warnings.warn(Warnings.W004.format(name=component, path=kb_path, n_entities=len(kb)),
+                  stacklevel=3)
+    return kb

@@ -1,0 +1,70 @@
+"""Atomic writes: a file or folder is written beside its target and renamed over it, so an
+interrupted or failed write leaves the old one as it was and no half-written file."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def _sibling(path: Path, kind: str) -> Path:
+    """A new hidden path beside ``path`` that keeps its suffix (writers may read it)."""
+    return path.with_name(f".{path.stem}.{kind}-{secrets.token_hex(4)}{path.suffix}")
+
+
+@contextmanager
+def atomic_file(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` to write the file to; when the block ends
+    without error it replaces ``path`` in one ``os.replace``, else it is removed and
+    ``path`` is left as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = _sibling(path, "tmp")
+    try:
+        yield temp
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; return the path."""
+    with atomic_file(path) as temp:
+        temp.write_text(text, encoding="utf8")
+    return Path(path)
+
+
+@contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary folder path beside ``path`` to save to (e.g. ``nlp.to_disk``);
+    when the block ends without error the new folder takes the place of ``path`` (an old
+    one is renamed aside, then deleted), else it is removed and ``path`` is left as it was.
+    Saving into the folder that was loaded from is safe: it is replaced only at the end."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = _sibling(path, "tmp")
+    try:
+        yield temp
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    old = _sibling(path, "old") if path.exists() or path.is_symlink() else None
+    if old is not None:
+        os.rename(path, old)
+    try:
+        os.rename(temp, path)
+    except BaseException:
+        if old is not None:
+            os.rename(old, path)
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    if old is not None:
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old)
+        else:
+            old.unlink()

@@ -1,0 +1,79 @@
+"""Safe outputs for the CLI commands: no output may be one of the inputs (or another
+output), output folders exist before the work starts, and files and folders are written
+atomically (``spacy_arboel.atomic``), so that a failed or interrupted command leaves the old
+output as it was."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+__all__ = ["atomic_file", "atomic_folder", "check_outputs", "same_path", "save_pipeline",
+           "write_text_atomic"]
+
+from wasabi import msg
+
+from ..atomic import atomic_file, atomic_folder, write_text_atomic
+from ..errors import Errors
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+PathArg = Path | Iterable[Path] | None
+
+
+def _paths(value: PathArg) -> list[Path]:
+    if value is None:
+        return []
+    return [Path(value)] if isinstance(value, str | os.PathLike) else [Path(p) for p in value]
+
+
+def same_path(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one file or folder (resolved, or os.path.samefile)."""
+    a, b = Path(a), Path(b)
+    if a.resolve() == b.resolve():
+        return True
+    return a.exists() and b.exists() and os.path.samefile(a, b)
+
+
+def _relation(output: Path, other: Path) -> str | None:
+    """How ``output`` stands to ``other``: "same", "lies inside", "contains" or None."""
+    if same_path(output, other):
+        return "same"
+    out, oth = output.resolve(), other.resolve()
+    if oth in out.parents:
+        return "lies inside"
+    if out in oth.parents:
+        return "contains"
+    return None
+
+
+def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg]) -> None:
+    """Exit (E040, E041) when an output is an input or another output, or when one lies
+    inside the other; then create the parent folders of the outputs. Keys name the
+    arguments and options, e.g. "CORPUS" or "--output"; values are paths, lists or None."""
+    named_outputs = [(name, p) for name, value in outputs.items() for p in _paths(value)]
+    others = [(name, p, "an input of the command")
+              for name, value in inputs.items() for p in _paths(value)]
+    for i, (name, path) in enumerate(named_outputs):
+        later = [(n, p, "another output of the command") for n, p in named_outputs[i + 1:]]
+        for other_name, other, what in others + later:
+            relation = _relation(path, other)
+            if relation == "same":
+                msg.fail(Errors.E040.format(output_name=name, output=path,
+                                            other_name=other_name, other=other, what=what),
+                         exits=1)
+            elif relation:
+                msg.fail(Errors.E041.format(output_name=name, output=path, relation=relation,
+                                            other_name=other_name, other=other, what=what),
+                         exits=1)
+    for _, path in named_outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def save_pipeline(nlp: Language, path: str | Path) -> None:
+    """``nlp.to_disk(path)`` through :func:`atomic_folder`."""
+    with atomic_folder(path) as temp:
+        nlp.to_disk(temp)

@@ -1,0 +1,211 @@
+"""Saved artefacts (artefacts.py): untrusted bytes, manifests, damaged or stale files."""
+
+import json
+import shutil
+import tempfile
+
+import numpy as np
+import pytest
+import spacy
+import srsly
+
+from spacy_arboel.artefacts import check_folder, unsafe_entry, write_manifest
+
+COMPONENTS = ["arbo_entity_linker", "arbo_linker", "arbo_reranker"]
+
+
+@pytest.mark.parametrize("name", ["/abs/x", "../../x", "a/../../x", "tokenizer/../../x",
+                                  "evil.py", "", "tokenizer\\..\\x", "C:/x", "./cfg.json",
+                                  "index//x"])
+def test_unsafe_names_are_refused(name):
+    assert unsafe_entry(name, b"x", {"index", "tokenizer", "cfg.json"})
+
+
+def test_safe_names_and_contents():
+    allowed = {"index", "cfg.json"}
+    assert unsafe_entry("index/meta.json", b"{}", allowed) is None
+    assert unsafe_entry("cfg.json", b"{}", allowed) is None
+    assert unsafe_entry("cfg.json", "text", allowed)  # not bytes
+    assert unsafe_entry(5, b"", allowed)
+
+
+@pytest.mark.parametrize("factory", COMPONENTS)
+def test_from_bytes_writes_nothing_outside_its_folder(factory, tiny_encoder, toy_kb_path,
+                                                      tmp_path, monkeypatch):
+    # the component's temporary folder is three levels down, so "../../x" lands in tmp_path
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    outside = tmp_path / "outside"
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(factory, config={"kb_path": str(toy_kb_path),
+                                         "model": {"encoder_name": tiny_encoder}})
+    payloads = [{str(outside / "x"): b"x"}, {"../../x": b"x"}, {"cfg.json": b"{}",
+                                                                "../escape": b"x"},
+                {"evil.py": b"import os"}, {"cfg.json": "not bytes"}, [b"a list"]]
+    for payload in payloads:
+        with pytest.raises(ValueError, match="E031"):
+            pipe.from_bytes(srsly.msgpack_dumps(payload))
+    with pytest.raises(ValueError, match="E031"):
+        pipe.from_bytes(b"\xc1 not msgpack")
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != toy_kb_path]
+    assert written == []
+
+
+def test_coref_from_bytes_refuses_damaged_state(tiny_encoder, toy_kb_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(toy_kb_path),
+                                               "model": {"encoder_name": tiny_encoder}})
+    coref = nlp.add_pipe("arbo_coref", config={"keep_state": True})
+    for data in (b"\xc1", srsly.msgpack_dumps({"meta": {}}), srsly.msgpack_dumps([1])):
+        with pytest.raises(ValueError, match="E030"):
+            coref.from_bytes(data)
+
+
+def test_manifest_catches_changed_missing_and_truncated_files(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("alpha")
+    (tmp_path / "sub" / "b.bin").write_bytes(b"\x00" * 10)
+    write_manifest(tmp_path)
+    check_folder(tmp_path, "thing", ["a.txt", "sub"])
+    with pytest.raises(ValueError, match=r"E030.*c.txt missing"):
+        check_folder(tmp_path, "thing", ["c.txt"])
+    (tmp_path / "a.txt").write_text("alphb")
+    with pytest.raises(ValueError, match="a.txt is not the file that was saved"):
+        check_folder(tmp_path, "thing", [])
+    (tmp_path / "a.txt").write_text("alpha")
+    (tmp_path / "sub" / "b.bin").write_bytes(b"\x00" * 9)
+    with pytest.raises(ValueError, match="sub/b.bin has 9 bytes, 10 were saved"):
+        check_folder(tmp_path, "thing", [])
+    (tmp_path / "sub" / "b.bin").unlink()
+    with pytest.raises(ValueError, match="sub/b.bin is missing"):
+        check_folder(tmp_path, "thing", [])
+    with pytest.raises(ValueError, match="does not exist"):
+        check_folder(tmp_path / "nope", "thing", [])
+
+
+# --- a saved pipeline, damaged in each way a user might meet ------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved(tiny_encoder, tmp_path_factory):
+    """Two saved linker pipelines over one KB: the second one trained a little."""
+    from conftest import TOY_ENTITIES, TOY_SENTENCES
+    from thinc.api import Adam
+
+    root = tmp_path_factory.mktemp("saved")
+    kb_path = root / "kb.jsonl"
+    kb_path.write_text("\n".join(json.dumps(e) for e in TOY_ENTITIES) + "\n")
+    paths = []
+    for steps in (0, 2):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb_path),
+                                                   "model": {"encoder_name": tiny_encoder}})
+        nlp.add_pipe("arbo_coref", config={"keep_state": True})
+        examples = _examples(nlp, TOY_SENTENCES)
+        nlp.initialize(lambda examples=examples: examples)
+        optimizer = Adam(0.01)
+        for _ in range(steps):
+            nlp.update(examples, sgd=optimizer)
+        list(nlp.pipe([eg.predicted.copy() for eg in examples]))  # coref remembers them
+        nlp.to_disk(root / f"pipeline{steps}")
+        paths.append(root / f"pipeline{steps}")
+    return paths
+
+
+def _examples(nlp, sentences):
+    from spacy.training import Example
+
+    examples = []
+    for text, ents in sentences:
+        gold, pred = nlp.make_doc(text), nlp.make_doc(text)
+        gold.ents = [gold.char_span(s, e, label=label, kb_id=kb) for s, e, label, kb in ents]
+        pred.ents = [pred.char_span(s, e, label=label) for s, e, label, _ in ents]
+        examples.append(Example(pred, gold))
+    return examples
+
+
+def _copy(saved, tmp_path):
+    target = tmp_path / "pipeline"
+    shutil.copytree(saved[0], target)
+    return target, target / "arbo_entity_linker"
+
+
+def _load_fails(path, match="E030"):
+    with pytest.raises(ValueError, match=match):
+        spacy.load(path)
+
+
+def test_a_saved_pipeline_loads(saved):
+    nlp = spacy.load(saved[0])
+    assert len(nlp.get_pipe("arbo_coref").state) == 11  # the ents of TOY_SENTENCES
+
+
+def test_shuffled_owners_are_refused(saved, tmp_path):
+    path, linker = _copy(saved, tmp_path)
+    owners = np.load(linker / "index" / "owners.npy")
+    np.save(linker / "index" / "owners.npy", owners[::-1].copy())
+    _load_fails(path, r"E030.*owners.npy is not the file that was saved")
+
+
+@pytest.mark.parametrize("manifest", [True, False], ids=["manifest", "no-manifest"])
+def test_truncated_or_inconsistent_index_files_are_refused(saved, tmp_path, manifest):
+    for damage in ("truncate", "n_rows", "width", "owners"):
+        path, linker = _copy(saved, tmp_path / damage)
+        index = linker / "index"
+        if damage == "truncate":
+            data = (index / "embeddings.npy").read_bytes()
+            (index / "embeddings.npy").write_bytes(data[: len(data) // 2])
+        elif damage == "n_rows":
+            meta = json.loads((index / "meta.json").read_text())
+            (index / "meta.json").write_text(json.dumps({**meta, "n_rows": meta["n_rows"] + 1}))
+        elif damage == "width":  # consistent arrays of another width
+            meta = json.loads((index / "meta.json").read_text())
+            np.save(index / "embeddings.npy", np.zeros((meta["n_rows"], 16), "float32"))
+            (index / "meta.json").write_text(json.dumps({**meta, "dim": 16}))
+        else:  # an entity without a row
+            owners = np.load(index / "owners.npy")
+            np.save(index / "owners.npy", np.minimum(owners, owners.max() - 1))
+        if not manifest:
+            (linker / "manifest.json").unlink()
+            with pytest.warns(UserWarning, match="W003"):
+                _load_fails(path, "E004" if damage == "width" else "E030")
+        else:
+            _load_fails(path)
+
+
+@pytest.mark.parametrize("missing", ["cfg.json", "index", "tokenizer", "mention_encoder",
+                                     "index/rows.npy"])
+def test_missing_files_are_refused(saved, tmp_path, missing):
+    path, linker = _copy(saved, tmp_path)
+    target = linker / missing
+    shutil.rmtree(target) if target.is_dir() else target.unlink()
+    _load_fails(path, rf"E030.*{missing}")
+
+
+def test_a_mention_encoder_from_another_model_is_refused(saved, tmp_path):
+    path, linker = _copy(saved, tmp_path)
+    shutil.rmtree(linker / "mention_encoder")
+    shutil.copytree(saved[1] / "arbo_entity_linker" / "mention_encoder",
+                    linker / "mention_encoder")
+    _load_fails(path, r"E030.*mention_encoder/model.safetensors is not the file")
+
+
+def test_truncated_weights_without_a_manifest_give_a_coded_error(saved, tmp_path):
+    path, linker = _copy(saved, tmp_path)
+    (linker / "manifest.json").unlink()
+    weights = linker / "mention_encoder" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.warns(UserWarning, match="W003"):
+        _load_fails(path, r"E030.*arbo_entity_linker")
+
+
+def test_damaged_coref_state_is_refused(saved, tmp_path):
+    path, _ = _copy(saved, tmp_path)
+    state = path / "arbo_coref" / "state"
+    vectors = np.load(state / "vectors.npy")
+    np.save(state / "vectors.npy", vectors[:-1])
+    _load_fails(path, r"E030.*vectors.npy")
+    (path / "arbo_coref" / "manifest.json").unlink()
+    with pytest.warns(UserWarning, match="W003"):
+        _load_fails(path, r"E030.*vectors are float32 \(10, 32\), expected float32 \(11, 32\)")

@@ -1,0 +1,172 @@
+"""Commands refuse an output that is one of their inputs, create output folders first and
+write atomically (issue 14, item 6)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+from spacy_arboel.cli.outputs import atomic_file, save_pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBTATOR = ("1|t|Aspirin induced cough.\n1|a|Fever was caused by aspirin.\n"
+            "1\t0\t7\tAspirin\tChemical\tD001241\n1\t16\t21\tcough\tDisease\tD003371\n\n")
+
+
+def _invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _refused(result, code: str = "E040") -> None:
+    assert result.exit_code != 0
+    assert f"[{code}]" in result.output, result.output
+
+
+@pytest.fixture
+def files(tmp_path, toy_examples):
+    """A PubTator file, a gold corpus, a metrics JSON, a KB and a pipeline folder that
+    cannot be loaded (so a refusal shows that the check runs before loading)."""
+    (tmp_path / "dev.txt").write_text(PUBTATOR)
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "dev.spacy")
+    (tmp_path / "run.json").write_text('{"all": {"n": 1}}\n')
+    (tmp_path / "kb.jsonl").write_text('{"id": "D1", "name": "Cough"}\n')
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.cfg").write_text("[nlp]\n")
+    return tmp_path
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+# each command with an output that is (or lies in, or contains) one of its inputs
+CLASHES = [
+    ("convert", "{d}/dev.txt", "{d}/dev.txt"),
+    ("build-kb", "{d}/kb.jsonl", "--jsonl", "{d}/kb.jsonl"),
+    ("compare-runs", "{d}/run.json", "--markdown", "{d}/run.json"),
+    ("compare-runs", "{d}/run.json", "--markdown", "{d}/t.md", "--plot", "{d}/t.md"),
+    ("evaluate", "{d}/model", "{d}/dev.spacy", "--output", "{d}/dev.spacy"),
+    ("evaluate-e2e", "{d}/model", "{d}/dev.spacy", "--output", "{d}/dev.spacy"),
+    ("evaluate-rerank", "{d}/model", "{d}/dev.spacy", "--output", "{d}/dev.spacy"),
+    ("tune-e2e", "{d}/model", "{d}/dev.spacy", "--output-model", "{d}/model"),
+    ("tune-nil", "{d}/model", "{d}/dev.spacy", "--plot", "{d}/dev.spacy"),
+    ("tune-nil", "{d}/model", "{d}/dev.spacy", "--test", "{d}/dev.spacy", "--output",
+     "{d}/dev.spacy"),
+    ("evaluate-coref", "{d}/model", "{d}/dev.spacy", "--output", "{d}/dev.spacy"),
+    ("tune-coref", "{d}/model", "{d}/dev.spacy", "--output", "{d}/dev.spacy"),
+    ("cluster", "{d}/dev.spacy", "{d}/dev.spacy", "--model", "{d}/model"),
+    ("cluster", "{d}/dev.spacy", "{d}/out.spacy", "--model", "{d}/out.spacy"),
+]
+NESTED = [
+    ("evaluate", "{d}/model", "{d}/dev.spacy", "--output", "{d}/model/metrics.json"),
+    ("tune-nil", "{d}/model", "{d}/dev.spacy", "--output-model", "{d}/model/nil"),
+    ("add-coref", "{d}/model", "--output", "{d}/model/with_coref"),
+    ("add-coref", "{d}/model", "--settings", "{d}/model/config.cfg"),  # in place
+    ("convert", "{d}", "{d}/dev.spacy"),
+]
+
+
+@pytest.mark.parametrize("args", CLASHES, ids=lambda a: " ".join(a[:1] + a[-2:-1]))
+def test_an_output_that_is_an_input_is_refused(files, args):
+    before = _snapshot(files)
+    _refused(_invoke(*(a.format(d=files) for a in args)))
+    assert _snapshot(files) == before
+
+
+@pytest.mark.parametrize("args", NESTED, ids=lambda a: " ".join(a[:1] + a[-2:-1]))
+def test_an_output_inside_an_input_folder_is_refused(files, args):
+    before = _snapshot(files)
+    _refused(_invoke(*(a.format(d=files) for a in args)), "E041")
+    assert _snapshot(files) == before
+
+
+def test_prepare_refuses_to_write_into_the_folder_it_reads(tmp_path):
+    shutil.copytree(ROOT / "assets" / "toy", tmp_path / "assets" / "toy")
+    before = _snapshot(tmp_path)
+    for output in ("assets/toy", "assets", "assets/toy/out"):
+        result = _invoke("prepare", "toy", tmp_path / output, "--assets-dir",
+                         tmp_path / "assets")
+        _refused(result, "E040" if output == "assets/toy" else "E041")
+    assert _snapshot(tmp_path) == before
+
+
+@pytest.fixture
+def pipeline(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
+    return tmp_path
+
+
+def test_missing_output_folders_are_created(pipeline):
+    out = pipeline / "new" / "folder" / "out.spacy"
+    result = _invoke("cluster", pipeline / "gold.spacy", out, "--model",
+                     pipeline / "pipeline")
+    assert result.exit_code == 0, result.output
+    assert len(DocBin().from_disk(out)) == len(DocBin().from_disk(pipeline / "gold.spacy"))
+    saved = pipeline / "other" / "folder" / "with_coref"
+    result = _invoke("add-coref", pipeline / "pipeline", "--output", saved)
+    assert result.exit_code == 0, result.output
+    assert spacy.load(saved).pipe_names == ["arbo_entity_linker", "arbo_coref"]
+    assert not [p for p in saved.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_add_coref_in_place_replaces_the_pipeline(pipeline):
+    result = _invoke("add-coref", pipeline / "pipeline", "--components.arbo_coref.k", 3)
+    assert result.exit_code == 0, result.output
+    assert spacy.load(pipeline / "pipeline").get_pipe("arbo_coref").cfg["k"] == 3
+    # an explicit --output equal to MODEL is the same update in place
+    result = _invoke("add-coref", pipeline / "pipeline", "--output", pipeline / "pipeline",
+                     "--components.arbo_coref.k", 4)
+    assert result.exit_code == 0, result.output
+    assert spacy.load(pipeline / "pipeline").get_pipe("arbo_coref").cfg["k"] == 4
+    assert not [p for p in pipeline.iterdir() if p.name.startswith(".")]
+
+
+def test_atomic_file_keeps_the_old_file_when_writing_fails(tmp_path):
+    target = tmp_path / "metrics.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_file(target) as temp:
+        temp.write_text("half of the new")
+        raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert list(tmp_path.iterdir()) == [target]
+    with atomic_file(target) as temp:
+        temp.write_text("new")
+    assert target.read_text() == "new"
+    assert list(tmp_path.iterdir()) == [target]
+
+
+class _Pipeline:
+    """Saves a config.cfg, then fails when ``fail`` is set."""
+
+    def __init__(self, text: str, fail: bool = False):
+        self.text, self.fail = text, fail
+
+    def to_disk(self, path: Path) -> None:
+        path.mkdir()
+        (path / "config.cfg").write_text(self.text)
+        if self.fail:
+            raise OSError("disk full")
+
+
+def test_folder_save_keeps_the_old_folder_when_saving_fails(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "config.cfg").write_text("old")
+    (target / "extra").write_text("old")
+    with pytest.raises(OSError, match="disk full"):
+        save_pipeline(_Pipeline("new", fail=True), target)
+    assert _snapshot(target) == {"config.cfg": b"old", "extra": b"old"}
+    assert list(tmp_path.iterdir()) == [target]
+    save_pipeline(_Pipeline("new"), target)
+    assert _snapshot(target) == {"config.cfg": b"new"}
+    assert list(tmp_path.iterdir()) == [target]
