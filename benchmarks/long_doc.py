@@ -1,0 +1,78 @@
+"""Benchmark one very long document through a pipeline (issue 14, item 9).
+
+Not a test. Concatenates BC5CDR test abstracts into documents of the given lengths (in
+characters), runs each through the pipeline (by default the toy ``ner`` + linker + coref
+pipeline of ``spacy project run all``) and writes the seconds spent in each component, the
+number of ents and the peak RSS to ``benchmarks/results/long-doc.json``. Usage::
+
+    OMP_NUM_THREADS=2 python benchmarks/long_doc.py --model training/model-best \\
+        --chars 50000 --chars 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def long_text(source: Path, n_chars: int) -> str:
+    """BC5CDR abstracts (title and abstract) joined by blank lines up to ``n_chars``."""
+    from spacy_arboel.data.readers import read_pubtator_documents
+
+    parts, size = [], 0
+    while size < n_chars:
+        for document in read_pubtator_documents(source):
+            parts.append(document.text)
+            size += len(document.text) + 2
+            if size >= n_chars:
+                break
+    return "\n\n".join(parts)[:n_chars]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=Path("training/model-best"))
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--chars", type=int, action="append")
+    args = parser.parse_args()
+    import spacy
+    import torch
+
+    nlp = spacy.load(args.model)
+    rows = []
+    for n_chars in args.chars or [200_000]:
+        text = long_text(args.data_dir / "bc5cdr" / "CDR_TestSet.PubTator.txt", n_chars)
+        doc = nlp.make_doc(text)
+        seconds = {}
+        for name, proc in nlp.pipeline:
+            start = time.perf_counter()
+            doc = proc(doc)
+            seconds[name] = round(time.perf_counter() - start, 2)
+        rows.append({"chars": len(text), "tokens": len(doc), "ents": len(doc.ents),
+                     "seconds": seconds, "total_seconds": round(sum(seconds.values()), 2)})
+        print(json.dumps(rows[-1]), flush=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = {
+        "name": "long-doc", "model": str(args.model), "pipeline": nlp.pipe_names,
+        "source": "BC5CDR test abstracts, concatenated", "rows": rows,
+        "peak_rss_mb": round(peak_mb), "torch_threads": torch.get_num_threads(),
+        "command": " ".join(["python", "benchmarks/long_doc.py", *sys.argv[1:]]),
+        "machine": f"{platform.machine()} {__import__('os').cpu_count()} cores, "
+                   f"{platform.python_version()}, CPU",
+        "date": datetime.date.today().isoformat(),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "long-doc.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
