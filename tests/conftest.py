@@ -105,3 +105,19 @@ def toy_examples():
         pred.ents = [pred.char_span(s, e, label=label) for s, e, label, _ in ents]
         examples.append(Example(pred, gold))
     return examples
+
+
+@pytest.fixture
+def saved_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path) -> Path:
+    """A folder with ``pipeline/`` (an initialised toy ``arbo_entity_linker``) and
+    ``gold.spacy`` (the toy gold docs)."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
+    return tmp_path

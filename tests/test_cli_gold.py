@@ -64,13 +64,8 @@ def test_tune_nil_checks_the_test_corpus_too(corpora):
 
 
 @pytest.fixture
-def pipeline(tiny_encoder, toy_kb_path, toy_examples, corpora):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_entity_linker", config={
-        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
-    nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(corpora / "pipeline")
-    return corpora / "pipeline"
+def pipeline(saved_linker):
+    return saved_linker / "pipeline"
 
 
 def test_a_trained_pipeline_is_not_scored_without_gold_ids(pipeline, corpora):

@@ -95,40 +95,29 @@ def test_prepare_refuses_to_write_into_the_folder_it_reads(tmp_path):
     assert _snapshot(tmp_path) == before
 
 
-@pytest.fixture
-def pipeline(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_entity_linker", config={
-        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
-    nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(tmp_path / "pipeline")
-    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
-    return tmp_path
-
-
-def test_missing_output_folders_are_created(pipeline):
-    out = pipeline / "new" / "folder" / "out.spacy"
-    result = _invoke("cluster", pipeline / "gold.spacy", out, "--model",
-                     pipeline / "pipeline")
+def test_missing_output_folders_are_created(saved_linker):
+    out = saved_linker / "new" / "folder" / "out.spacy"
+    result = _invoke("cluster", saved_linker / "gold.spacy", out, "--model",
+                     saved_linker / "pipeline")
     assert result.exit_code == 0, result.output
-    assert len(DocBin().from_disk(out)) == len(DocBin().from_disk(pipeline / "gold.spacy"))
-    saved = pipeline / "other" / "folder" / "with_coref"
-    result = _invoke("add-coref", pipeline / "pipeline", "--output", saved)
+    assert len(DocBin().from_disk(out)) == len(DocBin().from_disk(saved_linker / "gold.spacy"))
+    saved = saved_linker / "other" / "folder" / "with_coref"
+    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved)
     assert result.exit_code == 0, result.output
     assert spacy.load(saved).pipe_names == ["arbo_entity_linker", "arbo_coref"]
     assert not [p for p in saved.parent.iterdir() if p.name.startswith(".")]
 
 
-def test_add_coref_in_place_replaces_the_pipeline(pipeline):
-    result = _invoke("add-coref", pipeline / "pipeline", "--components.arbo_coref.k", 3)
+def test_add_coref_in_place_replaces_the_pipeline(saved_linker):
+    result = _invoke("add-coref", saved_linker / "pipeline", "--components.arbo_coref.k", 3)
     assert result.exit_code == 0, result.output
-    assert spacy.load(pipeline / "pipeline").get_pipe("arbo_coref").cfg["k"] == 3
+    assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").cfg["k"] == 3
     # an explicit --output equal to MODEL is the same update in place
-    result = _invoke("add-coref", pipeline / "pipeline", "--output", pipeline / "pipeline",
+    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "pipeline",
                      "--components.arbo_coref.k", 4)
     assert result.exit_code == 0, result.output
-    assert spacy.load(pipeline / "pipeline").get_pipe("arbo_coref").cfg["k"] == 4
-    assert not [p for p in pipeline.iterdir() if p.name.startswith(".")]
+    assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").cfg["k"] == 4
+    assert not [p for p in (saved_linker / "pipeline").iterdir() if p.name.startswith(".")]
 
 
 def test_atomic_file_keeps_the_old_file_when_writing_fails(tmp_path):

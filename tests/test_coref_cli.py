@@ -2,23 +2,11 @@
 
 import json
 
-import pytest
 import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
-
-
-@pytest.fixture
-def saved(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_entity_linker", config={
-        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
-    nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(tmp_path / "pipeline")
-    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
-    return tmp_path
 
 
 def _invoke(*args):
@@ -27,11 +15,12 @@ def _invoke(*args):
     return result
 
 
-def test_cluster_writes_cluster_ids_across_buffers(saved, toy_examples):
-    _invoke("cluster", saved / "gold.spacy", saved / "out.spacy", "--model", saved / "pipeline",
+def test_cluster_writes_cluster_ids_across_buffers(saved_linker, toy_examples):
+    _invoke("cluster", saved_linker / "gold.spacy", saved_linker / "out.spacy", "--model",
+            saved_linker / "pipeline",
             "--buffer-size", 2, "--components.arbo_coref.threshold", -1e9)
     nlp = spacy.blank("en")
-    docs = list(DocBin().from_disk(saved / "out.spacy").get_docs(nlp.vocab))
+    docs = list(DocBin().from_disk(saved_linker / "out.spacy").get_docs(nlp.vocab))
     assert [len(d.ents) for d in docs] == [len(eg.reference.ents) for eg in toy_examples]
     ids = [d.user_data[("._.", "cluster_id", e.start_char, e.end_char)]
            for d in docs for e in d.ents]
@@ -40,37 +29,38 @@ def test_cluster_writes_cluster_ids_across_buffers(saved, toy_examples):
     assert {e.kb_id_ for d in docs for e in d.ents} == {"NIL"}
 
 
-def test_evaluate_and_tune(saved):
-    _invoke("evaluate-coref", saved / "pipeline", saved / "gold.spacy",
-            "--output", saved / "m.json", "--components.arbo_coref.k", 2)
-    metrics = json.loads((saved / "m.json").read_text())
+def test_evaluate_and_tune(saved_linker):
+    _invoke("evaluate-coref", saved_linker / "pipeline", saved_linker / "gold.spacy",
+            "--output", saved_linker / "m.json", "--components.arbo_coref.k", 2)
+    metrics = json.loads((saved_linker / "m.json").read_text())
     assert metrics["settings"]["k"] == 2
     assert "coref_heldout" not in metrics
-    (saved / "heldout.json").write_text(json.dumps({"ids": ["D001241"]}))  # aspirin
-    _invoke("evaluate-coref", saved / "pipeline", saved / "gold.spacy", "--output",
-            saved / "h.json", "--heldout", saved / "heldout.json")
-    held = json.loads((saved / "h.json").read_text())
+    (saved_linker / "heldout.json").write_text(json.dumps({"ids": ["D001241"]}))  # aspirin
+    _invoke("evaluate-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--output",
+            saved_linker / "h.json", "--heldout", saved_linker / "heldout.json")
+    held = json.loads((saved_linker / "h.json").read_text())
     assert held["coref_heldout"]["n"] == 3  # the three aspirin mentions of the toy corpus
     assert 0 <= held["heldout_nil_rate"] <= 1
     assert metrics["independent"]["in_kb"]["n"] == metrics["clustering"]["in_kb"]["n"] > 0
     assert 0 <= metrics["coref"]["conll_f1"] <= 1
-    _invoke("tune-coref", saved / "pipeline", saved / "gold.spacy", "--k", 1, "--k", 3,
-            "--output", saved / "t.json")
-    tuned = json.loads((saved / "t.json").read_text())
+    _invoke("tune-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--k", 1,
+            "--k", 3,
+            "--output", saved_linker / "t.json")
+    tuned = json.loads((saved_linker / "t.json").read_text())
     assert len(tuned["rows"]) == 2 * 2 * len({r["threshold"] for r in tuned["rows"]})
     assert tuned["best"]["value"] == max(r["value"] for r in tuned["rows"])
     assert tuned["best"]["k"] in (1, 3)
 
 
-def test_add_coref_with_tuned_settings(saved):
-    (saved / "t.json").write_text(json.dumps(
+def test_add_coref_with_tuned_settings(saved_linker):
+    (saved_linker / "t.json").write_text(json.dumps(
         {"best": {"k": 3, "threshold": -0.5, "directed": False}, "rows": []}))
-    _invoke("add-coref", saved / "pipeline", "--output", saved / "with_coref",
-            "--settings", saved / "t.json")
-    nlp = spacy.load(saved / "with_coref")
+    _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "with_coref",
+            "--settings", saved_linker / "t.json")
+    nlp = spacy.load(saved_linker / "with_coref")
     assert nlp.pipe_names == ["arbo_entity_linker", "arbo_coref"]
     cfg = nlp.get_pipe("arbo_coref").cfg
     assert (cfg["k"], cfg["threshold"], cfg["directed"]) == (3, -0.5, False)
     # re-configuring a pipeline that has it already goes through its saved config
-    _invoke("add-coref", saved / "with_coref", "--components.arbo_coref.k", 5)
-    assert spacy.load(saved / "with_coref").get_pipe("arbo_coref").cfg["k"] == 5
+    _invoke("add-coref", saved_linker / "with_coref", "--components.arbo_coref.k", 5)
+    assert spacy.load(saved_linker / "with_coref").get_pipe("arbo_coref").cfg["k"] == 5
