@@ -34,6 +34,8 @@ def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
     cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "arbo_linker.cfg"),
            "--output", str(out), "--paths.train", str(corpus / "train.spacy"),
            "--paths.dev", str(corpus / "dev.spacy"), "--paths.linker", args.linker,
+           # configs/linker.cfg trains alias rows; the config must say so (E056)
+           "--components.arbo_linker.entity_granularity", "alias",
            "--components.arbo_linker.mode", mode,
            "--components.arbo_linker.model.share_weights", str(mode == "joint").lower(),
            "--components.arbo_linker.warmup_retriever_steps", str(args.warmup),

@@ -58,8 +58,8 @@ def main() -> None:
                 golds.append(known)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        queries = linker._encode("mention", linker.builder.mention_ids(texts, spans))
-    full = linker.index
+        queries = linker.retriever.encode_mentions(texts, spans)
+    full = linker.retriever.index
     rows: list[dict] = []
 
     def measure(name: str, index: DenseIndex, **extra) -> None:

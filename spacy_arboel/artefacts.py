@@ -1,16 +1,19 @@
 """Saved component folders: a manifest of their files, checked on load, and ``to_bytes`` /
 ``from_bytes`` as a msgpack map of those files (no pickle).
 
-A component writes its files with ``to_disk`` and then ``write_manifest``; ``from_disk``
-calls ``check_folder`` before it reads anything, so a missing, truncated or swapped file is a
-coded error (E030) instead of a numpy, safetensors or FAISS traceback, or a silently wrong
-link. Bytes from elsewhere are unpacked only under names the component writes itself (E031).
+A component's ``to_disk`` removes the files of an earlier save (``clear_saved``), writes its
+own and lists them with ``write_manifest``; ``from_disk`` calls ``check_folder`` before it
+reads anything, so a missing, truncated, stale or swapped file is a coded error (E030)
+instead of a numpy, safetensors or FAISS traceback, or a silently wrong link. Bytes from
+elsewhere are unpacked only under names the component writes itself and its manifest lists
+(E031, E032).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -30,26 +33,58 @@ def _digest(path: Path) -> str:
         return hashlib.file_digest(file_, "sha256").hexdigest()
 
 
-def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
-
-
-def write_manifest(folder: Path) -> None:
-    """Record the size and SHA-256 of every file under ``folder`` in ``manifest.json``."""
+def write_manifest(folder: Path, names: Iterable[str]) -> None:
+    """Record in ``manifest.json`` the size and SHA-256 of every file under the top-level
+    entries ``names`` of ``folder`` that this save wrote (names that do not exist, such as
+    optional files, are skipped; other files of the folder are not listed)."""
+    found: list[Path] = []
+    for path in (folder / name for name in names):
+        found += [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
     files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _digest(p)}
-             for p in _files(folder)}
+             for p in sorted(found)}
     (folder / MANIFEST).write_text(json.dumps({"files": files}, indent=1) + "\n")
 
 
+def clear_saved(folder: Path, names: Iterable[str]) -> None:
+    """Remove the entries ``names`` (those a component saves) and the manifest from
+    ``folder`` before the component saves there, so that no file of an earlier save is
+    left to be listed and loaded."""
+    for path in (folder / name for name in (*names, MANIFEST)):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _manifest_files(text: str | bytes) -> dict[str, dict[str, Any]]:
+    """The ``files`` map of a manifest; a ValueError says why it is malformed."""
+    try:
+        files = json.loads(text)["files"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{type(err).__name__}: {err}") from None
+    if not isinstance(files, dict) or not files:
+        raise ValueError('"files" is not a non-empty map')
+    for name, entry in files.items():
+        problem = unsafe_name(name)
+        if problem:
+            raise ValueError(f"the name {name!r} is refused: {problem}")
+        if not (isinstance(entry, dict) and isinstance(entry.get("size"), int)
+                and isinstance(entry.get("sha256"), str)):
+            raise ValueError(f'the entry of {name} is not {{"size": int, "sha256": str}}')
+    return files
+
+
 def check_folder(folder: Path, component: str, required: Iterable[str]) -> None:
-    """Raise E030 unless ``folder`` holds the ``required`` entries and every file of its
-    manifest with the recorded size and checksum; warn (W003) when it has no manifest."""
+    """Raise E030 unless ``folder`` holds the ``required`` entries, its manifest is well
+    formed, lists them, names only files inside the folder, and every file it lists has the
+    recorded size and checksum; warn (W003) when it has no manifest."""
 
     def fail(problem: str) -> None:
         raise ValueError(Errors.E030.format(component=component, path=folder, problem=problem))
 
     if not folder.is_dir():
         fail("the folder does not exist")
+    required = list(required)
     missing = [name for name in required if not (folder / name).exists()]
     if missing:
         fail(f"{', '.join(missing)} missing")
@@ -58,9 +93,17 @@ def check_folder(folder: Path, component: str, required: Iterable[str]) -> None:
         warnings.warn(Warnings.W003.format(component=component, path=folder), stacklevel=3)
         return
     try:
-        files = json.loads(manifest.read_text())["files"]
-    except (ValueError, KeyError, TypeError) as err:
-        fail(f"{MANIFEST} is not readable ({err})")
+        files = _manifest_files(manifest.read_bytes())
+    except ValueError as err:
+        fail(f"{MANIFEST} is malformed ({err})")
+    root = folder.resolve()
+    outside = [name for name in files if root not in (folder / name).resolve().parents]
+    if outside:
+        fail(f"{MANIFEST} names {outside[0]!r}, which resolves outside the folder")
+    unlisted = [name for name in required
+                if name not in files and not any(f.startswith(f"{name}/") for f in files)]
+    if unlisted:
+        fail(f"{MANIFEST} does not list {', '.join(unlisted)}")
     for name, expected in files.items():
         path = folder / name
         if not path.is_file():
@@ -95,10 +138,10 @@ def folder_to_bytes(to_disk: Callable[..., None], exclude: Iterable[str] = ()) -
     return srsly.msgpack_dumps(files)
 
 
-def unsafe_entry(name: Any, content: Any, allowed: Collection[str]) -> str | None:
-    """Why a packed entry may not be written (None when it may): names must be relative
-    POSIX paths under one of the ``allowed`` top-level names, without ``..``, and hold
-    bytes."""
+def unsafe_name(name: Any, allowed: Collection[str] | None = None) -> str | None:
+    """Why ``name`` may not name a file of a component's folder (None when it may): it must
+    be a relative POSIX path without ``..``, under one of the ``allowed`` top-level names
+    when these are given."""
     if not isinstance(name, str) or not name:
         return "the name is not a non-empty string"
     if "\\" in name or "\0" in name or ":" in name:
@@ -108,43 +151,62 @@ def unsafe_entry(name: Any, content: Any, allowed: Collection[str]) -> str | Non
         return "the name is an absolute path"
     if any(part in ("", ".", "..") for part in name.split("/")):
         return "the name holds an empty, '.' or '..' part"
-    if path.parts[0] not in allowed:
+    if allowed is not None and path.parts[0] not in allowed:
         return "the component writes no such file"
-    if not isinstance(content, bytes):
-        return "the content is not bytes"
     return None
+
+
+def unsafe_entry(name: Any, content: Any, allowed: Collection[str]) -> str | None:
+    """Why a packed entry may not be written (None when it may): a safe name (see
+    :func:`unsafe_name`) that holds bytes."""
+    problem = unsafe_name(name, allowed)
+    if problem is None and not isinstance(content, bytes):
+        return "the content is not bytes"
+    return problem
 
 
 def folder_from_bytes(data: bytes, from_disk: Callable[..., Any], *, component: str,
                       allowed: Collection[str], exclude: Iterable[str] = ()) -> Any:
     """Unpack the files of ``folder_to_bytes`` into a temporary folder and load it.
 
-    Every entry is checked before anything is written (E031): bytes from elsewhere never
-    write outside the temporary folder, nor files the component does not write itself.
+    The data must be a msgpack map (E032) whose entries all have safe names, hold bytes and
+    are listed in its manifest, which it must hold (E031); all of this is checked before
+    anything is written, so bytes from elsewhere never write outside the temporary folder,
+    nor files the component does not write itself.
     """
     allowed = {*allowed, MANIFEST}
+
+    def refuse(name: Any, problem: str) -> None:
+        raise ValueError(Errors.E031.format(component=component, name=name, problem=problem,
+                                            allowed=", ".join(sorted(allowed))))
+
     try:
         files = srsly.msgpack_loads(data)
     except Exception as err:  # msgpack raises several unrelated types
-        raise ValueError(Errors.E031.format(component=component, name="<data>",
-                                            problem=f"not a msgpack map ({err})",
-                                            allowed=", ".join(sorted(allowed)))) from None
+        raise ValueError(Errors.E032.format(component=component,
+                                            problem=f"they are not msgpack ({err})")) from None
     if not isinstance(files, dict):
-        files = {"<data>": None}
+        raise ValueError(Errors.E032.format(
+            component=component, problem=f"they hold a {type(files).__name__}, not a map"))
     for name, content in files.items():
         problem = unsafe_entry(name, content, allowed)
         if problem:
-            raise ValueError(Errors.E031.format(component=component, name=name,
-                                                problem=problem,
-                                                allowed=", ".join(sorted(allowed))))
+            refuse(name, problem)
+    if MANIFEST not in files:
+        refuse(MANIFEST, "it is missing, and to_bytes always writes it")
+    try:
+        listed = _manifest_files(files[MANIFEST])
+    except ValueError as err:
+        refuse(MANIFEST, f"it is malformed ({err})")
+    unlisted = sorted(set(files) - set(listed) - {MANIFEST})
+    if unlisted:
+        refuse(unlisted[0], f"{MANIFEST} does not list it")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp).resolve()
         for name, content in files.items():
             target = root / name
             target.parent.mkdir(parents=True, exist_ok=True)
             if root not in target.resolve().parents:  # defence in depth: links, odd names
-                raise ValueError(Errors.E031.format(component=component, name=name,
-                                                    problem="it resolves outside the folder",
-                                                    allowed=", ".join(sorted(allowed))))
+                refuse(name, "it resolves outside the folder")
             target.write_bytes(content)
         return from_disk(tmp, exclude=exclude)

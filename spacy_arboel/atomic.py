@@ -10,6 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import Errors
+
+PIPELINE_FILES = ("config.cfg", "meta.json")
+
 
 def _sibling(path: Path, kind: str) -> Path:
     """A new hidden path beside ``path`` that keeps its suffix (writers may read it)."""
@@ -26,6 +30,8 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     temp = _sibling(path, "tmp")
     try:
         yield temp
+        with temp.open("rb") as file_:
+            os.fsync(file_.fileno())
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -39,13 +45,26 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return Path(path)
 
 
+def check_replaceable(path: str | Path) -> None:
+    """Raise E046 unless a saved pipeline may replace ``path``: it is missing, an empty
+    folder, or a spaCy pipeline (a folder with config.cfg or meta.json)."""
+    path = Path(path)
+    if not path.exists() or path.is_dir() and (
+            not any(path.iterdir()) or any((path / name).is_file() for name in PIPELINE_FILES)):
+        return
+    raise ValueError(Errors.E046.format(path=path))
+
+
 @contextmanager
 def atomic_folder(path: str | Path) -> Iterator[Path]:
     """Yield a temporary folder path beside ``path`` to save to (e.g. ``nlp.to_disk``);
     when the block ends without error the new folder takes the place of ``path`` (an old
     one is renamed aside, then deleted), else it is removed and ``path`` is left as it was.
-    Saving into the folder that was loaded from is safe: it is replaced only at the end."""
+    Saving into the folder that was loaded from is safe: it is replaced only at the end.
+    Only a missing or empty folder or a pipeline is replaced (E046 before anything is
+    written, see :func:`check_replaceable`)."""
     path = Path(path)
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = _sibling(path, "tmp")
     try:

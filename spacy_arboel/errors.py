@@ -133,6 +133,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "{component}.from_bytes refused the entry {name!r}: {problem}. Bytes may only name "
         "the files that to_bytes writes ({allowed}); nothing was written."
     )
+    E032 = (
+        "{component}.from_bytes refused the data: {problem}. It loads only the bytes that "
+        "to_bytes of the same component writes (a msgpack map of its files); nothing was "
+        "written."
+    )
     E033 = (
         "'{name}' clusters the mentions of all the docs of one `nlp.pipe` call together, "
         "which worker processes cannot do: `nlp.pipe(..., n_process > 1)` would cluster each "
@@ -220,6 +225,43 @@ class Errors(metaclass=ErrorsWithCodes):
         "pipeline has an `arbo_linker`, or `ner` before an `arbo_entity_linker` (not turned "
         "off by --disable), and that arbo_linker's threshold is not too high: choose it with "
         "`spacy-arboel tune-e2e`, or try a lower --components.arbo_linker.threshold."
+    )
+    E046 = (
+        "{path} is not a saved spaCy pipeline (it has no config.cfg or meta.json) nor an "
+        "empty folder: saving a pipeline there would delete what it holds. Give a new or "
+        "empty folder, or that of a pipeline to replace."
+    )
+    # the linking core (spacy_arboel.linking) and its components
+    E050 = (
+        "The retriever's index is older than its encoders (they were trained since, or the KB "
+        "changed). Call `refresh()` on the retriever, or `ensure_ready()` on the component, "
+        "before searching; `spacy train` does this before each evaluation."
+    )
+    E051 = (
+        "'{name}' is not ready: it has no {what} yet. Call `nlp.initialize()`, load a trained "
+        "pipeline, or call `ensure_ready()` on the component to set it up from its config "
+        "(kb_path and the base encoder)."
+    )
+    E052 = (
+        "Distillation scores entity candidates only, but the wrapped objective's plan holds "
+        "mention nodes (arborescence). Wrap knn_negatives, in_batch or proxy instead."
+    )
+    E053 = (
+        "The distill objective needs teacher_path: the folder of a saved pipeline with a "
+        "trained arbo_reranker (train one with configs/reranker.cfg)."
+    )
+    E054 = (
+        "negatives='{negatives}' applies to knn_negatives, proxy and distill only, not to "
+        "'{name}': remove it or change the objective."
+    )
+    E055 = (
+        "teacher_path '{path}' holds no arbo_reranker: train one with configs/reranker.cfg "
+        "and give the folder of its pipeline."
+    )
+    E056 = (
+        "'{name}': {path} was built with entity_granularity = \"{found}\", but the config "
+        "says \"{configured}\". The config is the source of truth and a saved setting never "
+        "overrides it: set --components.{name}.entity_granularity {found}."
     )
 
 

@@ -206,11 +206,18 @@ def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_exam
     nlp.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
     with pytest.raises(ValueError, match="knowledge base"):
         nlp.initialize(lambda: toy_examples)  # no KB anywhere: a clear error
+    # the config is the source of truth: a linker of another granularity is an error
+    with pytest.raises(ValueError, match="E056"):
+        nlp.get_pipe("arbo_linker").initialize(lambda: toy_examples, nlp=nlp,
+                                               linker_path=str(tmp_path / "linker"))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder},
+                                        "entity_granularity": "alias"})
     linker = nlp.get_pipe("arbo_linker")
     linker.initialize(lambda: toy_examples, nlp=nlp, linker_path=str(tmp_path / "linker"))
     assert linker.kb.fingerprint() == bi_encoder.kb.fingerprint()
     assert linker.cfg["entity_granularity"] == "alias"
-    np.testing.assert_allclose(linker.index.embeddings, bi_encoder.index.embeddings)
+    np.testing.assert_allclose(linker.index.embeddings, bi_encoder.retriever.index.embeddings)
     from spacy_arboel.ml.models import torch_encoders
     from spacy_arboel.ml.retriever_reader import torch_parts
 

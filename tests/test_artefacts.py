@@ -9,7 +9,7 @@ import pytest
 import spacy
 import srsly
 
-from spacy_arboel.artefacts import check_folder, unsafe_entry, write_manifest
+from spacy_arboel.artefacts import check_folder, clear_saved, unsafe_entry, write_manifest
 
 COMPONENTS = ["arbo_entity_linker", "arbo_linker", "arbo_reranker"]
 
@@ -44,9 +44,9 @@ def test_from_bytes_writes_nothing_outside_its_folder(factory, tiny_encoder, toy
                                                                 "../escape": b"x"},
                 {"evil.py": b"import os"}, {"cfg.json": "not bytes"}, [b"a list"]]
     for payload in payloads:
-        with pytest.raises(ValueError, match="E031"):
+        with pytest.raises(ValueError, match="E03[12]"):
             pipe.from_bytes(srsly.msgpack_dumps(payload))
-    with pytest.raises(ValueError, match="E031"):
+    with pytest.raises(ValueError, match="E032"):
         pipe.from_bytes(b"\xc1 not msgpack")
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p != toy_kb_path]
     assert written == []
@@ -60,13 +60,25 @@ def test_coref_from_bytes_refuses_damaged_state(tiny_encoder, toy_kb_path):
     for data in (b"\xc1", srsly.msgpack_dumps({"meta": {}}), srsly.msgpack_dumps([1])):
         with pytest.raises(ValueError, match="E030"):
             coref.from_bytes(data)
+    # lists that are strings or maps, with arrays that agree with their length
+    from spacy_arboel.components.coref import linker_fingerprints
+
+    fingerprints = linker_fingerprints(nlp.get_pipe("arbo_entity_linker"))  # sets it up
+    width = nlp.get_pipe("arbo_entity_linker").retriever.vector_width
+    arrays = {"vectors": np.zeros((3, width), "float32"),
+              "entity_positions": np.zeros(3, "int64"), "entity_scores": np.zeros(3, "float32")}
+    for keys in ("abc", {"a": 1, "b": 2, "c": 3}):
+        meta = {"keys": keys, "doc_keys": keys, "cluster_ids": keys,
+                "fingerprints": fingerprints}
+        with pytest.raises(ValueError, match="E030.*must be lists"):
+            coref.from_bytes(srsly.msgpack_dumps({"meta": meta, **arrays}))
 
 
 def test_manifest_catches_changed_missing_and_truncated_files(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.txt").write_text("alpha")
     (tmp_path / "sub" / "b.bin").write_bytes(b"\x00" * 10)
-    write_manifest(tmp_path)
+    write_manifest(tmp_path, ["a.txt", "sub", "optional"])
     check_folder(tmp_path, "thing", ["a.txt", "sub"])
     with pytest.raises(ValueError, match=r"E030.*c.txt missing"):
         check_folder(tmp_path, "thing", ["c.txt"])
@@ -82,6 +94,111 @@ def test_manifest_catches_changed_missing_and_truncated_files(tmp_path):
         check_folder(tmp_path, "thing", [])
     with pytest.raises(ValueError, match="does not exist"):
         check_folder(tmp_path / "nope", "thing", [])
+
+
+def test_manifest_names_are_checked_before_any_file_is_read(tmp_path):
+    folder = tmp_path / "a" / "b"
+    folder.mkdir(parents=True)
+    (tmp_path / "secret").write_text("secret")
+    (folder / "cfg.json").write_text("{}")
+    (folder / "link").symlink_to(tmp_path / "secret")
+    entry = {"size": 6, "sha256": "0" * 64}
+    for name in ("../../secret", str(tmp_path / "secret"), "link"):
+        (folder / "manifest.json").write_text(json.dumps({"files": {name: entry}}))
+        with pytest.raises(ValueError, match="E030") as err:
+            check_folder(folder, "thing", [])
+        assert "6 were saved" not in str(err.value) and "checksum" not in str(err.value)
+
+
+@pytest.mark.parametrize("manifest", [[], {"files": []}, {"files": {"cfg.json": 5}},
+                                      {"files": {"cfg.json": {"size": "2"}}}, {"files": {}},
+                                      {"files": {7: {}}}, "not json"])
+def test_a_malformed_manifest_is_refused(tmp_path, manifest):
+    (tmp_path / "cfg.json").write_text("{}")
+    text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+    (tmp_path / "manifest.json").write_text(text)
+    with pytest.raises(ValueError, match="E030.*manifest.json is malformed"):
+        check_folder(tmp_path, "thing", ["cfg.json"])
+
+
+def test_a_manifest_must_list_the_required_entries(tmp_path):
+    (tmp_path / "cfg.json").write_text("{}")
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "rows.npy").write_text("x")
+    write_manifest(tmp_path, ["cfg.json"])
+    with pytest.raises(ValueError, match="E030.*does not list index"):
+        check_folder(tmp_path, "thing", ["cfg.json", "index"])
+    write_manifest(tmp_path, ["cfg.json", "index"])
+    check_folder(tmp_path, "thing", ["cfg.json", "index"])
+
+
+def test_write_manifest_lists_only_what_was_saved_and_clear_saved_removes_it(tmp_path):
+    for name in ("cfg.json", "stale.txt", "index/rows.npy", "reader_encoder/model.bin"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(name)
+    write_manifest(tmp_path, ["cfg.json", "index", "passage_encoder"])
+    listed = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    assert sorted(listed) == ["cfg.json", "index/rows.npy"]
+    clear_saved(tmp_path, ["cfg.json", "index", "reader_encoder", "passage_encoder"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stale.txt"]
+
+
+def _packed(pipe) -> dict:
+    return srsly.msgpack_loads(pipe.to_bytes())
+
+
+@pytest.mark.parametrize("factory", COMPONENTS)
+def test_from_bytes_needs_the_manifest_and_refuses_unlisted_files(factory, tiny_encoder,
+                                                                 toy_kb_path):
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(factory, config={"kb_path": str(toy_kb_path),
+                                         "model": {"encoder_name": tiny_encoder}})
+    files = _packed(pipe)
+    without = {k: v for k, v in files.items() if k != "manifest.json"}
+    with pytest.raises(ValueError, match=r"E031.*'manifest.json': it is missing"):
+        pipe.from_bytes(srsly.msgpack_dumps(without))
+    extra = {**files, "tokenizer/extra.txt": b"x"}
+    with pytest.raises(ValueError, match=r"E031.*'tokenizer/extra.txt': manifest.json does not"):
+        pipe.from_bytes(srsly.msgpack_dumps(extra))
+    bad = {**files, "manifest.json": b'{"files": {"../x": {"size": 1, "sha256": ""}}}'}
+    with pytest.raises(ValueError, match=r"E031.*'manifest.json': it is malformed"):
+        pipe.from_bytes(srsly.msgpack_dumps(bad))
+    pipe.from_bytes(srsly.msgpack_dumps(files))
+
+
+@pytest.mark.parametrize("data", [b"\xc1 not msgpack", srsly.msgpack_dumps([b"a list"]),
+                                  srsly.msgpack_dumps(5)])
+def test_bytes_that_are_no_map_get_their_own_message(tiny_encoder, toy_kb_path, data):
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
+    with pytest.raises(ValueError, match=r"E032\] arbo_entity_linker.from_bytes refused the "
+                                         r"data: they (are not msgpack|hold a \w+, not a map)"):
+        pipe.from_bytes(data)
+
+
+def test_a_save_over_an_older_one_leaves_none_of_its_files(tiny_encoder, toy_kb_path,
+                                                           toy_examples, tmp_path):
+    """A pipeline-mode arbo_linker (with reader_encoder/) saved, then a joint-mode one over
+    it: the stale reader encoder is neither kept nor listed."""
+    models = []
+    for mode in ("pipeline", "joint"):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_linker", config={
+            "kb_path": str(toy_kb_path), "mode": mode,
+            "model": {"encoder_name": tiny_encoder, "share_weights": mode == "joint"}})
+        nlp.initialize(lambda: toy_examples)
+        models.append(nlp)
+    folder = tmp_path / "pipeline" / "arbo_linker"
+    models[0].to_disk(tmp_path / "pipeline")
+    assert (folder / "reader_encoder").is_dir()
+    (folder / "index" / "stale.npy").write_bytes(b"x")
+    models[1].to_disk(tmp_path / "pipeline")
+    listed = json.loads((folder / "manifest.json").read_text())["files"]
+    assert not (folder / "reader_encoder").exists()
+    assert not [name for name in listed if name.startswith("reader_encoder/")]
+    assert not (folder / "index" / "stale.npy").exists()
+    spacy.load(tmp_path / "pipeline")
 
 
 # --- a saved pipeline, damaged in each way a user might meet ------------------------------

@@ -10,7 +10,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
-from spacy_arboel.cli.outputs import atomic_file, save_pipeline
+from spacy_arboel.cli.outputs import atomic_file, atomic_folder, save_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBTATOR = ("1|t|Aspirin induced cough.\n1|a|Fever was caused by aspirin.\n"
@@ -159,3 +159,49 @@ def test_folder_save_keeps_the_old_folder_when_saving_fails(tmp_path):
     save_pipeline(_Pipeline("new"), target)
     assert _snapshot(target) == {"config.cfg": b"new"}
     assert list(tmp_path.iterdir()) == [target]
+
+
+def test_a_folder_save_replaces_only_a_pipeline_or_an_empty_folder(tmp_path):
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    (documents / "thesis.txt").write_text("years of work")
+    (tmp_path / "file").write_text("a file")
+    for target in (documents, tmp_path / "file"):
+        before = _snapshot(tmp_path)
+        with pytest.raises(ValueError, match=r"\[E046\]"), atomic_folder(target):
+            pytest.fail("nothing may be written")
+        with pytest.raises(SystemExit):
+            save_pipeline(_Pipeline("new"), target)
+        assert _snapshot(tmp_path) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["Documents", "file"]
+    for name, files in (("empty", []), ("old_pipeline", ["meta.json", "vocab"])):
+        target = tmp_path / name
+        target.mkdir()
+        for file_ in files:
+            (target / file_).write_text("old")
+        save_pipeline(_Pipeline("new"), target)
+        assert _snapshot(target) == {"config.cfg": b"new"}
+
+
+@pytest.mark.parametrize("command", ["tune-nil", "tune-e2e"])
+def test_an_output_model_over_a_folder_that_is_no_pipeline_is_refused(files, command):
+    (files / "Documents").mkdir()
+    (files / "Documents" / "thesis.txt").write_text("years of work")
+    before = _snapshot(files)
+    # the model cannot be loaded: the refusal comes before any work
+    _refused(_invoke(command, files / "model", files / "dev.spacy", "--output-model",
+                     files / "Documents"), "E046")
+    assert _snapshot(files) == before
+
+
+def test_atomic_file_syncs_the_file_before_renaming_it(tmp_path, monkeypatch):
+    import os
+
+    events = []
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync"))
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (events.append("replace"),
+                                                     real_replace(a, b)))
+    with atomic_file(tmp_path / "out.json") as temp:
+        temp.write_text("{}")
+    assert events == ["fsync", "replace"]

@@ -24,6 +24,7 @@ def _pipeline(encoder, kb_path):
     nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb_path), "top_k": 5,
                                                "model": {"encoder_name": encoder}})
     nlp.add_pipe("arbo_coref")
+    nlp.get_pipe("arbo_entity_linker").ensure_ready()
     return nlp
 
 

@@ -11,6 +11,7 @@ def _nlp(tiny_encoder, kb_path, **coref):
     nlp.add_pipe("arbo_entity_linker", config={
         "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}})
     nlp.add_pipe("arbo_coref", config=coref)
+    nlp.get_pipe("arbo_entity_linker").ensure_ready()  # no initialize: from kb_path
     return nlp
 
 

@@ -25,10 +25,13 @@ OBJECTIVES = [
 ]
 
 
-def _nlp(tiny_encoder, kb_path, **config):
+def _nlp(tiny_encoder, kb_path, ready=True, **config):
+    """A linker from ``kb_path`` and the base encoder, ``ready`` without initialize."""
     nlp = spacy.blank("en")
     config = {"kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}, **config}
     nlp.add_pipe("arbo_entity_linker", config=config)
+    if ready:
+        nlp.get_pipe("arbo_entity_linker").ensure_ready()
     return nlp
 
 
@@ -87,7 +90,6 @@ def test_save_load_round_trip_gives_identical_predictions(
 
 def test_loading_with_another_kb_is_an_error(tiny_encoder, toy_kb_path, tmp_path):
     nlp = _nlp(tiny_encoder, toy_kb_path)
-    nlp.get_pipe("arbo_entity_linker")._ensure_index()
     nlp.to_disk(tmp_path / "pipeline")
     kb_file = tmp_path / "pipeline" / "arbo_entity_linker" / "kb.jsonl"
     lines = kb_file.read_text().splitlines()
@@ -106,7 +108,7 @@ def test_gold_ids_missing_from_the_kb_are_counted(tiny_encoder, toy_kb_path, toy
     with pytest.warns(UserWarning, match="not in the knowledge base"):
         nlp.initialize(lambda: toy_examples)
     linker = nlp.get_pipe("arbo_entity_linker")
-    assert linker.cfg["n_missing_gold_ids"] == 1
+    assert linker.trainer.n_missing_gold_ids == 1
     nlp.update(toy_examples, sgd=Adam(0.001))  # the unknown id is skipped, not a crash
 
 
@@ -167,8 +169,9 @@ def test_training_and_reloading_with_deduplicated_alias_rows(
                refresh_every=2, objective={"@misc": "spacy_arboel.Objective.v1", **objective})
     nlp.initialize(lambda: toy_examples)
     linker = nlp.get_pipe("arbo_entity_linker")
-    assert len(linker.index.owners) == len(linker.kb) < len(linker._row_inputs)
-    assert linker.index.rows.tolist() == [rows[0] for rows in _layout_rows(linker)]
+    index = linker.retriever.index
+    assert len(index.owners) == len(linker.kb) < len(linker.retriever.row_inputs)
+    assert index.rows.tolist() == [rows[0] for rows in _layout_rows(linker)]
     optimizer = Adam(0.002)
     for _ in range(3):
         losses = nlp.update(toy_examples, sgd=optimizer)
@@ -177,7 +180,8 @@ def test_training_and_reloading_with_deduplicated_alias_rows(
     before = _linked(nlp, nlp.pipe([d.copy() for d in docs]))
     nlp.to_disk(tmp_path / "pipeline")
     loaded = spacy.load(tmp_path / "pipeline")
-    assert loaded.get_pipe("arbo_entity_linker").index.rows.tolist() == linker.index.rows.tolist()
+    assert (loaded.get_pipe("arbo_entity_linker").retriever.index.rows.tolist()
+            == linker.retriever.index.rows.tolist())
     assert _linked(loaded, loaded.pipe([d.copy() for d in docs])) == before
     loaded.update(toy_examples, sgd=Adam(0.002))
 
@@ -227,11 +231,11 @@ def test_quantized_inference_stays_close_to_float(tiny_encoder, toy_kb_path, toy
 
     nlp = _nlp(tiny_encoder, toy_kb_path)
     linker = nlp.get_pipe("arbo_entity_linker")
-    nlp(toy_examples[0].predicted.copy())
-    ids, mask = linker.builder.pad(linker._row_inputs)
-    full = linker.forward("entity", ids, mask)
-    linker.cfg["quantize"] = True
-    fast = linker.forward("entity", ids, mask)
+    retriever = linker.retriever
+    ids, mask = retriever.builder.pad(retriever.row_inputs)
+    full = retriever.forward("entity", ids, mask)
+    quantized = _nlp(tiny_encoder, toy_kb_path, quantize=True).get_pipe("arbo_entity_linker")
+    fast = quantized.retriever.forward("entity", ids, mask)
     assert not np.array_equal(full, fast)
     cosine = (full * fast).sum(1) / np.linalg.norm(full, axis=1) / np.linalg.norm(fast, axis=1)
     assert cosine.min() > 0.9
@@ -282,7 +286,7 @@ def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_
 
 def test_fgsm_perturbs_only_the_entity_encoder(tiny_encoder, toy_kb_path, toy_examples,
                                                monkeypatch):
-    from spacy_arboel.components import entity_linker as module
+    from spacy_arboel.linking import bi_encoder_trainer as module
     from spacy_arboel.ml.models import torch_encoders
 
     nlp = _nlp(tiny_encoder, toy_kb_path, objective={
@@ -336,7 +340,7 @@ def test_a_kb_path_given_at_load_time_is_honoured(tiny_encoder, toy_kb_path, toy
         other = spacy.load(tmp_path / "pipeline",
                            config={"components.arbo_entity_linker.kb_path": str(smaller)})
     linker = other.get_pipe("arbo_entity_linker")
-    assert len(linker.kb) == 3 and len(linker.index) == 3
+    assert len(linker.kb) == 3 and len(linker.retriever.index) == 3
     docs = list(other.pipe([eg.predicted.copy() for eg in toy_examples]))
     assert {i for d in docs for e in d.ents for i, _ in e._.kb_candidates} <= set(linker.kb.ids)
     # a path that does not exist here (kept from training elsewhere) keeps the saved KB
@@ -353,8 +357,6 @@ def test_index_errors_give_advice_that_exists():
 
 
 def test_a_nil_id_in_the_kb_is_refused(tiny_encoder, toy_kb_path):
-    nlp = _nlp(tiny_encoder, toy_kb_path, nil_id="D003371")
-    doc = nlp.make_doc("Aspirin.")
-    doc.ents = [doc.char_span(0, 7, label="Chemical")]
+    nlp = _nlp(tiny_encoder, toy_kb_path, ready=False, nil_id="D003371")
     with pytest.raises(ValueError, match="E035"):
-        nlp(doc)
+        nlp.get_pipe("arbo_entity_linker").ensure_ready()

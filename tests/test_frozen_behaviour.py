@@ -72,6 +72,8 @@ def linker_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> dict[
         for _ in range(3):
             nlp.update(examples, sgd=optimizer, exclude=["arbo_reranker"])
         if with_more:
+            # the old code re-embedded the KB inside predict; now that is explicit
+            nlp.get_pipe("arbo_entity_linker").ensure_ready()
             for _ in range(3):
                 nlp.update(examples, sgd=optimizer, annotates=["arbo_entity_linker"],
                            exclude=["arbo_entity_linker"])

@@ -164,18 +164,38 @@ def test_an_empty_kb_is_refused_when_read_and_when_written(tmp_path):
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_build_kb_refuses_an_empty_kb(tmp_path):
+@pytest.mark.parametrize("source", ["--jsonl", "--mesh-descriptors"])
+def test_build_kb_refuses_an_empty_kb(tmp_path, source):
+    """An empty input KB, or MeSH descriptors without rows (an empty KB built): a coded
+    message that names a real file, no traceback, nothing written."""
     from typer.testing import CliRunner
 
     from spacy_arboel.cli import app
 
-    source = tmp_path / "source.jsonl"
-    source.write_text("\n", encoding="utf8")
-    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"),
-                                      "--jsonl", str(source)])
-    assert result.exit_code != 0
-    assert "E036" in str(result.exception) + result.output
-    assert not (tmp_path / "kb.jsonl").exists()
+    path = tmp_path / ("source.jsonl" if source == "--jsonl" else "desc.csv")
+    path.write_text("\n" if source == "--jsonl" else "id,subject\n", encoding="utf8")
+    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"), source, str(path)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # no traceback
+    named = path if source == "--jsonl" else tmp_path / "kb.jsonl"
+    assert f"[E036] {named}: " in " ".join(result.output.split())
+    assert ".tmp-" not in result.output
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_removing_every_entity_of_a_kb_is_refused(tmp_path, capsys):
+    from spacy.tokens import DocBin
+
+    from spacy_arboel.cli.project_commands import remove_entity_types
+
+    nlp = spacy.blank("en")
+    KnowledgeBase([Entity("D1", "One", types=("Disease",))]).to_jsonl(tmp_path / "kb.jsonl")
+    DocBin(docs=[nlp("One.")]).to_disk(tmp_path / "train.spacy")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(SystemExit):
+        remove_entity_types(tmp_path, ["Disease"], nlp)
+    output = " ".join(capsys.readouterr().out.split())
+    assert f"[E036] {tmp_path / 'kb.jsonl'}: " in output and ".tmp-" not in output
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 def test_the_fingerprint_follows_additions(kb):

@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from spacy_arboel.ml.objectives import make_objective
 from spacy_arboel.objectives import (
+    FGSM,
     Arborescence,
+    Distillation,
     InBatch,
     KnnNegatives,
     MentionStore,
@@ -21,7 +24,6 @@ from spacy_arboel.objectives import (
     softmax_loss,
 )
 from spacy_arboel.objectives.losses import candidate_scores
-from spacy_arboel.objectives.objectives import make_objective
 
 
 def _brute_force_parents(entity_aff, mention_aff):
@@ -228,7 +230,9 @@ def test_random_negatives_are_uniform_over_entities():
 def test_objective_factory_settings_are_checked():
     assert make_objective("proxy").negatives == "mixed"
     assert make_objective("knn_negatives").negatives == "hard"
-    assert make_objective("in_batch", fgsm_epsilon=0.01).fgsm_epsilon == 0.01
+    wrapped = make_objective("in_batch", fgsm_epsilon=0.01)
+    assert isinstance(wrapped, FGSM) and wrapped.epsilon == 0.01
+    assert isinstance(wrapped.objective, InBatch) and wrapped.captures_entity_embeddings
     with pytest.raises(ValueError, match="proxy and distill only"):
         make_objective("arborescence", negatives="random")
     with pytest.raises(ValueError, match="fgsm_epsilon"):
@@ -259,4 +263,6 @@ def test_distillation_loss_matches_blink_eq_8_to_10():
 def test_distill_needs_a_teacher():
     with pytest.raises(ValueError, match="teacher_path"):
         make_objective("distill")
-    assert make_objective("distill", teacher_path="x", n_negatives=3).negatives == "hard"
+    distill = make_objective("distill", teacher_path="x", n_negatives=3)
+    assert isinstance(distill, Distillation) and distill.objective.negatives == "hard"
+    assert distill.teacher is None  # loaded on the first training step

@@ -200,7 +200,7 @@ def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_k
 def test_teacher_with_another_kb_is_refused(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     import json
 
-    from spacy_arboel.components.entity_linker import load_teacher
+    from spacy_arboel.components.reranker import teacher_loader
     from spacy_arboel.kb import KnowledgeBase
 
     teacher = _nlp(tiny_encoder, toy_kb_path)
@@ -210,8 +210,8 @@ def test_teacher_with_another_kb_is_refused(tiny_encoder, toy_kb_path, toy_examp
     other = tmp_path / "other.jsonl"
     other.write_text("".join(json.dumps(e) + "\n" for e in entities))
     with pytest.raises(ValueError, match="fingerprint"):
-        load_teacher(str(tmp_path / "teacher"), KnowledgeBase.from_jsonl(other))
+        teacher_loader(str(tmp_path / "teacher"))(KnowledgeBase.from_jsonl(other))
     with pytest.raises(ValueError, match="no arbo_reranker"):
         nlp = spacy.blank("en")
         nlp.to_disk(tmp_path / "blank")
-        load_teacher(str(tmp_path / "blank"), KnowledgeBase.from_jsonl(toy_kb_path))
+        teacher_loader(str(tmp_path / "blank"))(KnowledgeBase.from_jsonl(toy_kb_path))

@@ -70,7 +70,7 @@ def cluster_command(
     from wasabi import msg
 
     from ..components.coref import CLUSTER_EXT
-    from ..components.entity_linker import VECTOR_EXT
+    from ..extensions import VECTOR_EXT
 
     check_outputs({"INPUT_PATH": input_path, "--model": model, "--settings": settings},
                   {"OUTPUT_PATH": output_path})
@@ -214,8 +214,9 @@ def add_coref_command(
 
     target = output or model
     in_place = same_path(target, model)
+    target_name = "--output" if output else "MODEL"
     check_outputs({"--settings": settings, **({} if in_place else {"MODEL": model})},
-                  {"--output" if output else "MODEL": target})
+                  {target_name: target}, [target_name])
     nlp = _load(model, ctx, component, settings)
     save_pipeline(nlp, target)
     cfg = nlp.get_pipe(component).cfg

@@ -16,8 +16,9 @@ from ..data.convert import docs_to_docbin, pubtator_to_docs
 from ..data.readers import read_pubtator_documents
 from ..errors import Errors
 from ..kb.build import build_kb
+from ..kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .app import app
-from .outputs import atomic_file, check_outputs
+from .outputs import check_outputs
 
 
 @app.command("convert")
@@ -65,15 +66,17 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
     """Build a KB with ``build_kb`` (``sources``: its MeSH and JSONL arguments), aliases from
     the gold mentions of ``alias_corpus``; save it and print a summary."""
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
-    kb, report = build_kb(alias_docs=docs, **sources)
+    try:
+        kb, report = build_kb(alias_docs=docs, **sources)
+    except KnowledgeBaseError as err:  # a malformed or empty KB file: its path and line
+        msg.fail(str(err), exits=1)
     if report.mesh:
         stats = report.mesh
         msg.info(f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
                  f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped")
     for path, shared in report.merged:
         msg.info(f"{path}: merged ({shared} ids already present, aliases combined)")
-    with atomic_file(output_path) as temp:
-        kb.to_jsonl(temp)
+    save_kb(kb, output_path)
     msg.good(f"Saved {len(kb)} entities to {output_path}")
     msg.table(
         [("entities", len(kb)), ("ids merged from several sources",
@@ -85,6 +88,13 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
     )
     if report.absent:
         msg.text(f"e.g. absent: {', '.join(sorted(report.absent)[:10])}")
+
+
+def save_kb(kb: KnowledgeBase, path: Path) -> None:
+    """Write ``kb`` to ``path`` (atomically), or exit with E036 when it is empty."""
+    if not len(kb):
+        msg.fail(Errors.E036.format(path=path), exits=1)
+    kb.to_jsonl(path)
 
 
 def read_corpus_docs(paths: Iterable[Path], nlp: Language) -> Iterator[Doc]:

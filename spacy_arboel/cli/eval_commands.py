@@ -210,7 +210,7 @@ def tune_e2e(
     from ..evaluation.report import write_json
 
     check_outputs({"MODEL": model, "DEV": dev},
-                  {"--output": output, "--output-model": output_model})
+                  {"--output": output, "--output-model": output_model}, ["--output-model"])
     check_corpus(dev, limit)
     overrides = parse_config_overrides(ctx.args)
     nlp = spacy.load(model, config=overrides)

@@ -38,7 +38,8 @@ def tune_nil_command(
     from ..evaluation.report import write_json
 
     check_outputs({"MODEL": model, "DEV": dev, "--test": test},
-                  {"--output-model": output_model, "--output": output, "--plot": plot})
+                  {"--output-model": output_model, "--output": output, "--plot": plot},
+                  ["--output-model"])
     for corpus in (dev, test):
         if corpus is not None:
             check_corpus(corpus, limit)

@@ -6,7 +6,7 @@ output as it was."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ __all__ = ["atomic_file", "atomic_folder", "check_outputs", "same_path", "save_p
 
 from wasabi import msg
 
-from ..atomic import atomic_file, atomic_folder, write_text_atomic
+from ..atomic import atomic_file, atomic_folder, check_replaceable, write_text_atomic
 from ..errors import Errors
 
 if TYPE_CHECKING:
@@ -50,10 +50,21 @@ def _relation(output: Path, other: Path) -> str | None:
     return None
 
 
-def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg]) -> None:
+def _check_pipeline_output(path: Path) -> None:
+    """Exit (E046) unless a saved pipeline may replace ``path``."""
+    try:
+        check_replaceable(path)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+
+
+def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
+                  pipelines: Collection[str] = ()) -> None:
     """Exit (E040, E041) when an output is an input or another output, or when one lies
-    inside the other; then create the parent folders of the outputs. Keys name the
-    arguments and options, e.g. "CORPUS" or "--output"; values are paths, lists or None."""
+    inside the other, and (E046) when an output named in ``pipelines`` (saved with
+    :func:`save_pipeline`) would replace a folder that is not a pipeline; then create the
+    parent folders of the outputs. Keys name the arguments and options, e.g. "CORPUS" or
+    "--output"; values are paths, lists or None."""
     named_outputs = [(name, p) for name, value in outputs.items() for p in _paths(value)]
     others = [(name, p, "an input of the command")
               for name, value in inputs.items() for p in _paths(value)]
@@ -69,11 +80,16 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg])
                 msg.fail(Errors.E041.format(output_name=name, output=path, relation=relation,
                                             other_name=other_name, other=other, what=what),
                          exits=1)
+    for name, path in named_outputs:
+        if name in pipelines:
+            _check_pipeline_output(path)
     for _, path in named_outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def save_pipeline(nlp: Language, path: str | Path) -> None:
-    """``nlp.to_disk(path)`` through :func:`atomic_folder`."""
+    """``nlp.to_disk(path)`` through :func:`atomic_folder` (exit with E046 where it
+    would replace a folder that is not a pipeline)."""
+    _check_pipeline_output(Path(path))
     with atomic_folder(path) as temp:
         nlp.to_disk(temp)

@@ -18,7 +18,7 @@ from ..data.readers import read_pubtator_documents
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from .app import app
-from .data_commands import write_kb
+from .data_commands import save_kb, write_kb
 from .outputs import atomic_file, check_outputs, write_text_atomic
 
 SPLITS = ("train", "dev", "test")
@@ -114,8 +114,7 @@ def remove_entity_types(output_dir: Path, types: list[str], nlp) -> None:
 
 def _drop_entities(output_dir: Path, ids: set[str], nlp) -> None:
     kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-    with atomic_file(output_dir / "kb.jsonl") as temp:
-        without_entities(kb, ids).to_jsonl(temp)
+    save_kb(without_entities(kb, ids), output_dir / "kb.jsonl")
     train = [without_ids(doc, ids)
              for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
     with atomic_file(output_dir / "train.spacy") as temp:

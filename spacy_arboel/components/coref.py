@@ -17,13 +17,13 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import ensure_path, minibatch
 
-from ..artefacts import check_folder, reading, write_manifest
+from ..artefacts import check_folder, clear_saved, reading, write_manifest
 from ..coref.graph import build_graph, nearest_mentions
 from ..coref.partition import partition_graph
 from ..errors import Errors
 from ..evaluation.coref_scorer import score_coref
+from ..extensions import CANDIDATES_EXT, VECTOR_EXT
 from .concurrency import in_worker_process, one_thread_at_a_time
-from .entity_linker import CANDIDATES_EXT, VECTOR_EXT
 
 CLUSTER_EXT = "cluster_id"
 SETTINGS = ("linker", "k", "threshold", "directed", "same_doc_only", "buffer_size",
@@ -238,8 +238,9 @@ class ArboCoref(Pipe):
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
+        clear_saved(path, ["state"])
         self.state.to_disk(path / "state")
-        write_manifest(path)
+        write_manifest(path, ["state"])
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> ArboCoref:
         """Load the remembered mentions, checked for damage (E030) and against the
@@ -269,14 +270,14 @@ class ArboCoref(Pipe):
                 raise ValueError(Errors.E015.format(where=where, saved=state.fingerprints,
                                                     found=found))
             with reading(where, self.name):
-                state.validate(len(linker.kb), linker.vector_width())
+                state.validate(len(linker.kb), linker.retriever.vector_width)
         self.state = state
 
 
 def linker_fingerprints(linker) -> dict[str, str]:
     """What remembered mentions depend on: the linker's KB and mention encoder."""
-    encoder = linker.mention_encoder_fingerprint()  # sets the linker up if need be
-    return {"kb": linker.kb.fingerprint(), "encoder": encoder}
+    linker.ensure_ready()
+    return {"kb": linker.kb.fingerprint(), "encoder": linker.retriever.fingerprint("mention")}
 
 
 ARRAYS = ("vectors", "entity_positions", "entity_scores")
@@ -410,6 +411,9 @@ class MentionMemory:
         fields = ("keys", "doc_keys", "cluster_ids", "fingerprints")
         if not isinstance(meta, dict) or set(meta) != set(fields):
             raise ValueError(f"the memory's metadata must hold exactly {', '.join(fields)}")
+        if not (all(isinstance(meta[f], list) for f in fields[:3])
+                and isinstance(meta["fingerprints"], dict)):
+            raise ValueError("keys, doc_keys and cluster_ids must be lists, fingerprints a map")
         if not all(isinstance(a, np.ndarray) for a in arrays.values()):
             raise ValueError(f"{', '.join(ARRAYS)} must be arrays")
         return cls(**arrays, **meta)

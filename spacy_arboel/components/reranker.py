@@ -24,7 +24,14 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
-from ..artefacts import check_folder, folder_from_bytes, folder_to_bytes, reading, write_manifest
+from ..artefacts import (
+    check_folder,
+    clear_saved,
+    folder_from_bytes,
+    folder_to_bytes,
+    reading,
+    write_manifest,
+)
 from ..data.convert import gold_ids
 from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
 from ..encoders.loading import load_tokenizer
@@ -137,7 +144,9 @@ class ArboReranker(TrainablePipe):
         self.kb = kb
         self._entity_cache = {}
 
-    def _ensure_ready(self) -> None:
+    def ensure_ready(self) -> None:
+        """Set up a component used without ``initialize`` or ``from_disk``: the KB from
+        ``kb_path`` and the base encoder."""
         if self.kb is None:
             if not self.cfg["kb_path"]:
                 raise ValueError(Errors.E008.format(name=self.name))
@@ -160,10 +169,10 @@ class ArboReranker(TrainablePipe):
               and self.cfg["linker"] in nlp.component_names):
             # component_names: spacy train disables the frozen linker during initialize
             linker = nlp.get_pipe(self.cfg["linker"])
-            linker._ensure_ready()
+            linker.ensure_ready()
             self._set_kb(linker.kb)
         self.builder = None
-        self._ensure_ready()
+        self.ensure_ready()
         self.seen_ids = {i for eg in get_examples() for ent in eg.reference.ents
                          for i in gold_ids(ent.kb_id_)}
         self._version += 1
@@ -205,7 +214,7 @@ class ArboReranker(TrainablePipe):
                          candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """s_cross(m, e) for each mention (``spans`` into ``texts``) and each of its candidate
         KB ids (any number each), without gradient."""
-        self._ensure_ready()
+        self.ensure_ready()
         mention_ids = self.builder.mention_ids(texts, spans)
         flat = [(i, kb_id) for i, ids in enumerate(candidates) for kb_id in ids]
         scores = np.zeros(len(flat), dtype="float32")
@@ -301,7 +310,7 @@ class ArboReranker(TrainablePipe):
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, "ArboReranker.update")
-        self._ensure_ready()
+        self.ensure_ready()
         texts, spans, candidates, targets = self._training_mentions(examples)
         if not spans:
             return losses
@@ -327,7 +336,8 @@ class ArboReranker(TrainablePipe):
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self._ensure_ready()
+        clear_saved(path, SAVED_FILES)
+        self.ensure_ready()
         srsly.write_json(path / "cfg.json", {"seen_ids": sorted(self.seen_ids),
                                               "kb_fingerprint": self.kb.fingerprint()})
         self.kb.to_jsonl(path / "kb.jsonl")
@@ -336,7 +346,7 @@ class ArboReranker(TrainablePipe):
         scorer.transformer.save_pretrained(str(path / "encoder"), safe_serialization=True)
         save_file({k: v.contiguous() for k, v in scorer.score.state_dict().items()},
                   str(path / "head.safetensors"))
-        write_manifest(path)
+        write_manifest(path, SAVED_FILES)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboReranker":
         """Load a saved re-ranker; every file is checked first (E030). A ``kb_path`` in the
@@ -375,3 +385,23 @@ def candidate_softmax_loss(scores: torch.Tensor, sizes: Sequence[int],
         losses.append(-scores[offset : offset + size].log_softmax(-1)[target])
         offset += size
     return torch.stack(losses).mean()
+
+
+def teacher_loader(path: str):
+    """For distillation: a function giving the ``arbo_reranker`` of the pipeline at ``path``,
+    checked to use the given KB (E012)."""
+
+    def load(kb: KnowledgeBase) -> ArboReranker:
+        import spacy
+
+        found = [pipe for _, pipe in spacy.load(path).pipeline if isinstance(pipe, ArboReranker)]
+        if not found:
+            raise ValueError(Errors.E055.format(path=path))
+        teacher = found[0]
+        teacher.ensure_ready()
+        if teacher.kb.fingerprint() != kb.fingerprint():
+            raise ValueError(Errors.E012.format(saved=teacher.kb.fingerprint(),
+                                                found=kb.fingerprint()))
+        return teacher
+
+    return load

@@ -27,16 +27,25 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
-from ..artefacts import check_folder, folder_from_bytes, folder_to_bytes, reading, write_manifest
+from ..artefacts import (
+    check_folder,
+    clear_saved,
+    folder_from_bytes,
+    folder_to_bytes,
+    reading,
+    write_manifest,
+)
 from ..data.ids import gold_ids
 from ..encoders.inputs import InputBuilder, entity_rows, pad_ids
 from ..encoders.loading import load_tokenizer, load_transformer
 from ..encoders.passages import Passage, PassageBuilder
+from ..encoders.weights import quantized_copy, weights_fingerprint
 from ..errors import Errors
 from ..evaluation.end_to_end import PASSAGE_CANDIDATES_EXT, score_end_to_end
+from ..extensions import CANDIDATES_EXT
 from ..kb.index import DenseIndex, IndexMeta, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase, kb_override
-from ..ml.models import quantized_copy, torch_encoders, weights_fingerprint
+from ..linking.dense_retriever import GRANULARITIES
 from ..ml.retriever_reader import load_base, set_transformers, torch_parts
 from ..objectives.retriever_reader import reader_loss, retriever_loss
 from ..reader.spans import (
@@ -46,8 +55,8 @@ from ..reader.spans import (
     resolve_spans,
     softmax,
 )
+from .arbo_entity_linker import ArboEntityLinker
 from .concurrency import one_thread_at_a_time
-from .entity_linker import CANDIDATES_EXT, GRANULARITIES, ArboEntityLinker
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -313,24 +322,24 @@ class ArboLinker(TrainablePipe):
         if self.model.attrs["entity_pooling"] != wanted:
             raise ValueError(Errors.E022.format(pooling=pooling, wanted=wanted,
                                                 found=self.model.attrs["entity_pooling"]))
-        linker._ensure_index()
+        linker.ensure_ready()
+        retriever = linker.retriever
+        if self.cfg["entity_granularity"] != retriever.settings.entity_granularity:
+            raise ValueError(Errors.E056.format(
+                name=self.name, path=path, found=retriever.settings.entity_granularity,
+                configured=self.cfg["entity_granularity"]))
         if self.kb is None and self.cfg["kb_path"]:
             self._set_kb(KnowledgeBase.from_jsonl(self.cfg["kb_path"]))
-        if self.kb is None or self.kb.fingerprint() == linker.kb.fingerprint():
-            self.kb = linker.kb
-            self.cfg["entity_granularity"] = linker.cfg["entity_granularity"]
-            reuse_index = True
-        else:
-            reuse_index = False
-        self._set_tokenizer(linker.tokenizer)
-        encoders = torch_encoders(linker.model)
-        set_transformers(self.model, copy.deepcopy(encoders["mention"].transformer),
-                         copy.deepcopy(encoders["entity"].transformer))
+        reuse_index = self.kb is None or self.kb.fingerprint() == linker.kb.fingerprint()
         if reuse_index:
-            meta = self._index_meta(linker.index.embeddings.shape[1],
-                                    len(linker.index.embeddings))
-            self._set_index(DenseIndex(linker.index.embeddings, linker.index.owners, meta,
-                                       rows=linker.index.rows))
+            self.kb = linker.kb
+        self._set_tokenizer(retriever.tokenizer)
+        set_transformers(self.model, copy.deepcopy(retriever.encoders["mention"].transformer),
+                         copy.deepcopy(retriever.encoders["entity"].transformer))
+        if reuse_index:
+            index = retriever.index
+            meta = self._index_meta(index.embeddings.shape[1], len(index.embeddings))
+            self._set_index(DenseIndex(index.embeddings, index.owners, meta, rows=index.rows))
 
     def _learn_labels(self, examples: Iterable[Example]) -> dict[str, str]:
         """The label each entity without a KB type has most often in the training corpus."""
@@ -768,6 +777,7 @@ class ArboLinker(TrainablePipe):
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
+        clear_saved(path, SAVED_FILES)
         self._ensure_ready()
         srsly.write_json(path / "cfg.json", {"labels": self.entity_labels, "updates": self._updates,
                                               "entity_granularity":
@@ -786,7 +796,7 @@ class ArboLinker(TrainablePipe):
         save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
                   str(path / "heads.safetensors"))
         self.index.to_disk(path / "index")
-        write_manifest(path)
+        write_manifest(path, SAVED_FILES)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
         """Load a saved arbo_linker; every file is checked first (E030). A ``kb_path`` in
@@ -799,8 +809,11 @@ class ArboLinker(TrainablePipe):
             state = srsly.read_json(path / "cfg.json")
             self.entity_labels = dict(state.get("labels", {}))
             self._updates = int(state.get("updates", 0))
-            self.cfg["entity_granularity"] = state.get("entity_granularity",
-                                                       self.cfg["entity_granularity"])
+            saved = state.get("entity_granularity", self.cfg["entity_granularity"])
+            if saved != self.cfg["entity_granularity"]:
+                raise ValueError(Errors.E056.format(
+                    name=self.name, path=path, found=saved,
+                    configured=self.cfg["entity_granularity"]))
             self.kb = KnowledgeBase.from_jsonl(path / "kb.jsonl")
             self._set_tokenizer(load_tokenizer(str(path / "tokenizer")))
             vocab_size = len(self.tokenizer)

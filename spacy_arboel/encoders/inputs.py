@@ -147,6 +147,11 @@ class InputBuilder:
         self.pad_id = tokenizer.pad_token_id or 0
         self.expand_abbreviations = expand_abbreviations
 
+    @property
+    def marker_ids(self) -> tuple[int, int]:
+        """The ids of [START] and [END] (for ``mention`` pooling)."""
+        return self.start_id, self.end_id
+
     # --- mentions --------------------------------------------------------------------------
 
     def mention_ids(self, texts: Sequence[str], spans: Iterable[MentionSpan]) -> list[list[int]]:

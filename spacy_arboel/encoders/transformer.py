@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
+
+from .loading import load_transformer
 
 POOLINGS = ("cls", "mean", "mention")
 
@@ -46,3 +50,17 @@ class PooledEncoder(torch.nn.Module):
             mask = torch.where(has_span, span, attention_mask)
         mask = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
+def load_pooled_encoders(
+    sources: dict[str, str | Path], pooling: str, share_weights: bool, vocab_size: int,
+    marker_ids: tuple[int, int] | None = None,
+) -> dict[str, PooledEncoder]:
+    """The mention and entity ``PooledEncoder`` from a name or saved folder per side (one
+    module for both sides when ``share_weights``); ``marker_ids``: [START] and [END]."""
+    sides = ("mention",) if share_weights else ("mention", "entity")
+    encoders = {side: PooledEncoder(load_transformer(str(sources[side]), vocab_size), pooling,
+                                    marker_ids) for side in sides}
+    if share_weights:
+        encoders["entity"] = encoders["mention"]
+    return encoders

@@ -13,10 +13,10 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..components.entity_linker import VECTOR_EXT
 from ..coref.graph import nearest_mentions
 from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
+from ..extensions import VECTOR_EXT
 from .coref_metrics import coref_metrics, mention_recall
 from .coref_scorer import mention_clusters
 from .gold import check_gold

@@ -153,7 +153,7 @@ def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = "arb
     gold_docs = list(gold_docs)
     check_gold(gold_docs)
     linker = nlp.get_pipe(component)
-    linker._ensure_index()
+    linker.ensure_ready()
     nil_id = linker.cfg["nil_id"]
     examples = [Example(with_gold_mentions(nlp.make_doc(g.text), g), g) for g in gold_docs]
     docs = nlp.pipe([eg.predicted for eg in examples], batch_size=batch_size)

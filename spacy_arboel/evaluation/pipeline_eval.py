@@ -40,7 +40,7 @@ def evaluate_linker(
     linker = nlp.get_pipe(component)
     docs = [eg.predicted for eg in examples]
     n_mentions = sum(len(d.ents) for d in docs)
-    linker._ensure_index()  # building the index is set-up, not linking
+    linker.ensure_ready()  # building the index is set-up, not linking
     # Warm-up, untimed: torch's first forward passes of a process run ~10% slower, which
     # would otherwise be charged to linking and not to the encoder timed after it.
     for _ in nlp.pipe(docs[:WARMUP_DOCS], batch_size=batch_size):
@@ -75,11 +75,12 @@ def encoder_rate(linker, docs: list[Doc]) -> dict[str, float]:
     from ..encoders.inputs import MentionSpan
 
     spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs) for e in d.ents]
-    inputs = linker.builder.mention_ids([d.text for d in docs], spans)
-    _, batches = linker.builder.sorted_batches(inputs, linker.cfg["batch_size"])
+    retriever = linker.retriever
+    inputs = retriever.builder.mention_ids([d.text for d in docs], spans)
+    _, batches = retriever.builder.sorted_batches(inputs, retriever.settings.batch_size)
     start = time.perf_counter()
     for ids, mask in batches:
-        linker.forward("mention", ids, mask)
+        retriever.forward("mention", ids, mask)
     seconds = time.perf_counter() - start
     return {
         "encoder_seconds": round(seconds, 3),

@@ -1,5 +1,6 @@
 """Training objectives: in-batch and distillation (BLINK), k-NN negatives, arborescence
-(arboEL), proxy (PEL)."""
+(arboEL), proxy and FGSM (PEL). spaCy-free; their registered functions live in
+``spacy_arboel.ml.objectives``."""
 
 from .arborescence import arborescence_parents
 from .losses import distillation_loss, edge_loss, get_loss, proxy_loss, softmax_loss
@@ -7,16 +8,17 @@ from .mention_store import MentionStore
 from .objectives import (
     Arborescence,
     BatchPlan,
-    Distill,
     InBatch,
     KnnNegatives,
     Objective,
     PlanContext,
     Proxy,
 )
+from .wrappers import FGSM, Distillation, ObjectiveWrapper
 
 __all__ = [
-    "Arborescence", "BatchPlan", "Distill", "InBatch", "KnnNegatives", "MentionStore",
-    "Objective", "PlanContext", "Proxy", "arborescence_parents", "distillation_loss",
-    "edge_loss", "get_loss", "proxy_loss", "softmax_loss",
+    "FGSM", "Arborescence", "BatchPlan", "Distillation", "InBatch", "KnnNegatives",
+    "MentionStore", "Objective", "ObjectiveWrapper", "PlanContext", "Proxy",
+    "arborescence_parents", "distillation_loss", "edge_loss", "get_loss", "proxy_loss",
+    "softmax_loss",
 ]

@@ -12,10 +12,10 @@ import random
 from dataclasses import dataclass, field
 
 import numpy as np
-from spacy.util import registry
 
+from ..errors import Errors
 from .arborescence import arborescence_parents
-from .losses import distillation_loss, get_loss, proxy_loss
+from .losses import get_loss, proxy_loss
 from .mention_store import MentionStore
 
 VARIANTS = ("full", "1nn", "1rand")
@@ -57,9 +57,10 @@ class Objective:
     """Base class; subclasses set ``loss`` and implement ``plan``.
 
     ``similarity``: how mentions and nodes are scored (``dot``, or ``cosine`` for the proxy
-    loss; the component then also normalises the vectors it indexes and searches with).
-    ``fgsm_epsilon`` > 0 adds PEL's FGSM term (eq. 6–8) with weight ``fgsm_lambda``; it works
-    with every objective.
+    loss; the retriever then also normalises the vectors it indexes and searches with).
+    ``captures_entity_embeddings``: the trainer keeps the entity encoder's input embeddings
+    of the step (FGSM needs them). FGSM and distillation wrap another objective
+    (``objectives.wrappers``).
     """
 
     name = "objective"
@@ -67,16 +68,14 @@ class Objective:
     similarity = "dot"
     needs_entity_index = False
     needs_mention_index = False
-    fgsm_epsilon = 0.0
-    fgsm_lambda = 1.0
-    teacher_path: str | None = None  # a pipeline with arbo_reranker (distillation)
+    captures_entity_embeddings = False
 
     def plan(self, ctx: PlanContext) -> BatchPlan:
         raise NotImplementedError
 
-    def compute_loss(self, scores, valid, teacher=None):
-        """The loss over scored candidate lists (positive in column 0); ``teacher``: the
-        cross-encoder's logits for the same candidates, for objectives that distil."""
+    def compute_loss(self, scores, valid, step=None):
+        """The loss over scored candidate lists (positive in column 0); ``step``: the
+        trainer's ``TrainingStep``, for objectives that look beyond the scores."""
         return get_loss(self.loss)(scores, valid)
 
     @staticmethod
@@ -196,9 +195,11 @@ class KnnNegatives(Objective):
                  hard_fraction: float = 0.5) -> None:
         negatives = negatives or self.default_negatives
         if negatives not in NEGATIVES:
-            raise ValueError(f"Unknown negatives '{negatives}': use one of {NEGATIVES}.")
+            raise ValueError(Errors.E007.format(what="negatives", value=negatives,
+                                                options=", ".join(NEGATIVES)))
         if not 0.0 <= hard_fraction <= 1.0:
-            raise ValueError(f"hard_fraction must be in [0, 1], got {hard_fraction}.")
+            raise ValueError(Errors.E011.format(name="hard_fraction", condition="in [0, 1]",
+                                                value=hard_fraction))
         self.n_negatives = n_negatives
         self.negatives = negatives
         self.hard_fraction = hard_fraction
@@ -229,41 +230,12 @@ class Proxy(KnnNegatives):
                  hard_fraction: float = 0.5, alpha: float = 32.0, margin: float = 0.0) -> None:
         super().__init__(n_negatives, negatives, hard_fraction)
         if alpha <= 0:
-            raise ValueError(f"alpha must be > 0, got {alpha}.")
+            raise ValueError(Errors.E011.format(name="alpha", condition="> 0", value=alpha))
         self.alpha = alpha
         self.margin = margin
 
-    def compute_loss(self, scores, valid, teacher=None):
+    def compute_loss(self, scores, valid, step=None):
         return proxy_loss(scores, valid, alpha=self.alpha, margin=self.margin)
-
-
-class Distill(KnnNegatives):
-    """BLINK §4.3: the bi-encoder as a student of a trained cross-encoder (``teacher_path``,
-    a pipeline with ``arbo_reranker``) over the gold entity and sampled negatives (hard by
-    default): student cross-entropy weighted ``alpha``, the teacher's tempered softmax
-    (``temperature``) as soft targets weighted 1 − ``alpha``."""
-
-    name = "distill"
-    loss = "distill"
-
-    def __init__(self, teacher_path: str, n_negatives: int = 8, negatives: str | None = None,
-                 hard_fraction: float = 0.5, temperature: float = 2.0,
-                 alpha: float = 0.5) -> None:
-        super().__init__(n_negatives, negatives, hard_fraction)
-        if not teacher_path:
-            raise ValueError("The distill objective needs teacher_path: a saved pipeline with "
-                             "a trained arbo_reranker (configs/reranker.cfg).")
-        if temperature <= 0 or not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"distillation needs temperature > 0 and alpha in [0, 1], got "
-                             f"{temperature} and {alpha}.")
-        self.teacher_path = teacher_path
-        self.temperature = temperature
-        self.alpha = alpha
-
-    def compute_loss(self, scores, valid, teacher=None):
-        if teacher is None:
-            raise ValueError("The distill objective needs the teacher's logits.")
-        return distillation_loss(scores, valid, teacher, self.temperature, self.alpha)
 
 
 class Arborescence(Objective):
@@ -282,7 +254,8 @@ class Arborescence(Objective):
 
     def __init__(self, variant: str = "full", n_negatives: int = 8, max_cluster: int = 512):
         if variant not in VARIANTS:
-            raise ValueError(f"Unknown arborescence variant '{variant}': use one of {VARIANTS}.")
+            raise ValueError(Errors.E007.format(what="arborescence variant", value=variant,
+                                                options=", ".join(VARIANTS)))
         self.variant = variant
         self.n_negatives = n_negatives
         self.max_cluster = max_cluster
@@ -336,68 +309,3 @@ class Arborescence(Objective):
             return [[] for _ in ctx.queries]
         fetched = ctx.store.nearest(ctx.queries, n + 64)
         return _nearest_others(fetched, ctx.store.gold, ctx.gold_entities, n)
-
-
-@registry.misc("spacy_arboel.InBatchObjective.v1")
-def make_in_batch() -> Objective:
-    return InBatch()
-
-
-@registry.misc("spacy_arboel.KnnNegativesObjective.v1")
-def make_knn_negatives(n_negatives: int = 8, negatives: str = "hard",
-                       hard_fraction: float = 0.5) -> Objective:
-    return KnnNegatives(n_negatives, negatives, hard_fraction)
-
-
-@registry.misc("spacy_arboel.ArborescenceObjective.v1")
-def make_arborescence(
-    variant: str = "full", n_negatives: int = 8, max_cluster: int = 512
-) -> Objective:
-    return Arborescence(variant, n_negatives, max_cluster)
-
-
-@registry.misc("spacy_arboel.ProxyObjective.v1")
-def make_proxy(n_negatives: int = 8, negatives: str = "mixed", hard_fraction: float = 0.5,
-               alpha: float = 32.0, margin: float = 0.0) -> Objective:
-    return Proxy(n_negatives, negatives, hard_fraction, alpha, margin)
-
-
-OBJECTIVES = ("in_batch", "knn_negatives", "arborescence", "proxy", "distill")
-
-
-@registry.misc("spacy_arboel.Objective.v1")
-def make_objective(
-    name: str = "arborescence", variant: str = "full", n_negatives: int = 8,
-    max_cluster: int = 512, negatives: str | None = None, hard_fraction: float = 0.5,
-    alpha: float = 32.0, margin: float = 0.0, fgsm_epsilon: float = 0.0,
-    fgsm_lambda: float = 1.0, teacher_path: str | None = None, temperature: float = 2.0,
-    distill_alpha: float = 0.5,
-) -> Objective:
-    """Any objective by name, so one config switches between them on the command line
-    (``--components.arbo_entity_linker.objective.name in_batch``).
-
-    ``negatives`` (``hard``/``random``/``mixed``, default hard for knn_negatives and mixed
-    for proxy) and ``hard_fraction`` apply to knn_negatives and proxy; ``alpha`` and
-    ``margin`` to proxy; ``teacher_path``, ``temperature`` and ``distill_alpha`` to distill;
-    ``fgsm_epsilon`` > 0 adds the FGSM term to any objective."""
-    if negatives is not None and name not in ("knn_negatives", "proxy", "distill"):
-        raise ValueError(f"negatives='{negatives}' applies to knn_negatives, proxy and "
-                         f"distill only, not to '{name}': remove it or change the objective.")
-    if fgsm_epsilon < 0:
-        raise ValueError(f"fgsm_epsilon must be >= 0 (0 turns FGSM off), got {fgsm_epsilon}.")
-    if name == "in_batch":
-        objective: Objective = InBatch()
-    elif name == "knn_negatives":
-        objective = KnnNegatives(n_negatives, negatives, hard_fraction)
-    elif name == "arborescence":
-        objective = Arborescence(variant, n_negatives, max_cluster)
-    elif name == "proxy":
-        objective = Proxy(n_negatives, negatives, hard_fraction, alpha, margin)
-    elif name == "distill":
-        objective = Distill(teacher_path or "", n_negatives, negatives, hard_fraction,
-                            temperature, distill_alpha)
-    else:
-        raise ValueError(f"Unknown objective '{name}': use one of {OBJECTIVES}.")
-    objective.fgsm_epsilon = fgsm_epsilon
-    objective.fgsm_lambda = fgsm_lambda
-    return objective

