@@ -103,9 +103,6 @@ class ArboEntityLinker(TrainablePipe):
                  scorer: Callable | None = score_entity_linking) -> None:
         if top_k < 1:
             raise ValueError(Errors.E011.format(name="top_k", condition=">= 1", value=top_k))
-        if refresh_every < 1:
-            raise ValueError(Errors.E011.format(name="refresh_every", condition=">= 1",
-                                                value=refresh_every))
         self.vocab = vocab
         self.model = model
         self.name = name

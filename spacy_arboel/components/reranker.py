@@ -39,7 +39,7 @@ from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
 from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..ml.cross_encoder import set_cross_encoder, torch_scorer
-from ..ml.models import quantized_copy
+from ..encoders.weights import quantized_copy
 from ..reader.spans import softmax
 from .concurrency import one_thread_at_a_time
 

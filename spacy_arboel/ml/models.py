@@ -18,6 +18,7 @@ from thinc.types import Floats2d
 
 from ..encoders.loading import DEFAULT_ENCODER, load_transformer
 from ..encoders.transformer import POOLINGS, PooledEncoder
+from ..encoders.weights import quantized_copy, weights_fingerprint  # noqa: F401 (re-exported)
 
 SIDES = ("mention", "entity")
 BiEncoderInput = tuple[str, np.ndarray, np.ndarray]
@@ -96,30 +97,6 @@ def torch_encoders(model: Model) -> dict[str, Any]:
     if model.attrs["share_weights"]:
         return {side: modules[0] for side in SIDES}
     return dict(zip(SIDES, modules, strict=True))
-
-
-def weights_fingerprint(settings: list[Any], module: Any) -> str:
-    """A hash of a torch module's weights and the input settings it was used with (what a
-    saved index or state was built from)."""
-    import hashlib
-    import json
-
-    digest = hashlib.sha256()
-    digest.update(json.dumps(settings).encode())
-    for key, tensor in sorted(module.state_dict().items()):
-        digest.update(key.encode())
-        digest.update(tensor.detach().cpu().numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
-def quantized_copy(module: Any) -> Any:
-    """An int8 dynamic-quantised CPU copy of a torch module (its Linear layers)."""
-    import copy
-
-    import torch
-
-    copied = copy.deepcopy(module).to("cpu").eval()
-    return torch.ao.quantization.quantize_dynamic(copied, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 def quantized_encoders(model: Model) -> dict[str, Any]:
