@@ -210,3 +210,17 @@ def folder_from_bytes(data: bytes, from_disk: Callable[..., Any], *, component: 
                 refuse(name, "it resolves outside the folder")
             target.write_bytes(content)
         return from_disk(tmp, exclude=exclude)
+
+
+class SavedAsFolder:
+    """``to_bytes``/``from_bytes`` for a component saved as a folder of ``saved_files``
+    (packed by :func:`folder_to_bytes`, unpacked and checked by :func:`folder_from_bytes`)."""
+
+    saved_files: tuple[str, ...] = ()
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        return folder_to_bytes(self.to_disk, exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()):
+        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
+                                 allowed=self.saved_files, exclude=exclude)

@@ -15,10 +15,9 @@ from spacy.util import ensure_path, from_disk, to_disk
 from thinc.api import Config, Model, Optimizer
 
 from ..artefacts import (
+    SavedAsFolder,
     check_folder,
     clear_saved,
-    folder_from_bytes,
-    folder_to_bytes,
     reading,
     write_manifest,
 )
@@ -84,7 +83,7 @@ def make_entity_linker(
                             refresh_every=refresh_every, scorer=scorer)
 
 
-class ArboEntityLinker(TrainablePipe):
+class ArboEntityLinker(SavedAsFolder, TrainablePipe):
     """Links each span of ``doc.ents`` to a KB entity by dense retrieval.
 
     Each mention's top-``top_k`` entities come from the retriever's FAISS index; the best
@@ -95,6 +94,8 @@ class ArboEntityLinker(TrainablePipe):
     (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``settings`` hold
     the retriever's input and index settings (the factory's arguments).
     """
+
+    saved_files = SAVED_FILES
 
     def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None = None,
@@ -260,19 +261,12 @@ class ArboEntityLinker(TrainablePipe):
         ``index``."""
         path = ensure_path(path)
         self.ensure_ready()
-        retriever = self.retriever
         writers: dict[str, Callable] = {
             "cfg.json": lambda p: srsly.write_json(p, {
                 "seen_ids": sorted(self.seen_ids),
                 "n_missing_gold_ids": self.trainer.n_missing_gold_ids}),
-            "kb.jsonl": retriever.kb.to_jsonl,
-            "tokenizer": lambda p: retriever.tokenizer.save_pretrained(str(p)),
-            "index": retriever.index.to_disk,
+            **self.retriever.writers(),
         }
-        for folder in retriever.encoder_dirs():
-            side = folder.split("_")[0]
-            writers[folder] = lambda p, s=side: retriever.encoders[s].transformer.save_pretrained(
-                str(p), safe_serialization=True)
         clear_saved(path, SAVED_FILES)
         to_disk(path, writers, exclude)
         write_manifest(path, writers)
@@ -309,13 +303,6 @@ class ArboEntityLinker(TrainablePipe):
         self.retriever.ensure_index()
         return self
 
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return folder_to_bytes(self.to_disk, exclude)
-
-    def from_bytes(self, bytes_data: bytes, *,
-                   exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
-        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
-                                 allowed=SAVED_FILES, exclude=exclude)
 
 
 def gold_mentions(docs: Iterable[Doc]) -> tuple[list[str], list[MentionSpan], list[list[str]]]:

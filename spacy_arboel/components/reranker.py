@@ -25,21 +25,20 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
 from ..artefacts import (
+    SavedAsFolder,
     check_folder,
     clear_saved,
-    folder_from_bytes,
-    folder_to_bytes,
     reading,
     write_manifest,
 )
 from ..data.convert import gold_ids
 from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
 from ..encoders.loading import load_tokenizer
+from ..encoders.weights import quantized_copy
 from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
 from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..ml.cross_encoder import set_cross_encoder, torch_scorer
-from ..encoders.weights import quantized_copy
 from ..reader.spans import softmax
 from .concurrency import one_thread_at_a_time
 
@@ -86,7 +85,7 @@ def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: 
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors")
 
 
-class ArboReranker(TrainablePipe):
+class ArboReranker(SavedAsFolder, TrainablePipe):
     """Re-ranks each ent's top ``top_k`` linker candidates with a cross-encoder.
 
     ``train_top_k`` candidates per mention are scored in training (softmax loss, BLINK eq. 4
@@ -95,6 +94,8 @@ class ArboReranker(TrainablePipe):
     number of (mention, entity) pairs per forward pass; ``quantize`` scores with an int8
     copy (CPU inference only).
     """
+
+    saved_files = SAVED_FILES
 
     def __init__(self, vocab, model: Model, name: str = "arbo_reranker", *,
                  linker: str = "arbo_entity_linker", kb_path: str | None = None,
@@ -368,13 +369,6 @@ class ArboReranker(TrainablePipe):
         self._version += 1
         return self
 
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return folder_to_bytes(self.to_disk, exclude)
-
-    def from_bytes(self, bytes_data: bytes, *,
-                   exclude: Iterable[str] = tuple()) -> "ArboReranker":
-        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
-                                 allowed=SAVED_FILES, exclude=exclude)
 
 
 def candidate_softmax_loss(scores: torch.Tensor, sizes: Sequence[int],

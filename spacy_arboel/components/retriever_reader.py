@@ -28,10 +28,9 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer, torch2xp, xp2torch
 
 from ..artefacts import (
+    SavedAsFolder,
     check_folder,
     clear_saved,
-    folder_from_bytes,
-    folder_to_bytes,
     reading,
     write_manifest,
 )
@@ -150,7 +149,7 @@ class PassageReading:
     rank: np.ndarray  # (P, K)
 
 
-class ArboLinker(TrainablePipe):
+class ArboLinker(SavedAsFolder, TrainablePipe):
     """Finds and links entity mentions in raw text with a retriever and a reader.
 
     ``top_k`` candidates per passage at inference, ``train_top_k`` in training (gold entities
@@ -167,6 +166,8 @@ class ArboLinker(TrainablePipe):
     type, else the label its entity had most often in the training corpus, else
     ``default_label``.
     """
+
+    saved_files = SAVED_FILES
 
     def __init__(
         self,
@@ -837,12 +838,6 @@ class ArboLinker(TrainablePipe):
             self.build_index()
         return self
 
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return folder_to_bytes(self.to_disk, exclude)
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
-        return folder_from_bytes(bytes_data, self.from_disk, component=self.name,
-                                 allowed=SAVED_FILES, exclude=exclude)
 
 
 

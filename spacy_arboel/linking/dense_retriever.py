@@ -13,7 +13,7 @@ works apart from its component::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -262,28 +262,30 @@ class DenseRetriever:
 
     # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
 
-    def save(self, path: str | Path, *, with_settings: bool = True) -> list[str]:
-        """Write the KB, tokenizer, encoders, index and (``with_settings``) the settings;
-        returns the names written. Builds the index first unless it is current."""
+    def writers(self) -> dict[str, Callable[[Path], Any]]:
+        """What ``save`` writes, by entry name: the KB, tokenizer, encoders (one folder when
+        weights are shared) and index (build it first: ``ensure_index``)."""
+        writers: dict[str, Callable[[Path], Any]] = {
+            "kb.jsonl": self.kb.to_jsonl,
+            "tokenizer": lambda p: self.tokenizer.save_pretrained(str(p)),
+        }
+        for side in SIDES[:1] if self.settings.share_weights else SIDES:
+            writers[f"{side}_encoder"] = lambda p, s=side: self.encoders[
+                s].transformer.save_pretrained(str(p), safe_serialization=True)
+        writers["index"] = self.index.to_disk
+        return writers
+
+    def save(self, path: str | Path) -> list[str]:
+        """Write ``writers()`` and the settings (``retriever.json``); returns the names
+        written. Builds the index first unless it is current."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.ensure_index()
-        self.kb.to_jsonl(path / "kb.jsonl")
-        self.tokenizer.save_pretrained(str(path / "tokenizer"))
-        names = ["kb.jsonl", "tokenizer", *self.encoder_dirs(), "index"]
-        for side in self.encoder_dirs():
-            self.encoders[side.split("_")[0]].transformer.save_pretrained(
-                str(path / side), safe_serialization=True)
-        self.index.to_disk(path / "index")
-        if with_settings:
-            (path / "retriever.json").write_text(json.dumps(asdict(self.settings)))
-            names.append("retriever.json")
-        return names
-
-    def encoder_dirs(self) -> list[str]:
-        """The folders ``save`` writes the encoders to."""
-        sides = SIDES[:1] if self.settings.share_weights else SIDES
-        return [f"{side}_encoder" for side in sides]
+        writers = self.writers()
+        writers["retriever.json"] = lambda p: p.write_text(json.dumps(asdict(self.settings)))
+        for name, write in writers.items():
+            write(path / name)
+        return list(writers)
 
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> DenseRetriever:

@@ -47,8 +47,6 @@ class FGSM(ObjectiveWrapper):
     whose input embeddings were moved by ε·sign of the gradient (negatives towards the
     mention, the positive away from it)."""
 
-    captures_entity_embeddings = True
-
     def __init__(self, objective: Objective, epsilon: float, weight: float = 1.0) -> None:
         super().__init__(objective)
         if epsilon <= 0:
