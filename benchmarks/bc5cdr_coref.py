@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bc5cdr_linker import machine, run  # noqa: E402
+from bc5cdr_linker import _relative, command_line, machine, run  # noqa: E402
 
 
 def _write(name: str, body: dict) -> None:
@@ -56,11 +56,11 @@ def coref_run(name: str, model: Path, corpus: Path, work: Path, metric: str, tag
     result = json.loads(metrics.read_text())
     _write(f"bc5cdr-coref-{name}{tag}", {
         "split": "test", "component": "arbo_coref",
-        "settings": {**result.pop("settings"), "linker_model": str(model),
-                     "tuned_on": "dev", "tuning_metric": metric, "corpus": str(corpus)},
+        "settings": {**result.pop("settings"), "linker_model": _relative(model),
+                     "tuned_on": "dev", "tuning_metric": metric, "corpus": _relative(corpus)},
         "metrics": result, "timings": {**result.pop("timings"),
                                        "tuning_seconds": round(tune_seconds, 1)},
-        "commands": [" ".join(tune_cmd), " ".join(eval_cmd)],
+        "commands": [command_line(tune_cmd), command_line(eval_cmd)],
     })
 
 
@@ -76,7 +76,7 @@ def string_baseline(corpus: Path, tag: str) -> None:
     examples = [Example(doc, doc) for doc in docs]
     _write(f"bc5cdr-coref-string-match{tag}", {
         "split": "test", "component": "baseline: exact normalised-string clustering",
-        "settings": {"corpus": str(corpus)}, "metrics": {"coref": baseline(examples)},
+        "settings": {"corpus": _relative(corpus)}, "metrics": {"coref": baseline(examples)},
         "commands": [f"python benchmarks/bc5cdr_coref.py --corpus {corpus} (string baseline)"],
     })
 

@@ -21,7 +21,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import _minutes, machine, recorded_result, run  # noqa: E402
+from bc5cdr_linker import (  # noqa: E402
+    _minutes,
+    command_line,
+    machine,
+    recorded_result,
+    run,
+)
 
 # InKB micro P / R / F1 on BC5CDR test as published in BEER² Table 2 (large biomedical
 # encoders on GPUs); not measured here.
@@ -59,7 +65,7 @@ def tune(model: Path, args: argparse.Namespace) -> tuple[Path, dict]:
     run(cmd)
     tuning = json.loads(report.read_text())
     return tuned, {"dev_docs": args.tune_docs, "best": tuning["best"], "rows": tuning["rows"],
-                   "command": " ".join(cmd)}
+                   "command": command_line(cmd)}
 
 
 def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[str] | None,
@@ -73,14 +79,14 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
     metrics = json.loads(metrics_path.read_text())
     timings = metrics.pop("timings")
     timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
-    commands = [" ".join(c) for c in (train_cmd, cmd) if c]
+    commands = [command_line(c) for c in (train_cmd, cmd) if c]
     before = recorded_result(name) if args.eval_only else None
     if before:  # keep what the training run recorded
         timings["training_seconds"] = before["timings"].get("training_seconds")
         if "threshold_tuning" in before["settings"]:
             extra_settings = {"threshold_tuning": before["settings"]["threshold_tuning"],
                               **(extra_settings or {})}
-        commands = [c for c in before["commands"][:-1] if "tune-e2e" not in c] + [" ".join(cmd)]
+        commands = [c for c in before["commands"][:-1] if "tune-e2e" not in c] + [command_line(cmd)]
     config = (model / "config.cfg").read_text()
     result = {
         "name": name, "dataset": "bc5cdr", "split": "test", "component": component,

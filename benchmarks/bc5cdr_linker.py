@@ -30,6 +30,14 @@ def machine() -> str:
     return f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, CPU"
 
 
+def command_line(cmd: list[str]) -> str:
+    """``cmd`` as a result file records it: ``python`` for this interpreter and paths inside
+    the repository relative to it, so that no path of this machine is kept."""
+    words = ["python" if word == sys.executable else word for word in cmd]
+    return " ".join(w.replace(f"{ROOT}/", "") if w.startswith(f"{ROOT}/") else w
+                    for w in words)
+
+
 def run(cmd: list[str]) -> float:
     print("$", " ".join(cmd), flush=True)
     start = time.perf_counter()
@@ -86,7 +94,7 @@ def evaluate(
                 *(["--quantize"] if quantize else [])]
     run(eval_cmd)
     metrics = json.loads(metrics_path.read_text())
-    commands = [" ".join(train_cmd), " ".join(eval_cmd)]
+    commands = [command_line(train_cmd), command_line(eval_cmd)]
     if args.nil and not quantize:
         nil_path = out / f"{name}_nil.json"
         nil_cmd = [sys.executable, "-m", "spacy_arboel", "tune-nil", str(out / "model-last"),
@@ -96,7 +104,7 @@ def evaluate(
         run(nil_cmd)
         nil = json.loads(nil_path.read_text())
         metrics["nil"] = {"threshold": nil["threshold"], "dev": nil["dev"], "test": nil["test"]}
-        commands.append(" ".join(nil_cmd))
+        commands.append(command_line(nil_cmd))
     timings = metrics.pop("timings")
     # None: the model was trained outside this script (or the cores were shared) — no time
     timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None

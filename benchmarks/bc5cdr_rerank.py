@@ -26,7 +26,14 @@ from spacy import util
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import _fmt, _minutes, machine, recorded_result, run  # noqa: E402
+from bc5cdr_linker import (  # noqa: E402
+    _fmt,
+    _minutes,
+    command_line,
+    machine,
+    recorded_result,
+    run,
+)
 
 
 def resume_config(model: str, out: Path) -> Path:
@@ -119,7 +126,7 @@ def evaluate(model: Path, oracles: list[str], args: argparse.Namespace, train_cm
                                        metrics["bi_encoder_seen_unseen"]["unseen_accuracy"]},
                         "mean_candidates": metrics["cross_encoder"]["mean_candidates"]},
             "timings": timings,
-            "commands": [" ".join(c) for c in (train_cmd, cmd)],
+            "commands": [command_line(c) for c in (train_cmd, cmd)],
             "machine": machine(), "date": datetime.date.today().isoformat(),
         }
         RESULTS.mkdir(parents=True, exist_ok=True)
