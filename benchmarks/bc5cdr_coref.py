@@ -27,9 +27,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bc5cdr_linker import _relative, command_line, machine, run  # noqa: E402
+from _common import (  # noqa: E402
+    command_line,
+    machine,
+    relative_path,  # noqa: E402
+    run,
+)
 
 
 def _write(name: str, body: dict) -> None:
@@ -56,8 +60,8 @@ def coref_run(name: str, model: Path, corpus: Path, work: Path, metric: str, tag
     result = json.loads(metrics.read_text())
     _write(f"bc5cdr-coref-{name}{tag}", {
         "split": "test", "component": "arbo_coref",
-        "settings": {**result.pop("settings"), "linker_model": _relative(model),
-                     "tuned_on": "dev", "tuning_metric": metric, "corpus": _relative(corpus)},
+        "settings": {**result.pop("settings"), "linker_model": relative_path(model),
+                     "tuned_on": "dev", "tuning_metric": metric, "corpus": relative_path(corpus)},
         "metrics": result, "timings": {**result.pop("timings"),
                                        "tuning_seconds": round(tune_seconds, 1)},
         "commands": [command_line(tune_cmd), command_line(eval_cmd)],
@@ -76,7 +80,7 @@ def string_baseline(corpus: Path, tag: str) -> None:
     examples = [Example(doc, doc) for doc in docs]
     _write(f"bc5cdr-coref-string-match{tag}", {
         "split": "test", "component": "baseline: exact normalised-string clustering",
-        "settings": {"corpus": _relative(corpus)}, "metrics": {"coref": baseline(examples)},
+        "settings": {"corpus": relative_path(corpus)}, "metrics": {"coref": baseline(examples)},
         "commands": [f"python benchmarks/bc5cdr_coref.py --corpus {corpus} (string baseline)"],
     })
 
@@ -111,7 +115,7 @@ def partition_speed(n_mentions: int = 100_000, k: int = 8, dim: int = 384) -> No
     print(json.dumps(timings))
 
 
-def _fmt(value) -> str:
+def fmt(value) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
@@ -127,18 +131,18 @@ def results_table() -> str:
         co = m["coref"]
         if "clustering" in m:
             c, i, oo = m["clustering"], m["independent"], m["coref_out_of_kb"]
-            linking = (f"{_fmt(c['all']['accuracy'])} | {_fmt(i['all']['accuracy'])} | "
-                       f"{_fmt(c['seen']['accuracy'])} / {_fmt(c['unseen']['accuracy'])}")
+            linking = (f"{fmt(c['all']['accuracy'])} | {fmt(i['all']['accuracy'])} | "
+                       f"{fmt(c['seen']['accuracy'])} / {fmt(c['unseen']['accuracy'])}")
             held = m.get("coref_heldout", {})
-            held_text = (f"{_fmt(held.get('nmi'))} / {_fmt(held.get('ari'))} / "
-                         f"{_fmt(m.get('heldout_nil_rate'))}" if held else "–")
-            extra = (f"{_fmt(oo.get('nmi'))} / {_fmt(oo.get('ari'))} | {held_text} | "
-                     f"{_fmt(m.get('mention_recall@64'))} | {s['k']} | {s['threshold']} | "
+            held_text = (f"{fmt(held.get('nmi'))} / {fmt(held.get('ari'))} / "
+                         f"{fmt(m.get('heldout_nil_rate'))}" if held else "–")
+            extra = (f"{fmt(oo.get('nmi'))} / {fmt(oo.get('ari'))} | {held_text} | "
+                     f"{fmt(m.get('mention_recall@64'))} | {s['k']} | {s['threshold']} | "
                      f"{s['directed']}")
         else:
             linking, extra = "– | – | –", "– | – | – | – | – | –"
-        rows.append(f"| {r['name']} | {linking} | {_fmt(co['nmi'])} | {_fmt(co['ari'])} | "
-                    f"{_fmt(co['b3']['f'])} | {_fmt(co['conll_f1'])} | {extra} | {r['date']} |")
+        rows.append(f"| {r['name']} | {linking} | {fmt(co['nmi'])} | {fmt(co['ari'])} | "
+                    f"{fmt(co['b3']['f'])} | {fmt(co['conll_f1'])} | {extra} | {r['date']} |")
     return header + "\n".join(rows) + "\n"
 
 

@@ -18,16 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import (  # noqa: E402
-    _minutes,
-    command_line,
-    machine,
-    recorded_result,
-    run,
-)
+from _common import RESULTS, ROOT, command_line, machine, minutes, recorded_result, run
 
 # InKB micro P / R / F1 on BC5CDR test as published in BEER² Table 2 (large biomedical
 # encoders on GPUs); not measured here.
@@ -40,7 +31,7 @@ def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
     cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "arbo_linker.cfg"),
            "--output", str(out), "--paths.train", str(corpus / "train.spacy"),
            "--paths.dev", str(corpus / "dev.spacy"), "--paths.linker", args.linker,
-           # configs/linker.cfg trains alias rows; the config must say so (E056)
+           # configs/arbo_entity_linker.cfg trains alias rows; the config must say so (E056)
            "--components.arbo_linker.entity_granularity", "alias",
            "--components.arbo_linker.mode", mode,
            "--components.arbo_linker.model.share_weights", str(mode == "joint").lower(),
@@ -135,7 +126,7 @@ def results_table(pattern: str = "bc5cdr-e2e-*.json") -> str:
             f"| {_fmt(m['in_kb']['precision'], 100)} "
             f"| {_fmt(m['in_kb']['recall'], 100)} | {_fmt(m['in_kb']['f1'], 100)} "
             f"| {_fmt(m['retriever_final']['mention_recall'], 100)} | {recall_k if cls else '–'} "
-            f"| {t['docs_per_s']:.2f} | {_minutes(t.get('training_seconds'))} | {r['date']} |")
+            f"| {t['docs_per_s']:.2f} | {minutes(t.get('training_seconds'))} | {r['date']} |")
     for name, p, r, f in PUBLISHED:
         threshold = "0.03" if name.startswith("BEER") else "–"
         rows.append(f"| {name} | {threshold} | {p:.1f} | {r:.1f} | {f:.1f} | – | – | – | – "

@@ -14,42 +14,20 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-
-
-def machine() -> str:
-    import os
-
-    return f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, CPU"
-
-
-def command_line(cmd: list[str]) -> str:
-    """``cmd`` as a result file records it: ``python`` for this interpreter and paths inside
-    the repository relative to it, so that no path of this machine is kept."""
-    words = ["python" if word == sys.executable else word for word in cmd]
-    return " ".join(w.replace(f"{ROOT}/", "") if w.startswith(f"{ROOT}/") else w
-                    for w in words)
-
-
-def run(cmd: list[str]) -> float:
-    print("$", " ".join(cmd), flush=True)
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    return time.perf_counter() - start
-
-
-def recorded_result(name: str) -> dict | None:
-    """The committed result file of run ``name``, if any: what an ``--eval-only`` run keeps
-    of the training run it evaluates again (its training time and command)."""
-    path = RESULTS / f"{name}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+from _common import (
+    RESULTS,
+    ROOT,
+    command_line,
+    fmt,
+    machine,
+    minutes,
+    recorded_result,
+    relative_path,
+    run,
+)
 
 
 def prepare(corpus: Path, data_dir: Path) -> None:
@@ -71,8 +49,9 @@ def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
         "--training.max_epochs", str(args.epochs), "--corpora.dev.limit", str(args.dev_limit),
         *args.overrides,
     ]
-    train_cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "linker.cfg"),
-                 "--output", str(out), *overrides]
+    train_cmd = [sys.executable, "-m", "spacy", "train",
+                 str(ROOT / "configs" / "arbo_entity_linker.cfg"), "--output", str(out),
+                 *overrides]
     train_seconds = 0.0 if args.eval_only else run(train_cmd)
     evaluate(objective, args, train_cmd, train_seconds)
     if args.int8:
@@ -124,7 +103,7 @@ def evaluate(
             "config": "configs/linker.cfg",
             "epochs": args.epochs,
             "overrides": args.overrides,
-            "corpus": _relative(corpus),
+            "corpus": relative_path(corpus),
             "kb": kb_description(corpus),
             "mentions": "gold spans",
             "quantize": quantize,
@@ -139,11 +118,6 @@ def evaluate(
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
-
-
-def _relative(path: Path) -> str:
-    path = path.resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def kb_description(corpus: Path) -> str:
@@ -167,14 +141,6 @@ def _linker_settings(config_text: str) -> dict:
     return settings
 
 
-def _minutes(seconds) -> str:
-    return "–" if not seconds else f"{seconds / 60:.1f}"
-
-
-def _fmt(value) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
 def results_table(pattern: str = "bc5cdr-*.json") -> str:
     """The BENCHMARKS.md table, rebuilt from the committed result files."""
     header = (
@@ -185,14 +151,16 @@ def results_table(pattern: str = "bc5cdr-*.json") -> str:
     rows = []
     for path in sorted(RESULTS.glob(pattern)):
         r = json.loads(path.read_text())
-        if r.get("component") != "arbo_entity_linker":
+        # the gold-span runs only: bc5cdr_e2e.py's ner + linker run is an arbo_entity_linker too
+        if (r.get("component") != "arbo_entity_linker"
+                or r.get("settings", {}).get("mentions") != "gold spans"):
             continue
         m, t = r["metrics"], r["timings"]
         rows.append(
-            f"| {r['name']} | {_fmt(m['in_kb']['recall@1'])} | {_fmt(m['in_kb']['recall@64'])} "
-            f"| {_fmt(m['all']['recall@1'])} | {_fmt(m['all']['recall@64'])} "
-            f"| {_fmt(m['seen']['accuracy'])} | {_fmt(m['unseen']['accuracy'])} "
-            f"| {_minutes(t.get('training_seconds'))} | {t['linking_mentions_per_s']:.0f} "
+            f"| {r['name']} | {fmt(m['in_kb']['recall@1'])} | {fmt(m['in_kb']['recall@64'])} "
+            f"| {fmt(m['all']['recall@1'])} | {fmt(m['all']['recall@64'])} "
+            f"| {fmt(m['seen']['accuracy'])} | {fmt(m['unseen']['accuracy'])} "
+            f"| {minutes(t.get('training_seconds'))} | {t['linking_mentions_per_s']:.0f} "
             f"| {t['encoder_mentions_per_s']:.0f} | {t['linking_vs_encoder']:.2f} | {r['date']} |"
         )
     return header + "\n".join(rows) + "\n"
@@ -210,9 +178,9 @@ def nil_table(pattern: str = "bc5cdr-*.json") -> str:
         if not nil:
             continue
         t = nil["test"]
-        rows.append(f"| {r['name']} | {nil['threshold']:.3f} | {_fmt(t['nil']['precision'])} "
-                    f"| {_fmt(t['nil']['recall'])} | {_fmt(t['nil']['f1'])} "
-                    f"| {_fmt(t['nil']['au_pr'])} | {_fmt(t['accuracy_with_nil'])} "
+        rows.append(f"| {r['name']} | {nil['threshold']:.3f} | {fmt(t['nil']['precision'])} "
+                    f"| {fmt(t['nil']['recall'])} | {fmt(t['nil']['f1'])} "
+                    f"| {fmt(t['nil']['au_pr'])} | {fmt(t['accuracy_with_nil'])} "
                     f"| {r['date']} |")
     return header + "\n".join(rows) + "\n"
 

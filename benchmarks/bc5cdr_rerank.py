@@ -5,9 +5,9 @@ Not a test: training takes tens of minutes on a 2-core CPU. Usage::
     python benchmarks/bc5cdr_rerank.py --linker training/bench/knn_negatives/model-last \
         --max-steps 300 --union-with training/bench/arborescence/model-last --distill
 
-Trains the cross-encoder on the linker's candidates (configs/reranker.cfg), evaluates it on
-the test set's gold mentions as retrieved and in arboEL's oracle settings (``self``, and
-``union`` with ``--union-with``), and with ``--distill`` trains a bi-encoder student of it
+Trains the cross-encoder on the linker's candidates (configs/arbo_reranker.cfg), evaluates
+it on the test set's gold mentions as retrieved and in arboEL's oracle settings (``self``,
+and ``union`` with ``--union-with``), and with ``--distill`` trains a bi-encoder student of it
 (``benchmarks/bc5cdr_linker.py``'s row format). Each run writes
 ``benchmarks/results/bc5cdr-rerank-<oracle>[-<tag>].json``; ``--table-only`` rebuilds the
 table from them.
@@ -25,21 +25,20 @@ from spacy import util
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bc5cdr_linker import (  # noqa: E402
-    _fmt,
-    _minutes,
+from _common import (  # noqa: E402
     command_line,
+    fmt,  # noqa: E402
     machine,
+    minutes,  # noqa: E402
     recorded_result,
     run,
 )
 
 
 def resume_config(model: str, out: Path) -> Path:
-    """configs/reranker.cfg with ``arbo_reranker`` sourced from a trained pipeline, so that
+    """configs/arbo_reranker.cfg with ``arbo_reranker`` sourced from a trained pipeline, so that
     ``spacy train`` goes on training it (spaCy's ``resume_training``)."""
-    config = util.load_config(ROOT / "configs" / "reranker.cfg")
+    config = util.load_config(ROOT / "configs" / "arbo_reranker.cfg")
     config["components"]["arbo_reranker"] = {"source": str(model)}
     out.mkdir(parents=True, exist_ok=True)
     path = out / "reranker-resume.cfg"
@@ -64,7 +63,7 @@ def train_reranker(args: argparse.Namespace) -> tuple[Path, list[str], float]:
     if args.resume:  # the sourced component keeps its own top_k settings
         config, component = resume_config(args.resume, out), []
     else:
-        config = ROOT / "configs" / "reranker.cfg"
+        config = ROOT / "configs" / "arbo_reranker.cfg"
         component = ["--components.arbo_reranker.train_top_k", str(args.train_top_k),
                      "--components.arbo_reranker.top_k", str(args.top_k)]
     cmd = [sys.executable, "-m", "spacy", "train", str(config),
@@ -158,11 +157,11 @@ def results_table(pattern: str = "bc5cdr-rerank-*.json") -> str:
         m, t, s = r["metrics"], r["timings"], r["settings"]
         rows.append(
             f"| {r['name']} | {s['oracle']} | {s['top_k']} "
-            f"| {_fmt(m['in_kb']['bi_encoder_accuracy'])} "
-            f"| {_fmt(m['in_kb']['accuracy'])} | {_fmt(m['in_kb']['normalized_accuracy'])} "
-            f"| {_fmt(m['in_kb']['candidate_recall'])} "
-            f"| {_fmt(m['unseen']['bi_encoder_accuracy'])} → {_fmt(m['unseen']['accuracy'])} "
-            f"| {t['mentions_per_s']:.0f} | {_minutes(t.get('training_seconds'))} "
+            f"| {fmt(m['in_kb']['bi_encoder_accuracy'])} "
+            f"| {fmt(m['in_kb']['accuracy'])} | {fmt(m['in_kb']['normalized_accuracy'])} "
+            f"| {fmt(m['in_kb']['candidate_recall'])} "
+            f"| {fmt(m['unseen']['bi_encoder_accuracy'])} → {fmt(m['unseen']['accuracy'])} "
+            f"| {t['mentions_per_s']:.0f} | {minutes(t.get('training_seconds'))} "
             f"| {r['date']} |")
     return header + "\n".join(rows) + "\n"
 

@@ -21,12 +21,9 @@ import sys
 import time
 import warnings
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bc5cdr_linker import RESULTS, machine  # noqa: E402
+from _common import RESULTS, machine
 
 
 def main() -> None:

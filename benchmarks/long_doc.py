@@ -14,14 +14,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 import resource
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+from _common import RESULTS, machine
 
 
 def long_text(source: Path, n_chars: int) -> str:
@@ -66,8 +64,7 @@ def main() -> None:
         "source": "BC5CDR test abstracts, concatenated", "rows": rows,
         "peak_rss_mb": round(peak_mb), "torch_threads": torch.get_num_threads(),
         "command": " ".join(["python", "benchmarks/long_doc.py", *sys.argv[1:]]),
-        "machine": f"{platform.machine()} {__import__('os').cpu_count()} cores, "
-                   f"{platform.python_version()}, CPU",
+        "machine": machine(),
         "date": datetime.date.today().isoformat(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -56,22 +56,23 @@ def clear_saved(folder: Path, names: Iterable[str]) -> None:
             path.unlink(missing_ok=True)
 
 
-def _manifest_files(text: str | bytes) -> dict[str, dict[str, Any]]:
-    """The ``files`` map of a manifest; a ValueError says why it is malformed."""
+def _manifest_files(text: str | bytes) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The ``files`` map of a manifest and None, or an empty map and why it is malformed
+    (the callers put the reason into E030 or E031)."""
     try:
         files = json.loads(text)["files"]
     except (ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{type(err).__name__}: {err}") from None
+        return {}, f"{type(err).__name__}: {err}"
     if not isinstance(files, dict) or not files:
-        raise ValueError('"files" is not a non-empty map')
+        return {}, '"files" is not a non-empty map'
     for name, entry in files.items():
         problem = unsafe_name(name)
         if problem:
-            raise ValueError(f"the name {name!r} is refused: {problem}")
+            return {}, f"the name {name!r} is refused: {problem}"
         if not (isinstance(entry, dict) and isinstance(entry.get("size"), int)
                 and isinstance(entry.get("sha256"), str)):
-            raise ValueError(f'the entry of {name} is not {{"size": int, "sha256": str}}')
-    return files
+            return {}, f'the entry of {name} is not {{"size": int, "sha256": str}}'
+    return files, None
 
 
 def check_folder(folder: Path, component: str, required: Iterable[str]) -> None:
@@ -92,10 +93,9 @@ def check_folder(folder: Path, component: str, required: Iterable[str]) -> None:
     if not manifest.exists():
         warnings.warn(Warnings.W003.format(component=component, path=folder), stacklevel=3)
         return
-    try:
-        files = _manifest_files(manifest.read_bytes())
-    except ValueError as err:
-        fail(f"{MANIFEST} is malformed ({err})")
+    files, problem = _manifest_files(manifest.read_bytes())
+    if problem:
+        fail(f"{MANIFEST} is malformed ({problem})")
     root = folder.resolve()
     outside = [name for name in files if root not in (folder / name).resolve().parents]
     if outside:
@@ -194,10 +194,9 @@ def folder_from_bytes(data: bytes, from_disk: Callable[..., Any], *, component: 
             refuse(name, problem)
     if MANIFEST not in files:
         refuse(MANIFEST, "it is missing, and to_bytes always writes it")
-    try:
-        listed = _manifest_files(files[MANIFEST])
-    except ValueError as err:
-        refuse(MANIFEST, f"it is malformed ({err})")
+    listed, problem = _manifest_files(files[MANIFEST])
+    if problem:
+        refuse(MANIFEST, f"it is malformed ({problem})")
     unlisted = sorted(set(files) - set(listed) - {MANIFEST})
     if unlisted:
         refuse(unlisted[0], f"{MANIFEST} does not list it")

@@ -160,6 +160,39 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path}: the knowledge base is empty. Add at least one JSON line with an \"id\" "
         "and a \"name\" (see README: 'Bring your own KB')."
     )
+    # the coreference core (spacy_arboel.coref) and its metrics
+    E060 = (
+        "The remembered mentions (a MentionMemory) are malformed: {problem}. A memory loads "
+        "only what MentionMemory.to_disk or to_bytes wrote: save it again from a working "
+        "pipeline, or start anew (arbo_coref's `clear_state()`)."
+    )
+    # the problems of E060 (not codes of their own)
+    E060_MAP = "expected a map of {fields}"
+    E060_META = "the memory's metadata must hold exactly {fields}"
+    E060_LISTS = "keys, doc_keys and cluster_ids must be lists, fingerprints a map"
+    E060_ARRAYS = "{names} must be arrays"
+    E060_VECTORS = "vectors are {dtype} {shape}, expected float32 ({n}, {width})"
+    E060_POSITIONS = "entity_positions are {dtype} {shape}"
+    E060_OUTSIDE_KB = "entity_positions point outside the KB of {n_entities}"
+    E060_SCORES = "entity_scores are {dtype} {shape}"
+    E060_LENGTHS = "{n_doc_keys} doc keys and {n_cluster_ids} cluster ids for {n} mentions"
+    E060_STRINGS = "keys and cluster ids must be strings"
+    E061 = (
+        "Mention vectors must all be one-dimensional and of the same width, got the shapes "
+        "{shapes}. Give each mention the vector its linker encoded (span._.mention_vector)."
+    )
+    E062 = (
+        "The graph has {n_sources} edge sources, {n_targets} targets and {n_weights} weights: "
+        "give one source, one target and one weight per edge."
+    )
+    E063 = (
+        "Edge endpoints must be node numbers in [0, {n_nodes}), found {low} to {high}. Number "
+        "the entities first, then the mentions, from 0."
+    )
+    E064 = (
+        "{n_gold} gold labels but {n_predicted} predicted labels: give one gold and one "
+        "predicted cluster label per mention."
+    )
     E100 = (
         "{path}: not a {what}: expected the columns {expected}, found {found}."
     )
@@ -248,20 +281,91 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E053 = (
         "The distill objective needs teacher_path: the folder of a saved pipeline with a "
-        "trained arbo_reranker (train one with configs/reranker.cfg)."
+        "trained arbo_reranker (train one with configs/arbo_reranker.cfg)."
     )
     E054 = (
         "negatives='{negatives}' applies to knn_negatives, proxy and distill only, not to "
         "'{name}': remove it or change the objective."
     )
     E055 = (
-        "teacher_path '{path}' holds no arbo_reranker: train one with configs/reranker.cfg "
+        "teacher_path '{path}' holds no arbo_reranker: train one with configs/arbo_reranker.cfg "
         "and give the folder of its pipeline."
     )
     E056 = (
         "'{name}': {path} was built with entity_granularity = \"{found}\", but the config "
         "says \"{configured}\". The config is the source of truth and a saved setting never "
         "overrides it: set --components.{name}.entity_granularity {found}."
+    )
+    E057 = (
+        "The model's PyTorch module has no weights yet: initialise the pipeline "
+        "(`nlp.initialize()`), load a trained one (`spacy.load`), or call the component's "
+        "`ensure_ready()` before using it."
+    )
+    # the cross-encoder re-ranker (spacy_arboel.linking.CrossEncoderReranker, arbo_reranker)
+    E070 = (
+        "The candidate id '{kb_id}' is not in the re-ranker's knowledge base ({n_entities} "
+        "entities): the candidates come from another KB. Give candidates of the re-ranker's "
+        "own KB (or `set_kb` the other one); in a pipeline, train or load arbo_reranker with "
+        "its linker's KB (leave its kb_path empty to take the linker's at initialize)."
+    )
+    E071 = (
+        "{where} was saved with {setting} = {saved}, but it is being loaded with {setting} = "
+        "{given}. The config (or the settings given) is the source of truth and a saved "
+        "setting never overrides it, but the cross-encoder was trained with {saved}: set "
+        "{setting} to {saved} (--components.arbo_reranker.{setting} {saved} for a pipeline), "
+        "or train it again. Only batch_size, quantize and mixed_precision may change at load."
+    )
+    E072 = (
+        "Mention {index} has the gold id '{gold}', which is not among its candidates "
+        "({candidates}): the softmax loss over the candidates needs the gold one. "
+        "`CrossEncoderReranker.training_candidates` injects it where retrieval missed it."
+    )
+    E073 = (
+        "The union oracle merges the candidates of other pipelines, but none was given: pass "
+        "them as `union_with` (`--union-with` on the command line), or leave out the union "
+        "oracle."
+    )
+    E080 = (
+        "'{name}': {path} was saved with {setting} = {found}, but the config says "
+        "{configured}. The config is the source of truth and a saved setting never overrides "
+        "it: set --components.{name}.{setting} {found} (or train again with the new setting)."
+    )
+    # KB values, encoders, passages, the mention store, NIL tuning, the CLI's metric files
+    E105 = (
+        'Entity field "{key}" must be {expected}, got {found}'
+    )
+    E106 = (
+        "The mention store has no embeddings yet: call `set_embeddings` with the vectors of "
+        "its training mentions before `nearest` (the bi-encoder trainer does so whenever it "
+        "refreshes its negatives)."
+    )
+    E107 = (
+        "ids, starts and ends must have one entry per wordpiece, got {n_ids}, {n_starts} and "
+        "{n_ends}."
+    )
+    E108 = (
+        "Wordpieces {first}..{last} are not a span of a passage of {n_pieces} wordpieces."
+    )
+    E109 = (
+        "pooling = \"mention\" averages the span between the [START] and [END] markers, so it "
+        "needs their ids (`marker_ids`, e.g. `InputBuilder(tokenizer).marker_ids`); give them "
+        "or choose another pooling ({options})."
+    )
+    E110 = (
+        "scores and is_nil must be two lists of one length, got the shapes {scores} and "
+        "{is_nil}."
+    )
+    E111 = (
+        "{path}: cannot read the metrics JSON ({error}). Give a metrics file written by "
+        "`spacy-arboel evaluate --output`."
+    )
+    E112 = (
+        "{path}: expected a JSON object of linking metrics (as `spacy-arboel evaluate "
+        "--output` writes), found a {found}."
+    )
+    E113 = (
+        "No KB entity has the type(s) {types}; the KB's types are: {known}. Only typed "
+        "entities can be removed, and types are case-sensitive: check --remove-types."
     )
 
 

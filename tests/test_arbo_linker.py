@@ -12,11 +12,15 @@ from thinc.api import Adam
 from spacy_arboel.errors import Errors
 
 
-def _nlp(tiny_encoder, kb_path, model=None, **config):
+def _nlp(tiny_encoder, kb_path, model=None, ready=True, **config):
+    """A pipeline with an arbo_linker set up from its config (``ensure_ready``) unless
+    ``ready`` is False (for tests that initialise it)."""
     nlp = spacy.blank("en")
     config = {"kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder, **(model or {})},
               **config}
-    nlp.add_pipe("arbo_linker", config=config)
+    linker = nlp.add_pipe("arbo_linker", config=config)
+    if ready:
+        linker.ensure_ready()
     return nlp
 
 
@@ -53,9 +57,11 @@ def test_threshold_one_gives_no_ents_and_bad_settings_raise(tiny_encoder, toy_kb
     with pytest.raises(ValueError, match="mode"):
         _nlp(tiny_encoder, toy_kb_path, mode="sideways")
     no_kb = spacy.blank("en")
-    no_kb.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
+    linker = no_kb.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
+    with pytest.raises(ValueError, match="E051"):
+        no_kb("Aspirin.")  # predict never sets anything up behind the user's back
     with pytest.raises(ValueError, match="knowledge base"):
-        no_kb("Aspirin.")
+        linker.ensure_ready()
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t ", "the of and", "\x00\x07\u200b 🙂 αβγ",
@@ -93,10 +99,10 @@ def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples, mode)
     optimizer = Adam(0.003)
     phases, losses = [], []
     for _ in range(12):
-        phases.append(linker.phase())
+        phases.append(linker.retriever_reader.phase())
         losses.append(nlp.update(toy_examples, sgd=optimizer)["arbo_linker"])
     assert set(phases) == ({"joint"} if mode == "joint" else {"retriever"})
-    assert linker.phase() == ("joint" if mode == "joint" else "reader")
+    assert linker.retriever_reader.phase() == ("joint" if mode == "joint" else "reader")
     assert sum(losses[-3:]) < sum(losses[:3]), losses
     if mode == "pipeline":  # the reader phase trains too
         reader = [nlp.update(toy_examples, sgd=optimizer)["arbo_linker"] for _ in range(10)]
@@ -152,9 +158,9 @@ def test_kb_without_types_labels_from_training_or_default(tiny_encoder, tmp_path
     nlp = _nlp(tiny_encoder, path, threshold=0.0, top_k=2, default_label="THING")
     nlp.initialize(lambda: toy_examples[:2])  # sees Aspirin, Cough, Fever
     linker = nlp.get_pipe("arbo_linker")
-    assert linker.entity_labels == {"D001241": "Chemical", "D003371": "Disease",
-                             "D005334": "Disease"}
-    assert linker.label_of("D006333") == "THING"
+    assert linker.retriever_reader.entity_labels == {
+        "D001241": "Chemical", "D003371": "Disease", "D005334": "Disease"}
+    assert linker.retriever_reader.label_of("D006333", "THING") == "THING"
     doc = nlp("Cardiac failure and aspirin.")
     assert {e.label_ for e in doc.ents} <= {"Chemical", "Disease", "THING"}
 
@@ -174,7 +180,7 @@ def test_keep_existing_ents(tiny_encoder, toy_kb_path):
 
 
 def test_losses_follow_the_paper():
-    from spacy_arboel.objectives.retriever_reader import reader_loss, retriever_loss
+    from spacy_arboel.objectives.reader_losses import reader_loss, retriever_loss
 
     scores = torch.tensor([[2.0, 1.0, 0.0]])
     positive = torch.tensor([[True, False, False]])
@@ -216,10 +222,11 @@ def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_exam
     linker = nlp.get_pipe("arbo_linker")
     linker.initialize(lambda: toy_examples, nlp=nlp, linker_path=str(tmp_path / "linker"))
     assert linker.kb.fingerprint() == bi_encoder.kb.fingerprint()
-    assert linker.cfg["entity_granularity"] == "alias"
-    np.testing.assert_allclose(linker.index.embeddings, bi_encoder.retriever.index.embeddings)
-    from spacy_arboel.ml.models import torch_encoders
-    from spacy_arboel.ml.retriever_reader import torch_parts
+    assert linker.settings.entity_granularity == "alias"
+    np.testing.assert_allclose(linker.retriever_reader.index.embeddings,
+                               bi_encoder.retriever.index.embeddings)
+    from spacy_arboel.ml.bi_encoder import torch_encoders
+    from spacy_arboel.ml.reader_model import torch_parts
 
     mention = torch_encoders(bi_encoder.model)["mention"].transformer.state_dict()
     passage = torch_parts(linker.model)["heads"].passage.state_dict()
@@ -252,7 +259,7 @@ def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
 
 
 def test_training_passages_sample_only_the_empty_ones():
-    from spacy_arboel.components.retriever_reader import training_passages
+    from spacy_arboel.linking.retriever_reader import training_passages
 
     gold = [{3: [(0, 1)]}, {}, {}, {1: [(2, 2)]}] * 50
     assert training_passages(gold, 1.0) == list(range(200))
@@ -267,7 +274,7 @@ def test_training_passages_sample_only_the_empty_ones():
 def test_threshold_tuning_scores_each_threshold_from_one_reading(tiny_encoder, toy_kb_path,
                                                                  toy_examples, monkeypatch):
     from spacy_arboel.evaluation.end_to_end_eval import tune_threshold
-    from spacy_arboel.reader.spans import LinkedSpan
+    from spacy_arboel.linking.reader_spans import LinkedSpan
 
     nlp = _nlp(tiny_encoder, toy_kb_path)
     linker = nlp.get_pipe("arbo_linker")
@@ -283,7 +290,8 @@ def test_threshold_tuning_scores_each_threshold_from_one_reading(tiny_encoder, t
         calls.append(threshold)
         return spans, None
 
-    monkeypatch.setattr(linker, "scored_spans", scored)
+    linker.ensure_ready()
+    monkeypatch.setattr(linker.retriever_reader, "scored_spans", scored)
     best, rows = tune_threshold(linker, gold, [0.1, 0.001, 0.04])
     assert calls == [0.001]  # one reading at the lowest threshold
     by_t = {r["threshold"]: r for r in rows}
@@ -313,4 +321,4 @@ def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_exa
     assert [r["threshold"] for r in tuned["rows"]] == [0.0, 0.5]
     assert tuned["rows"][1]["n_predicted"] == 0  # p_span × p_rank never reaches 0.5 untrained
     loaded = spacy.load(tmp_path / "tuned")
-    assert loaded.get_pipe("arbo_linker").cfg["threshold"] == tuned["best"]["threshold"]
+    assert loaded.get_pipe("arbo_linker").settings.threshold == tuned["best"]["threshold"]

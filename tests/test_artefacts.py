@@ -61,7 +61,7 @@ def test_coref_from_bytes_refuses_damaged_state(tiny_encoder, toy_kb_path):
         with pytest.raises(ValueError, match="E030"):
             coref.from_bytes(data)
     # lists that are strings or maps, with arrays that agree with their length
-    from spacy_arboel.components.coref import linker_fingerprints
+    from spacy_arboel.components.arbo_coref import linker_fingerprints
 
     fingerprints = linker_fingerprints(nlp.get_pipe("arbo_entity_linker"))  # sets it up
     width = nlp.get_pipe("arbo_entity_linker").retriever.vector_width
@@ -71,7 +71,8 @@ def test_coref_from_bytes_refuses_damaged_state(tiny_encoder, toy_kb_path):
         meta = {"keys": keys, "doc_keys": keys, "cluster_ids": keys,
                 "fingerprints": fingerprints}
         with pytest.raises(ValueError, match="E030.*must be lists"):
-            coref.from_bytes(srsly.msgpack_dumps({"meta": meta, **arrays}))
+            coref.from_bytes(srsly.msgpack_dumps(
+                {"state": srsly.msgpack_dumps({"meta": meta, **arrays})}))
 
 
 def test_manifest_catches_changed_missing_and_truncated_files(tmp_path):

@@ -6,7 +6,7 @@ import threading
 import pytest
 import spacy
 
-from spacy_arboel.components.coref import CLUSTER_EXT
+from spacy_arboel.extensions import CLUSTER_EXT
 
 TEXTS = ["Aspirin induced cough in patients.", "Fever was caused by aspirin.",
          "Patients with heart failure and acute pain.", "Coughing and pyrexia in patients.",

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from spacy_arboel.data.aliases import harvest_aliases, types_from_docs
 from spacy_arboel.data.convert import docs_to_docbin, gold_ids, pubtator_to_docs
 from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.kb import Entity, KnowledgeBase
-from spacy_arboel.kb.aliases import harvest_aliases, types_from_docs
 from spacy_arboel.kb.mesh import (
     build_mesh_kb,
     read_mesh_descriptors,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from spacy_arboel.reader.spans import (
+from spacy_arboel.linking.reader_spans import (
     LinkedSpan,
     SpanPrediction,
     candidates_by_span,

@@ -69,8 +69,7 @@ def cluster_command(
     from spacy.tokens import DocBin
     from wasabi import msg
 
-    from ..components.coref import CLUSTER_EXT
-    from ..extensions import VECTOR_EXT
+    from ..extensions import CLUSTER_EXT, VECTOR_EXT
 
     check_outputs({"INPUT_PATH": input_path, "--model": model, "--settings": settings},
                   {"OUTPUT_PATH": output_path})

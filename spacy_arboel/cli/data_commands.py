@@ -12,6 +12,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from wasabi import msg
 
+from ..data.aliases import harvest_aliases, types_from_docs
 from ..data.convert import docs_to_docbin, pubtator_to_docs
 from ..data.readers import read_pubtator_documents
 from ..errors import Errors
@@ -63,11 +64,12 @@ def build_kb_command(
 
 
 def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources: Any) -> None:
-    """Build a KB with ``build_kb`` (``sources``: its MeSH and JSONL arguments), aliases from
-    the gold mentions of ``alias_corpus``; save it and print a summary."""
+    """Build a KB with ``build_kb`` (``sources``: its MeSH and JSONL arguments), aliases and
+    types from the gold mentions of ``alias_corpus``; save it and print a summary."""
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
     try:
-        kb, report = build_kb(alias_docs=docs, **sources)
+        kb, report = build_kb(aliases=harvest_aliases(docs), types=types_from_docs(docs),
+                              **sources)
     except KnowledgeBaseError as err:  # a malformed or empty KB file: its path and line
         msg.fail(str(err), exits=1)
     if report.mesh:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import Errors
 from ..evaluation.report import markdown_table, plot_recall_at_k
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
@@ -19,9 +20,9 @@ def _load_run(path: Path) -> tuple[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf8"))
     except (OSError, json.JSONDecodeError) as err:
-        raise typer.BadParameter(f"{path}: cannot read metrics JSON ({err})") from err
+        raise typer.BadParameter(Errors.E111.format(path=path, error=err)) from err
     if not isinstance(data, dict):
-        raise typer.BadParameter(f"{path}: expected a JSON object of linking metrics")
+        raise typer.BadParameter(Errors.E112.format(path=path, found=type(data).__name__))
     name = data.get("name")
     metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else data
     return (str(name) if name else path.stem), metrics
@@ -132,7 +133,6 @@ def evaluate_e2e(
     from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
-    from ..errors import Errors
     from ..evaluation.end_to_end_eval import evaluate_end_to_end
 
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})

@@ -12,10 +12,11 @@ from spacy.tokens import DocBin
 from wasabi import msg
 
 from ..data.convert import docs_to_docbin, pubtator_to_docs
-from ..data.discovery import choose_heldout, without_entities, without_ids
+from ..data.discovery import choose_heldout, without_ids
 from ..data.pubtator import PubtatorDocument
 from ..data.readers import read_pubtator_documents
 from ..errors import Errors
+from ..kb.build import without_entities
 from ..kb.knowledge_base import KnowledgeBase
 from .app import app
 from .data_commands import save_kb, write_kb
@@ -103,8 +104,8 @@ def remove_entity_types(output_dir: Path, types: list[str], nlp) -> None:
     removed = sorted(e.id for e in kb if set(e.types) & set(types))
     if not removed:
         known = sorted({t for e in kb for t in e.types})
-        msg.fail(f"No KB entity has the type(s) {', '.join(types)}; the KB's types are: "
-                 f"{', '.join(known) or 'none'}.", exits=1)
+        msg.fail(Errors.E113.format(types=", ".join(types), known=", ".join(known) or "none"),
+                 exits=1)
     _drop_entities(output_dir, set(removed), nlp)
     write_text_atomic(output_dir / "removed_ids.json", json.dumps(
         {"types": types, "ids": removed}, indent=2) + "\n")

@@ -11,26 +11,22 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
-from spacy.util import ensure_path, from_disk, to_disk
+from spacy.util import ensure_path, from_disk
 from thinc.api import Config, Model, Optimizer
 
-from ..artefacts import (
-    SavedAsFolder,
-    check_folder,
-    clear_saved,
-    reading,
-    write_manifest,
-)
-from ..data.ids import gold_ids
+from ..artefacts import SavedAsFolder, check_folder, reading
 from ..encoders.inputs import InputBuilder, MentionSpan
 from ..encoders.loading import load_tokenizer
+from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
 from ..extensions import CANDIDATES_EXT, VECTOR_EXT, register_extensions
 from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
-from ..ml.models import set_encoders, torch_encoders
+from ..ml.bi_encoder import torch_encoders
+from ..ml.torch_layers import initialize_with
 from ..objectives import Objective
+from .common import config_kb, gold_mentions, settings_from, write_folder
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL_CONFIG = """
@@ -71,13 +67,9 @@ def make_entity_linker(
     quantize: bool, scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does."""
-    settings = RetrieverSettings(
-        pooling=model.attrs["pooling"], share_weights=model.attrs["share_weights"],
-        mention_max_length=mention_max_length, entity_max_length=entity_max_length,
-        entity_granularity=entity_granularity, expand_abbreviations=expand_abbreviations,
-        row_dedupe_threshold=row_dedupe_threshold, index_kind=index_kind,
-        batch_size=batch_size, quantize=quantize, similarity=objective.similarity,
-        mixed_precision=model.attrs["mixed_precision"])
+    settings = settings_from(RetrieverSettings, {
+        **locals(), "similarity": objective.similarity,
+        **{key: model.attrs[key] for key in ("pooling", "share_weights", "mixed_precision")}})
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, scorer=scorer)
@@ -104,12 +96,8 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
                  scorer: Callable | None = score_entity_linking) -> None:
         if top_k < 1:
             raise ValueError(Errors.E011.format(name="top_k", condition=">= 1", value=top_k))
-        self.vocab = vocab
-        self.model = model
-        self.name = name
-        self.objective = objective
-        self.settings = settings
-        self.scorer = scorer
+        self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
+        self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every}
         self.retriever: DenseRetriever | None = None
@@ -138,27 +126,25 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         """Use another knowledge base; its index is built by ``ensure_ready()``."""
         self._require("a retriever").set_kb(self._check_kb(kb))
 
-    def _set_up(self, kb: KnowledgeBase, tokenizer: str, sources: dict[str, Any]) -> None:
-        """The retriever over ``kb`` with encoders loaded into the thinc model."""
-        tokenizer = load_tokenizer(str(tokenizer))
-        set_encoders(self.model, sources, len(tokenizer), InputBuilder(tokenizer).marker_ids)
-        self._check_kb(kb)
-        self.retriever = DenseRetriever(kb, tokenizer, torch_encoders(self.model), self.settings)
+    def _set_up(self, kb: KnowledgeBase, tokenizer: str | None = None,
+                sources: dict[str, Any] | None = None) -> None:
+        """The retriever over ``kb`` with the encoders of ``sources`` (default: the base
+        encoder) loaded into the thinc model."""
+        tokenizer = load_tokenizer(str(tokenizer or self.model.attrs["encoder_name"]))
+        initialize_with(self.model, sources and (lambda: load_pooled_encoders(
+            sources, self.settings.pooling, self.settings.share_weights, len(tokenizer),
+            InputBuilder(tokenizer).marker_ids)))
+        self.retriever = DenseRetriever(self._check_kb(kb), tokenizer,
+                                        torch_encoders(self.model), self.settings)
         self.trainer = BiEncoderTrainer(self.retriever, self.objective,
                                         refresh_every=self.cfg["refresh_every"],
                                         mixed_precision=self.settings.mixed_precision)
-
-    def _config_kb(self) -> KnowledgeBase:
-        if not self.cfg["kb_path"]:
-            raise ValueError(Errors.E008.format(name=self.name))
-        return KnowledgeBase.from_jsonl(self.cfg["kb_path"])
 
     def ensure_ready(self) -> None:
         """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
         ``kb_path``, the base encoder) and bring the index up to date with the encoders."""
         if self.retriever is None:
-            name = self.model.attrs["encoder_name"]
-            self._set_up(self._config_kb(), name, {"mention": name, "entity": name})
+            self._set_up(config_kb(self.cfg["kb_path"], self.name))
         self.retriever.ensure_index()
 
     def _require(self, what: str) -> DenseRetriever:
@@ -172,9 +158,7 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         """Load the KB (``kb_loader``, else ``kb_path``) and the base encoder, collect the
         gold training mentions and build the index."""
         kb = kb_loader(nlp) if kb_loader is not None else None
-        name = self.model.attrs["encoder_name"]
-        self._set_up(kb if kb is not None else self._config_kb(), name,
-                     {"mention": name, "entity": name})
+        self._set_up(kb if kb is not None else config_kb(self.cfg["kb_path"], self.name))
         self.trainer.collect(*gold_mentions(eg.reference for eg in get_examples()))
         self.trainer.refresh()
 
@@ -221,18 +205,17 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         an index older than the encoders is an error (E050): see ``ensure_ready()``."""
         docs = list(docs)
         retriever = self._require("knowledge base or encoders")
+        if not docs:
+            return []
         if not retriever.is_current:
             raise ValueError(Errors.E050)
         spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs)
                  for e in d.ents]
         scores, positions, vectors = retriever.link([d.text for d in docs], spans,
                                                     self.cfg["top_k"])
-        out, start = [], 0
-        for doc in docs:
-            end = start + len(doc.ents)
-            out.append((scores[start:end], positions[start:end], vectors[start:end]))
-            start = end
-        return out
+        bounds = np.cumsum([len(d.ents) for d in docs])[:-1]
+        return list(zip(*(np.split(a, bounds) for a in (scores, positions, vectors)),
+                        strict=True))
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the candidates and
@@ -259,17 +242,11 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         """Save the KB, tokenizer, encoders, index and training state; ``exclude`` leaves
         out any of ``cfg``, ``kb``, ``tokenizer``, ``mention_encoder``, ``entity_encoder``,
         ``index``."""
-        path = ensure_path(path)
         self.ensure_ready()
-        writers: dict[str, Callable] = {
-            "cfg.json": lambda p: srsly.write_json(p, {
-                "seen_ids": sorted(self.seen_ids),
-                "n_missing_gold_ids": self.trainer.n_missing_gold_ids}),
-            **self.retriever.writers(),
-        }
-        clear_saved(path, SAVED_FILES)
-        to_disk(path, writers, exclude)
-        write_manifest(path, writers)
+        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
+            "seen_ids": sorted(self.seen_ids),
+            "n_missing_gold_ids": self.trainer.n_missing_gold_ids}),
+            **self.retriever.writers()}, SAVED_FILES, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
         """Load a saved linker; every file is checked first (E030). A ``kb_path`` in the
@@ -282,9 +259,7 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
                                                    *{p.name for p in sources.values()}, "index")
                                        if n.split(".")[0] not in exclude])
         with reading(path, self.name):
-            state = {"seen_ids": [], "n_missing_gold_ids": 0}
-            kb = self._config_kb() if "kb" in exclude else None
-            tokenizer = self.model.attrs["encoder_name"]
+            state: dict[str, Any] = {"seen_ids": [], "n_missing_gold_ids": 0}
             from_disk(path, {
                 "cfg.json": lambda p: state.update(srsly.read_json(p)),
                 "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
@@ -292,7 +267,8 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
             }, exclude)
             sources = {side: (self.model.attrs["encoder_name"] if p.name in exclude else p)
                        for side, p in sources.items()}
-            self._set_up(state.get("kb", kb), state.get("tokenizer", tokenizer), sources)
+            kb = state["kb"] if "kb" in state else config_kb(self.cfg["kb_path"], self.name)
+            self._set_up(kb, state.get("tokenizer"), sources)
             self.trainer.seen_ids = set(state["seen_ids"])
             self.trainer.n_missing_gold_ids = state["n_missing_gold_ids"]
             if "index" not in exclude:
@@ -302,17 +278,3 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
             self.set_kb(kb)
         self.retriever.ensure_index()
         return self
-
-
-
-def gold_mentions(docs: Iterable[Doc]) -> tuple[list[str], list[MentionSpan], list[list[str]]]:
-    """The texts of ``docs``, their ents as spans and each ent's gold ids (may be none)."""
-    texts: list[str] = []
-    spans: list[MentionSpan] = []
-    ids: list[list[str]] = []
-    for doc in docs:
-        for ent in doc.ents:
-            spans.append(MentionSpan(len(texts), ent.start_char, ent.end_char))
-            ids.append(gold_ids(ent.kb_id_))
-        texts.append(doc.text)
-    return texts, spans, ids

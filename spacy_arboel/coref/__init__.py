@@ -1,5 +1,29 @@
-"""Cross-document coreference: arboEL's k-NN graph of mentions and entities, partitioned."""
+"""Cross-document coreference: arboEL's k-NN graph of mentions and entities, partitioned.
 
+The spaCy-free core of ``arbo_coref``: :class:`MentionMemory` (the mentions clustered and
+remembered across batches), :func:`cluster_mentions` (their clustering), the graph
+(:func:`nearest_mentions`, :func:`build_graph`) and its partition (:func:`partition_graph`).
+"""
+
+from .graph import MentionGraph, build_graph, nearest_mentions
+from .mention_memory import (
+    MemoryFormatError,
+    Mention,
+    MentionMemory,
+    cluster_mentions,
+    text_key,
+)
 from .partition import Partition, partition_graph
 
-__all__ = ["Partition", "partition_graph"]
+__all__ = [
+    "MemoryFormatError",
+    "Mention",
+    "MentionGraph",
+    "MentionMemory",
+    "Partition",
+    "build_graph",
+    "cluster_mentions",
+    "nearest_mentions",
+    "partition_graph",
+    "text_key",
+]

@@ -33,6 +33,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..errors import Errors
+
 
 @dataclass(frozen=True)
 class Partition:
@@ -63,10 +65,13 @@ def partition_graph(
     weights = np.asarray(weights, dtype="float64")
     entity_nodes = np.asarray(entity_nodes, dtype="int64")
     if not (len(sources) == len(targets) == len(weights)):
-        raise ValueError("sources, targets and weights must have the same length.")
-    if len(sources) and (min(sources.min(), targets.min()) < 0
-                         or max(sources.max(), targets.max()) >= n_nodes):
-        raise ValueError(f"Edge endpoints must be node numbers in [0, {n_nodes}).")
+        raise ValueError(Errors.E062.format(n_sources=len(sources), n_targets=len(targets),
+                                            n_weights=len(weights)))
+    if len(sources):
+        low = min(sources.min(), targets.min())
+        high = max(sources.max(), targets.max())
+        if low < 0 or high >= n_nodes:
+            raise ValueError(Errors.E063.format(n_nodes=n_nodes, low=low, high=high))
     keep = sources != targets
     if threshold is not None:
         keep &= weights <= threshold

@@ -3,20 +3,22 @@ the training data, so that their test mentions must be found as new clusters."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 import numpy as np
 from spacy.tokens import Doc, Span
 
-from ..kb.knowledge_base import KnowledgeBase
+from ..errors import Errors
 from .ids import gold_ids, join_ids
 
 
-def choose_heldout(test_docs: Iterable[Doc], kb: KnowledgeBase, fraction: float,
+def choose_heldout(test_docs: Iterable[Doc], kb: Container[str], fraction: float,
                    seed: int = 0) -> list[str]:
-    """A random ``fraction`` (fixed ``seed``) of the KB entities that the test set mentions."""
+    """A random ``fraction`` (fixed ``seed``) of the KB entities that the test set mentions
+    (``kb``: the KB or its ids; ``kb.build.without_entities`` takes them out of it)."""
     if not 0 < fraction < 1:
-        raise ValueError(f"The held-out fraction must be in (0, 1), got {fraction}.")
+        raise ValueError(Errors.E011.format(name="fraction", value=fraction,
+                                            condition="in (0, 1) (`prepare --holdout`)"))
     mentioned = sorted({i for doc in test_docs for ent in doc.ents
                         for i in gold_ids(ent.kb_id_) if i in kb})
     n = max(1, round(len(mentioned) * fraction)) if mentioned else 0
@@ -35,7 +37,3 @@ def without_ids(doc: Doc, heldout: set[str]) -> Doc:
     for key, group in list(doc.spans.items()):
         doc.spans[key] = [strip(span) for span in group]
     return doc
-
-
-def without_entities(kb: KnowledgeBase, heldout: set[str]) -> KnowledgeBase:
-    return KnowledgeBase(entity for entity in kb if entity.id not in heldout)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.abbreviations import find_abbreviations
-from ..errors import Warnings
+from ..errors import Errors, Warnings
 from ..kb.entity import Entity
 from .loading import MENTION_END, MENTION_START, TITLE
 
@@ -33,7 +33,7 @@ class MentionSpan:
     end_char: int
 
 
-def _special_ids(tokenizer) -> tuple[list[int], list[int]]:
+def special_ids(tokenizer) -> tuple[list[int], list[int]]:
     """The model's own opening and closing special tokens ([CLS]/[SEP], <s>/</s>, ...)."""
     with_special = tokenizer.build_inputs_with_special_tokens([-1])
     split = with_special.index(-1)
@@ -132,18 +132,19 @@ class InputBuilder:
         entity_max_length: int = 32,
         expand_abbreviations: bool = False,
     ):
-        if mention_max_length < 8 or entity_max_length < 4:
-            raise ValueError(
-                f"mention_max_length must be >= 8 and entity_max_length >= 4, got "
-                f"{mention_max_length} and {entity_max_length}."
-            )
+        if mention_max_length < 8:
+            raise ValueError(Errors.E011.format(name="mention_max_length", condition=">= 8",
+                                                value=mention_max_length))
+        if entity_max_length < 4:
+            raise ValueError(Errors.E011.format(name="entity_max_length", condition=">= 4",
+                                                value=entity_max_length))
         self.tokenizer = tokenizer
         self.mention_max_length = mention_max_length
         self.entity_max_length = entity_max_length
         self.start_id = tokenizer.convert_tokens_to_ids(MENTION_START)
         self.end_id = tokenizer.convert_tokens_to_ids(MENTION_END)
         self.title_id = tokenizer.convert_tokens_to_ids(TITLE)
-        self.open_ids, self.close_ids = _special_ids(tokenizer)
+        self.open_ids, self.close_ids = special_ids(tokenizer)
         self.pad_id = tokenizer.pad_token_id or 0
         self.expand_abbreviations = expand_abbreviations
 
@@ -280,5 +281,6 @@ def entity_rows(
                 descriptions.append(ALIAS_SEPARATOR.join(p for p in (entity.name, base) if p))
                 owners.append(position)
         else:
-            raise ValueError(f"Unknown entity granularity '{granularity}': use entity or alias.")
+            raise ValueError(Errors.E007.format(what="entity granularity", value=granularity,
+                                                options="entity, alias"))
     return titles, descriptions, np.asarray(owners, dtype="int64")

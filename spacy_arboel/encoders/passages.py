@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import Errors
-from .inputs import _special_ids, leading_ids, pad_pairs, truncate_entity
+from .inputs import leading_ids, pad_pairs, special_ids, truncate_entity
 from .loading import TITLE
 
 CHUNK_CHARS = 10_000  # the tokenizer never sees a longer string
@@ -65,10 +65,8 @@ def cut_passages(
     """
     _check_window(length, stride)
     if not len(ids) == len(starts) == len(ends):
-        raise ValueError(
-            f"ids, starts and ends must have one entry per wordpiece, got {len(ids)}, "
-            f"{len(starts)} and {len(ends)}."
-        )
+        raise ValueError(Errors.E107.format(n_ids=len(ids), n_starts=len(starts),
+                                            n_ends=len(ends)))
     n = len(ids)
     if n == 0:
         return []
@@ -121,7 +119,7 @@ class PassageBuilder:
         self.passage_length = passage_length
         self.passage_stride = passage_stride
         self.entity_max_length = entity_max_length
-        self.open_ids, self.close_ids = _special_ids(tokenizer)
+        self.open_ids, self.close_ids = special_ids(tokenizer)
         self.title_id = tokenizer.convert_tokens_to_ids(TITLE)
         self.pad_id = tokenizer.pad_token_id or 0
         self._entity_budget = entity_max_length - pair_special - 1
@@ -222,8 +220,6 @@ class PassageBuilder:
     def char_span(passage: Passage, first: int, last: int) -> tuple[int, int]:
         """Character offsets of wordpieces ``first`` to ``last`` (inclusive)."""
         if not 0 <= first <= last < len(passage.piece_ids):
-            raise IndexError(
-                f"Wordpieces {first}..{last} are not a span of a passage of "
-                f"{len(passage.piece_ids)} wordpieces."
-            )
+            raise IndexError(Errors.E108.format(first=first, last=last,
+                                                n_pieces=len(passage.piece_ids)))
         return passage.piece_starts[first], passage.piece_ends[last]

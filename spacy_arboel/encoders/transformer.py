@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import Errors
 from .loading import load_transformer
 
 POOLINGS = ("cls", "mean", "mention")
@@ -28,9 +29,11 @@ class PooledEncoder(torch.nn.Module):
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
-            raise ValueError(f"Unknown pooling '{pooling}': use one of {POOLINGS}.")
+            raise ValueError(Errors.E007.format(what="pooling", value=pooling,
+                                                options=", ".join(POOLINGS)))
         if pooling == "mention" and marker_ids is None:
-            raise ValueError("pooling='mention' needs the ids of the [START] and [END] markers.")
+            raise ValueError(Errors.E109.format(
+                options=", ".join(p for p in POOLINGS if p != "mention")))
         self.transformer = transformer
         self.pooling = pooling
         self.marker_ids = marker_ids

@@ -16,6 +16,7 @@ from spacy.training import Example
 from ..coref.graph import nearest_mentions
 from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
+from ..errors import Errors
 from ..extensions import VECTOR_EXT
 from .coref_metrics import coref_metrics, mention_recall
 from .coref_scorer import mention_clusters
@@ -154,7 +155,8 @@ def tune_coref(
     setting. Returns the best settings and one row per setting. Raises a ValueError when
     no example has a gold mention with a gold id."""
     if metric not in TUNING_METRICS:
-        raise ValueError(f"Unknown metric '{metric}': use one of {', '.join(TUNING_METRICS)}.")
+        raise ValueError(Errors.E007.format(what="tuning metric", value=metric,
+                                            options=", ".join(TUNING_METRICS)))
     check_gold(eg.reference for eg in examples)
     coref = nlp.get_pipe(component)
     with nlp.select_pipes(disable=[component]):
@@ -178,8 +180,7 @@ def tune_coref(
                          "conll_f1": metrics["coref"]["conll_f1"],
                          "nmi": metrics["coref"]["nmi"], "ari": metrics["coref"]["ari"]})
     finally:
-        coref.cfg.clear()
-        coref.cfg.update(original)
+        coref.configure(**original)
     best = max(rows, key=lambda row: row["value"])
     return {"k": best["k"], "threshold": best["threshold"], "directed": best["directed"],
             "metric": metric, "value": best["value"]}, rows

@@ -17,6 +17,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
+from ..errors import Errors
+
 
 def _f1(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
@@ -94,7 +96,7 @@ def _clusters(labels: np.ndarray) -> dict[int, np.ndarray]:
 def coref_metrics(gold: Sequence[Hashable], predicted: Sequence[Hashable]) -> dict[str, object]:
     """All the metrics for one clustering of the same mentions (labels are any hashables)."""
     if len(gold) != len(predicted):
-        raise ValueError(f"{len(gold)} gold labels but {len(predicted)} predicted labels.")
+        raise ValueError(Errors.E064.format(n_gold=len(gold), n_predicted=len(predicted)))
     if not gold:
         return {"n": 0}
     gold_codes, pred_codes = _codes(gold), _codes(predicted)

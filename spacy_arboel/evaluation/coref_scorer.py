@@ -6,13 +6,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import spacy
-from spacy.tokens import Span
 from spacy.training import Example
 
 from ..data.ids import gold_ids
+from ..extensions import CLUSTER_EXT, register_extensions
 from .coref_metrics import coref_metrics
-
-CLUSTER_EXT = "cluster_id"
 
 
 def mention_clusters(
@@ -24,8 +22,7 @@ def mention_clusters(
     A mention without a gold id is a gold singleton; gold clusters are the mentions sharing
     a gold id (composite ids as written, e.g. ``D1|D2``).
     """
-    if not Span.has_extension(CLUSTER_EXT):
-        Span.set_extension(CLUSTER_EXT, default=None)
+    register_extensions()
     gold, predicted, links = [], [], []
     for number, eg in enumerate(examples):
         found = {(e.start_char, e.end_char): e for e in eg.predicted.ents}

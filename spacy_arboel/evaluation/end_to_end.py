@@ -15,7 +15,7 @@ from spacy.training import Example
 
 from ..data.ids import gold_ids
 from ..data.pubtator import NO_ID
-from .metrics import KbIds, _kb_contains
+from .metrics import KbIds, kb_contains
 
 PASSAGE_CANDIDATES_EXT = "passage_candidates"
 
@@ -122,7 +122,7 @@ def score_end_to_end(
     ``None``; without predictions on gold mentions P and F are 0.
     """
     ensure_passage_candidates_extension()
-    in_kb = _kb_contains(kb_ids)
+    in_kb = kb_contains(kb_ids)
     n_gold = n_predicted = tp = 0
     retrieved = mentions_found = mentions_retrieved = passages = passage_hits = 0
     for eg in examples:

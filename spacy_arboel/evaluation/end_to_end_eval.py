@@ -11,8 +11,8 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from .end_to_end import (
-    _kb_contains,
     inkb_gold_mentions,
+    kb_contains,
     micro_prf,
     retriever_hits,
     score_end_to_end,
@@ -27,8 +27,8 @@ WARMUP_DOCS = 5
 def pipeline_kb(nlp: Language):
     """The KB of the pipeline's linker (``arbo_linker`` or ``arbo_entity_linker``)."""
     for _, pipe in nlp.pipeline:
-        if hasattr(pipe, "kb") and hasattr(pipe, "_ensure_ready"):
-            pipe._ensure_ready()
+        if hasattr(pipe, "kb") and hasattr(pipe, "ensure_ready"):
+            pipe.ensure_ready()
             return pipe.kb
     return None
 
@@ -73,8 +73,9 @@ def evaluate_end_to_end(
 def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
                      nil_id: str = "NIL") -> dict[str, Any]:
     """Mention- and passage-level recall@K of the [CLS] retriever, for each K."""
-    retrieved = linker.retrieve([g.text for g in gold_docs], max(ks))
-    in_kb = _kb_contains(linker.kb)
+    linker.ensure_ready()
+    retrieved = linker.retriever_reader.retrieve([g.text for g in gold_docs], max(ks))
+    in_kb = kb_contains(linker.kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
     out: dict[str, Any] = {}
     n_mentions = sum(len(g) for g in golds)
@@ -98,13 +99,15 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
     best F1 (ties: the higher threshold) and all rows. Span-based retrieval keeps the
     configured threshold, so a row approximates the pipeline saved with its threshold.
     Raises a ValueError when no gold mention has a gold id."""
-    from ..reader.spans import resolve_spans
+    from ..linking.reader_spans import resolve_spans
 
     if not thresholds or min(thresholds) < 0:
         raise ValueError(f"thresholds must be a non-empty list of values >= 0, got {thresholds}")
     check_gold(gold_docs)
-    found, _ = linker.scored_spans([g.text for g in gold_docs], threshold=min(thresholds))
-    in_kb = _kb_contains(linker.kb)
+    linker.ensure_ready()
+    found, _ = linker.retriever_reader.scored_spans([g.text for g in gold_docs],
+                                                    threshold=min(thresholds))
+    in_kb = kb_contains(linker.kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
     n_gold = sum(len(g) for g in golds)
     rows = []

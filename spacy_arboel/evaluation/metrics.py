@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.ids import gold_ids
+from ..extensions import CANDIDATES_EXT
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
@@ -91,7 +92,7 @@ def linking_metrics(
     }
 
 
-def _kb_contains(kb_ids: KbIds | None) -> Callable[[str], bool]:
+def kb_contains(kb_ids: KbIds | None) -> Callable[[str], bool]:
     if kb_ids is None:
         return lambda _id: True
     if callable(kb_ids):
@@ -101,9 +102,9 @@ def _kb_contains(kb_ids: KbIds | None) -> Callable[[str], bool]:
 
 def _candidate_ids(span: Any) -> list[str]:
     """The ranked candidate ids of a predicted span (``span._.kb_candidates``), or []."""
-    if not span.has_extension("kb_candidates"):
+    if not span.has_extension(CANDIDATES_EXT):
         return []
-    candidates = span._.kb_candidates or []
+    candidates = getattr(span._, CANDIDATES_EXT) or []
     return [c if isinstance(c, str) else str(c[0]) for c in candidates]
 
 
@@ -122,7 +123,7 @@ def mention_outcomes_from_examples(
     (``None``: seen is unknown). A matched predicted span with an empty ``kb_id_`` (the
     linker abstained) counts as predicting ``nil_id``.
     """
-    in_kb = _kb_contains(kb_ids)
+    in_kb = kb_contains(kb_ids)
     outcomes: list[MentionOutcome] = []
     for example in examples:
         predicted = {(s.start_char, s.end_char): s for s in example.predicted.ents}

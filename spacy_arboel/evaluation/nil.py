@@ -49,8 +49,7 @@ def _check(scores: Sequence[float], is_nil: Sequence[bool]) -> tuple[np.ndarray,
     s = np.asarray(scores, dtype=np.float64)
     nil = np.asarray(is_nil, dtype=bool)
     if s.shape != nil.shape or s.ndim != 1:
-        raise ValueError(f"scores and is_nil must be two lists of one length, got {s.shape} "
-                         f"and {nil.shape}")
+        raise ValueError(Errors.E110.format(scores=s.shape, is_nil=nil.shape))
     if not nil.any() or nil.all():
         raise ValueError(Errors.E024.format(n_nil=int(nil.sum()), n_linked=int((~nil).sum())))
     return s, nil

@@ -14,6 +14,7 @@ from spacy.tokens import Doc
 from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
 from ..encoders.inputs import MentionSpan
+from ..errors import Errors
 from .gold import check_gold
 
 ORACLES = ("none", "self", "union")
@@ -41,7 +42,8 @@ def union_candidates(lists: Sequence[Sequence[str]], k: int) -> list[str]:
 
 def check_oracle(oracle: str) -> None:
     if oracle not in ORACLES:
-        raise ValueError(f"Unknown oracle '{oracle}': use one of {ORACLES}.")
+        raise ValueError(Errors.E007.format(what="oracle", value=oracle,
+                                            options=", ".join(ORACLES)))
 
 
 def oracle_candidates(retrieved: Sequence[str], gold: Sequence[str], oracle: str,
@@ -76,7 +78,7 @@ def evaluate_reranker(
     retrieved = linker_candidates(nlp, gold_docs, linker)
     others = [linker_candidates(other, gold_docs, linker) for other in union_with]
     if "union" in oracles and not others:
-        raise ValueError("The union oracle needs other pipelines (union_with) to merge with.")
+        raise ValueError(Errors.E073)
     kb = rerank.kb
     seen_ids = nlp.get_pipe(linker).seen_ids
     mentions: list[dict[str, Any]] = []
@@ -119,7 +121,8 @@ def _run_metrics(mentions: list[dict[str, Any]], oracle: str, k: int,
     rows = []
     for mention in mentions:
         candidates = mention["candidates"][oracle, k]
-        best = max(candidates, key=mention["score"].__getitem__) if candidates else None
+        # every candidate of every run was scored in the shared pass
+        best = max(candidates, key=mention["score"].get) if candidates else None
         rows.append({"gold": mention["gold"], "seen": mention["seen"],
                      "bi_top1": mention["bi_top1"], "cross_top1": best,
                      "n": len(candidates),

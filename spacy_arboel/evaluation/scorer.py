@@ -6,15 +6,10 @@ from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 import spacy
-from spacy.tokens import Span
 from spacy.training import Example
 
+from ..extensions import register_extensions
 from .metrics import KS, linking_metrics, mention_outcomes_from_examples
-
-
-def _ensure_extension() -> None:
-    if not Span.has_extension("kb_candidates"):
-        Span.set_extension("kb_candidates", default=None)
 
 
 def score_entity_linking(
@@ -33,7 +28,7 @@ def score_entity_linking(
     component's cfg, passed on by spaCy) are ignored. Empty groups score ``None``.
     """
     del cfg
-    _ensure_extension()
+    register_extensions()
     outcomes = mention_outcomes_from_examples(examples, kb_ids, seen_ids, nil_id=nil_id)
     metrics = linking_metrics(outcomes, KS, nil_id=nil_id)
     scores: dict[str, Any] = {}
@@ -57,5 +52,5 @@ def score_entity_linking(
 @spacy.registry.scorers("spacy_arboel.entity_linking_scorer.v1")
 def make_entity_linking_scorer() -> Callable[..., dict[str, Any]]:
     """The registered scorer factory (``spacy_arboel.entity_linking_scorer.v1``)."""
-    _ensure_extension()
+    register_extensions()
     return score_entity_linking

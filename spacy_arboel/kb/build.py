@@ -1,15 +1,13 @@
-"""Assemble a KB from MeSH files, existing JSONL KBs and aliases harvested from corpora."""
+"""Assemble a KB from MeSH files, existing JSONL KBs and aliases harvested from corpora
+(``data.aliases`` harvests them from docs), and take entities out of a KB."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spacy.tokens import Doc
-
-from .aliases import harvest_aliases, types_from_docs
 from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import build_mesh_kb, dedupe_aliases
@@ -31,11 +29,13 @@ def build_kb(
     mesh_descriptors: Path | None = None,
     disease_synonyms: Path | None = None,
     jsonl: Iterable[Path] = (),
-    alias_docs: Iterable[Doc] = (),
+    aliases: Mapping[str, Sequence[str]] | None = None,
+    types: Mapping[str, Counter[str]] | None = None,
 ) -> tuple[KnowledgeBase, KBBuildReport]:
-    """MeSH descriptors (with disease synonyms) and/or JSONL KBs, merged by id; the gold
-    mention texts of ``alias_docs`` become aliases (before the others) and type the
-    entities that have none."""
+    """MeSH descriptors (with disease synonyms) and/or JSONL KBs, merged by id; ``aliases``
+    (per id, e.g. the gold mention texts of a corpus: ``data.aliases.harvest_aliases``)
+    come before the others, and ``types`` (per id, a Counter of labels:
+    ``data.aliases.types_from_docs``) type the entities that have none."""
     report = KBBuildReport()
     kb = KnowledgeBase()
     if mesh_descriptors is not None:
@@ -43,14 +43,13 @@ def build_kb(
     for path in jsonl:
         kb, shared = merge_kbs(kb, KnowledgeBase.from_jsonl(path))
         report.merged.append((path, shared))
-    docs = list(alias_docs)
-    if docs:
-        aliases = harvest_aliases(docs)
+    if aliases:
         report.absent = {entity_id for entity_id in aliases if entity_id not in kb}
         before = sum(len(entity.aliases) for entity in kb)
         kb = kb.with_aliases(aliases, first=True)
         report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
-        kb, report.typed = add_missing_types(kb, types_from_docs(docs))
+    if types:
+        kb, report.typed = add_missing_types(kb, types)
     return kb, report
 
 
@@ -85,3 +84,9 @@ def add_missing_types(
             typed += 1
         entities.append(entity)
     return KnowledgeBase(entities), typed
+
+
+def without_entities(kb: KnowledgeBase, ids: set[str]) -> KnowledgeBase:
+    """A copy of ``kb`` without the entities ``ids`` (the discovery setting holds them out,
+    ``data.discovery``; ``prepare --remove-types`` removes those of some types)."""
+    return KnowledgeBase(entity for entity in kb if entity.id not in ids)

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import Errors
+
 
 @dataclass(frozen=True)
 class Entity:
@@ -36,19 +38,21 @@ class Entity:
             data["id"] = str(data["id"])
         for key in ("id", "name"):
             if not isinstance(data[key], str):
-                raise EntityValueError(f'"{key}" must be a string, got {_json_type(data[key])}')
+                raise EntityValueError(Errors.E105.format(key=key, expected="a string",
+                                                          found=_json_type(data[key])))
         description = data.get("description")
         if description is not None and not isinstance(description, str):
-            raise EntityValueError(
-                f'"description" must be a string or null, got {_json_type(description)}')
+            raise EntityValueError(Errors.E105.format(key="description",
+                                                      expected="a string or null",
+                                                      found=_json_type(description)))
         lists = {}
         for key in ("aliases", "types"):
             value = data.get(key)
             if value is None:
                 value = []
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise EntityValueError(f'"{key}" must be a list of strings, got '
-                                       f"{json.dumps(value)[:80]}")
+                raise EntityValueError(Errors.E105.format(key=key, expected="a list of strings",
+                                                          found=json.dumps(value)[:80]))
             lists[key] = tuple(value)
         return cls(id=data["id"], name=data["name"], description=description or "", **lists)
 

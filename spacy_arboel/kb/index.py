@@ -199,9 +199,9 @@ class DenseIndex:
         """Load the vectors and rebuild the index (``kind`` overrides the saved kind;
         ``dedupe_threshold`` drops near-duplicate rows, see ``near_duplicate_rows``).
 
-        The arrays are checked against the metadata and each other (``check_arrays``);
-        ``n_entities``: the KB's size; ``n_layout_rows``: the size of the row layout that
-        ``rows.npy`` points into.
+        The arrays are checked against the metadata and each other (``arrays_problem``;
+        E030 when they do not fit); ``n_entities``: the KB's size; ``n_layout_rows``: the size
+        of the row layout that ``rows.npy`` points into.
         """
         path = Path(path)
         meta = read_index_meta(path)
@@ -217,9 +217,11 @@ class DenseIndex:
             try:
                 arrays[name] = np.load(path / f"{name}.npy", allow_pickle=False)
             except (OSError, ValueError, EOFError) as err:
-                raise IndexFileError(f"{name}.npy cannot be read ({err})") from None
+                raise IndexFileError.at(path, f"{name}.npy cannot be read ({err})") from None
         embeddings, owners, rows = arrays["embeddings"], arrays["owners"], arrays["rows"]
-        check_arrays(meta, embeddings, owners, rows, n_entities, n_layout_rows)
+        problem = arrays_problem(meta, embeddings, owners, rows, n_entities, n_layout_rows)
+        if problem:
+            raise IndexFileError.at(path, problem)
         if dedupe_threshold is not None and len(owners) > int(owners.max()) + 1:
             keep = near_duplicate_rows(embeddings, owners, dedupe_threshold)
             embeddings, owners, rows = embeddings[keep], owners[keep], rows[keep]
@@ -228,7 +230,11 @@ class DenseIndex:
 
 
 class IndexFileError(ValueError):
-    """A saved index whose files are unreadable or disagree with each other."""
+    """A saved index whose files are unreadable or disagree with each other (E030)."""
+
+    @classmethod
+    def at(cls, path: str | Path, problem: str) -> IndexFileError:
+        return cls(Errors.E030.format(component="dense index", path=path, problem=problem))
 
 
 def read_index_meta(path: str | Path) -> IndexMeta:
@@ -236,43 +242,40 @@ def read_index_meta(path: str | Path) -> IndexMeta:
     try:
         meta = IndexMeta(**json.loads((Path(path) / "meta.json").read_text()))
     except (OSError, ValueError, TypeError) as err:
-        raise IndexFileError(f"meta.json cannot be read ({err})") from None
+        raise IndexFileError.at(path, f"meta.json cannot be read ({err})") from None
     for key in ("dim", "n_rows"):
         if not isinstance(getattr(meta, key), int) or getattr(meta, key) < 1:
-            raise IndexFileError(f"meta.json has {key} = {getattr(meta, key)!r}")
+            raise IndexFileError.at(path, f"meta.json has {key} = {getattr(meta, key)!r}")
     return meta
 
 
-def check_arrays(meta: IndexMeta, embeddings: np.ndarray, owners: np.ndarray,
-                 rows: np.ndarray, n_entities: int | None = None,
-                 n_layout_rows: int | None = None) -> None:
-    """Raise ``IndexFileError`` unless the saved arrays fit the metadata and each other: one
+def arrays_problem(meta: IndexMeta, embeddings: np.ndarray, owners: np.ndarray,
+                   rows: np.ndarray, n_entities: int | None = None,
+                   n_layout_rows: int | None = None) -> str | None:
+    """Why the saved arrays do not fit the metadata and each other (None when they do): one
     float32 row of ``meta.dim`` per saved row, owners that give every entity (of
     ``n_entities``) at least one row, and increasing layout rows (below ``n_layout_rows``).
     A truncated or foreign array fails here; a shuffled one only the manifest's checksums
     catch (``artefacts.check_folder``)."""
-
-    def fail(problem: str) -> None:
-        raise IndexFileError(problem)
-
     if embeddings.dtype != np.float32 or embeddings.shape != (meta.n_rows, meta.dim):
-        fail(f"embeddings.npy is {embeddings.dtype} {embeddings.shape}, meta.json says "
-             f"float32 ({meta.n_rows}, {meta.dim})")
+        return (f"embeddings.npy is {embeddings.dtype} {embeddings.shape}, meta.json says "
+                f"float32 ({meta.n_rows}, {meta.dim})")
     if not np.isfinite(embeddings).all():
-        fail("embeddings.npy holds NaN or infinite values")
+        return "embeddings.npy holds NaN or infinite values"
     for name, array in (("owners", owners), ("rows", rows)):
         if array.dtype.kind not in "iu" or array.shape != (meta.n_rows,):
-            fail(f"{name}.npy is {array.dtype} {array.shape}, expected integers "
-                 f"({meta.n_rows},)")
+            return (f"{name}.npy is {array.dtype} {array.shape}, expected integers "
+                    f"({meta.n_rows},)")
     covered = np.unique(owners)
     if covered[0] != 0 or len(covered) != int(covered[-1]) + 1:
-        fail("owners.npy leaves some entities without a row")
+        return "owners.npy leaves some entities without a row"
     if n_entities is not None and len(covered) != n_entities:
-        fail(f"owners.npy covers {len(covered)} entities, the KB has {n_entities}")
+        return f"owners.npy covers {len(covered)} entities, the KB has {n_entities}"
     if rows[0] < 0 or (np.diff(rows) <= 0).any():
-        fail("rows.npy is not an increasing list of row positions")
+        return "rows.npy is not an increasing list of row positions"
     if n_layout_rows is not None and rows[-1] >= n_layout_rows:
-        fail(f"rows.npy points at row {int(rows[-1])} of {n_layout_rows}")
+        return f"rows.npy points at row {int(rows[-1])} of {n_layout_rows}"
+    return None
 
 
 def check_meta(found: IndexMeta, expected: IndexMeta) -> None:

@@ -5,6 +5,16 @@ they can be driven directly from texts and character spans.
 """
 
 from .bi_encoder_trainer import BiEncoderTrainer, TrainingStep
+from .cross_encoder_reranker import (
+    CrossEncoderReranker,
+    RerankerSettings,
+    candidate_softmax_loss,
+    check_state,
+    ranked,
+)
 from .dense_retriever import DenseRetriever, RetrieverSettings
+from .retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 
-__all__ = ["BiEncoderTrainer", "DenseRetriever", "RetrieverSettings", "TrainingStep"]
+__all__ = ["BiEncoderTrainer", "CrossEncoderReranker", "DenseRetriever", "DocLinks",
+           "ReaderSettings", "RerankerSettings", "RetrieverReader", "RetrieverSettings",
+           "TrainingStep", "candidate_softmax_loss", "check_state", "ranked"]

@@ -58,7 +58,7 @@ def make_distillation(objective: Objective, teacher_path: str, temperature: floa
                       alpha: float = 0.5) -> Objective:
     """BLINK §4.3: distil the ``arbo_reranker`` of the pipeline at ``teacher_path`` over the
     candidates ``objective`` plans (e.g. knn_negatives)."""
-    from ..components.reranker import teacher_loader
+    from ..components.arbo_reranker import teacher_loader
 
     if not teacher_path:
         raise ValueError(Errors.E053)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import Errors
+
 LOSSES = ("softmax", "edge")  # the others (proxy, distill) are computed by their objectives
 SIMILARITIES = ("dot", "cosine")
 
@@ -19,7 +21,8 @@ def candidate_scores(
     Returns scores (B, C) with -inf at padding, and the padding mask.
     """
     if similarity not in SIMILARITIES:
-        raise ValueError(f"Unknown similarity '{similarity}': use one of {SIMILARITIES}.")
+        raise ValueError(Errors.E007.format(what="similarity", value=similarity,
+                                            options=", ".join(SIMILARITIES)))
     if similarity == "cosine":
         queries = torch.nn.functional.normalize(queries, dim=-1)
         nodes = torch.nn.functional.normalize(nodes, dim=-1)
@@ -78,4 +81,4 @@ def get_loss(name: str):
         return softmax_loss
     if name == "edge":
         return edge_loss
-    raise ValueError(f"Unknown loss '{name}': use one of {LOSSES}.")
+    raise ValueError(Errors.E007.format(what="loss", value=name, options=", ".join(LOSSES)))

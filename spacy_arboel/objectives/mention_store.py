@@ -6,6 +6,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..errors import Errors
 from ..kb.index import blas_search
 
 
@@ -51,7 +52,7 @@ class MentionStore:
     def nearest(self, queries: np.ndarray, k: int) -> np.ndarray:
         """Store positions of the ``k`` nearest training mentions of each query."""
         if self._index is None:
-            raise RuntimeError("Mention embeddings have not been computed yet.")
+            raise RuntimeError(Errors.E106)
         k = max(1, min(k, len(self)))
         with blas_search():
             _, rows = self._index.search(np.ascontiguousarray(queries, dtype="float32"), k)

@@ -1,10 +1,17 @@
-"""arbo_reranker: the cross-encoder re-ranking the linker's candidates (BLINK §4.2)."""
+"""arbo_reranker: the cross-encoder re-ranking the linker's candidates (BLINK §4.2), as a
+spaCy component over ``spacy_arboel.linking.CrossEncoderReranker``."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 import spacy
-from spacy.tokens import DocBin
+import srsly
+from spacy.tokens import DocBin, Span
 from thinc.api import Adam
+
+from spacy_arboel.encoders.inputs import MentionSpan
+from spacy_arboel.linking import CrossEncoderReranker
 
 LINKER = "arbo_entity_linker"
 RERANKER = "arbo_reranker"
@@ -81,26 +88,120 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     assert restored.kb.fingerprint() == reranker.kb.fingerprint()
 
 
+TEXTS = ["Aspirin induced cough in patients."]
+SPANS = [MentionSpan(0, 0, 7), MentionSpan(0, 16, 21)]
+CANDIDATES = [["D001241", "D003371", "D005334"], ["D003371", "D010146"]]
+
+
+def _trained(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    nlp.update(toy_examples, sgd=Adam(0.01), annotates=[LINKER], exclude=[LINKER])
+    return nlp.get_pipe(RERANKER)
+
+
+def _fresh(tiny_encoder, **config):
+    """An arbo_reranker that was neither initialised nor loaded."""
+    return spacy.blank("en").add_pipe(RERANKER, config={
+        "top_k": 3, "train_top_k": 3, "model": {"encoder_name": tiny_encoder}, **config})
+
+
+def _same_scores(a, b) -> bool:
+    return all(np.allclose(x, y, rtol=1e-5, atol=1e-6) for x, y in zip(
+        a.score_candidates(TEXTS, SPANS, CANDIDATES), b.score_candidates(TEXTS, SPANS, CANDIDATES),
+        strict=True))
+
+
+def test_to_disk_from_disk_with_exclude(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    reranker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    reranker.to_disk(tmp_path / "full")
+    restored = _fresh(tiny_encoder).from_disk(tmp_path / "full")
+    assert _same_scores(restored, reranker)
+    assert restored.seen_ids == reranker.seen_ids == {"D001241", "D003371", "D005334",
+                                                      "D006333", "D010146"}
+    assert restored.kb.fingerprint() == reranker.kb.fingerprint()
+    # excluded on load: the base encoder and a new head, so other scores
+    base = _fresh(tiny_encoder).from_disk(tmp_path / "full", exclude=["encoder", "head"])
+    assert not _same_scores(base, reranker)
+    # the KB left out: not written, and taken from kb_path when loading without it
+    reranker.to_disk(tmp_path / "no_kb", exclude=["kb"])
+    assert not (tmp_path / "no_kb" / "kb.jsonl").exists()
+    assert (tmp_path / "no_kb" / "head.safetensors").exists()
+    with pytest.raises(ValueError, match="E030.*kb.jsonl missing"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_kb")
+    with pytest.raises(ValueError, match="E008"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_kb", exclude=["kb"])
+    restored = _fresh(tiny_encoder, kb_path=str(toy_kb_path)).from_disk(tmp_path / "no_kb",
+                                                                        exclude=["kb"])
+    assert _same_scores(restored, reranker)
+    assert restored.seen_ids == reranker.seen_ids
+
+
+def test_to_bytes_from_bytes_with_exclude(tiny_encoder, toy_kb_path, toy_examples):
+    reranker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    restored = _fresh(tiny_encoder).from_bytes(reranker.to_bytes())
+    assert _same_scores(restored, reranker) and restored.seen_ids == reranker.seen_ids
+    data = reranker.to_bytes(exclude=["cfg"])
+    packed = srsly.msgpack_loads(data)
+    assert "cfg.json" not in packed and "head.safetensors" in packed
+    restored = _fresh(tiny_encoder).from_bytes(data, exclude=["cfg"])
+    assert _same_scores(restored, reranker) and restored.seen_ids == set()
+    with pytest.raises(ValueError, match="E030.*cfg.json missing"):
+        _fresh(tiny_encoder).from_bytes(data)
+
+
+def test_a_saved_setting_the_config_contradicts_is_an_error(tiny_encoder, toy_kb_path,
+                                                            toy_examples, tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline")
+    with pytest.raises(ValueError, match="E071.*mention_max_length = 32.*64"):
+        spacy.load(tmp_path / "pipeline",
+                   config={f"components.{RERANKER}.mention_max_length": 64})
+    # inference settings may change
+    loaded = spacy.load(tmp_path / "pipeline", config={f"components.{RERANKER}.batch_size": 2})
+    assert loaded.get_pipe(RERANKER).reranker.settings.batch_size == 2
+
+
+def test_predict_loads_nothing(tiny_encoder, toy_kb_path):
+    from spacy_arboel.ml.torch_layers import is_loaded
+
+    reranker = _fresh(tiny_encoder, kb_path=str(toy_kb_path))
+    assert Span.has_extension("kb_candidates")
+    doc = spacy.blank("en").make_doc("Aspirin induced cough.")
+    doc.ents = [doc.char_span(0, 7, label="Chemical")]
+    doc.ents[0]._.kb_candidates = [("D003371", 2.0), ("D001241", 1.0)]
+    assert reranker.predict([spacy.blank("en").make_doc("No ents.")]) == [[]]
+    with pytest.raises(ValueError, match="E051"):
+        reranker.predict([doc])
+    assert reranker.reranker is None and not is_loaded(reranker.model)
+    reranker.ensure_ready()  # the explicit set-up: kb_path and the base encoder
+    assert is_loaded(reranker.model)
+    doc = reranker(doc)
+    assert {c for c, _ in doc.ents[0]._.kb_candidates} == {"D003371", "D001241"}
+    assert doc.ents[0].kb_id_ == doc.ents[0]._.kb_candidates[0][0]
+
+
 def test_candidate_from_another_kb_is_named(tiny_encoder, toy_kb_path, toy_examples):
     nlp = _nlp(tiny_encoder, toy_kb_path)
     nlp.initialize(lambda: toy_examples)
     reranker = nlp.get_pipe(RERANKER)
-    from spacy_arboel.encoders.inputs import MentionSpan
-
-    with pytest.raises(ValueError, match="'Q42'.*another KB"):
+    with pytest.raises(ValueError, match=r"E070.*'Q42'.*another KB"):
         reranker.score_candidates(["Aspirin."], [MentionSpan(0, 0, 7)], [["D001241", "Q42"]])
 
 
-def test_quantized_scores_stay_close(tiny_encoder, toy_kb_path, toy_examples):
-    from spacy_arboel.encoders.inputs import MentionSpan
-
-    nlp = _nlp(tiny_encoder, toy_kb_path)
+def test_quantize_reaches_the_core_and_scores_stay_close(tiny_encoder, toy_kb_path,
+                                                         toy_examples):
+    nlp = _nlp(tiny_encoder, toy_kb_path, quantize=True, batch_size=1)
     nlp.initialize(lambda: toy_examples)
     reranker = nlp.get_pipe(RERANKER)
+    core = reranker.reranker
+    assert core.settings.quantize and core.settings.batch_size == 1
+    exact = CrossEncoderReranker(core.kb, core.tokenizer, core.scorer,
+                                 dataclasses.replace(core.settings, quantize=False))
     args = (["Aspirin induced cough."], [MentionSpan(0, 0, 7)], [["D001241", "D003371"]])
-    exact = reranker.score_candidates(*args)[0]
-    reranker.cfg["quantize"] = True
-    assert np.allclose(reranker.score_candidates(*args)[0], exact, atol=0.1)
+    quantized = reranker.score_candidates(*args)[0]
+    assert np.allclose(quantized, exact.score(*args)[0], atol=0.1)
 
 
 def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
@@ -114,7 +215,7 @@ def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_exa
     linker.initialize(lambda: toy_examples)
     linker.to_disk(tmp_path / "linker")
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
-    config = Path(__file__).resolve().parents[1] / "configs" / "reranker.cfg"
+    config = Path(__file__).resolve().parents[1] / "configs" / "arbo_reranker.cfg"
     result = subprocess.run([
         sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
         "--paths.train", str(tmp_path / "train.spacy"),
@@ -200,7 +301,7 @@ def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_k
 def test_teacher_with_another_kb_is_refused(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     import json
 
-    from spacy_arboel.components.reranker import teacher_loader
+    from spacy_arboel.components.arbo_reranker import teacher_loader
     from spacy_arboel.kb import KnowledgeBase
 
     teacher = _nlp(tiny_encoder, toy_kb_path)

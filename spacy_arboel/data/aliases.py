@@ -1,4 +1,5 @@
-"""Harvest aliases and entity types from gold-annotated docs (e.g. a training corpus).
+"""Harvest aliases and entity types from gold-annotated docs (e.g. a training corpus), for
+``kb.build.build_kb`` (the corpus side: the ``kb`` package reads no docs).
 
 The gold mentions are read from ``doc.spans["pubtator"]`` when the docs come from the PubTator
 converter (it holds every mention, overlapping ones included), otherwise from ``doc.ents``.
@@ -11,7 +12,8 @@ from collections.abc import Iterable, Iterator
 
 from spacy.tokens import Doc, Span
 
-from ..data.convert import SPAN_KEY, gold_ids
+from .convert import SPAN_KEY
+from .ids import gold_ids
 
 
 def gold_mentions(doc: Doc) -> Iterator[Span]:

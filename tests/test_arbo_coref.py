@@ -1,9 +1,12 @@
-"""The arbo_coref component: annotations, thresholds, streaming state, bad input."""
+"""The arbo_coref component (components/arbo_coref.py): annotations, thresholds, streaming
+state, save and load, bad input."""
 
+import numpy as np
 import pytest
 import spacy
+import srsly
 
-from spacy_arboel.components.coref import CLUSTER_EXT
+from spacy_arboel.extensions import CLUSTER_EXT
 
 
 def _nlp(tiny_encoder, kb_path, **coref):
@@ -217,3 +220,73 @@ def test_mentions_without_content_are_not_linked_nor_clustered(tiny_encoder, toy
     assert [nul.kb_id_, spaces.kb_id_] == ["NIL", "NIL"]
     assert nul._.kb_candidates == [] and nul._.get(CLUSTER_EXT) is None
     assert doc.ents[0]._.kb_candidates and doc.ents[0]._.get(CLUSTER_EXT)
+
+
+def _remembering(tiny_encoder, kb_path, examples):
+    """A pipeline whose arbo_coref remembers the mentions of ``examples``."""
+    nlp = _nlp(tiny_encoder, kb_path, keep_state=True, threshold=-0.0)
+    list(nlp.pipe(_docs(examples)))
+    return nlp, nlp.get_pipe("arbo_coref")
+
+
+def _same_state(found, expected):
+    assert len(found) == len(expected) > 0
+    assert found.keys == expected.keys and found.doc_keys == expected.doc_keys
+    assert found.cluster_ids == expected.cluster_ids
+    assert found.fingerprints == expected.fingerprints
+    for name in ("vectors", "entity_positions", "entity_scores"):
+        np.testing.assert_array_equal(getattr(found, name), getattr(expected, name))
+
+
+def test_to_disk_from_disk_round_trip_honours_exclude(tiny_encoder, toy_kb_path, toy_examples,
+                                                      tmp_path):
+    nlp, coref = _remembering(tiny_encoder, toy_kb_path, toy_examples)
+    saved = coref.state
+    coref.to_disk(tmp_path / "full")
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["manifest.json", "state"]
+    coref.clear_state()
+    coref.from_disk(tmp_path / "full", exclude=["state"])
+    assert len(coref.state) == 0  # left out: the memory stays as it was
+    coref.from_disk(tmp_path / "full")
+    _same_state(coref.state, saved)
+    # saved without the state: nothing is written, and loading leaves the memory alone
+    coref.to_disk(tmp_path / "full", exclude=["state"])
+    assert list((tmp_path / "full").iterdir()) == []
+    coref.from_disk(tmp_path / "full")
+    _same_state(coref.state, saved)
+    # the remembered mentions after a reload cluster new docs as before
+    before = _ids(nlp.pipe(_docs(toy_examples[:2])))
+    coref.to_disk(tmp_path / "again")
+    coref.clear_state()
+    coref.from_disk(tmp_path / "again")
+    assert _ids(nlp.pipe(_docs(toy_examples[:2]))) == before
+
+
+def test_to_bytes_from_bytes_round_trip_honours_exclude(tiny_encoder, toy_kb_path,
+                                                        toy_examples):
+    _, coref = _remembering(tiny_encoder, toy_kb_path, toy_examples)
+    saved = coref.state
+    data = coref.to_bytes()
+    coref.clear_state()
+    coref.from_bytes(data, exclude=["state"])
+    assert len(coref.state) == 0
+    coref.from_bytes(data)
+    _same_state(coref.state, saved)
+    empty = coref.to_bytes(exclude=["state"])
+    assert srsly.msgpack_loads(empty) == {}
+    coref.from_bytes(empty)
+    _same_state(coref.state, saved)
+    with pytest.raises(ValueError, match=r"E030.*expected a map of state"):
+        coref.from_bytes(srsly.msgpack_dumps({"state": data, "other": b""}))
+    _same_state(coref.state, saved)  # a refused load changes nothing
+
+
+def test_a_missing_or_damaged_folder_is_refused(tiny_encoder, toy_kb_path, toy_examples,
+                                                tmp_path):
+    _, coref = _remembering(tiny_encoder, toy_kb_path, toy_examples)
+    with pytest.raises(ValueError, match="E030.*does not exist"):
+        coref.from_disk(tmp_path / "nowhere")
+    coref.to_disk(tmp_path / "saved")
+    (tmp_path / "saved" / "state" / "memory.json").write_text("{}")
+    with pytest.raises(ValueError, match="E030.*memory.json"):
+        coref.from_disk(tmp_path / "saved")

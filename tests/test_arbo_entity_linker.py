@@ -210,7 +210,7 @@ def test_spacy_train_with_the_project_config(tiny_encoder, toy_kb_path, toy_exam
 
     corpus = tmp_path / "train.spacy"
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(corpus)
-    config = Path(__file__).parents[1] / "configs" / "linker.cfg"
+    config = Path(__file__).parents[1] / "configs" / "arbo_entity_linker.cfg"
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
          "--paths.train", str(corpus), "--paths.dev", str(corpus), "--paths.kb",
@@ -287,7 +287,7 @@ def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_
 def test_fgsm_perturbs_only_the_entity_encoder(tiny_encoder, toy_kb_path, toy_examples,
                                                monkeypatch):
     from spacy_arboel.linking import bi_encoder_trainer as module
-    from spacy_arboel.ml.models import torch_encoders
+    from spacy_arboel.ml.bi_encoder import torch_encoders
 
     nlp = _nlp(tiny_encoder, toy_kb_path, objective={
         "@misc": "spacy_arboel.Objective.v1", "name": "proxy", "n_negatives": 2,

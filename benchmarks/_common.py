@@ -1,0 +1,63 @@
+"""What the benchmark scripts share: where results go, how a run and its machine are recorded,
+and how the tables format numbers.
+
+Each script is run as ``python benchmarks/<script>.py``, so this folder is on ``sys.path`` and
+``from _common import ...`` finds this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def machine() -> str:
+    """The machine a result file records: architecture, cores, Python version."""
+    return f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, CPU"
+
+
+def command_line(cmd: list[str]) -> str:
+    """``cmd`` as a result file records it: ``python`` for this interpreter and paths inside
+    the repository relative to it, so that no path of this machine is kept."""
+    words = ["python" if word == sys.executable else word for word in cmd]
+    return " ".join(w.replace(f"{ROOT}/", "") if w.startswith(f"{ROOT}/") else w
+                    for w in words)
+
+
+def run(cmd: list[str]) -> float:
+    """Run ``cmd`` (printed first), fail if it fails, and return the seconds it took."""
+    print("$", " ".join(cmd), flush=True)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return time.perf_counter() - start
+
+
+def recorded_result(name: str) -> dict | None:
+    """The committed result file of run ``name``, if any: what an ``--eval-only`` run keeps
+    of the training run it evaluates again (its training time and command)."""
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def relative_path(path: Path) -> str:
+    """``path`` relative to the repository if it lies inside it, else absolute."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def minutes(seconds) -> str:
+    """Seconds as minutes for a table cell; "–" when there are none."""
+    return "–" if not seconds else f"{seconds / 60:.1f}"
+
+
+def fmt(value) -> str:
+    """A score for a table cell, to three decimals; "–" when there is none."""
+    return "–" if value is None else f"{value:.3f}"

