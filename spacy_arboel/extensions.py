@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-from spacy.tokens import Doc, Span
-
 CANDIDATES_EXT = "kb_candidates"
 VECTOR_EXT = "mention_vector"
 CLUSTER_EXT = "cluster_id"
@@ -23,7 +21,10 @@ DOC_EXTENSIONS = (PASSAGE_CANDIDATES_EXT,)
 
 
 def register_extensions() -> None:
-    """Register every extension (default ``None``); safe to call again."""
+    """Register every extension (default ``None``); safe to call again. (spaCy is imported
+    here, so that the names above can be used by spaCy-free code.)"""
+    from spacy.tokens import Doc, Span
+
     for name in SPAN_EXTENSIONS:
         if not Span.has_extension(name):
             Span.set_extension(name, default=None)

@@ -26,7 +26,7 @@ from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..ml.bi_encoder import torch_encoders
 from ..ml.torch_layers import initialize_with
 from ..objectives import Objective
-from .common import config_kb, gold_mentions, settings_from, write_folder
+from .common import config_kb, gold_mentions, run_update, settings_from, write_folder
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL_CONFIG = """
@@ -113,8 +113,6 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         """The gold ids of the training corpus (for seen/unseen scores)."""
         return self.trainer.seen_ids if self.trainer is not None else set()
 
-    # --- set-up ----------------------------------------------------------------------------
-
     def _check_kb(self, kb: KnowledgeBase) -> KnowledgeBase:
         if self.cfg["nil_id"] in kb:
             raise ValueError(Errors.E035.format(where="the knowledge base",
@@ -162,27 +160,18 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         self.trainer.collect(*gold_mentions(eg.reference for eg in get_examples()))
         self.trainer.refresh()
 
-    # --- training ----------------------------------------------------------------------------
-
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optimizer | None = None,
                losses: dict[str, float] | None = None) -> dict[str, float]:
         """One step of the configured objective on the gold mentions of ``examples``."""
-        losses = {} if losses is None else losses
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, "ArboEntityLinker.update")
         self._require("encoders (call initialize first)")
-        loss = self.trainer.step(*gold_mentions(eg.reference for eg in examples))
-        if loss is None:
-            return losses
-        if sgd is not None:
-            self.finish_update(sgd)
-        self.retriever.changed()
-        losses[self.name] += loss
-        return losses
+        return run_update(self, examples, lambda egs: self.trainer.step(
+            *gold_mentions(eg.reference for eg in egs)), sgd, losses)
 
-    # --- prediction --------------------------------------------------------------------------
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Apply the optimizer; the index is stale until the next refresh."""
+        super().finish_update(sgd)
+        self.retriever.changed()
 
     @one_thread_at_a_time
     def _index_after_updates(self) -> None:
@@ -235,8 +224,6 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         validate_examples(examples, "ArboEntityLinker.score")
         return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None,
                            seen_ids=self.seen_ids, nil_id=self.cfg["nil_id"])
-
-    # --- serialisation (safetensors, JSON, numpy; no pickle) ---------------------------------
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         """Save the KB, tokenizer, encoders, index and training state; ``exclude`` leaves

@@ -7,7 +7,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -28,7 +27,14 @@ from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..ml.reader_model import torch_parts
 from ..ml.torch_layers import initialize_with
 from .arbo_entity_linker import ArboEntityLinker
-from .common import config_kb, gold_mentions, settings_from, write_folder
+from .common import (
+    add_linked_ents,
+    config_kb,
+    gold_mentions,
+    run_update,
+    settings_from,
+    write_folder,
+)
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL_CONFIG = """
@@ -107,8 +113,6 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     def kb(self) -> KnowledgeBase | None:
         return self.retriever_reader.kb if self.retriever_reader is not None else None
 
-    # --- set-up ----------------------------------------------------------------------------
-
     def _set_up(self, kb: KnowledgeBase, tokenizer, load: Callable | None = None) -> None:
         """The core over ``kb`` with the modules of ``load`` (default: the base encoder)."""
         initialize_with(self.model, load)
@@ -173,22 +177,12 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
             raise ValueError(Errors.E051.format(name=self.name, what="encoders or index"))
         return self.retriever_reader
 
-    # --- training and prediction --------------------------------------------------------------
-
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optimizer | None = None,
                losses: dict[str, float] | None = None) -> dict[str, float]:
         """One step of the loss of the current phase (BEER² eq. 13–15)."""
-        losses = {} if losses is None else losses
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, "ArboLinker.update")
-        loss = self._require().step(*gold_mentions(eg.reference for eg in examples))
-        if loss is not None:
-            if sgd is not None:
-                self.finish_update(sgd)
-            losses[self.name] += loss
-        return losses
+        return run_update(self, examples, lambda egs: self._require().step(
+            *gold_mentions(eg.reference for eg in egs)), sgd, losses)
 
     @one_thread_at_a_time
     def predict(self, docs: Iterable[Doc]) -> list[DocLinks]:
@@ -206,31 +200,18 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
         """Write ``doc.ents`` (replacing or keeping the old ones), ``span._.kb_candidates``
         and ``doc._.passage_candidates``."""
+        default, core = self.cfg["default_label"], self.retriever_reader
         for doc, links in zip(docs, predictions, strict=True):
-            kept = list(doc.ents) if self.cfg["ents"] == "keep" else []
-            taken = np.zeros(len(doc), dtype=bool)
-            for ent in kept:
-                taken[ent.start : ent.end] = True
-            new = []
-            for link in sorted(links.spans, key=lambda s: -s.score):
-                label = self.retriever_reader.label_of(link.kb_id, self.cfg["default_label"])
-                span = doc.char_span(link.start_char, link.end_char, label=label,
-                                     kb_id=link.kb_id, alignment_mode="expand")
-                if span is None or len(span) == 0 or taken[span.start : span.end].any():
-                    continue  # expanding to token boundaries can make spans overlap
-                taken[span.start : span.end] = True
-                span._.set(CANDIDATES_EXT, links.candidates.get(
-                    (link.start_char, link.end_char), [(link.kb_id, link.score)]))
-                new.append(span)
-            # span extensions are keyed by character offsets, so they carry over to doc.ents
-            doc.set_ents(sorted(kept + new, key=lambda s: s.start), default="outside")
+            add_linked_ents(doc, [
+                (s.start_char, s.end_char, core.label_of(s.kb_id, default), s.kb_id,
+                 links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
+                for s in sorted(links.spans, key=lambda s: -s.score)],
+                keep=self.cfg["ents"] == "keep")
             doc._.set(PASSAGE_CANDIDATES_EXT, links.passages)
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboLinker.score")
         return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None)
-
-    # --- serialisation (safetensors, JSON, numpy; no pickle) ---------------------------------
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         """Save the KB, tokenizer, encoders, heads and index; ``exclude`` leaves out any of

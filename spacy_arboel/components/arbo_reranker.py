@@ -17,10 +17,10 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
-from spacy.util import ensure_path, from_disk, to_disk
+from spacy.util import ensure_path, from_disk
 from thinc.api import Model, Optimizer
 
-from ..artefacts import SavedAsFolder, check_folder, clear_saved, reading, write_manifest
+from ..artefacts import SavedAsFolder, check_folder, reading
 from ..data.ids import gold_ids
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
@@ -32,6 +32,7 @@ from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
 from ..ml.torch_layers import initialize_with
+from .common import config_kb, run_update, write_folder
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
@@ -108,11 +109,6 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         self.reranker = CrossEncoderReranker(kb, tokenizer, torch_scorer(self.model),
                                              self.settings)
 
-    def _config_kb(self) -> KnowledgeBase:
-        if not self.cfg["kb_path"]:
-            raise ValueError(Errors.E008.format(name=self.name))
-        return KnowledgeBase.from_jsonl(self.cfg["kb_path"])
-
     def _require(self) -> CrossEncoderReranker:
         if self.reranker is None:
             raise ValueError(Errors.E051.format(name=self.name,
@@ -123,7 +119,7 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         """Set up a component used without ``initialize`` or ``from_disk``: the KB from
         ``kb_path`` and the base encoder."""
         if self.reranker is None:
-            self._set_up(self._config_kb())
+            self._set_up(config_kb(self.cfg["kb_path"], self.name))
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -136,7 +132,7 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         if kb is None and not self.cfg["kb_path"] and nlp and linker in nlp.component_names:
             nlp.get_pipe(linker).ensure_ready()
             kb = nlp.get_pipe(linker).kb
-        self._set_up(kb if kb is not None else self._config_kb())
+        self._set_up(kb if kb is not None else config_kb(self.cfg["kb_path"], self.name))
         self.seen_ids = {i for eg in get_examples() for ent in eg.reference.ents
                          for i in gold_ids(ent.kb_id_)}
 
@@ -196,17 +192,14 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
                sgd: Optimizer | None = None,
                losses: dict[str, float] | None = None) -> dict[str, float]:
         """Softmax loss over each gold mention's candidates (BLINK §4.2)."""
-        losses = {} if losses is None else losses
-        losses.setdefault(self.name, 0.0)
-        examples = list(examples)
-        validate_examples(examples, "ArboReranker.update")
         reranker = self._require()
-        loss = reranker.step(*self._training_mentions(examples))
-        if loss is not None and sgd is not None:
-            self.finish_update(sgd)
-            reranker.changed()
-        losses[self.name] += loss or 0.0
-        return losses
+        return run_update(self, examples, lambda egs: reranker.step(
+            *self._training_mentions(egs)), sgd, losses)
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Apply the optimizer; the int8 copy is made again when next needed."""
+        super().finish_update(sgd)
+        self._require().changed()
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboReranker.score")
@@ -216,16 +209,10 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         """Save the KB, tokenizer, transformer, head W and training state; ``exclude`` leaves
         out any of ``cfg``, ``kb``, ``tokenizer``, ``encoder``, ``head``."""
-        path = ensure_path(path)
         self.ensure_ready()
-        writers: dict[str, Callable] = {
-            "cfg.json": lambda p: srsly.write_json(p, {"seen_ids": sorted(self.seen_ids),
-                                                       **self.reranker.state()}),
-            **self.reranker.writers(),
-        }
-        clear_saved(path, SAVED_FILES)
-        to_disk(path, writers, exclude)
-        write_manifest(path, writers)
+        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
+            "seen_ids": sorted(self.seen_ids), **self.reranker.state()}),
+            **self.reranker.writers()}, SAVED_FILES, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboReranker":
         """Load a saved re-ranker, every file checked first (E030); a saved input setting the
@@ -244,7 +231,7 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
                 "head.safetensors": lambda p: files.update(head=p),
             }, exclude)
             check_state(files["cfg"], files.get("kb"), self.settings, f"'{self.name}' ({path})")
-            kb = files["kb"] if "kb" in files else self._config_kb()
+            kb = files["kb"] if "kb" in files else config_kb(self.cfg["kb_path"], self.name)
             self._set_up(kb, files["tokenizer"], files["encoder"], files["head"])
         self.seen_ids = set(files["cfg"].get("seen_ids", []))
         kb = kb_override(self.cfg["kb_path"], self.kb, self.name)

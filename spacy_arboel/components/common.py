@@ -1,18 +1,23 @@
-"""What the component adapters share: gold mentions out of ``Doc`` objects, the KB of a
-component's config, the settings a factory's arguments hold, and saving a folder."""
+"""What the component adapters share: gold mentions out of ``Doc`` objects and linked
+spans back into them, the KB of a component's config, the settings a factory's arguments
+hold, the shape of ``update``, and saving a folder."""
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
 from spacy.util import to_disk
+from thinc.api import Optimizer
 
 from ..artefacts import clear_saved, write_manifest
 from ..data.ids import gold_ids
 from ..encoders.inputs import MentionSpan
 from ..errors import Errors
+from ..extensions import CANDIDATES_EXT
 from ..kb.knowledge_base import KnowledgeBase
 
 S = TypeVar("S")
@@ -51,3 +56,43 @@ def write_folder(path: Path, writers: dict[str, Callable[[Path], Any]],
     clear_saved(path, saved_files)
     to_disk(path, writers, exclude)
     write_manifest(path, writers)
+
+
+def run_update(pipe: Any, examples: Iterable[Example], step: Callable[[list[Example]], Any],
+               sgd: Optimizer | None, losses: dict[str, float] | None) -> dict[str, float]:
+    """The body of ``TrainablePipe.update``: validate ``examples``, take one step of the core
+    (its loss, or None when the batch has nothing to learn from), apply ``sgd`` when given
+    (``nlp.update`` calls ``finish_update`` itself) and add the loss under the pipe's name."""
+    losses = {} if losses is None else losses
+    losses.setdefault(pipe.name, 0.0)
+    examples = list(examples)
+    validate_examples(examples, f"{type(pipe).__name__}.update")
+    loss = step(examples)
+    if loss is not None:
+        if sgd is not None:
+            pipe.finish_update(sgd)
+        losses[pipe.name] += loss
+    return losses
+
+
+def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], *,
+                    keep: bool) -> None:
+    """Write ``(start_char, end_char, label, kb_id, candidates)`` links, best first, as
+    ``doc.ents`` with ``span._.kb_candidates``: the doc's ents are replaced, or kept with
+    ``keep`` (then only links that overlap none of them are added); a link that overlaps a
+    better one once expanded to token boundaries is dropped."""
+    kept = list(doc.ents) if keep else []
+    taken = np.zeros(len(doc), dtype=bool)
+    for ent in kept:
+        taken[ent.start : ent.end] = True
+    new = []
+    for start_char, end_char, label, kb_id, candidates in links:
+        span = doc.char_span(start_char, end_char, label=label, kb_id=kb_id,
+                             alignment_mode="expand")
+        if span is None or len(span) == 0 or taken[span.start : span.end].any():
+            continue
+        taken[span.start : span.end] = True
+        span._.set(CANDIDATES_EXT, candidates)
+        new.append(span)
+    # span extensions are keyed by character offsets, so they carry over to doc.ents
+    doc.set_ents(sorted(kept + new, key=lambda s: s.start), default="outside")

@@ -641,6 +641,19 @@ class RetrieverReader:
                                             n_entities=len(self.kb)))
 
 
+def check_saved_settings(saved: dict[str, Any], settings: ReaderSettings, name: str,
+                         path: Path) -> None:
+    """A saved retriever-reader's structural settings must be the configured ones: the
+    config is the source of truth, never silently overridden (E056, E080)."""
+    for setting in ("entity_granularity", "share_weights"):
+        configured = getattr(settings, setting)
+        found = saved.get(setting, configured)
+        if found != configured:
+            error = Errors.E056 if setting == "entity_granularity" else Errors.E080
+            raise ValueError(error.format(name=name, path=path, found=found,
+                                          configured=configured, setting=f"model.{setting}"))
+
+
 def _pad_width(logits: np.ndarray, width: int) -> np.ndarray:
     return np.pad(logits, ((0, 0), (0, width - logits.shape[1])), constant_values=-1e4)
 
