@@ -3,10 +3,12 @@
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 import spacy
+import srsly
 from spacy.tokens import DocBin
 from thinc.api import Adam
 
@@ -263,27 +265,6 @@ def test_a_loaded_pipeline_can_be_trained_further(
     assert arbo.update(toy_examples, sgd=Adam(0.001))["arbo_entity_linker"] > 0
 
 
-def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
-    nlp = _nlp(tiny_encoder, toy_kb_path, entity_granularity="alias")
-    nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(tmp_path / "pipeline")
-    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
-    result = CliRunner().invoke(app, [
-        "evaluate", str(tmp_path / "pipeline"), str(tmp_path / "gold.spacy"),
-        "--output", str(tmp_path / "m.json"), "--no-encoder-rate",
-        "--components.arbo_entity_linker.threshold", "1e9",
-        "--components.arbo_entity_linker.expand_abbreviations", "true",
-    ])
-    assert result.exit_code == 0, result.output
-    metrics = json.loads((tmp_path / "m.json").read_text())["in_kb"]
-    # every mention scores below the overridden threshold: NIL, though candidates are found
-    assert metrics["accuracy"] == 0.0 and metrics["recall@64"] > 0
-
-
 def test_fgsm_perturbs_only_the_entity_encoder(tiny_encoder, toy_kb_path, toy_examples,
                                                monkeypatch):
     from spacy_arboel.linking import bi_encoder_trainer as module
@@ -360,3 +341,128 @@ def test_a_nil_id_in_the_kb_is_refused(tiny_encoder, toy_kb_path):
     nlp = _nlp(tiny_encoder, toy_kb_path, ready=False, nil_id="D003371")
     with pytest.raises(ValueError, match="E035"):
         nlp.get_pipe("arbo_entity_linker").ensure_ready()
+
+
+# --- component save/load with exclude ------------------------------------------------------
+
+LINKER = "arbo_entity_linker"
+
+
+def _trained(tiny_encoder, kb_path, examples):
+    """An initialised linker after two training steps: its weights are no longer the base's."""
+    nlp = _nlp(tiny_encoder, kb_path, ready=False)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.002)
+    for _ in range(2):
+        nlp.update(examples, sgd=optimizer)
+    return nlp.get_pipe(LINKER)
+
+
+def _fresh(tiny_encoder, **config):
+    """An arbo_entity_linker that was neither initialised nor loaded."""
+    return spacy.blank("en").add_pipe(LINKER, config={"model": {"encoder_name": tiny_encoder},
+                                                      **config})
+
+
+def _predictions(linker, examples):
+    """``kb_id_`` and the scored candidates of every ent of the toy docs."""
+    docs = [linker(eg.predicted.copy()) for eg in examples]
+    return [[(e.kb_id_, e._.kb_candidates) for e in doc.ents] for doc in docs]
+
+
+def test_component_to_disk_from_disk_round_trip(tiny_encoder, toy_kb_path, toy_examples,
+                                                tmp_path):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    assert expected and all(e[1] for doc in expected for e in doc)
+    # the base encoder links otherwise: a round trip that lost the trained weights shows
+    base = _fresh(tiny_encoder, kb_path=str(toy_kb_path))
+    base.ensure_ready()
+    assert _predictions(base, toy_examples) != expected
+    linker.to_disk(tmp_path / "saved")
+    assert {p.name for p in (tmp_path / "saved").iterdir()} == {
+        "cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index",
+        "manifest.json"}
+    restored = _fresh(tiny_encoder).from_disk(tmp_path / "saved")
+    assert _predictions(restored, toy_examples) == expected
+    assert restored.seen_ids == linker.seen_ids == {"D001241", "D003371", "D005334",
+                                                    "D006333", "D010146"}
+    assert restored.kb.fingerprint() == linker.kb.fingerprint()
+
+
+def test_component_to_disk_without_the_index_rebuilds_it(tiny_encoder, toy_kb_path,
+                                                         toy_examples, tmp_path):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    linker.to_disk(tmp_path / "no_index", exclude=["index"])
+    assert not (tmp_path / "no_index" / "index").exists()
+    assert (tmp_path / "no_index" / "entity_encoder").is_dir()
+    manifest = srsly.read_json(tmp_path / "no_index" / "manifest.json")["files"]
+    assert manifest and not any(name.startswith("index") for name in manifest)
+    with pytest.raises(ValueError, match=r"E030.*index missing"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_index")
+    restored = _fresh(tiny_encoder).from_disk(tmp_path / "no_index", exclude=["index"])
+    assert restored.retriever.is_current  # built from the loaded entity encoder
+    assert len(restored.retriever.index) == len(linker.kb)
+    np.testing.assert_allclose(restored.retriever.index.embeddings,
+                               linker.retriever.index.embeddings, rtol=1e-5, atol=1e-6)
+    assert _predictions(restored, toy_examples) == expected
+
+
+def test_component_from_disk_without_the_kb_takes_kb_path(tiny_encoder, toy_kb_path,
+                                                          toy_examples, tmp_path):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    linker.to_disk(tmp_path / "no_kb", exclude=["kb"])
+    assert not (tmp_path / "no_kb" / "kb.jsonl").exists()
+    assert (tmp_path / "no_kb" / "index").is_dir()
+    with pytest.raises(ValueError, match=r"E030.*kb.jsonl missing"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_kb")
+    with pytest.raises(ValueError, match="E008"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_kb", exclude=["kb"])
+    restored = _fresh(tiny_encoder, kb_path=str(toy_kb_path)).from_disk(tmp_path / "no_kb",
+                                                                        exclude=["kb"])
+    assert restored.kb.fingerprint() == linker.kb.fingerprint()
+    assert _predictions(restored, toy_examples) == expected
+    # a saved KB left out on load: the config's KB is the KB, with no W004 (nothing differs
+    # from what was loaded), and the index is built for it
+    linker.to_disk(tmp_path / "full")
+    smaller = tmp_path / "smaller.jsonl"
+    smaller.write_text("\n".join(toy_kb_path.read_text().splitlines()[:3]) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        other = _fresh(tiny_encoder, kb_path=str(smaller)).from_disk(
+            tmp_path / "full", exclude=["kb", "index"])
+    assert not [w for w in caught if "W004" in str(w.message)]
+    assert len(other.kb) == 3 and len(other.retriever.index) == 3
+    ids = {i for doc in _predictions(other, toy_examples) for _, cands in doc for i, _ in cands}
+    assert ids and ids <= set(other.kb.ids)
+
+
+def test_component_to_bytes_from_bytes_with_exclude(tiny_encoder, toy_kb_path, toy_examples):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    restored = _fresh(tiny_encoder).from_bytes(linker.to_bytes())
+    assert _predictions(restored, toy_examples) == expected
+    assert restored.seen_ids == linker.seen_ids != set()
+    data = linker.to_bytes(exclude=["cfg"])
+    packed = srsly.msgpack_loads(data)
+    assert "cfg.json" not in packed and "kb.jsonl" in packed
+    assert any(name.startswith("entity_encoder/") for name in packed)
+    with pytest.raises(ValueError, match=r"E030.*cfg.json missing"):
+        _fresh(tiny_encoder).from_bytes(data)
+    restored = _fresh(tiny_encoder).from_bytes(data, exclude=["cfg"])
+    assert _predictions(restored, toy_examples) == expected
+    assert restored.seen_ids == set()  # the training state was left out
+
+
+def test_nlp_to_disk_can_leave_the_linker_out(tiny_encoder, toy_kb_path, toy_examples,
+                                              tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, ready=False)
+    nlp.initialize(lambda: toy_examples)
+    nlp.to_disk(tmp_path / "pipeline", exclude=[LINKER])
+    assert not (tmp_path / "pipeline" / LINKER).exists()
+    assert (tmp_path / "pipeline" / "config.cfg").exists()
+    with pytest.raises(ValueError, match=r"E030.*does not exist"):
+        spacy.load(tmp_path / "pipeline")  # never the base encoder in its place
+    assert spacy.load(tmp_path / "pipeline", exclude=[LINKER]).pipe_names == []

@@ -2,10 +2,12 @@
 input."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 import spacy
+import srsly
 import torch
 from thinc.api import Adam
 
@@ -235,29 +237,6 @@ def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_exam
         linker.initialize(lambda: toy_examples, nlp=nlp, linker_path=str(tmp_path))
 
 
-def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    from spacy.tokens import DocBin
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
-    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2)
-    nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(tmp_path / "model")
-    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "test.spacy")
-    result = CliRunner().invoke(app, ["evaluate-e2e", str(tmp_path / "model"),
-                                      str(tmp_path / "test.spacy"), "--output",
-                                      str(tmp_path / "m.json")])
-    assert result.exit_code == 0, result.output
-    metrics = json.loads((tmp_path / "m.json").read_text())
-    assert metrics["in_kb"]["n_gold"] == 11
-    assert 0 <= metrics["in_kb"]["precision"] <= 1
-    cls = metrics["retriever_cls"]
-    recalls = [cls[f"mention_recall@{k}"] for k in (1, 2, 4, 8)]
-    assert recalls == sorted(recalls) and recalls[-1] == 1.0  # K >= the 5 entities: all found
-    assert metrics["timings"]["docs"] == len(toy_examples)
-
-
 def test_training_passages_sample_only_the_empty_ones():
     from spacy_arboel.linking.retriever_reader import training_passages
 
@@ -302,23 +281,132 @@ def test_threshold_tuning_scores_each_threshold_from_one_reading(tiny_encoder, t
     assert best["threshold"] == 0.001 and best["f1"] == pytest.approx(2 * 0.5 * 0.5)
 
 
-def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    from spacy.tokens import DocBin
-    from typer.testing import CliRunner
+# --- component save/load with exclude ------------------------------------------------------
 
-    from spacy_arboel.cli import app
+LINKER = "arbo_linker"
+# links with a random model (threshold 0), and a separate reader so that every saved
+# transformer is exercised
+CONFIG = {"threshold": 0.0, "top_k": 3, "mode": "pipeline", "warmup_retriever_steps": 1}
+MODEL = {"share_weights": False}
 
-    nlp = _nlp(tiny_encoder, toy_kb_path, top_k=2)
+
+def _trained(tiny_encoder, kb_path, examples):
+    """An initialised arbo_linker after a retriever step and a reader step."""
+    torch.manual_seed(0)
+    nlp = _nlp(tiny_encoder, kb_path, model=MODEL, ready=False, **CONFIG)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.003)
+    for _ in range(2):
+        nlp.update(examples, sgd=optimizer)
+    linker = nlp.get_pipe(LINKER)
+    assert linker.retriever_reader.updates == 2
+    return linker
+
+
+def _fresh(tiny_encoder, **config):
+    """An arbo_linker with the settings of ``_trained``, neither initialised nor loaded."""
+    return spacy.blank("en").add_pipe(LINKER, config={
+        "model": {"encoder_name": tiny_encoder, **MODEL}, **CONFIG, **config})
+
+
+def _predictions(linker, examples):
+    """The linked ents with their scored candidates, and the passage candidates."""
+    make_doc = spacy.blank("en").make_doc
+    docs = [linker(make_doc(eg.reference.text)) for eg in examples]
+    return [([(e.start_char, e.end_char, e.label_, e.kb_id_, e._.kb_candidates)
+              for e in doc.ents], doc._.passage_candidates) for doc in docs]
+
+
+def test_component_to_disk_from_disk_round_trip(tiny_encoder, toy_kb_path, toy_examples,
+                                                tmp_path):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    assert any(ents for ents, _ in expected)
+    base = _fresh(tiny_encoder, kb_path=str(toy_kb_path))
+    base.ensure_ready()
+    assert _predictions(base, toy_examples) != expected  # training changed the weights
+    linker.to_disk(tmp_path / "saved")
+    assert {p.name for p in (tmp_path / "saved").iterdir()} == {
+        "cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_encoder",
+        "entity_encoder", "heads.safetensors", "index", "manifest.json"}
+    restored = _fresh(tiny_encoder).from_disk(tmp_path / "saved")
+    assert _predictions(restored, toy_examples) == expected
+    assert restored.retriever_reader.updates == 2
+    assert restored.retriever_reader.phase() == linker.retriever_reader.phase() == "reader"
+    assert restored.kb.fingerprint() == linker.kb.fingerprint()
+
+
+def test_component_to_disk_without_the_index_rebuilds_it(tiny_encoder, toy_kb_path,
+                                                         toy_examples, tmp_path):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    linker.to_disk(tmp_path / "no_index", exclude=["index"])
+    assert not (tmp_path / "no_index" / "index").exists()
+    assert (tmp_path / "no_index" / "heads.safetensors").exists()
+    manifest = srsly.read_json(tmp_path / "no_index" / "manifest.json")["files"]
+    assert manifest and not any(name.startswith("index") for name in manifest)
+    with pytest.raises(ValueError, match=r"E030.*index missing"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_index")
+    restored = _fresh(tiny_encoder).from_disk(tmp_path / "no_index", exclude=["index"])
+    index = restored.retriever_reader.index
+    assert index is not None and index.n_entities == len(linker.kb)
+    np.testing.assert_allclose(index.embeddings, linker.retriever_reader.index.embeddings,
+                               rtol=1e-5, atol=1e-6)
+    assert _predictions(restored, toy_examples) == expected
+
+
+def test_component_from_disk_without_the_kb_takes_kb_path(tiny_encoder, toy_kb_path,
+                                                          toy_examples, tmp_path):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    linker.to_disk(tmp_path / "no_kb", exclude=["kb"])
+    assert not (tmp_path / "no_kb" / "kb.jsonl").exists()
+    assert (tmp_path / "no_kb" / "index").is_dir()
+    with pytest.raises(ValueError, match=r"E030.*kb.jsonl missing"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_kb")
+    with pytest.raises(ValueError, match="E008"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "no_kb", exclude=["kb"])
+    restored = _fresh(tiny_encoder, kb_path=str(toy_kb_path)).from_disk(tmp_path / "no_kb",
+                                                                        exclude=["kb"])
+    assert restored.kb.fingerprint() == linker.kb.fingerprint()
+    assert _predictions(restored, toy_examples) == expected
+    # the saved KB left out on load: the config's KB is used, its index built (no W004)
+    linker.to_disk(tmp_path / "full")
+    smaller = tmp_path / "smaller.jsonl"
+    smaller.write_text("\n".join(toy_kb_path.read_text().splitlines()[:3]) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        other = _fresh(tiny_encoder, kb_path=str(smaller)).from_disk(
+            tmp_path / "full", exclude=["kb", "index"])
+    assert not [w for w in caught if "W004" in str(w.message)]
+    assert len(other.kb) == 3 and other.retriever_reader.index.n_entities == 3
+    ids = {e[3] for ents, _ in _predictions(other, toy_examples) for e in ents}
+    assert ids and ids <= set(other.kb.ids)
+
+
+def test_component_to_bytes_from_bytes_with_exclude(tiny_encoder, toy_kb_path, toy_examples):
+    linker = _trained(tiny_encoder, toy_kb_path, toy_examples)
+    expected = _predictions(linker, toy_examples)
+    restored = _fresh(tiny_encoder).from_bytes(linker.to_bytes())
+    assert _predictions(restored, toy_examples) == expected
+    assert restored.retriever_reader.updates == 2
+    data = linker.to_bytes(exclude=["cfg"])
+    packed = srsly.msgpack_loads(data)
+    assert "cfg.json" not in packed and "heads.safetensors" in packed
+    with pytest.raises(ValueError, match=r"E030.*cfg.json missing"):
+        _fresh(tiny_encoder).from_bytes(data)
+    restored = _fresh(tiny_encoder).from_bytes(data, exclude=["cfg"])
+    assert _predictions(restored, toy_examples) == expected  # the KB's types are the labels
+    assert restored.retriever_reader.updates == 0  # the training state was left out
+
+
+def test_nlp_to_disk_can_leave_the_linker_out(tiny_encoder, toy_kb_path, toy_examples,
+                                              tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, ready=False)
     nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(tmp_path / "model")
-    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "dev.spacy")
-    result = CliRunner().invoke(app, [
-        "tune-e2e", str(tmp_path / "model"), str(tmp_path / "dev.spacy"),
-        "--threshold", "0.0", "--threshold", "0.5", "--output", str(tmp_path / "t.json"),
-        "--output-model", str(tmp_path / "tuned")])
-    assert result.exit_code == 0, result.output
-    tuned = json.loads((tmp_path / "t.json").read_text())
-    assert [r["threshold"] for r in tuned["rows"]] == [0.0, 0.5]
-    assert tuned["rows"][1]["n_predicted"] == 0  # p_span × p_rank never reaches 0.5 untrained
-    loaded = spacy.load(tmp_path / "tuned")
-    assert loaded.get_pipe("arbo_linker").settings.threshold == tuned["best"]["threshold"]
+    nlp.to_disk(tmp_path / "pipeline", exclude=[LINKER])
+    assert not (tmp_path / "pipeline" / LINKER).exists()
+    assert (tmp_path / "pipeline" / "config.cfg").exists()
+    with pytest.raises(ValueError, match=r"E030.*does not exist"):
+        spacy.load(tmp_path / "pipeline")  # never the base encoder in its place
+    assert spacy.load(tmp_path / "pipeline", exclude=[LINKER]).pipe_names == []

@@ -243,40 +243,6 @@ def test_oracle_candidates():
         oracle_candidates(["a"], ["a"], "best", 1)
 
 
-def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    import json
-
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
-    nlp = _nlp(tiny_encoder, toy_kb_path)
-    nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(tmp_path / "pipeline")
-    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
-    result = CliRunner().invoke(app, [
-        "evaluate-rerank", str(tmp_path / "pipeline"), str(tmp_path / "gold.spacy"),
-        "--oracle", "none", "--oracle", "self", "--oracle", "union",
-        "--union-with", str(tmp_path / "pipeline"), "--top-k", "1", "--top-k", "2",
-        "--output", str(tmp_path / "rerank.json")])
-    assert result.exit_code == 0, result.output
-    output = json.loads((tmp_path / "rerank.json").read_text())
-    runs = {(r["oracle"], r["top_k"]): r for r in output["runs"]}
-    assert set(runs) == {(o, k) for o in ("none", "self", "union") for k in (1, 2)}
-    assert runs["self", 2]["cross_encoder"]["candidate_recall"] == 1.0
-    assert runs["none", 2]["n_in_kb"] == 11
-    assert runs["none", 1]["cross_encoder"]["mean_candidates"] == 1.0
-    # with one candidate the re-ranker can only agree with the bi-encoder
-    assert (runs["none", 1]["cross_encoder"]["accuracy"]
-            == runs["none", 1]["bi_encoder"]["accuracy"])
-    # the oracle changes what the cross-encoder sees, never the bi-encoder's own top 1
-    assert (runs["self", 2]["bi_encoder"]["accuracy"]
-            == runs["none", 2]["bi_encoder"]["accuracy"])
-    # each distinct pair is scored once; the union run at K=2 holds every other run's pairs
-    union = runs["union", 2]["cross_encoder"]["mean_candidates"] * 11
-    assert output["timings"]["pairs"] == round(union)
-
-
 @pytest.mark.parametrize("fgsm_epsilon", [0.0, 0.01])
 def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_kb_path,
                                                             toy_examples, tmp_path, fgsm_epsilon):

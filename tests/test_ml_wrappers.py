@@ -1,4 +1,5 @@
-"""The thinc wrappers of the PyTorch encoders: ``ml.bi_encoder`` and ``ml.torch_layers``.
+"""The thinc wrappers of the PyTorch encoders: ``ml.bi_encoder``, ``ml.cross_encoder``,
+``ml.reader_model`` and ``ml.torch_layers``.
 
 Weights enter a model only through its ``init`` (``model.initialize()`` or
 ``initialize_with``); the shim serialises with safetensors, never with pickle."""
@@ -14,10 +15,14 @@ import srsly
 import torch
 from thinc.api import Adam
 
+from spacy_arboel.encoders.cross_scorer import CrossScorer, load_scorer
 from spacy_arboel.encoders.inputs import InputBuilder
 from spacy_arboel.encoders.loading import load_tokenizer
-from spacy_arboel.encoders.transformer import load_pooled_encoders
+from spacy_arboel.encoders.reader_heads import ReaderHeads, base_reader_modules
+from spacy_arboel.encoders.transformer import PooledEncoder, load_pooled_encoders
 from spacy_arboel.ml.bi_encoder import SIDES, build_bi_encoder, torch_encoders
+from spacy_arboel.ml.cross_encoder import build_cross_encoder, torch_scorer
+from spacy_arboel.ml.reader_model import build_retriever_reader, torch_parts
 from spacy_arboel.ml.torch_layers import LOADER_ATTR, initialize_with, is_loaded, torch_modules
 
 # [CLS] the cough [SEP] / [CLS] fever [SEP] [PAD] (ids of tests/conftest.py's vocabulary)
@@ -216,3 +221,180 @@ def test_from_bytes_into_an_uninitialised_model_is_e057(tiny_encoder, initialise
     data = initialised.to_bytes()
     with pytest.raises(ValueError, match=r"\[E057\]"):
         _built(tiny_encoder).from_bytes(data)
+
+
+# --- ml.cross_encoder ----------------------------------------------------------------------
+
+# [CLS] the cough [SEP] fever [SEP] / [CLS] fever [SEP] aspirin [SEP] [PAD]
+PAIR_IDS = np.array([[2, 5, 10, 3, 11, 3], [2, 11, 3, 12, 3, 0]], dtype="int64")
+PAIR_MASK = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]], dtype="int64")
+PAIR_TYPES = np.array([[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 0]], dtype="int64")
+PAIRS = (PAIR_IDS, PAIR_MASK, PAIR_TYPES)
+
+
+def _pair_scores(model) -> np.ndarray:
+    return np.asarray(model.predict(PAIRS))
+
+
+def _direct_scores(scorer: torch.nn.Module) -> np.ndarray:
+    with torch.no_grad():
+        return scorer.eval()(*(torch.from_numpy(a) for a in PAIRS)).numpy()
+
+
+def _base_scorer(tiny_encoder: str) -> CrossScorer:
+    return load_scorer(tiny_encoder, len(load_tokenizer(tiny_encoder)))
+
+
+def _same_state(found: torch.nn.Module, expected: torch.nn.Module) -> bool:
+    found, expected = found.state_dict(), expected.state_dict()
+    return found.keys() == expected.keys() and all(torch.equal(found[k], expected[k])
+                                                   for k in found)
+
+
+def test_cross_encoder_building_loads_no_weights(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("an encoder was loaded while building the model")
+
+    monkeypatch.setattr("spacy_arboel.ml.cross_encoder.load_tokenizer", refuse)
+    monkeypatch.setattr("spacy_arboel.ml.cross_encoder.load_scorer", refuse)
+    model = build_cross_encoder(encoder_name="/no/such/encoder")
+    assert not is_loaded(model) and model.attrs["layer_names"] == ["scorer"]
+    with pytest.raises(ValueError, match=r"\[E057\]"):
+        model.predict(PAIRS)
+    with pytest.raises(ValueError, match=r"\[E057\]"):
+        torch_scorer(model)
+
+
+def test_cross_encoder_initialize_loads_the_base_and_scores_each_pair(tiny_encoder):
+    model = build_cross_encoder(encoder_name=tiny_encoder)
+    model.initialize()
+    assert is_loaded(model)
+    scorer = torch_scorer(model)
+    assert isinstance(scorer, CrossScorer)
+    scores = _pair_scores(model)
+    assert scores.shape == (2,) and np.isfinite(scores).all()
+    # the base transformer, as loaded outside thinc; the head W is new (random), so the
+    # direct scorer takes the model's
+    direct = _base_scorer(tiny_encoder)
+    assert _same_state(scorer.transformer, direct.transformer)
+    direct.score.load_state_dict(scorer.score.state_dict())
+    np.testing.assert_allclose(scores, _direct_scores(direct), rtol=1e-5, atol=1e-6)
+    assert scores[0] != pytest.approx(scores[1])  # each pair has its own score
+
+
+def test_cross_encoder_initialize_with_installs_the_given_scorer(tiny_encoder):
+    given = _base_scorer(tiny_encoder)
+    _perturb(given)
+    model = build_cross_encoder(encoder_name=tiny_encoder)
+    initialize_with(model, lambda: {"scorer": given})
+    assert torch_scorer(model) is given
+    assert model.attrs[LOADER_ATTR] is None
+    np.testing.assert_allclose(_pair_scores(model), _direct_scores(given), rtol=1e-5, atol=1e-6)
+    model.initialize()  # the loader was used once: this is the base again
+    assert torch_scorer(model) is not given
+    assert not _same_state(torch_scorer(model).transformer, given.transformer)
+
+
+def test_cross_encoder_bytes_round_trip(tiny_encoder):
+    model = build_cross_encoder(encoder_name=tiny_encoder)
+    model.initialize()
+    _perturb(torch_scorer(model))
+    data = model.to_bytes()
+    loaded = build_cross_encoder(encoder_name=tiny_encoder)
+    loaded.initialize()
+    assert not np.allclose(_pair_scores(loaded), _pair_scores(model))
+    loaded.from_bytes(data)
+    np.testing.assert_array_equal(_pair_scores(loaded), _pair_scores(model))
+    assert _same_state(torch_scorer(loaded), torch_scorer(model))
+    with pytest.raises(ValueError, match=r"\[E057\]"):
+        build_cross_encoder(encoder_name=tiny_encoder).from_bytes(data)
+
+
+# --- ml.reader_model -----------------------------------------------------------------------
+
+
+def _reader(tiny_encoder: str, **settings):
+    return build_retriever_reader(encoder_name=tiny_encoder, **settings)
+
+
+def _base_parts(tiny_encoder: str, share_weights: bool = True, entity_pooling: str = "mean"):
+    return base_reader_modules(tiny_encoder, len(load_tokenizer(tiny_encoder)),
+                               share_weights=share_weights, entity_pooling=entity_pooling)
+
+
+@pytest.mark.parametrize("setting,value", [("entity_pooling", "max"),
+                                           ("query_pooling", "mention"),
+                                           ("query_pooling", "CLS")])
+def test_reader_bad_pooling_names_are_e007(setting, value):
+    with pytest.raises(ValueError, match=rf"\[E007\].*{setting} '{value}'"):
+        build_retriever_reader(encoder_name="/no/such/encoder", **{setting: value})
+
+
+def test_reader_entity_pooling_mention_is_refused_at_build():
+    # entity rows carry no mention markers: "mention" pooling would fail only in init (E109)
+    with pytest.raises(ValueError, match="E007"):
+        build_retriever_reader(entity_pooling="mention")
+
+
+def test_reader_building_loads_no_weights(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("an encoder was loaded while building the model")
+
+    monkeypatch.setattr("spacy_arboel.ml.reader_model.load_tokenizer", refuse)
+    monkeypatch.setattr("spacy_arboel.ml.reader_model.base_reader_modules", refuse)
+    model = build_retriever_reader(encoder_name="/no/such/encoder")
+    assert not is_loaded(model) and len(model.layers) == 2
+    with pytest.raises(ValueError, match=r"\[E057\]"):
+        torch_parts(model)
+    with pytest.raises(ValueError, match=r"\[E057\]"):
+        model.predict(("passage", IDS, MASK))
+
+
+def test_reader_initialize_loads_heads_and_entity(tiny_encoder):
+    model = _reader(tiny_encoder)
+    model.initialize()
+    assert is_loaded(model)
+    parts = torch_parts(model)
+    assert set(parts) == {"heads", "entity"}
+    assert isinstance(parts["heads"], ReaderHeads) and isinstance(parts["entity"], PooledEncoder)
+    assert [layer.shims[0].module for layer in model.layers] == [parts["heads"],
+                                                                   parts["entity"]]
+    assert parts["heads"].reader is None  # share_weights: the reader is the passage encoder
+    assert parts["entity"].pooling == "mean"
+    assert not any(p.requires_grad for p in parts["entity"].parameters())  # frozen
+    base = _base_parts(tiny_encoder)
+    assert _same_state(parts["heads"].passage, base["heads"].passage)
+    assert _same_state(parts["entity"], base["entity"])
+
+
+def test_reader_separate_weights_give_a_reader_of_its_own(tiny_encoder):
+    model = _reader(tiny_encoder, share_weights=False)
+    model.initialize()
+    heads = torch_parts(model)["heads"]
+    assert heads.reader is not None and heads.reader is not heads.passage
+    assert _same_state(heads.reader, heads.passage)  # both start from the base
+    before = np.asarray(model.predict(("passage", IDS, MASK)))
+    _perturb(heads.reader)
+    np.testing.assert_array_equal(np.asarray(model.predict(("passage", IDS, MASK))), before)
+    shared = _reader(tiny_encoder, share_weights=True)
+    shared.initialize()
+    _perturb(torch_parts(shared)["heads"].passage)
+    assert not np.allclose(np.asarray(shared.predict(("passage", IDS, MASK))), before)
+
+
+def test_reader_forward_matches_the_torch_modules(tiny_encoder):
+    model = _reader(tiny_encoder)
+    model.initialize()
+    hidden = np.asarray(model.predict(("passage", IDS, MASK)))
+    assert hidden.shape == (2, 4, 32)  # (B, L, H)
+    base = _base_parts(tiny_encoder)
+    with torch.no_grad():
+        direct = base["heads"].eval()("passage", torch.from_numpy(IDS),
+                                      torch.from_numpy(MASK)).numpy()
+        entity = base["entity"].eval()(torch.from_numpy(IDS), torch.from_numpy(MASK)).numpy()
+    np.testing.assert_allclose(hidden, direct, rtol=1e-5, atol=1e-6)
+    # "entity" goes to the entity layer: one mean-pooled vector per row
+    vectors = np.asarray(model.predict(("entity", IDS, MASK)))
+    assert vectors.shape == (2, 32)
+    np.testing.assert_allclose(vectors, entity, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(vectors, hidden[:, 0])

@@ -13,6 +13,8 @@ from .loading import load_transformer
 from .transformer import PooledEncoder
 
 QUERY_POOLINGS = ("cls", "mean")
+# entity rows have no mention markers: "mean" is what a linker's "mention" pooling gives them
+ENTITY_POOLINGS = ("cls", "mean")
 
 
 class ReaderHeads(torch.nn.Module):

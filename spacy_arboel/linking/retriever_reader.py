@@ -29,13 +29,13 @@ from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows, pad_ids
 from ..encoders.loading import load_tokenizer
 from ..encoders.passages import Passage, PassageBuilder
 from ..encoders.reader_heads import (
+    ENTITY_POOLINGS,
     QUERY_POOLINGS,
     base_reader_modules,
     load_reader_modules,
     reader_modules,
     save_reader_modules,
 )
-from ..encoders.transformer import POOLINGS
 from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
 from ..errors import Errors
 from ..kb.index import DenseIndex, IndexMeta, read_index_meta
@@ -101,7 +101,7 @@ class ReaderSettings:
                                      ("entity_granularity", self.entity_granularity,
                                       GRANULARITIES),
                                      ("query_pooling", self.query_pooling, QUERY_POOLINGS),
-                                     ("entity_pooling", self.entity_pooling, POOLINGS)):
+                                     ("entity_pooling", self.entity_pooling, ENTITY_POOLINGS)):
             if value not in options:
                 raise ValueError(Errors.E007.format(what=what, value=value,
                                                     options=", ".join(options)))

@@ -16,8 +16,7 @@ from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, xp2torch
 
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
-from ..encoders.reader_heads import QUERY_POOLINGS, base_reader_modules
-from ..encoders.transformer import POOLINGS
+from ..encoders.reader_heads import ENTITY_POOLINGS, QUERY_POOLINGS, base_reader_modules
 from ..errors import Errors
 from .torch_layers import init_modules, is_loaded, shim_device, torch_layer, torch_modules
 
@@ -34,7 +33,7 @@ def build_retriever_reader(
     entity encoder. ``query_pooling``: the passage query, [CLS] as BEER² eq. 3 or the mean
     over the passage; ``entity_pooling``: how entity rows are pooled (``mean`` matches an
     ``arbo_entity_linker`` trained with ``mention`` pooling, whose index can be reused)."""
-    for what, value, options in (("entity_pooling", entity_pooling, POOLINGS),
+    for what, value, options in (("entity_pooling", entity_pooling, ENTITY_POOLINGS),
                                  ("query_pooling", query_pooling, QUERY_POOLINGS)):
         if value not in options:
             raise ValueError(Errors.E007.format(what=what, value=value,

@@ -1,0 +1,105 @@
+"""The evaluate, evaluate-e2e, tune-e2e and evaluate-rerank commands on the toy corpus."""
+
+import json
+
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+
+
+def _initialised(examples, *pipes):
+    """A blank pipeline with ``(factory, config)`` pipes, initialised on ``examples``."""
+    nlp = spacy.blank("en")
+    for factory, config in pipes:
+        nlp.add_pipe(factory, config=config)
+    nlp.initialize(lambda: examples)
+    return nlp
+
+
+def _saved(nlp, examples, folder, model="pipeline", gold="gold.spacy"):
+    """Save ``nlp`` and the gold docs of ``examples`` under ``folder``; their paths."""
+    nlp.to_disk(folder / model)
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(folder / gold)
+    return str(folder / model), str(folder / gold)
+
+
+def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = _initialised(toy_examples, ("arbo_entity_linker", {
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
+        "entity_granularity": "alias"}))
+    model, gold = _saved(nlp, toy_examples, tmp_path)
+    result = CliRunner().invoke(app, [
+        "evaluate", model, gold, "--output", str(tmp_path / "m.json"), "--no-encoder-rate",
+        "--components.arbo_entity_linker.threshold", "1e9",
+        "--components.arbo_entity_linker.expand_abbreviations", "true",
+    ])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "m.json").read_text())["in_kb"]
+    # every mention scores below the overridden threshold: NIL, though candidates are found
+    assert metrics["accuracy"] == 0.0 and metrics["recall@64"] > 0
+
+
+def _e2e(tiny_encoder, kb_path, examples, **config):
+    return _initialised(examples, ("arbo_linker", {
+        "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}, **config}))
+
+
+def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = _e2e(tiny_encoder, toy_kb_path, toy_examples, threshold=0.0, top_k=2)
+    model, test = _saved(nlp, toy_examples, tmp_path, "model", "test.spacy")
+    result = CliRunner().invoke(app, ["evaluate-e2e", model, test, "--output",
+                                      str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["in_kb"]["n_gold"] == 11
+    assert 0 <= metrics["in_kb"]["precision"] <= 1
+    cls = metrics["retriever_cls"]
+    recalls = [cls[f"mention_recall@{k}"] for k in (1, 2, 4, 8)]
+    assert recalls == sorted(recalls) and recalls[-1] == 1.0  # K >= the 5 entities: all found
+    assert metrics["timings"]["docs"] == len(toy_examples)
+
+
+def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = _e2e(tiny_encoder, toy_kb_path, toy_examples, top_k=2)
+    model, dev = _saved(nlp, toy_examples, tmp_path, "model", "dev.spacy")
+    result = CliRunner().invoke(app, [
+        "tune-e2e", model, dev, "--threshold", "0.0", "--threshold", "0.5",
+        "--output", str(tmp_path / "t.json"), "--output-model", str(tmp_path / "tuned")])
+    assert result.exit_code == 0, result.output
+    tuned = json.loads((tmp_path / "t.json").read_text())
+    assert [r["threshold"] for r in tuned["rows"]] == [0.0, 0.5]
+    assert tuned["rows"][1]["n_predicted"] == 0  # p_span × p_rank never reaches 0.5 untrained
+    loaded = spacy.load(tmp_path / "tuned")
+    assert loaded.get_pipe("arbo_linker").settings.threshold == tuned["best"]["threshold"]
+
+
+def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+    nlp = _initialised(
+        toy_examples,
+        ("arbo_entity_linker", {"kb_path": str(toy_kb_path), "top_k": 4,
+                                "model": {"encoder_name": tiny_encoder}}),
+        ("arbo_reranker", {"top_k": 3, "train_top_k": 3,
+                           "model": {"encoder_name": tiny_encoder}}))
+    model, gold = _saved(nlp, toy_examples, tmp_path)
+    result = CliRunner().invoke(app, [
+        "evaluate-rerank", model, gold, "--oracle", "none", "--oracle", "self",
+        "--oracle", "union", "--union-with", model, "--top-k", "1", "--top-k", "2",
+        "--output", str(tmp_path / "rerank.json")])
+    assert result.exit_code == 0, result.output
+    output = json.loads((tmp_path / "rerank.json").read_text())
+    runs = {(r["oracle"], r["top_k"]): r for r in output["runs"]}
+    assert set(runs) == {(o, k) for o in ("none", "self", "union") for k in (1, 2)}
+    assert runs["self", 2]["cross_encoder"]["candidate_recall"] == 1.0
+    assert runs["none", 2]["n_in_kb"] == 11
+    assert runs["none", 1]["cross_encoder"]["mean_candidates"] == 1.0
+    # with one candidate the re-ranker can only agree with the bi-encoder
+    assert (runs["none", 1]["cross_encoder"]["accuracy"]
+            == runs["none", 1]["bi_encoder"]["accuracy"])
+    # the oracle changes what the cross-encoder sees, never the bi-encoder's own top 1
+    assert (runs["self", 2]["bi_encoder"]["accuracy"]
+            == runs["none", 2]["bi_encoder"]["accuracy"])
+    # each distinct pair is scored once; the union run at K=2 holds every other run's pairs
+    union = runs["union", 2]["cross_encoder"]["mean_candidates"] * 11
+    assert output["timings"]["pairs"] == round(union)
