@@ -466,3 +466,30 @@ def test_nlp_to_disk_can_leave_the_linker_out(tiny_encoder, toy_kb_path, toy_exa
     with pytest.raises(ValueError, match=r"E030.*does not exist"):
         spacy.load(tmp_path / "pipeline")  # never the base encoder in its place
     assert spacy.load(tmp_path / "pipeline", exclude=[LINKER]).pipe_names == []
+
+
+def test_get_loss_is_the_softmax_loss_of_the_gold_among_predicted_candidates(
+        tiny_encoder, toy_kb_path, toy_examples):
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "top_k": 3, "model": {"encoder_name": tiny_encoder}})
+    nlp.initialize(lambda: toy_examples)
+    docs = [eg.predicted for eg in toy_examples[:3]]
+    for doc, eg in zip(docs, toy_examples[:3], strict=True):
+        doc.ents = [doc.char_span(e.start_char, e.end_char, e.label_) for e in eg.reference.ents]
+    predictions = linker.predict(docs)
+    examples = [Example(d, eg.reference) for d, eg in zip(docs, toy_examples[:3], strict=True)]
+    loss, d_scores = linker.get_loss(examples, predictions)
+    expected, n = 0.0, 0
+    for (scores, positions, _), eg in zip(predictions, examples, strict=True):
+        for row, row_positions, ent in zip(scores, positions, eg.reference.ents, strict=True):
+            gold = linker.kb.position(ent.kb_id_)
+            if gold in row_positions:
+                probs = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+                expected -= np.log(probs[list(row_positions).index(gold)])
+                n += 1
+    assert n > 0 and loss == pytest.approx(expected / n, rel=1e-4)
+    assert len(d_scores) == sum(len(eg.reference.ents) for eg in examples)
+    assert all(abs(float(g.sum())) < 1e-5 for g in d_scores)  # softmax minus one-hot

@@ -282,3 +282,28 @@ def test_teacher_with_another_kb_is_refused(tiny_encoder, toy_kb_path, toy_examp
         nlp = spacy.blank("en")
         nlp.to_disk(tmp_path / "blank")
         teacher_loader(str(tmp_path / "blank"))(KnowledgeBase.from_jsonl(toy_kb_path))
+
+
+def test_get_loss_scores_the_gold_among_the_reranked_candidates(tiny_encoder, toy_kb_path,
+                                                               toy_examples):
+    from spacy.training import Example
+
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    reranker = nlp.get_pipe(RERANKER)
+    with nlp.select_pipes(disable=[RERANKER]):
+        docs = list(nlp.pipe(eg.predicted.copy() for eg in toy_examples))
+    predictions = reranker.predict(docs)
+    examples = [Example(d, eg.reference) for d, eg in zip(docs, toy_examples, strict=True)]
+    loss, d_scores = reranker.get_loss(examples, predictions)
+    expected, n = [], 0
+    for doc, scores, eg in zip(docs, predictions, examples, strict=True):
+        gold = {(e.start_char, e.end_char): e.kb_id_ for e in eg.reference.ents}
+        for ent, row in zip(doc.ents, scores, strict=True):
+            ids = [c for c, _ in ent._.kb_candidates[:3]]
+            if gold[(ent.start_char, ent.end_char)] in ids:
+                j = ids.index(gold[(ent.start_char, ent.end_char)])
+                expected.append(-(row[j] - np.log(np.exp(row).sum())))
+            n += 1
+    assert expected and loss == pytest.approx(float(np.mean(expected)), rel=1e-4)
+    assert len(d_scores) == n

@@ -266,3 +266,16 @@ def test_distill_needs_a_teacher():
     distill = make_objective("distill", teacher_path="x", n_negatives=3)
     assert isinstance(distill, Distillation) and distill.objective.negatives == "hard"
     assert distill.teacher is None  # loaded on the first training step
+
+
+def test_ranked_candidate_loss_is_softmax_cross_entropy_with_its_gradient():
+    from spacy_arboel.objectives.losses import ranked_candidate_loss
+
+    rows = [np.array([2.0, 1.0, -np.inf]), np.array([0.5, 0.5]), np.array([1.0, 3.0])]
+    loss, grads = ranked_candidate_loss(rows, [1, None, 0])
+    first = -np.log(np.exp(1.0) / (np.exp(2.0) + np.exp(1.0)))
+    third = -np.log(np.exp(1.0) / (np.exp(1.0) + np.exp(3.0)))
+    assert loss == pytest.approx((first + third) / 2)
+    assert not grads[1].any() and grads[0][2] == 0.0  # no gold: no gradient; padding: none
+    p = np.exp([2.0, 1.0]) / np.exp([2.0, 1.0]).sum()
+    np.testing.assert_allclose(grads[0][:2], (p - [0, 1]) / 2, rtol=1e-5)

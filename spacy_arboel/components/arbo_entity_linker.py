@@ -26,7 +26,14 @@ from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..ml.bi_encoder import torch_encoders
 from ..ml.torch_layers import initialize_with
 from ..objectives import Objective
-from .common import config_kb, gold_mentions, run_update, settings_from, write_folder
+from .common import (
+    candidate_loss,
+    config_kb,
+    gold_mentions,
+    run_update,
+    settings_from,
+    write_folder,
+)
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL_CONFIG = """
@@ -167,6 +174,15 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         self._require("encoders (call initialize first)")
         return run_update(self, examples, lambda egs: self.trainer.step(
             *gold_mentions(eg.reference for eg in egs)), sgd, losses)
+
+    def get_loss(self, examples: Iterable[Example], predictions) -> tuple[float, list]:
+        """The softmax loss of each ent's gold among the top-k ``predict`` scored, and its
+        gradient: a diagnostic (``update`` trains through the objective)."""
+        kb = self._require("a knowledge base").kb
+        return candidate_loss(examples, [
+            [(ent, [kb.entity_at(int(p)).id if p >= 0 else None for p in row_p], row_s)
+             for ent, row_s, row_p in zip(eg.predicted.ents, s, p, strict=True)]
+            for eg, (s, p, _) in zip(examples, predictions, strict=True)])
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Apply the optimizer; the index is stale until the next refresh."""

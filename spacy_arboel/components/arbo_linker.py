@@ -23,7 +23,12 @@ from ..evaluation.end_to_end import score_end_to_end
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
 from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..linking.reader_spans import candidates_by_span, resolve_spans
-from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
+from ..linking.retriever_reader import (
+    DocLinks,
+    ReaderSettings,
+    RetrieverReader,
+    check_saved_settings,
+)
 from ..ml.reader_model import torch_parts
 from ..ml.torch_layers import initialize_with
 from .arbo_entity_linker import ArboEntityLinker
@@ -241,7 +246,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
                 "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
                 "tokenizer": lambda p: state.update(tokenizer=load_tokenizer(str(p))),
             }, exclude)
-            self._check_saved(path, state)
+            check_saved_settings(state, self.settings, self.name, path)
             tokenizer = state.get("tokenizer") or load_tokenizer(self.model.attrs["encoder_name"])
             kb = state["kb"] if "kb" in state else config_kb(self.cfg["kb_path"], self.name)
             self._set_up(kb, tokenizer, partial(RetrieverReader.load_modules, path,
@@ -255,12 +260,3 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
             self.retriever_reader.set_kb(kb)
         self.ensure_ready()
         return self
-
-    def _check_saved(self, path: Path, state: dict[str, Any]) -> None:
-        for setting in ("entity_granularity", "share_weights"):
-            configured = getattr(self.settings, setting)
-            found = state.get(setting, configured)
-            if found != configured:
-                error = Errors.E056 if setting == "entity_granularity" else Errors.E080
-                raise ValueError(error.format(name=self.name, path=path, found=found,
-                                              configured=configured, setting=f"model.{setting}"))

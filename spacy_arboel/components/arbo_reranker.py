@@ -32,7 +32,7 @@ from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
 from ..ml.torch_layers import initialize_with
-from .common import config_kb, run_update, write_folder
+from .common import candidate_loss, config_kb, run_update, write_folder
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
@@ -195,6 +195,14 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         reranker = self._require()
         return run_update(self, examples, lambda egs: reranker.step(
             *self._training_mentions(egs)), sgd, losses)
+
+    def get_loss(self, examples: Iterable[Example], predictions) -> tuple[float, list]:
+        """The softmax loss of each re-ranked ent's gold among the top-k ``predict`` scored,
+        and its gradient: a diagnostic (``update`` trains with the gold injected)."""
+        return candidate_loss(examples, [
+            [(ent, ids, row) for (ent, ids), row in zip(self._targets(eg.predicted), s,
+                                                        strict=True)]
+            for eg, s in zip(examples, predictions, strict=True)])
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Apply the optimizer; the int8 copy is made again when next needed."""

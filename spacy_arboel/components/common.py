@@ -19,6 +19,7 @@ from ..encoders.inputs import MentionSpan
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT
 from ..kb.knowledge_base import KnowledgeBase
+from ..objectives.losses import ranked_candidate_loss
 
 S = TypeVar("S")
 
@@ -96,3 +97,18 @@ def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], 
         new.append(span)
     # span extensions are keyed by character offsets, so they carry over to doc.ents
     doc.set_ents(sorted(kept + new, key=lambda s: s.start), default="outside")
+
+
+def candidate_loss(examples: Iterable[Example], rows: Iterable[Iterable[tuple[Any, list, Any]]]
+                   ) -> tuple[float, list]:
+    """``get_loss`` of a component that scores candidates: BLINK's softmax loss (eq. 4) of
+    each scored ent's gold entity among its candidates, and d loss / d scores. ``rows``: per
+    example, ``(ent, candidate ids, scores)`` of each ent ``predict`` scored."""
+    scores, gold = [], []
+    for eg, doc_rows in zip(examples, rows, strict=True):
+        golds = {(e.start_char, e.end_char): gold_ids(e.kb_id_) for e in eg.reference.ents}
+        for ent, ids, row in doc_rows:
+            wanted = golds.get((ent.start_char, ent.end_char), [])
+            scores.append(row)
+            gold.append(next((j for j, i in enumerate(ids) if i in wanted), None))
+    return ranked_candidate_loss(scores, gold)

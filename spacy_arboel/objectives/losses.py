@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import torch
 
 from ..errors import Errors
@@ -82,3 +85,25 @@ def get_loss(name: str):
     if name == "edge":
         return edge_loss
     raise ValueError(Errors.E007.format(what="loss", value=name, options=", ".join(LOSSES)))
+
+
+def ranked_candidate_loss(scores: Sequence[np.ndarray], gold: Sequence[int | None]
+                          ) -> tuple[float, list[np.ndarray]]:
+    """BLINK's softmax cross-entropy (eq. 4) of each mention's gold column among its scored
+    candidates, as predicted (no gradient through an encoder): the mean loss over the mentions
+    whose gold entity is among their candidates, and d loss / d scores per mention (softmax
+    minus one-hot; zero where the gold is missing). ``-inf`` scores are padding."""
+    grads, losses = [], []
+    for row, target in zip(scores, gold, strict=True):
+        row = np.asarray(row, dtype="float64")
+        grad = np.zeros_like(row)
+        finite = np.isfinite(row)
+        if target is not None and finite[target]:
+            shifted = np.where(finite, row - row[finite].max(), -np.inf)
+            probs = np.exp(shifted) / np.exp(shifted).sum()
+            losses.append(-np.log(max(probs[target], 1e-30)))
+            grad = probs
+            grad[target] -= 1.0
+        grads.append(grad.astype("float32"))
+    n = len(losses)
+    return (float(np.mean(losses)) if n else 0.0), [g / max(n, 1) for g in grads]
