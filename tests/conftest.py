@@ -121,3 +121,20 @@ def saved_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path) -> Path:
     nlp.to_disk(tmp_path / "pipeline")
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
     return tmp_path
+
+
+# settings of the passage reader (spacy_arboel.RetrieverReader.v1) that live in its model
+PASSAGE_MODEL_KEYS = ("mode", "warmup_retriever_steps", "warmup_reader_steps",
+                      "span_retrieval", "empty_passage_rate", "share_weights", "query_pooling")
+PASSAGE_DEFAULTS = {"passage_length": 32, "passage_stride": 24, "threshold": 0.03,
+                    "batch_size": 16}
+
+
+def passage_linker_config(config: dict, model: dict | None = None) -> dict:
+    """An arbo_linker config for the passage reader (EntQA / BEER²), with that reader's
+    settings moved into its model block and its usual passage size and threshold."""
+    model = {"@architectures": "spacy_arboel.RetrieverReader.v1", **(model or {}),
+             **{k: v for k, v in config.items() if k in PASSAGE_MODEL_KEYS}}
+    return {**PASSAGE_DEFAULTS, **{k: v for k, v in config.items()
+                                   if k not in PASSAGE_MODEL_KEYS and k != "model"},
+            "model": model}

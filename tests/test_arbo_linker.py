@@ -1,5 +1,6 @@
-"""The arbo_linker component (EntQA / BEER² retriever-reader): pipe, training, save/load, bad
-input."""
+"""The arbo_linker component with either core: the one-pass span reader (ELQ, the default)
+and the passage reader (EntQA / BEER², ``RetrieverReader.v1``): pipe, training, save/load,
+bad input."""
 
 import json
 import warnings
@@ -12,14 +13,20 @@ import torch
 from thinc.api import Adam
 
 from spacy_arboel.errors import Errors
+from tests.conftest import passage_linker_config
 
 
-def _nlp(tiny_encoder, kb_path, model=None, ready=True, **config):
-    """A pipeline with an arbo_linker set up from its config (``ensure_ready``) unless
-    ``ready`` is False (for tests that initialise it)."""
+def _nlp(tiny_encoder, kb_path, model=None, ready=True, reader="passage", **config):
+    """A pipeline with an arbo_linker (the ``passage`` or ``span`` reader) set up from its
+    config (``ensure_ready``) unless ``ready`` is False (for tests that initialise it)."""
     nlp = spacy.blank("en")
-    config = {"kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder, **(model or {})},
-              **config}
+    model = {"encoder_name": tiny_encoder, **(model or {})}
+    config = {"kb_path": str(kb_path), **config}
+    if reader == "passage":
+        config = passage_linker_config(config, model)
+    else:
+        config = {"passage_length": 48, "passage_stride": 40, **config,
+                  "model": {"max_spans": 16, **model}}
     linker = nlp.add_pipe("arbo_linker", config=config)
     if ready:
         linker.ensure_ready()
@@ -101,10 +108,10 @@ def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples, mode)
     optimizer = Adam(0.003)
     phases, losses = [], []
     for _ in range(12):
-        phases.append(linker.retriever_reader.phase())
+        phases.append(linker.reader.phase())
         losses.append(nlp.update(toy_examples, sgd=optimizer)["arbo_linker"])
     assert set(phases) == ({"joint"} if mode == "joint" else {"retriever"})
-    assert linker.retriever_reader.phase() == ("joint" if mode == "joint" else "reader")
+    assert linker.reader.phase() == ("joint" if mode == "joint" else "reader")
     assert sum(losses[-3:]) < sum(losses[:3]), losses
     if mode == "pipeline":  # the reader phase trains too
         reader = [nlp.update(toy_examples, sgd=optimizer)["arbo_linker"] for _ in range(10)]
@@ -151,30 +158,36 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
         spacy.load(tmp_path / "pipeline")
 
 
+@pytest.mark.parametrize("reader", ["passage", "span"])
 def test_kb_without_types_labels_from_training_or_default(tiny_encoder, tmp_path,
-                                                          toy_examples):
+                                                          toy_examples, reader):
     from tests.conftest import TOY_ENTITIES
 
     path = tmp_path / "untyped.jsonl"
     path.write_text("\n".join(json.dumps({**e, "types": []}) for e in TOY_ENTITIES) + "\n")
-    nlp = _nlp(tiny_encoder, path, threshold=0.0, top_k=2, default_label="THING")
+    nlp = _nlp(tiny_encoder, path, threshold=0.0, top_k=2, default_label="THING",
+               reader=reader)
     nlp.initialize(lambda: toy_examples[:2])  # sees Aspirin, Cough, Fever
     linker = nlp.get_pipe("arbo_linker")
-    assert linker.retriever_reader.entity_labels == {
+    assert linker.reader.entity_labels == {
         "D001241": "Chemical", "D003371": "Disease", "D005334": "Disease"}
-    assert linker.retriever_reader.label_of("D006333", "THING") == "THING"
+    assert linker.reader.label_of("D006333", "THING") == "THING"
     doc = nlp("Cardiac failure and aspirin.")
     assert {e.label_ for e in doc.ents} <= {"Chemical", "Disease", "THING"}
 
 
-def test_keep_existing_ents(tiny_encoder, toy_kb_path):
-    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2, ents="keep")
+@pytest.mark.parametrize("reader", ["passage", "span"])
+def test_keep_existing_ents(tiny_encoder, toy_kb_path, reader):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2, ents="keep", reader=reader,
+               model={"span_threshold": 0.0} if reader == "span" else None)
     doc = nlp.make_doc("Aspirin induced cough in patients.")
     doc.ents = [doc.char_span(0, 7, label="DRUG", kb_id="X1")]
     doc = nlp.get_pipe("arbo_linker")(doc)
     assert (doc.ents[0].text, doc.ents[0].label_, doc.ents[0].kb_id_) == ("Aspirin", "DRUG",
                                                                           "X1")
-    replaced = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2, ents="replace")
+    replaced = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=2, ents="replace",
+                    reader=reader,
+                    model={"span_threshold": 0.0} if reader == "span" else None)
     doc2 = replaced.make_doc("Aspirin induced cough in patients.")
     doc2.ents = [doc2.char_span(0, 7, label="DRUG", kb_id="X1")]
     doc2 = replaced.get_pipe("arbo_linker")(doc2)
@@ -218,21 +231,23 @@ def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_exam
     with pytest.raises(ValueError, match="E056"):
         nlp.get_pipe("arbo_linker").initialize(lambda: toy_examples, nlp=nlp,
                                                linker_path=str(tmp_path / "linker"))
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder},
-                                        "entity_granularity": "alias"})
-    linker = nlp.get_pipe("arbo_linker")
-    linker.initialize(lambda: toy_examples, nlp=nlp, linker_path=str(tmp_path / "linker"))
-    assert linker.kb.fingerprint() == bi_encoder.kb.fingerprint()
-    assert linker.settings.entity_granularity == "alias"
-    np.testing.assert_allclose(linker.retriever_reader.index.embeddings,
-                               bi_encoder.retriever.index.embeddings)
     from spacy_arboel.ml.bi_encoder import torch_encoders
-    from spacy_arboel.ml.reader_model import torch_parts
+    from spacy_arboel.ml.torch_layers import torch_modules
 
     mention = torch_encoders(bi_encoder.model)["mention"].transformer.state_dict()
-    passage = torch_parts(linker.model)["heads"].passage.state_dict()
-    assert all(torch.equal(mention[k], passage[k]) for k in mention)
+    for reader, passage_encoder in (("span", lambda m: m["spans"].encoder),
+                                    ("passage", lambda m: m["heads"].passage)):
+        nlp = _nlp(tiny_encoder, toy_kb_path, reader=reader, ready=False,
+                   entity_granularity="alias")
+        linker = nlp.get_pipe("arbo_linker")
+        linker.initialize(lambda: toy_examples, nlp=nlp,
+                          linker_path=str(tmp_path / "linker"))
+        assert linker.kb.fingerprint() == bi_encoder.kb.fingerprint()
+        assert linker.settings.entity_granularity == "alias"
+        np.testing.assert_allclose(linker.reader.index.embeddings,
+                                   bi_encoder.retriever.index.embeddings)
+        passage = passage_encoder(torch_modules(linker.model)).state_dict()
+        assert all(torch.equal(mention[k], passage[k]) for k in mention)
     with pytest.raises(ValueError, match="arbo_entity_linker"):
         linker.initialize(lambda: toy_examples, nlp=nlp, linker_path=str(tmp_path))
 
@@ -270,7 +285,7 @@ def test_threshold_tuning_scores_each_threshold_from_one_reading(tiny_encoder, t
         return spans, None
 
     linker.ensure_ready()
-    monkeypatch.setattr(linker.retriever_reader, "scored_spans", scored)
+    monkeypatch.setattr(linker.reader, "scored_spans", scored)
     best, rows = tune_threshold(linker, gold, [0.1, 0.001, 0.04])
     assert calls == [0.001]  # one reading at the lowest threshold
     by_t = {r["threshold"]: r for r in rows}
@@ -299,14 +314,14 @@ def _trained(tiny_encoder, kb_path, examples):
     for _ in range(2):
         nlp.update(examples, sgd=optimizer)
     linker = nlp.get_pipe(LINKER)
-    assert linker.retriever_reader.updates == 2
+    assert linker.reader.updates == 2
     return linker
 
 
 def _fresh(tiny_encoder, **config):
     """An arbo_linker with the settings of ``_trained``, neither initialised nor loaded."""
-    return spacy.blank("en").add_pipe(LINKER, config={
-        "model": {"encoder_name": tiny_encoder, **MODEL}, **CONFIG, **config})
+    return spacy.blank("en").add_pipe(LINKER, config=passage_linker_config(
+        {**CONFIG, **config}, {"encoder_name": tiny_encoder, **MODEL}))
 
 
 def _predictions(linker, examples):
@@ -331,8 +346,8 @@ def test_component_to_disk_from_disk_round_trip(tiny_encoder, toy_kb_path, toy_e
         "entity_encoder", "heads.safetensors", "index", "manifest.json"}
     restored = _fresh(tiny_encoder).from_disk(tmp_path / "saved")
     assert _predictions(restored, toy_examples) == expected
-    assert restored.retriever_reader.updates == 2
-    assert restored.retriever_reader.phase() == linker.retriever_reader.phase() == "reader"
+    assert restored.reader.updates == 2
+    assert restored.reader.phase() == linker.reader.phase() == "reader"
     assert restored.kb.fingerprint() == linker.kb.fingerprint()
 
 
@@ -348,9 +363,9 @@ def test_component_to_disk_without_the_index_rebuilds_it(tiny_encoder, toy_kb_pa
     with pytest.raises(ValueError, match=r"E030.*index missing"):
         _fresh(tiny_encoder).from_disk(tmp_path / "no_index")
     restored = _fresh(tiny_encoder).from_disk(tmp_path / "no_index", exclude=["index"])
-    index = restored.retriever_reader.index
+    index = restored.reader.index
     assert index is not None and index.n_entities == len(linker.kb)
-    np.testing.assert_allclose(index.embeddings, linker.retriever_reader.index.embeddings,
+    np.testing.assert_allclose(index.embeddings, linker.reader.index.embeddings,
                                rtol=1e-5, atol=1e-6)
     assert _predictions(restored, toy_examples) == expected
 
@@ -379,7 +394,7 @@ def test_component_from_disk_without_the_kb_takes_kb_path(tiny_encoder, toy_kb_p
         other = _fresh(tiny_encoder, kb_path=str(smaller)).from_disk(
             tmp_path / "full", exclude=["kb", "index"])
     assert not [w for w in caught if "W004" in str(w.message)]
-    assert len(other.kb) == 3 and other.retriever_reader.index.n_entities == 3
+    assert len(other.kb) == 3 and other.reader.index.n_entities == 3
     ids = {e[3] for ents, _ in _predictions(other, toy_examples) for e in ents}
     assert ids and ids <= set(other.kb.ids)
 
@@ -389,7 +404,7 @@ def test_component_to_bytes_from_bytes_with_exclude(tiny_encoder, toy_kb_path, t
     expected = _predictions(linker, toy_examples)
     restored = _fresh(tiny_encoder).from_bytes(linker.to_bytes())
     assert _predictions(restored, toy_examples) == expected
-    assert restored.retriever_reader.updates == 2
+    assert restored.reader.updates == 2
     data = linker.to_bytes(exclude=["cfg"])
     packed = srsly.msgpack_loads(data)
     assert "cfg.json" not in packed and "heads.safetensors" in packed
@@ -397,7 +412,7 @@ def test_component_to_bytes_from_bytes_with_exclude(tiny_encoder, toy_kb_path, t
         _fresh(tiny_encoder).from_bytes(data)
     restored = _fresh(tiny_encoder).from_bytes(data, exclude=["cfg"])
     assert _predictions(restored, toy_examples) == expected  # the KB's types are the labels
-    assert restored.retriever_reader.updates == 0  # the training state was left out
+    assert restored.reader.updates == 0  # the training state was left out
 
 
 def test_nlp_to_disk_can_leave_the_linker_out(tiny_encoder, toy_kb_path, toy_examples,
@@ -410,3 +425,102 @@ def test_nlp_to_disk_can_leave_the_linker_out(tiny_encoder, toy_kb_path, toy_exa
     with pytest.raises(ValueError, match=r"E030.*does not exist"):
         spacy.load(tmp_path / "pipeline")  # never the base encoder in its place
     assert spacy.load(tmp_path / "pipeline", exclude=[LINKER]).pipe_names == []
+
+
+# --- the one-pass span reader (the default architecture) -----------------------------------
+
+def test_the_span_reader_is_the_default(tiny_encoder, toy_kb_path):
+    linker = spacy.blank("en").add_pipe("arbo_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
+    assert linker.model.attrs["reader"] == "span"
+    assert linker.settings.passage_length == 128 and linker.settings.threshold == 0.3
+
+
+def test_span_reader_links_raw_text(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, reader="span", threshold=0.0, top_k=3,
+               model={"span_threshold": 0.0})
+    doc = nlp("Aspirin induced cough in patients with heart failure.")
+    assert doc.ents
+    for ent in doc.ents:
+        assert ent.label_ == nlp.get_pipe("arbo_linker").kb[ent.kb_id_].types[0]
+        candidates = ent._.kb_candidates
+        assert candidates[0][0] == ent.kb_id_ and len(candidates) == 3
+        assert [s for _, s in candidates] == sorted((s for _, s in candidates), reverse=True)
+    (start, end, merged), = doc._.passage_candidates
+    assert (start, end) == (0, len(doc.text)) and len(merged) >= 3
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "the of and", "\x00\x07\u200b 🙂 αβγ",
+                                  "Aspirin\x00induced\u200bcough 🙂 in café patients."])
+def test_span_reader_bad_and_odd_text(tiny_encoder, toy_kb_path, text):
+    nlp = _nlp(tiny_encoder, toy_kb_path, reader="span", threshold=0.0,
+               model={"span_threshold": 0.0})
+    doc = nlp(text)
+    for ent in doc.ents:
+        assert doc.text[ent.start_char : ent.end_char] == ent.text
+    if not text.strip():
+        assert doc.ents == () and not doc._.passage_candidates
+
+
+def test_span_reader_links_200k_characters_in_bounded_passages(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, reader="span", threshold=0.0, top_k=1,
+               batch_size=32, model={"span_threshold": 0.0, "max_spans": 2})
+    sentence = "Aspirin induced cough in patients. "
+    text = sentence * (200_000 // len(sentence))
+    doc = nlp(text)
+    passages = doc._.passage_candidates
+    assert passages[-1][1] == len(text.rstrip())
+    assert doc.ents and doc.ents[-1].end_char > 190_000
+
+
+def test_span_reader_training_links_the_toy_corpus(tiny_encoder, toy_kb_path, toy_examples):
+    """Joint steps (mention + entity loss) on six sentences find their gold links."""
+    torch.manual_seed(0)
+    nlp = _nlp(tiny_encoder, toy_kb_path, reader="span", ready=False, train_top_k=3)
+    nlp.initialize(lambda: toy_examples)
+    optimizer = Adam(0.003)
+    losses = [nlp.update(toy_examples, sgd=optimizer)["arbo_linker"] for _ in range(40)]
+    assert sum(losses[-3:]) < 0.3 * sum(losses[:3]), losses
+    scores = nlp.evaluate(toy_examples)
+    assert scores["e2e_inkb_f"] > 0.8, scores
+
+
+@pytest.mark.parametrize("cross_reread", [0, 2])
+def test_span_reader_save_load_with_exclude(tiny_encoder, toy_kb_path, toy_examples, tmp_path,
+                                            cross_reread):
+    torch.manual_seed(0)
+    settings = {"reader": "span", "threshold": 0.0, "top_k": 3,
+                "model": {"span_threshold": 0.0, "cross_reread": cross_reread}}
+    nlp = _nlp(tiny_encoder, toy_kb_path, ready=False, **settings)
+    nlp.initialize(lambda: toy_examples)
+    optimizer = Adam(0.003)
+    for _ in range(2):
+        nlp.update(toy_examples, sgd=optimizer)
+    linker = nlp.get_pipe(LINKER)
+    expected = _predictions(linker, toy_examples)
+    linker.to_disk(tmp_path / "saved")
+    saved = {p.name for p in (tmp_path / "saved").iterdir()}
+    assert ("cross_encoder" in saved) == bool(cross_reread) and "reader_encoder" not in saved
+    fresh = _nlp(tiny_encoder, toy_kb_path, ready=False, **settings).get_pipe(LINKER)
+    restored = fresh.from_disk(tmp_path / "saved")
+    assert _predictions(restored, toy_examples) == expected
+    assert restored.reader.updates == 2
+    fresh = _nlp(tiny_encoder, toy_kb_path, ready=False, **settings).get_pipe(LINKER)
+    restored = fresh.from_bytes(linker.to_bytes(exclude=["index"]), exclude=["index"])
+    assert _predictions(restored, toy_examples) == expected
+    # the config is the source of truth: another architecture or cross_reread is an error
+    other = {**settings, "model": {"span_threshold": 0.0, "cross_reread": 2 - cross_reread}}
+    with pytest.raises(ValueError, match=r"E080.*cross_reread"):
+        _nlp(tiny_encoder, toy_kb_path, ready=False, **other).get_pipe(LINKER).from_disk(
+            tmp_path / "saved")
+    with pytest.raises(ValueError, match=r"E080.*RetrieverReader"):
+        _fresh(tiny_encoder).from_disk(tmp_path / "saved")
+
+
+def test_span_reader_settings_are_checked(tiny_encoder, toy_kb_path):
+    with pytest.raises(ValueError, match="E011"):
+        _nlp(tiny_encoder, toy_kb_path, reader="span", ready=False,
+             model={"cross_reread": 20}, top_k=4)
+    with pytest.raises(ValueError, match="E028"):
+        _nlp(tiny_encoder, toy_kb_path, reader="span", passage_length=200,
+             passage_stride=100)

@@ -10,8 +10,16 @@ import spacy
 import srsly
 
 from spacy_arboel.artefacts import check_folder, clear_saved, unsafe_entry, write_manifest
+from tests.conftest import passage_linker_config
 
 COMPONENTS = ["arbo_entity_linker", "arbo_linker", "arbo_reranker"]
+
+
+def _config(factory: str, kb_path, encoder: str) -> dict:
+    """A component over the toy KB and the tiny encoder (whose window of 128 positions
+    takes arbo_linker passages of 48 wordpieces)."""
+    window = {"passage_length": 48, "passage_stride": 40} if factory == "arbo_linker" else {}
+    return {"kb_path": str(kb_path), "model": {"encoder_name": encoder}, **window}
 
 
 @pytest.mark.parametrize("name", ["/abs/x", "../../x", "a/../../x", "tokenizer/../../x",
@@ -38,8 +46,7 @@ def test_from_bytes_writes_nothing_outside_its_folder(factory, tiny_encoder, toy
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
     outside = tmp_path / "outside"
     nlp = spacy.blank("en")
-    pipe = nlp.add_pipe(factory, config={"kb_path": str(toy_kb_path),
-                                         "model": {"encoder_name": tiny_encoder}})
+    pipe = nlp.add_pipe(factory, config=_config(factory, toy_kb_path, tiny_encoder))
     payloads = [{str(outside / "x"): b"x"}, {"../../x": b"x"}, {"cfg.json": b"{}",
                                                                 "../escape": b"x"},
                 {"evil.py": b"import os"}, {"cfg.json": "not bytes"}, [b"a list"]]
@@ -152,8 +159,7 @@ def _packed(pipe) -> dict:
 def test_from_bytes_needs_the_manifest_and_refuses_unlisted_files(factory, tiny_encoder,
                                                                  toy_kb_path):
     nlp = spacy.blank("en")
-    pipe = nlp.add_pipe(factory, config={"kb_path": str(toy_kb_path),
-                                         "model": {"encoder_name": tiny_encoder}})
+    pipe = nlp.add_pipe(factory, config=_config(factory, toy_kb_path, tiny_encoder))
     files = _packed(pipe)
     without = {k: v for k, v in files.items() if k != "manifest.json"}
     with pytest.raises(ValueError, match=r"E031.*'manifest.json': it is missing"):
@@ -185,9 +191,9 @@ def test_a_save_over_an_older_one_leaves_none_of_its_files(tiny_encoder, toy_kb_
     models = []
     for mode in ("pipeline", "joint"):
         nlp = spacy.blank("en")
-        nlp.add_pipe("arbo_linker", config={
-            "kb_path": str(toy_kb_path), "mode": mode,
-            "model": {"encoder_name": tiny_encoder, "share_weights": mode == "joint"}})
+        nlp.add_pipe("arbo_linker", config=passage_linker_config(
+            {"kb_path": str(toy_kb_path), "mode": mode},
+            {"encoder_name": tiny_encoder, "share_weights": mode == "joint"}))
         nlp.initialize(lambda: toy_examples)
         models.append(nlp)
     folder = tmp_path / "pipeline" / "arbo_linker"

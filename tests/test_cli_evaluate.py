@@ -43,7 +43,8 @@ def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_
 
 def _e2e(tiny_encoder, kb_path, examples, **config):
     return _initialised(examples, ("arbo_linker", {
-        "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}, **config}))
+        "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder},
+        "passage_length": 48, "passage_stride": 40, **config}))
 
 
 def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
@@ -65,12 +66,12 @@ def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_exa
     nlp = _e2e(tiny_encoder, toy_kb_path, toy_examples, top_k=2)
     model, dev = _saved(nlp, toy_examples, tmp_path, "model", "dev.spacy")
     result = CliRunner().invoke(app, [
-        "tune-e2e", model, dev, "--threshold", "0.0", "--threshold", "0.5",
+        "tune-e2e", model, dev, "--threshold", "0.0", "--threshold", "0.9999",
         "--output", str(tmp_path / "t.json"), "--output-model", str(tmp_path / "tuned")])
     assert result.exit_code == 0, result.output
     tuned = json.loads((tmp_path / "t.json").read_text())
-    assert [r["threshold"] for r in tuned["rows"]] == [0.0, 0.5]
-    assert tuned["rows"][1]["n_predicted"] == 0  # p_span × p_rank never reaches 0.5 untrained
+    assert [r["threshold"] for r in tuned["rows"]] == [0.0, 0.9999]
+    assert tuned["rows"][1]["n_predicted"] == 0  # p(m)·p(e | m) untrained: far below 0.9999
     loaded = spacy.load(tmp_path / "tuned")
     assert loaded.get_pipe("arbo_linker").settings.threshold == tuned["best"]["threshold"]
 

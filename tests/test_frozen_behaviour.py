@@ -83,7 +83,8 @@ def linker_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> dict[
 
 
 def end_to_end_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> dict[str, Any]:
-    """arbo_linker (joint mode) trained 6 steps from a seed, saved, loaded, run on raw text."""
+    """arbo_linker (the passage reader, joint mode) trained 6 steps from a seed, saved,
+    loaded, run on raw text."""
     import spacy
     from thinc.api import Adam
 
@@ -91,8 +92,9 @@ def end_to_end_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> d
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker", config={
         "kb_path": str(kb_path), "threshold": 0.0, "top_k": 3, "train_top_k": 3,
-        "warmup_retriever_steps": 2, "warmup_reader_steps": 2,
-        "model": {"encoder_name": encoder}})
+        "passage_length": 32, "passage_stride": 24, "batch_size": 16,
+        "model": {"@architectures": "spacy_arboel.RetrieverReader.v1", "encoder_name": encoder,
+                  "warmup_retriever_steps": 2, "warmup_reader_steps": 2}})
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.003)
     for _ in range(6):

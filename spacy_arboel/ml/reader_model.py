@@ -27,12 +27,19 @@ def build_retriever_reader(
     entity_pooling: str = "mean",
     query_pooling: str = "cls",
     share_weights: bool = True,
+    mode: str = "joint",
+    warmup_retriever_steps: int = 50,
+    warmup_reader_steps: int = 50,
+    span_retrieval: bool = True,
+    empty_passage_rate: float = 1.0,
     mixed_precision: bool = False,
 ) -> Model:
     """Passage encoder + reader heads (shared transformer when ``share_weights``) and an
     entity encoder. ``query_pooling``: the passage query, [CLS] as BEER² eq. 3 or the mean
     over the passage; ``entity_pooling``: how entity rows are pooled (``mean`` matches an
-    ``arbo_entity_linker`` trained with ``mention`` pooling, whose index can be reused)."""
+    ``arbo_entity_linker`` trained with ``mention`` pooling, whose index can be reused).
+    ``mode``, the warm-ups, ``span_retrieval`` and ``empty_passage_rate``: how it trains and
+    reads (``spacy_arboel.linking.ReaderSettings``)."""
     for what, value, options in (("entity_pooling", entity_pooling, ENTITY_POOLINGS),
                                  ("query_pooling", query_pooling, QUERY_POOLINGS)):
         if value not in options:
@@ -42,9 +49,15 @@ def build_retriever_reader(
         "arbo_retriever_reader", forward, init=init,
         layers=[torch_layer(_convert_inputs, mixed_precision=mixed_precision),
                 torch_layer(_convert_inputs, mixed_precision=mixed_precision)],
-        attrs={"encoder_name": encoder_name, "entity_pooling": entity_pooling,
-               "query_pooling": query_pooling, "share_weights": share_weights,
-               "mixed_precision": mixed_precision, "layer_names": ["heads", "entity"]},
+        attrs={"encoder_name": encoder_name, "reader": "passage",
+               "layer_names": ["heads", "entity"],
+               "settings": {"entity_pooling": entity_pooling, "query_pooling": query_pooling,
+                            "share_weights": share_weights, "mode": mode,
+                            "warmup_retriever_steps": warmup_retriever_steps,
+                            "warmup_reader_steps": warmup_reader_steps,
+                            "span_retrieval": span_retrieval,
+                            "empty_passage_rate": empty_passage_rate,
+                            "mixed_precision": mixed_precision}},
     )
 
 
@@ -55,10 +68,10 @@ def init(model: Model, X=None, Y=None) -> None:
 
 
 def _base_modules(model: Model) -> dict[str, torch.nn.Module]:
-    name = model.attrs["encoder_name"]
+    name, settings = model.attrs["encoder_name"], model.attrs["settings"]
     return base_reader_modules(name, len(load_tokenizer(name)),
-                               share_weights=model.attrs["share_weights"],
-                               entity_pooling=model.attrs["entity_pooling"])
+                               share_weights=settings["share_weights"],
+                               entity_pooling=settings["entity_pooling"])
 
 
 def forward(model: Model, inputs: tuple, is_train: bool):

