@@ -43,14 +43,15 @@ def _train(reader: SpanReader, steps: int) -> list[float]:
 def test_proposes_spans_and_retrieves_candidates_per_span(tiny_encoder, toy_kb_path):
     reader = _reader(tiny_encoder, toy_kb_path, max_spans=5)
     passages = reader.passages.passages(TEXTS)
-    proposals = reader.propose(passages)
+    proposals = reader.propose(passages, TEXTS)
     # every passage proposes its 5 best spans, each with its own 3 candidates
     assert np.bincount(proposals.rows).tolist() == [5, 5]
     assert (proposals.lasts - proposals.firsts < 4).all()
     assert proposals.candidates.shape == (10, 3) and (proposals.candidates >= 0).all()
     assert np.allclose(proposals.p_entity.sum(axis=1), 1)
     # the candidates are the entity index's top 3 for each span's mean vector
-    hidden, logits = reader.encode(passages)
+    encoded = reader.encode(passages, TEXTS)
+    hidden, logits = encoded.hidden, encoded.logits
     vectors = span_vectors(hidden, torch.as_tensor(proposals.rows),
                            torch.as_tensor(proposals.firsts), torch.as_tensor(proposals.lasts))
     expected = reader.index.search(vectors.numpy(), 3)[1]
@@ -64,7 +65,7 @@ def test_scored_spans_are_p_mention_times_p_entity(tiny_encoder, toy_kb_path):
     reader = _reader(tiny_encoder, toy_kb_path, max_spans=3)
     found, links = reader.scored_spans(TEXTS + ["   ", ""])
     assert found[2] == [] and found[3] == [] and links[2].passages == []
-    proposals = reader.propose(reader.passages.passages(TEXTS[:1]))
+    proposals = reader.propose(reader.passages.passages(TEXTS[:1]), TEXTS)
     joint = proposals.p_mention[:, None] * proposals.p_entity
     assert sorted(s.score for s in found[0]) == pytest.approx(sorted(joint.ravel()))
     for span in found[0]:
@@ -100,7 +101,7 @@ def test_mentions_outside_the_kb_are_neither_positive_nor_negative(tiny_encoder,
 
 def test_cross_reread_scores_the_top_candidates_and_trains(tiny_encoder, toy_kb_path):
     reader = _reader(tiny_encoder, toy_kb_path, cross_reread=2)
-    proposals = reader.propose(reader.passages.passages(TEXTS[:1]))
+    proposals = reader.propose(reader.passages.passages(TEXTS[:1]), TEXTS)
     assert (proposals.p_entity[:, 2:] == 0).all()
     assert np.allclose(proposals.p_entity[:, :2].sum(axis=1), 1)
     losses = _train(reader, 8)

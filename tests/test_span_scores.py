@@ -4,11 +4,14 @@ import numpy as np
 import torch
 
 from spacy_arboel.linking.span_scores import (
+    boundary_loss,
     candidate_probabilities,
+    continues_word,
     mention_loss,
     proposed_spans,
     span_logits,
     span_vectors,
+    whole_word_spans,
 )
 
 
@@ -60,3 +63,26 @@ def test_candidate_probabilities_are_a_softmax_over_valid_candidates():
     p = candidate_probabilities(np.array([[1.0, 0.0, -np.inf], [-np.inf, -np.inf, -np.inf]]))
     assert np.isclose(p[0, 0], np.e / (np.e + 1)) and p[0, 2] == 0
     assert np.allclose(p[1], 0)
+
+
+def test_spans_start_and_end_on_word_boundaries():
+    text = "doxorubicin-induced cardiotoxicity"
+    # pieces: "dox", "##orubicin", "-", "induced", "cardio", "##toxicity"
+    starts, ends = [0, 3, 11, 12, 20, 26], [3, 11, 12, 19, 26, 34]
+    continues = continues_word(text, starts, ends)
+    assert continues == [False, True, False, False, False, True]
+    whole = whole_word_spans(torch.tensor([continues]), max_width=3)[0]
+    assert whole[0, 1] and not whole[0, 0]  # "doxorubicin", not "dox"
+    assert not whole[1].any()  # nothing starts inside a word
+    assert whole[2, 0] and whole[3, 0] and whole[2, 1]  # "-", "induced", "-induced"
+    assert whole[4, 1] and not whole[4, 0]  # "cardiotoxicity", not "cardio"
+
+
+def test_boundary_loss_is_the_mean_of_three_piece_losses():
+    logits = [torch.tensor([[0.0, 1.0, 2.0]])] * 3
+    targets = [torch.tensor([[True, False, False]]), torch.tensor([[False, True, False]]),
+               torch.tensor([[True, True, False]])]
+    use = torch.tensor([[True, True, False]])
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    expected = sum(bce(torch.tensor([0.0, 1.0]), t[0, :2].float()) for t in targets) / 3
+    assert torch.isclose(boundary_loss(logits, targets, use), expected)

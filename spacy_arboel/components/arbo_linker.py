@@ -49,6 +49,7 @@ entity_pooling = "mean"
 span_threshold = 0.05
 max_spans = 64
 cross_reread = 0
+abbreviations = true
 mixed_precision = false
 """
 ENTS_MODES = ("replace", "keep")
@@ -67,7 +68,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_e
         "model": Config().from_str(DEFAULT_MODEL_CONFIG)["model"], "kb_path": None,
         "passage_length": 128, "passage_stride": 96, "entity_max_length": 32,
         "entity_granularity": "entity", "top_k": 16, "train_top_k": 8, "threshold": 0.3,
-        "max_span_length": 16, "default_label": "ENTITY", "ents": "replace",
+        "max_span_length": 24, "default_label": "ENTITY", "ents": "replace",
         "index_kind": "flat", "batch_size": 8, "quantize": False,
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },

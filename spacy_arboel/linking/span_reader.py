@@ -37,15 +37,19 @@ from ..kb.index import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import retriever_loss
 from .dense_retriever import GRANULARITIES, DenseRetriever
+from .abbreviation_links import link_abbreviations
 from .kb_reader import KBReader
 from .reader_spans import LinkedSpan
 from .retriever_reader import DocLinks, pad_rows, with_gold
 from .span_scores import (
+    boundary_loss,
     candidate_probabilities,
+    continues_word,
     mention_loss,
     proposed_spans,
     span_logits,
     span_vectors,
+    whole_word_spans,
 )
 
 
@@ -57,6 +61,8 @@ class SpanReaderSettings:
     per passage); ``top_k``: candidates per span; ``threshold``: the p(m)·p(e | m) a link
     needs. ``train_top_k``: retrieved negatives per gold span in training (the gold entity
     is added). ``cross_reread``: candidates per span the cross reader re-reads (0: off).
+    ``abbreviations``: a short form the text defines links through its long form's link
+    (``abbreviation_links``).
     """
 
     passage_length: int = 128
@@ -65,11 +71,12 @@ class SpanReaderSettings:
     entity_granularity: str = "entity"
     top_k: int = 16
     train_top_k: int = 8
-    max_span_length: int = 16
+    max_span_length: int = 24
     span_threshold: float = 0.05
     max_spans: int = 64
     threshold: float = 0.3
     cross_reread: int = 0
+    abbreviations: bool = True
     index_kind: str = "flat"
     batch_size: int = 8
     quantize: bool = False
@@ -97,6 +104,16 @@ class SpanReaderSettings:
             if value not in options:
                 raise ValueError(Errors.E007.format(what=what, value=value,
                                                     options=", ".join(options)))
+
+
+@dataclass
+class Encoding:
+    """One pass over a batch of passages, restricted to their pieces (no [CLS]/[SEP])."""
+
+    hidden: torch.Tensor  # (B, L, H)
+    logits: torch.Tensor  # (B, L, W) span logits, -inf where no whole-word span
+    boundaries: tuple[torch.Tensor, ...]  # start, end and inside logits, (B, L) each
+    n_pieces: torch.Tensor  # (B,)
 
 
 @dataclass
@@ -179,8 +196,10 @@ class SpanReader(KBReader):
 
     # --- one pass over passages --------------------------------------------------------------
 
-    def encode(self, passages: Sequence[Passage], train: bool = False):
-        """Hidden states and (B, L, W) span logits over the passages' pieces (ELQ eq. 2)."""
+    def encode(self, passages: Sequence[Passage], texts: Sequence[str],
+               train: bool = False) -> Encoding:
+        """One encoder pass: hidden states, per-piece boundary logits and the (B, L, W) logits
+        of every whole-word span (ELQ eq. 2; spans inside a word are -inf)."""
         ids, mask = pad_ids([self.passages.passage_ids(p) for p in passages],
                             self.passages.pad_id)
         if train:
@@ -192,16 +211,24 @@ class SpanReader(KBReader):
         offset = self.passages.passage_offset
         length = max(len(p.piece_ids) for p in passages)
         pieces = slice(offset, offset + length)
+        boundaries = tuple(x[:, pieces].float() for x in (start, end, inside))
         n_pieces = torch.as_tensor([len(p.piece_ids) for p in passages])
-        logits = span_logits(start[:, pieces].float(), end[:, pieces].float(),
-                             inside[:, pieces].float(), n_pieces,
-                             min(self.settings.max_span_length, length))
-        return hidden[:, pieces].float(), logits
+        width = min(self.settings.max_span_length, length)
+        continues = torch.zeros((len(passages), length), dtype=torch.bool)
+        for row, p in enumerate(passages):
+            continues[row, : len(p.piece_ids)] = torch.as_tensor(
+                continues_word(texts[p.doc_index], p.piece_starts, p.piece_ends))
+        logits = span_logits(*boundaries, n_pieces, width)
+        whole = whole_word_spans(continues, width).to(logits.device)
+        return Encoding(hidden[:, pieces].float(), logits.masked_fill(~whole, float("-inf")),
+                        boundaries, n_pieces)
 
-    def propose(self, passages: Sequence[Passage]) -> Proposals:
-        """Spans with their p(m), per-span candidates and p(e | m) (no gradient)."""
+    def propose(self, passages: Sequence[Passage], texts: Sequence[str]) -> Proposals:
+        """Spans with their p(m), per-span candidates and p(e | m) (no gradient);
+        ``passages`` cut from ``texts``."""
         s = self.settings
-        hidden, logits = self.encode(passages)
+        encoded = self.encode(passages, texts)
+        hidden, logits = encoded.hidden, encoded.logits
         spans = proposed_spans(torch.sigmoid(logits).numpy(), s.span_threshold, s.max_spans)
         rows = np.asarray([r for r, found in enumerate(spans) for _ in found], "int64")
         firsts = np.asarray([f for found in spans for f, _, _ in found], "int64")
@@ -266,7 +293,7 @@ class SpanReader(KBReader):
         step = self.settings.batch_size
         for at in range(0, len(passages), step):
             chunk = passages[at : at + step]
-            proposals = self.propose(chunk)
+            proposals = self.propose(chunk, texts)
             by_passage: list[dict[str, float]] = [{} for _ in chunk]
             for i, row in enumerate(proposals.rows):
                 passage = chunk[row]
@@ -291,6 +318,12 @@ class SpanReader(KBReader):
                 results[passage.doc_index].passages.append((
                     passage.start_char, passage.end_char,
                     sorted(by_passage[row].items(), key=lambda x: (-x[1], x[0]))))
+        if self.settings.abbreviations:
+            for text, spans, result in zip(texts, found, results, strict=True):
+                spans[:] = link_abbreviations(text, spans)
+                for span in spans:
+                    result.candidates.setdefault((span.start_char, span.end_char),
+                                                 [(span.kb_id, span.score)])
         return found, results
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
@@ -301,8 +334,10 @@ class SpanReader(KBReader):
         step = self.settings.batch_size
         for at in range(0, len(passages), step):
             chunk = passages[at : at + step]
-            hidden, logits = self.encode(chunk)
-            spans = proposed_spans(torch.sigmoid(logits).numpy(), self.settings.span_threshold,
+            encoded = self.encode(chunk, texts)
+            hidden = encoded.hidden
+            spans = proposed_spans(torch.sigmoid(encoded.logits).numpy(),
+                                   self.settings.span_threshold,
                                    self.settings.max_spans)
             rows = [r for r, f in enumerate(spans) for _ in f]
             ranked: list[dict[int, float]] = [{} for _ in chunk]
@@ -345,17 +380,20 @@ class SpanReader(KBReader):
     def step(self, texts: Sequence[str], spans: Sequence[MentionSpan],
              gold_ids: Sequence[Sequence[str]]) -> float | None:
         """One joint step on the gold mentions ``spans`` of ``texts``: ELQ's mention loss
-        (eq. 3) + its entity loss over each gold span's retrieved candidates and gold entity
-        (eq. 4; BEER² eq. 13 with several gold ids) + the cross reader's loss over the top
-        ``cross_reread`` (gold included). Gradients are left in the modules' ``.grad``; None
-        when there is no passage."""
+        (eq. 3) + a per-piece loss of the boundary heads + ELQ's entity loss over each gold
+        span's retrieved candidates and gold entity (eq. 4; BEER² eq. 13 with several gold
+        ids) + the cross reader's loss over the top ``cross_reread`` (gold included).
+        Gradients are left in the modules' ``.grad``; None when there is no passage."""
         passages = self.passages.passages(texts)
         if not passages:
             return None
         gold = self.passage_gold(passages, spans, gold_ids)
-        hidden, logits = self.encode(passages, train=True)
+        encoded = self.encode(passages, texts, train=True)
+        logits = encoded.logits
         positive = torch.zeros(logits.shape, dtype=torch.bool)
         ignore = torch.zeros(logits.shape, dtype=torch.bool)
+        targets = torch.zeros((3, *logits.shape[:2]), dtype=torch.bool)  # start, end, inside
+        use = torch.arange(logits.shape[1])[None, :] < encoded.n_pieces[:, None]
         linked = []
         for row, mentions in enumerate(gold):
             for first, last, positions in mentions:
@@ -363,9 +401,15 @@ class SpanReader(KBReader):
                     (positive if positions else ignore)[row, first, last - first] = True
                 if positions:
                     linked.append((row, first, last, positions))
-        loss = mention_loss(logits, positive.to(logits.device), ignore.to(logits.device))
+                    targets[0, row, first] = targets[1, row, last] = True
+                    targets[2, row, first : last + 1] = True
+                else:
+                    use[row, first : last + 1] = False
+        device = logits.device
+        loss = mention_loss(logits, positive.to(device), ignore.to(device)) + boundary_loss(
+            encoded.boundaries, targets.to(device).unbind(0), use.to(device))
         if linked:
-            loss = loss + self._entity_loss(passages, hidden, linked)
+            loss = loss + self._entity_loss(passages, encoded.hidden, linked)
         loss.backward()
         self.updates += 1
         return float(loss.item())

@@ -6,6 +6,8 @@ All spans of up to ``max_width`` wordpieces of a passage are scored from one enc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -32,6 +34,22 @@ def span_logits(start: torch.Tensor, end: torch.Tensor, inside: torch.Tensor,
     return logits.masked_fill(~valid, float("-inf"))
 
 
+def continues_word(text: str, starts: Sequence[int], ends: Sequence[int]) -> list[bool]:
+    """Per wordpiece, whether it continues the word of the previous one (no gap between them,
+    letters or digits on both sides): a span neither starts nor ends inside a word."""
+    return [i > 0 and starts[i] == ends[i - 1] and text[starts[i] - 1].isalnum()
+            and text[starts[i]].isalnum() for i in range(len(starts))]
+
+
+def whole_word_spans(continues: torch.Tensor, max_width: int) -> torch.Tensor:
+    """(B, L, W): spans that start at a word's first piece and end at a word's last piece.
+    ``continues``: (B, L), True where a piece continues the previous piece's word."""
+    batch, length = continues.shape
+    firsts, lasts = span_grid(length, max_width)
+    following = F.pad(continues, (0, 1))  # the piece after the last one never continues
+    return ~continues[:, firsts] & ~following[:, (lasts + 1).clamp(max=length)]
+
+
 def span_vectors(hidden: torch.Tensor, rows: torch.Tensor, firsts: torch.Tensor,
                  lasts: torch.Tensor) -> torch.Tensor:
     """The mean of the hidden states of pieces ``firsts .. lasts`` of passage ``rows`` (ELQ's
@@ -49,6 +67,17 @@ def mention_loss(logits: torch.Tensor, positive: torch.Tensor,
     if not use.any():
         return logits.new_zeros(())
     return F.binary_cross_entropy_with_logits(logits[use], positive[use].to(logits.dtype))
+
+
+def boundary_loss(logits: Sequence[torch.Tensor], targets: Sequence[torch.Tensor],
+                  use: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of each piece's start, end and inside logit against whether it
+    starts, ends or lies inside a gold mention, over the pieces ``use`` marks (B, L): a
+    per-piece signal for the three heads of ELQ eq. 2 (our addition, see BENCHMARKS.md)."""
+    if not use.any():
+        return logits[0].new_zeros(())
+    return sum(F.binary_cross_entropy_with_logits(x[use], y[use].to(x.dtype))
+               for x, y in zip(logits, targets, strict=True)) / len(logits)
 
 
 def proposed_spans(probabilities: np.ndarray, minimum: float, most: int

@@ -31,12 +31,14 @@ def build_span_reader(
     span_threshold: float = 0.05,
     max_spans: int = 64,
     cross_reread: int = 0,
+    abbreviations: bool = True,
     mixed_precision: bool = False,
 ) -> Model:
     """A passage encoder with ELQ's mention heads, an entity encoder and, when
     ``cross_reread`` > 0, a cross reader that re-reads that many candidates of each span.
     ``span_threshold``: the p(m) a span needs to retrieve candidates, at most ``max_spans``
-    per passage; ``entity_pooling``: ``mean`` matches an ``arbo_entity_linker`` trained with
+    per passage; ``abbreviations``: a short form the text defines is linked through its long
+    form's link; ``entity_pooling``: ``mean`` matches an ``arbo_entity_linker`` trained with
     ``mention`` pooling, whose index is then reused."""
     if entity_pooling not in ENTITY_POOLINGS:
         raise ValueError(Errors.E007.format(what="entity_pooling", value=entity_pooling,
@@ -48,6 +50,7 @@ def build_span_reader(
         attrs={"encoder_name": encoder_name, "reader": "span", "layer_names": names,
                "settings": {"entity_pooling": entity_pooling, "span_threshold": span_threshold,
                             "max_spans": max_spans, "cross_reread": cross_reread,
+                            "abbreviations": abbreviations,
                             "mixed_precision": mixed_precision}},
     )
 
