@@ -180,8 +180,8 @@ def main() -> None:
     for mode in args.modes:
         model, cmd, seconds = train(mode, args)
         tuning = None
-        if args.tune_threshold and not args.eval_only:
-            model, tuning = tune(model, args)
+        if args.tune_threshold:  # with --eval-only: tune the trained model again
+            model, tuning = tune(model.parent / "model-last", args)
         evaluate(f"{args.dataset}-e2e-{mode}{suffix}", model, args, cmd, seconds, "arbo_linker",
                  args.eval_overrides, {"threshold_tuning": tuning} if tuning else None)
     if args.ner:

@@ -192,7 +192,7 @@ def tune_e2e(
     model: Annotated[Path, typer.Argument(help="Pipeline with arbo_linker")],
     dev: Annotated[Path, typer.Argument(help="Dev .spacy DocBin (ents with kb_id)")],
     thresholds: Annotated[list[float] | None, typer.Option(
-        "--threshold", help="A threshold to try (repeat the option); default: 0.001 to 0.8")
+        "--threshold", help="A threshold to try (repeat the option); default: 0.001 to 0.95")
     ] = None,
     output_model: Annotated[Path | None, typer.Option(
         help="Save the pipeline with the best threshold here")] = None,

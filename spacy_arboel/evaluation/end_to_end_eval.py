@@ -91,7 +91,7 @@ def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
 
 # p_span × p_rank of the passage reader is small, p(m)·p(e | m) of the span reader larger
 THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7,
-              0.8)
+              0.8, 0.85, 0.9, 0.95)
 
 
 def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float] = THRESHOLDS,
