@@ -524,3 +524,11 @@ def test_span_reader_settings_are_checked(tiny_encoder, toy_kb_path):
     with pytest.raises(ValueError, match="E028"):
         _nlp(tiny_encoder, toy_kb_path, reader="span", passage_length=200,
              passage_stride=100)
+
+
+def test_span_reader_candidate_scores_are_python_floats(tiny_encoder, toy_kb_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, reader="span", threshold=0.0,
+               model={"span_threshold": 0.0})
+    doc = nlp("Aspirin induced cough.")
+    assert doc.ents
+    assert all(type(s) is float for e in doc.ents for _, s in e._.kb_candidates)

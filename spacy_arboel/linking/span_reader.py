@@ -36,8 +36,8 @@ from ..errors import Errors
 from ..kb.index import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import retriever_loss
-from .dense_retriever import GRANULARITIES, DenseRetriever
 from .abbreviation_links import link_abbreviations
+from .dense_retriever import GRANULARITIES, DenseRetriever
 from .kb_reader import KBReader
 from .reader_spans import LinkedSpan
 from .retriever_reader import DocLinks, pad_rows, with_gold
@@ -305,7 +305,7 @@ class SpanReader(KBReader):
                 seen = by_passage[row]
                 for kb_id, p in ranked:
                     seen[kb_id] = max(seen.get(kb_id, 0.0), p)
-                joint = [(kb_id, proposals.p_mention[i] * p) for kb_id, p in ranked]
+                joint = [(kb_id, float(proposals.p_mention[i] * p)) for kb_id, p in ranked]
                 kept = [LinkedSpan(*span, kb_id, score) for kb_id, score in joint
                         if score > threshold]
                 if kept:
