@@ -127,7 +127,7 @@ def saved_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path) -> Path:
 PASSAGE_MODEL_KEYS = ("mode", "warmup_retriever_steps", "warmup_reader_steps",
                       "span_retrieval", "empty_passage_rate", "share_weights", "query_pooling")
 PASSAGE_DEFAULTS = {"passage_length": 32, "passage_stride": 24, "threshold": 0.03,
-                    "batch_size": 16}
+                    "batch_size": 16, "max_span_length": 16}
 
 
 def passage_linker_config(config: dict, model: dict | None = None) -> dict:

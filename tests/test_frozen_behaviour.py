@@ -92,7 +92,7 @@ def end_to_end_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> d
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker", config={
         "kb_path": str(kb_path), "threshold": 0.0, "top_k": 3, "train_top_k": 3,
-        "passage_length": 32, "passage_stride": 24, "batch_size": 16,
+        "passage_length": 32, "passage_stride": 24, "batch_size": 16, "max_span_length": 16,
         "model": {"@architectures": "spacy_arboel.RetrieverReader.v1", "encoder_name": encoder,
                   "warmup_retriever_steps": 2, "warmup_reader_steps": 2}})
     nlp.initialize(lambda: examples)
