@@ -73,7 +73,9 @@ def tune(model: Path, args: argparse.Namespace) -> tuple[Path, dict]:
 
 def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[str] | None,
              train_seconds: float, component: str, extra: list[str],
-             extra_settings: dict | None = None) -> dict:
+             extra_settings: dict | None = None, keep_record: bool = True) -> dict:
+    """Evaluate ``model`` on the test set and write its result file. With ``--eval-only`` a
+    trained model keeps the training record of its earlier result (``keep_record``)."""
     metrics_path = Path(args.work) / f"{name}_metrics.json"
     cmd = [sys.executable, "-m", "spacy_arboel", "evaluate-e2e", str(model),
            str(Path(args.corpus) / "test.spacy"), "--output", str(metrics_path),
@@ -83,7 +85,7 @@ def evaluate(name: str, model: Path, args: argparse.Namespace, train_cmd: list[s
     timings = metrics.pop("timings")
     timings["training_seconds"] = round(train_seconds, 1) if train_seconds else None
     commands = [command_line(c) for c in (train_cmd, cmd) if c]
-    before = recorded_result(name) if args.eval_only else None
+    before = recorded_result(name) if args.eval_only and keep_record else None
     if before:  # keep what the training run recorded
         timings["training_seconds"] = before["timings"].get("training_seconds")
         if "threshold_tuning" in before["settings"]:
@@ -191,7 +193,7 @@ def main() -> None:
                     "--paths.linker", args.linker]
         run(assemble)
         evaluate(f"{args.dataset}-e2e-ner-linker{suffix}", out, args, assemble, 0.0,
-                 "arbo_entity_linker", [])
+                 "arbo_entity_linker", [], keep_record=False)
     print(results_table())
 
 

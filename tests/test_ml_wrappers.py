@@ -340,7 +340,7 @@ def test_reader_building_loads_no_weights(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("an encoder was loaded while building the model")
 
-    monkeypatch.setattr("spacy_arboel.ml.reader_model.load_tokenizer", refuse)
+    monkeypatch.setattr("spacy_arboel.encoders.loading.load_tokenizer", refuse)
     monkeypatch.setattr("spacy_arboel.ml.reader_model.base_reader_modules", refuse)
     model = build_retriever_reader(encoder_name="/no/such/encoder")
     assert not is_loaded(model) and len(model.layers) == 2
@@ -348,6 +348,37 @@ def test_reader_building_loads_no_weights(monkeypatch):
         torch_parts(model)
     with pytest.raises(ValueError, match=r"\[E057\]"):
         model.predict(("passage", IDS, MASK))
+
+
+def test_span_reader_building_loads_no_weights(monkeypatch):
+    from spacy_arboel.ml.span_reader_model import build_span_reader
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an encoder was loaded while building the model")
+
+    monkeypatch.setattr("spacy_arboel.encoders.loading.load_tokenizer", refuse)
+    monkeypatch.setattr("spacy_arboel.ml.span_reader_model.base_span_reader_modules", refuse)
+    for cross, layers in ((0, 2), (3, 3)):
+        model = build_span_reader(encoder_name="/no/such/encoder", cross_reread=cross)
+        assert not is_loaded(model) and len(model.layers) == layers
+        with pytest.raises(ValueError, match=r"\[E057\]"):
+            model.predict(("spans", IDS, MASK))
+
+
+def test_span_reader_initialize_loads_its_modules(tiny_encoder):
+    from spacy_arboel.ml.span_reader_model import build_span_reader
+    from spacy_arboel.ml.torch_layers import torch_modules
+
+    model = build_span_reader(encoder_name=tiny_encoder, cross_reread=2)
+    model.initialize()
+    modules = torch_modules(model)
+    assert set(modules) == {"spans", "entity", "cross"}
+    hidden, start, end, inside = model.predict(("spans", IDS, MASK))
+    assert hidden.shape[:2] == start.shape == end.shape == inside.shape == IDS.shape
+    without_cross = build_span_reader(encoder_name=tiny_encoder)
+    without_cross.initialize()
+    with pytest.raises(ValueError, match="E027"):
+        without_cross.predict(("read", IDS, MASK, MASK))
 
 
 def test_reader_initialize_loads_heads_and_entity(tiny_encoder):

@@ -33,8 +33,9 @@ class KBReader:
     """The KB and its fixed entity index, the tokenizer, passages and the PyTorch modules
     (``modules["entity"]`` is the pooled, frozen entity encoder).
 
-    ``settings`` needs ``entity_max_length``, ``entity_pooling``, ``entity_granularity``,
-    ``index_kind``, ``quantize`` and ``mixed_precision``. ``OP_MODULES`` maps each forward op
+    ``settings`` needs ``passage_length``, ``passage_stride``, ``entity_max_length``,
+    ``entity_pooling``, ``entity_granularity``, ``index_kind``, ``quantize`` and
+    ``mixed_precision``. ``OP_MODULES`` maps each forward op
     to the module that runs it; ``PLAIN_OPS`` are called without the op name.
     """
 
@@ -43,10 +44,11 @@ class KBReader:
     STATE_FILE = "retriever_reader.json"
 
     def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
-                 settings: Any, passages: PassageBuilder) -> None:
+                 settings: Any) -> None:
         self.settings = settings
         self.tokenizer = tokenizer
-        self.passages = passages
+        self.passages = PassageBuilder(tokenizer, settings.passage_length,
+                                       settings.passage_stride, settings.entity_max_length)
         self.modules = modules
         self.kb = kb
         self.index: DenseIndex | None = None
@@ -208,6 +210,19 @@ class KBReader:
         self.set_index(DenseIndex.from_disk(path, expected=self.index_meta(width, saved.n_rows),
                                             kind=self.settings.index_kind,
                                             n_entities=len(self.kb)))
+
+    @classmethod
+    def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str, settings: Any = None):
+        """Every transformer from one base encoder (a name or path, offline first)."""
+        settings = cls.default_settings() if settings is None else settings
+        tokenizer = load_tokenizer(encoder_name)
+        return cls(kb, tokenizer, cls.base_modules(encoder_name, len(tokenizer), settings),
+                   settings)
+
+    @staticmethod
+    def base_modules(name: str, vocab_size: int, settings: Any) -> dict[str, torch.nn.Module]:
+        """A subclass's modules, every transformer from the base encoder ``name``."""
+        raise NotImplementedError
 
     def ready_index(self) -> DenseIndex:
         """The entity index (E050 before ``ensure_index``/``load_index``)."""

@@ -24,8 +24,7 @@ import numpy as np
 import torch
 
 from ..encoders.inputs import MentionSpan, pad_ids
-from ..encoders.loading import load_tokenizer
-from ..encoders.passages import Passage, PassageBuilder
+from ..encoders.passages import Passage
 from ..encoders.reader_heads import (
     ENTITY_POOLINGS,
     QUERY_POOLINGS,
@@ -137,18 +136,13 @@ class RetrieverReader(KBReader):
 
     def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
                  settings: ReaderSettings = ReaderSettings()) -> None:
-        super().__init__(kb, tokenizer, modules, settings, PassageBuilder(
-            tokenizer, settings.passage_length, settings.passage_stride,
-            settings.entity_max_length))
+        super().__init__(kb, tokenizer, modules, settings)
 
-    @classmethod
-    def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
-                        settings: ReaderSettings = ReaderSettings()) -> RetrieverReader:
-        """Every transformer from one base encoder (a name or path, offline first)."""
-        tokenizer = load_tokenizer(encoder_name)
-        return cls(kb, tokenizer, base_reader_modules(
-            encoder_name, len(tokenizer), share_weights=settings.share_weights,
-            entity_pooling=settings.entity_pooling), settings)
+    @staticmethod
+    def base_modules(name: str, vocab_size: int, settings: ReaderSettings
+                     ) -> dict[str, torch.nn.Module]:
+        return base_reader_modules(name, vocab_size, share_weights=settings.share_weights,
+                                   entity_pooling=settings.entity_pooling)
 
     @staticmethod
     def modules_from(retriever: DenseRetriever, settings: ReaderSettings

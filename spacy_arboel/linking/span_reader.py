@@ -23,8 +23,7 @@ import numpy as np
 import torch
 
 from ..encoders.inputs import MentionSpan, pad_ids
-from ..encoders.loading import load_tokenizer
-from ..encoders.passages import Passage, PassageBuilder
+from ..encoders.passages import Passage
 from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.span_heads import (
     base_span_reader_modules,
@@ -154,18 +153,13 @@ class SpanReader(KBReader):
                  if settings.cross_reread else 0)):
             if needed > window:
                 raise ValueError(Errors.E028.format(needed=needed, what=what, window=window))
-        super().__init__(kb, tokenizer, modules, settings, PassageBuilder(
-            tokenizer, settings.passage_length, settings.passage_stride,
-            settings.entity_max_length))
+        super().__init__(kb, tokenizer, modules, settings)
 
-    @classmethod
-    def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
-                        settings: SpanReaderSettings = SpanReaderSettings()) -> SpanReader:
-        """Every transformer from one base encoder (a name or path, offline first)."""
-        tokenizer = load_tokenizer(encoder_name)
-        return cls(kb, tokenizer, base_span_reader_modules(
-            encoder_name, len(tokenizer), entity_pooling=settings.entity_pooling,
-            with_cross=settings.cross_reread > 0), settings)
+    @staticmethod
+    def base_modules(name: str, vocab_size: int, settings: SpanReaderSettings
+                     ) -> dict[str, torch.nn.Module]:
+        return base_span_reader_modules(name, vocab_size, entity_pooling=settings.entity_pooling,
+                                        with_cross=settings.cross_reread > 0)
 
     @staticmethod
     def modules_from(retriever: DenseRetriever, settings: SpanReaderSettings

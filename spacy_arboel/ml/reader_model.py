@@ -9,16 +9,14 @@ carries them through spaCy's training loop (optimizer, device) and serialisation
 
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, xp2torch
 
-from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
+from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS, QUERY_POOLINGS, base_reader_modules
 from ..errors import Errors
-from .torch_layers import init_modules, is_loaded, shim_device, torch_layer, torch_modules
+from .torch_layers import init_from_base, is_loaded, shim_device, torch_layer, torch_modules
 
 
 @registry.architectures("spacy_arboel.RetrieverReader.v1")
@@ -46,7 +44,7 @@ def build_retriever_reader(
             raise ValueError(Errors.E007.format(what=what, value=value,
                                                 options=", ".join(options)))
     return Model(
-        "arbo_retriever_reader", forward, init=init,
+        "arbo_retriever_reader", forward, init=init_from_base(_base_modules),
         layers=[torch_layer(_convert_inputs, mixed_precision=mixed_precision),
                 torch_layer(_convert_inputs, mixed_precision=mixed_precision)],
         attrs={"encoder_name": encoder_name, "reader": "passage",
@@ -59,19 +57,6 @@ def build_retriever_reader(
                             "empty_passage_rate": empty_passage_rate,
                             "mixed_precision": mixed_precision}},
     )
-
-
-def init(model: Model, X=None, Y=None) -> None:
-    """Load the modules given to ``initialize_with``, else every transformer from the base
-    ``encoder_name``."""
-    init_modules(model, partial(_base_modules, model))
-
-
-def _base_modules(model: Model) -> dict[str, torch.nn.Module]:
-    name, settings = model.attrs["encoder_name"], model.attrs["settings"]
-    return base_reader_modules(name, len(load_tokenizer(name)),
-                               share_weights=settings["share_weights"],
-                               entity_pooling=settings["entity_pooling"])
 
 
 def forward(model: Model, inputs: tuple, is_train: bool):
@@ -93,3 +78,8 @@ def _convert_inputs(model: Model, inputs: tuple, is_train: bool):
 def torch_parts(model: Model) -> dict[str, torch.nn.Module]:
     """The PyTorch modules: ``heads`` and ``entity``."""
     return torch_modules(model)
+
+
+def _base_modules(name: str, vocab_size: int, settings: dict) -> dict[str, torch.nn.Module]:
+    return base_reader_modules(name, vocab_size, share_weights=settings["share_weights"],
+                               entity_pooling=settings["entity_pooling"])

@@ -9,17 +9,15 @@ thinc model carries them through spaCy's training loop (optimizer, device) and s
 
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 from spacy.util import registry
 from thinc.api import ArgsKwargs, Model, xp2torch
 
-from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
+from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.span_heads import base_span_reader_modules
 from ..errors import Errors
-from .torch_layers import init_modules, is_loaded, shim_device, torch_layer
+from .torch_layers import init_from_base, is_loaded, shim_device, torch_layer
 
 OP_LAYERS = {"spans": "spans", "entity": "entity", "read": "cross"}
 
@@ -45,7 +43,7 @@ def build_span_reader(
                                             options=", ".join(ENTITY_POOLINGS)))
     names = ["spans", "entity"] + (["cross"] if cross_reread > 0 else [])
     return Model(
-        "arbo_span_reader", forward, init=init,
+        "arbo_span_reader", forward, init=init_from_base(_base_modules),
         layers=[torch_layer(_convert_inputs, mixed_precision=mixed_precision) for _ in names],
         attrs={"encoder_name": encoder_name, "reader": "span", "layer_names": names,
                "settings": {"entity_pooling": entity_pooling, "span_threshold": span_threshold,
@@ -53,19 +51,6 @@ def build_span_reader(
                             "abbreviations": abbreviations,
                             "mixed_precision": mixed_precision}},
     )
-
-
-def init(model: Model, X=None, Y=None) -> None:
-    """Load the modules given to ``initialize_with``, else every transformer from the base
-    ``encoder_name``."""
-    init_modules(model, partial(_base_modules, model))
-
-
-def _base_modules(model: Model) -> dict[str, torch.nn.Module]:
-    name, settings = model.attrs["encoder_name"], model.attrs["settings"]
-    return base_span_reader_modules(name, len(load_tokenizer(name)),
-                                    entity_pooling=settings["entity_pooling"],
-                                    with_cross=settings["cross_reread"] > 0)
 
 
 def forward(model: Model, inputs: tuple, is_train: bool):
@@ -84,3 +69,8 @@ def _convert_inputs(model: Model, inputs: tuple, is_train: bool):
     tensors = [xp2torch(model.ops.asarray(a, dtype="int64"), device=device) for a in arrays]
     args = tuple(tensors) if op in ("entity", "spans") else (op, *tensors)
     return ArgsKwargs(args=args, kwargs={}), lambda d_inputs: None
+
+
+def _base_modules(name: str, vocab_size: int, settings: dict) -> dict[str, torch.nn.Module]:
+    return base_span_reader_modules(name, vocab_size, entity_pooling=settings["entity_pooling"],
+                                    with_cross=settings["cross_reread"] > 0)

@@ -83,6 +83,21 @@ def init_modules(model: Model, default: ModuleLoader) -> None:
         layer.shims[0].set_module(modules[name])
 
 
+def init_from_base(load_base: Callable[[str, int, dict], dict[str, torch.nn.Module]]):
+    """An architecture's ``init``: the modules given to ``initialize_with``, else
+    ``load_base(encoder_name, vocabulary size, model.attrs["settings"])``."""
+    from ..encoders.loading import load_tokenizer
+
+    def init(model: Model, X=None, Y=None) -> None:
+        def base() -> dict[str, torch.nn.Module]:
+            name = model.attrs["encoder_name"]
+            return load_base(name, len(load_tokenizer(name)), model.attrs["settings"])
+
+        init_modules(model, base)
+
+    return init
+
+
 def is_loaded(model: Model) -> bool:
     return all(layer.shims[0].has_module for layer in model.layers)
 
