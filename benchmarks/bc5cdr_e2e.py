@@ -126,13 +126,13 @@ def _fmt(value, scale: float = 1.0) -> str:
 def results_table(pattern: str = "bc5cdr-e2e-*.json") -> str:
     """The BENCHMARKS.md table, rebuilt from the committed result files."""
     header = ("| run | threshold | InKB P | InKB R | InKB F1 | retriever R (final K) "
-              "| [CLS] R@1 / @8 / @16 / @64 | docs/s | train min | date |\n"
+              "| retrieval R@1 / @8 / @16 / @64 | docs/s | train min | date |\n"
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
     rows = []
     for path in sorted(RESULTS.glob(pattern)):
         r = json.loads(path.read_text())
         m, t = r["metrics"], r["timings"]
-        cls = m.get("retriever_cls") or {}
+        cls = m.get("retriever_cls") or m.get("retriever_spans") or {}
         recall_k = " / ".join(_fmt(cls.get(f"mention_recall@{k}"), 100) for k in (1, 8, 16, 64))
         threshold = r["settings"].get("config", {}).get("threshold")
         rows.append(

@@ -56,7 +56,7 @@ def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["in_kb"]["n_gold"] == 11
     assert 0 <= metrics["in_kb"]["precision"] <= 1
-    cls = metrics["retriever_cls"]
+    cls = metrics["retriever_spans"]  # the span reader (default): candidates per span
     recalls = [cls[f"mention_recall@{k}"] for k in (1, 2, 4, 8)]
     assert recalls == sorted(recalls) and recalls[-1] == 1.0  # K >= the 5 entities: all found
     assert metrics["timings"]["docs"] == len(toy_examples)

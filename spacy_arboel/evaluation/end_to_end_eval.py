@@ -39,8 +39,10 @@ def evaluate_end_to_end(
 ) -> dict[str, Any]:
     """Link the raw text of ``gold_docs`` with ``nlp`` (any pipeline that sets ``doc.ents``
     with ``kb_id_``): InKB micro P/R/F1 with strong matching, and docs/s after an untimed
-    warm-up. With an ``arbo_linker``, also its retriever's recall@K ([CLS] retrieval) at
-    mention and passage level for each K of ``recall_ks``. Raises a ValueError when no gold
+    warm-up. With an ``arbo_linker``, also its retriever's recall@K at mention and passage
+    level for each K of ``recall_ks``: ``retriever_cls`` (the passage reader's [CLS]
+    retrieval) or ``retriever_spans`` (the span reader: the top K of the candidates its
+    proposed spans retrieved in each passage). Raises a ValueError when no gold
     mention has a gold id."""
     gold_docs = list(gold_docs)
     check_gold(gold_docs)
@@ -61,8 +63,10 @@ def evaluate_end_to_end(
                             "passage_recall": scores["e2e_retriever_passage_recall"]},
     }
     if "arbo_linker" in nlp.pipe_names:
-        metrics["retriever_cls"] = retriever_recall(nlp.get_pipe("arbo_linker"), gold_docs,
-                                                    recall_ks, nil_id=nil_id)
+        linker = nlp.get_pipe("arbo_linker")
+        # the passage reader retrieves with each passage's [CLS], the span reader per span
+        key = "retriever_cls" if linker.model.attrs["reader"] == "passage" else "retriever_spans"
+        metrics[key] = retriever_recall(linker, gold_docs, recall_ks, nil_id=nil_id)
     n_chars = sum(len(g.text) for g in gold_docs)
     metrics["timings"] = {"docs": len(gold_docs), "seconds": round(seconds, 2),
                           "docs_per_s": round(len(gold_docs) / seconds, 2) if seconds else None,
@@ -72,7 +76,8 @@ def evaluate_end_to_end(
 
 def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
                      nil_id: str = "NIL") -> dict[str, Any]:
-    """Mention- and passage-level recall@K of the [CLS] retriever, for each K."""
+    """Mention- and passage-level recall@K of the linker's retrieval (``retrieve``), for
+    each K."""
     linker.ensure_ready()
     retrieved = linker.reader.retrieve([g.text for g in gold_docs], max(ks))
     in_kb = kb_contains(linker.kb)
