@@ -107,6 +107,10 @@ def test_cross_reread_scores_the_top_candidates_and_trains(tiny_encoder, toy_kb_
     losses = _train(reader, 8)
     assert losses[-1] < losses[0]
     assert any(p.grad is not None for p in reader.modules["cross"].parameters())
+    _, links = reader.scored_spans(TEXTS)
+    for candidates in links[0].candidates.values():
+        scores = [score for _, score in candidates]
+        assert scores == sorted(scores, reverse=True) and scores[2] == 0.0
 
 
 def test_cross_reread_needs_a_cross_reader(tiny_encoder, toy_kb_path):

@@ -299,7 +299,8 @@ class SpanReader(KBReader):
                 seen = by_passage[row]
                 for kb_id, p in ranked:
                     seen[kb_id] = max(seen.get(kb_id, 0.0), p)
-                joint = [(kb_id, float(proposals.p_mention[i] * p)) for kb_id, p in ranked]
+                joint = sorted(((kb_id, float(proposals.p_mention[i] * p)) for kb_id, p in ranked),
+                               key=lambda x: -x[1])  # the cross re-read may reorder them
                 kept = [LinkedSpan(*span, kb_id, score) for kb_id, score in joint
                         if score > threshold]
                 if kept:
