@@ -31,11 +31,16 @@ PUBLISHED = (("BEER² (published)", 86.0, 80.3, 83.1), ("E2EMERN (published)", 8
 
 
 def mode_overrides(mode: str, args: argparse.Namespace) -> tuple[str, list[str]]:
-    """The config and overrides of a mode."""
+    """The config and overrides of a mode (the starting point: ``--paths.linker`` or, for
+    ``span-cross`` with ``--cross-from``, ``--paths.reader``)."""
     if mode in ("span", "span-cross"):
         cross = args.cross_reread if mode == "span-cross" else 0
-        return "arbo_linker.cfg", ["--components.arbo_linker.model.cross_reread", str(cross)]
-    return "arbo_linker_passage.cfg", [
+        start = (["--paths.reader", args.cross_from, "--paths.linker", "null"]
+                 if mode == "span-cross" and args.cross_from else
+                 ["--paths.linker", args.linker])
+        return "arbo_linker.cfg", [*start, "--components.arbo_linker.model.cross_reread",
+                                   str(cross)]
+    return "arbo_linker_passage.cfg", ["--paths.linker", args.linker,
         "--components.arbo_linker.model.mode", mode,
         "--components.arbo_linker.model.share_weights", str(mode == "joint").lower(),
         "--components.arbo_linker.model.warmup_retriever_steps", str(args.warmup),
@@ -47,8 +52,7 @@ def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
     config, overrides = mode_overrides(mode, args)
     cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / config),
            "--output", str(out), "--paths.train", str(corpus / "train.spacy"),
-           "--paths.dev", str(corpus / "dev.spacy"), "--paths.linker", args.linker,
-           *overrides,
+           "--paths.dev", str(corpus / "dev.spacy"), *overrides,
            "--training.max_steps", str(args.max_steps),
            "--training.optimizer.learn_rate.total_steps", str(args.max_steps),
            "--training.eval_frequency", str(args.eval_frequency),
@@ -65,6 +69,8 @@ def tune(model: Path, args: argparse.Namespace) -> tuple[Path, dict]:
     cmd = [sys.executable, "-m", "spacy_arboel", "tune-e2e", str(model),
            str(Path(args.corpus) / "dev.spacy"), "--limit", str(args.tune_docs),
            "--output", str(report), "--output-model", str(tuned)]
+    for threshold in args.tune_thresholds:
+        cmd += ["--threshold", str(threshold)]
     run(cmd)
     tuning = json.loads(report.read_text())
     return tuned, {"dev_docs": args.tune_docs, "best": tuning["best"], "rows": tuning["rows"],
@@ -156,6 +162,8 @@ def main() -> None:
     parser.add_argument("--dataset", default="bc5cdr", help="names the result files")
     parser.add_argument("--cross-reread", type=int, default=4,
                         help="candidates per span the span-cross mode re-reads")
+    parser.add_argument("--cross-from", help="span-cross: train on from this trained span "
+                        "reader (--paths.reader) instead of starting from --linker")
     parser.add_argument("--ner", help="trained ner pipeline: also run the ner + linker baseline")
     parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
     parser.add_argument("--work", default=str(ROOT / "training" / "bench-e2e"))
@@ -171,6 +179,8 @@ def main() -> None:
     parser.add_argument("--tune-threshold", action="store_true",
                         help="choose the threshold on dev docs (tune-e2e) before testing")
     parser.add_argument("--tune-docs", type=int, default=40, help="dev docs for --tune-threshold")
+    parser.add_argument("--tune-thresholds", nargs="*", type=float, default=[],
+                        help="thresholds --tune-threshold tries (default: tune-e2e's grid)")
     parser.add_argument("--tag", default="", help="suffix of the run names")
     parser.add_argument("--eval-only", action="store_true", help="evaluate trained models")
     parser.add_argument("--table-only", action="store_true")

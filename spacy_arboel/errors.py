@@ -132,6 +132,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "Inputs of {needed} wordpieces ({what}) do not fit the encoder's window of {window} "
         "positions. Lower passage_length (or entity_max_length) so that they fit."
     )
+    E029 = (
+        "'{name}' was given {problem}. reader_path starts the span reader from a trained "
+        "arbo_linker with the span reader (spacy_arboel.SpanReader.v1) and the same "
+        "entity_granularity and entity_pooling (e.g. to add cross_reread to it); linker_path "
+        "starts it from an arbo_entity_linker: give one of them."
+    )
     # saved artefacts, untrusted bytes, threads and processes, KB values
     E030 = (
         "The saved {component} at {path} is damaged or incomplete: {problem}. Saved pipelines "

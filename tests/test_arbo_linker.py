@@ -532,3 +532,34 @@ def test_span_reader_candidate_scores_are_python_floats(tiny_encoder, toy_kb_pat
     doc = nlp("Aspirin induced cough.")
     assert doc.ents
     assert all(type(s) is float for e in doc.ents for _, s in e._.kb_candidates)
+
+
+def test_a_trained_span_reader_starts_the_cross_reread_setting(tiny_encoder, toy_kb_path,
+                                                               toy_examples, tmp_path):
+    """reader_path: train on from a saved span reader, here adding the cross re-read."""
+    from spacy_arboel.ml.torch_layers import torch_modules
+
+    torch.manual_seed(0)
+    nlp = _nlp(tiny_encoder, toy_kb_path, reader="span", ready=False)
+    nlp.initialize(lambda: toy_examples)
+    nlp.update(toy_examples, sgd=Adam(0.003))
+    nlp.to_disk(tmp_path / "span")
+    trained = nlp.get_pipe(LINKER)
+    cross = _nlp(tiny_encoder, toy_kb_path, reader="span", ready=False,
+                 model={"cross_reread": 2}, top_k=4)
+    linker = cross.get_pipe(LINKER)
+    linker.initialize(lambda: toy_examples, nlp=cross, reader_path=str(tmp_path / "span"))
+    np.testing.assert_array_equal(linker.reader.index.embeddings, trained.reader.index.embeddings)
+    old, new = torch_modules(trained.model)["spans"], torch_modules(linker.model)["spans"]
+    assert all(torch.equal(old.state_dict()[k], v) for k, v in new.state_dict().items())
+    assert "cross" in torch_modules(linker.model)
+    assert cross.update(toy_examples, sgd=Adam(0.003))[LINKER] > 0
+    with pytest.raises(ValueError, match="E029"):  # one starting point, not two
+        linker.initialize(lambda: toy_examples, nlp=cross, reader_path=str(tmp_path / "span"),
+                          linker_path=str(tmp_path / "span"))
+    passage = _nlp(tiny_encoder, toy_kb_path, ready=False)
+    passage.initialize(lambda: toy_examples)
+    passage.to_disk(tmp_path / "passage")
+    for path in (tmp_path / "passage", tmp_path):  # a passage reader; not a pipeline
+        with pytest.raises(ValueError, match="E029"):
+            linker.initialize(lambda: toy_examples, nlp=cross, reader_path=str(path))

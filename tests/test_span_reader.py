@@ -113,6 +113,43 @@ def test_cross_reread_scores_the_top_candidates_and_trains(tiny_encoder, toy_kb_
         assert scores == sorted(scores, reverse=True) and scores[2] == 0.0
 
 
+def test_cross_reread_only_reads_spans_that_can_pass_the_threshold(tiny_encoder, toy_kb_path):
+    from spacy_arboel.linking.span_scores import candidate_probabilities
+
+    reader = _reader(tiny_encoder, toy_kb_path, cross_reread=2, max_spans=6)
+    passages = reader.passages.passages(TEXTS[:1])
+    everything = reader.propose(passages, TEXTS)
+    threshold = float(np.median(everything.p_mention))
+    pruned = reader.propose(passages, TEXTS, threshold)
+    above = everything.p_mention > threshold
+    assert 0 < above.sum() < len(above)
+    np.testing.assert_allclose(pruned.p_entity[above], everything.p_entity[above], atol=1e-6)
+    # the others keep the bi-encoder's p(e | m): p(m)·p(e | m) <= p(m) cannot pass anyway
+    encoded = reader.encode(passages, TEXTS)
+    vectors = span_vectors(encoded.hidden, *(torch.as_tensor(a[~above]) for a in (
+        pruned.rows, pruned.firsts, pruned.lasts)))
+    scores = reader.index.search(vectors.numpy(), 3)[0]
+    np.testing.assert_allclose(pruned.p_entity[~above], candidate_probabilities(scores),
+                               atol=1e-5)
+
+
+def test_a_trained_span_reader_starts_one_with_a_cross_reread(tiny_encoder, toy_kb_path):
+    trained = _reader(tiny_encoder, toy_kb_path)
+    _train(trained, 3)
+    settings = SpanReaderSettings(**{**trained.settings.__dict__, "cross_reread": 2})
+    modules = SpanReader.modules_from_reader(trained, settings)
+    reader = SpanReader(trained.kb, trained.tokenizer, modules, settings)
+    for name in ("spans", "entity"):
+        old, new = trained.modules[name].state_dict(), modules[name].state_dict()
+        assert old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in old)
+    passage = trained.modules["spans"].encoder.state_dict()
+    cross = modules["cross"].passage.state_dict()
+    assert all(torch.equal(passage[k], cross[k]) for k in passage)  # the cross reader's start
+    assert modules["spans"].encoder is not trained.modules["spans"].encoder  # copies
+    reader.reuse_index(trained.kb, trained.index)
+    assert _train(reader, 1)[0] is not None
+
+
 def test_cross_reread_needs_a_cross_reader(tiny_encoder, toy_kb_path):
     reader = _reader(tiny_encoder, toy_kb_path)
     with pytest.raises(ValueError, match="E027"):

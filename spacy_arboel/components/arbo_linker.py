@@ -6,6 +6,7 @@ with per-span retrieval, ``linking.SpanReader``) or ``spacy_arboel.RetrieverRead
 ``linking.RetrieverReader``)."""
 
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -135,15 +136,22 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None,
-                   linker_path: str | None = None) -> None:
+                   linker_path: str | None = None, reader_path: str | None = None) -> None:
         """Load the KB and the encoders, build the entity index, learn entity labels.
 
         ``linker_path``: a trained pipeline with an ``arbo_entity_linker`` whose mention
         encoder initialises the passage encoder and reader, and whose entity encoder,
         tokenizer, KB and index are reused (BEER² starts from BLINK's bi-encoder likewise).
+        ``reader_path`` (instead): a trained pipeline with a span-reader ``arbo_linker`` to
+        train on from, e.g. with ``cross_reread`` added; its KB and index are reused.
         """
         kb = kb_loader(nlp) if kb_loader is not None else None
-        if linker_path:
+        if linker_path and reader_path:
+            raise ValueError(Errors.E029.format(name=self.name,
+                                                problem="both linker_path and reader_path"))
+        if reader_path:
+            self._from_reader(Path(reader_path), kb)
+        elif linker_path:
             self._from_linker(Path(linker_path), kb)
         else:
             self._set_up(kb or config_kb(self.cfg["kb_path"], self.name),
@@ -175,7 +183,25 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
             kb = config_kb(self.cfg["kb_path"], self.name)
         self._set_up(kb or retriever.kb, retriever.tokenizer,
                      partial(self.core_class.modules_from, retriever, self.settings))
-        self.reader.reuse_index(retriever)
+        self.reader.reuse_index(retriever.kb, retriever.index)
+
+    def _from_reader(self, path: Path, kb: KnowledgeBase | None) -> None:
+        import spacy
+
+        pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
+        found = next((p.reader for _, p in pipeline.pipeline if isinstance(p, ArboLinker)),
+                     None) if pipeline else None
+        same = ("entity_granularity", "entity_pooling")
+        if not (isinstance(found, SpanReader) and self.core_class is SpanReader
+                and all(getattr(found.settings, k) == getattr(self.settings, k) for k in same)):
+            raise ValueError(Errors.E029.format(name=self.name, problem=f"reader_path '{path}' "
+                                                f"({found and asdict(found.settings)})"))
+        if kb is None and self.cfg["kb_path"]:
+            kb = config_kb(self.cfg["kb_path"], self.name)
+        self._set_up(kb or found.kb, found.tokenizer,
+                     partial(SpanReader.modules_from_reader, found, self.settings))
+        if found.settings.entity_max_length == self.settings.entity_max_length:
+            self.reader.reuse_index(found.kb, found.ready_index())
 
     def _require(self) -> KBReader:
         if self.reader is None or self.reader.index is None:

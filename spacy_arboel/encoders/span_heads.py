@@ -49,7 +49,7 @@ def span_reader_modules(passage: torch.nn.Module, entity: torch.nn.Module, *,
                         ) -> dict[str, torch.nn.Module]:
     """``spans`` (``MentionHeads``), ``entity`` (pooled, frozen) and, ``with_cross``, ``cross``
     (a ``ReaderHeads`` over ``cross``, a copy of ``passage`` when not given); ``heads``: a
-    saved head state of ``spans`` and ``cross``."""
+    saved head state of ``spans`` and, when it has one, ``cross``."""
     spans = MentionHeads(passage)
     modules: dict[str, torch.nn.Module] = {"spans": spans}
     entity_encoder = PooledEncoder(entity, entity_pooling)
@@ -59,9 +59,9 @@ def span_reader_modules(passage: torch.nn.Module, entity: torch.nn.Module, *,
         modules["cross"] = ReaderHeads(cross if cross is not None else copy.deepcopy(passage))
     if heads is not None:
         spans.load_head_state(heads)
-        if with_cross:
-            modules["cross"].load_head_state({k[len("cross."):]: v for k, v in heads.items()
-                                              if k.startswith("cross.")})
+        cross_heads = {k[len("cross."):]: v for k, v in heads.items() if k.startswith("cross.")}
+        if with_cross and cross_heads:  # else a new cross reader: fresh heads
+            modules["cross"].load_head_state(cross_heads)
     return modules
 
 

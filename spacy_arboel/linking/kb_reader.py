@@ -24,7 +24,6 @@ from ..encoders.weights import autocast, module_device, quantized_copy, weights_
 from ..errors import Errors
 from ..kb.index import DenseIndex, IndexMeta, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
-from .dense_retriever import DenseRetriever
 
 ENTITY_BATCH = 64
 
@@ -59,12 +58,12 @@ class KBReader:
         self._quantized: dict[str, tuple[int, torch.nn.Module]] = {}
         self.set_kb(kb)
 
-    def reuse_index(self, retriever: DenseRetriever) -> bool:
-        """Take the bi-encoder's index when it indexes this KB (its entity encoder is ours
-        after ``modules_from``); returns whether it did."""
-        if retriever.kb.fingerprint() != self.kb.fingerprint():
+    def reuse_index(self, kb: KnowledgeBase, index: DenseIndex) -> bool:
+        """Take ``index`` of ``kb`` when ``kb`` is this KB and the index was embedded by the
+        entity encoder that ours copies (a bi-encoder's after ``modules_from``, a span
+        reader's after ``modules_from_reader``); returns whether it did."""
+        if kb.fingerprint() != self.kb.fingerprint():
             return False
-        index = retriever.index
         meta = self.index_meta(index.embeddings.shape[1], len(index.embeddings))
         self.set_index(DenseIndex(index.embeddings, index.owners, meta, rows=index.rows))
         return True

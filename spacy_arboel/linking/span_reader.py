@@ -175,6 +175,23 @@ class SpanReader(KBReader):
                                    with_cross=settings.cross_reread > 0)
 
     @staticmethod
+    def modules_from_reader(reader: SpanReader, settings: SpanReaderSettings
+                            ) -> dict[str, torch.nn.Module]:
+        """Copies of a trained span reader's modules, to train on from it (e.g. with a cross
+        re-read added: a new cross reader starts from its passage encoder)."""
+        import copy
+
+        spans, heads = reader.modules["spans"], reader.modules["spans"].head_state()
+        cross = reader.modules.get("cross")
+        if cross is not None and settings.cross_reread:
+            heads.update({f"cross.{k}": v for k, v in cross.head_state().items()})
+        return span_reader_modules(
+            copy.deepcopy(spans.encoder), copy.deepcopy(reader.modules["entity"].transformer),
+            entity_pooling=settings.entity_pooling,
+            cross=copy.deepcopy(cross.passage) if cross is not None else None,
+            with_cross=settings.cross_reread > 0, heads=heads)
+
+    @staticmethod
     def default_settings() -> SpanReaderSettings:
         return SpanReaderSettings()
 
@@ -217,9 +234,12 @@ class SpanReader(KBReader):
         return Encoding(hidden[:, pieces].float(), logits.masked_fill(~whole, float("-inf")),
                         boundaries, n_pieces)
 
-    def propose(self, passages: Sequence[Passage], texts: Sequence[str]) -> Proposals:
+    def propose(self, passages: Sequence[Passage], texts: Sequence[str],
+                threshold: float = 0.0) -> Proposals:
         """Spans with their p(m), per-span candidates and p(e | m) (no gradient);
-        ``passages`` cut from ``texts``."""
+        ``passages`` cut from ``texts``. With ``cross_reread``, only spans whose p(m) exceeds
+        ``threshold`` are re-read: p(m)·p(e | m) <= p(m), so no other span can be linked at
+        that threshold; the rest keep the bi-encoder's p(e | m)."""
         s = self.settings
         encoded = self.encode(passages, texts)
         hidden, logits = encoded.hidden, encoded.logits
@@ -235,12 +255,15 @@ class SpanReader(KBReader):
         vectors = span_vectors(hidden, torch.from_numpy(rows), torch.from_numpy(firsts),
                                torch.from_numpy(lasts)).numpy()
         scores, candidates = self.ready_index().search(vectors, k)
-        if s.cross_reread:
+        p_entity = candidate_probabilities(scores)
+        reread = np.flatnonzero(p_mention > threshold) if s.cross_reread else []
+        if len(reread):
             n = s.cross_reread
-            scores = np.full(candidates.shape, -np.inf)
-            scores[:, :n] = self.cross_scores(passages, rows, firsts, lasts, candidates[:, :n])
-        return Proposals(rows, firsts, lasts, p_mention, candidates,
-                         candidate_probabilities(scores))
+            crossed = np.full((len(reread), candidates.shape[1]), -np.inf)
+            crossed[:, :n] = self.cross_scores(passages, rows[reread], firsts[reread],
+                                               lasts[reread], candidates[reread, :n])
+            p_entity[reread] = candidate_probabilities(crossed)
+        return Proposals(rows, firsts, lasts, p_mention, candidates, p_entity)
 
     def cross_scores(self, passages: Sequence[Passage], rows: np.ndarray, firsts: np.ndarray,
                      lasts: np.ndarray, candidates: np.ndarray, train: bool = False):
@@ -287,7 +310,7 @@ class SpanReader(KBReader):
         step = self.settings.batch_size
         for at in range(0, len(passages), step):
             chunk = passages[at : at + step]
-            proposals = self.propose(chunk, texts)
+            proposals = self.propose(chunk, texts, threshold)
             by_passage: list[dict[str, float]] = [{} for _ in chunk]
             for i, row in enumerate(proposals.rows):
                 passage = chunk[row]
