@@ -382,6 +382,20 @@ class Errors(metaclass=ErrorsWithCodes):
         "No KB entity has the type(s) {types}; the KB's types are: {known}. Only typed "
         "entities can be removed, and types are case-sensitive: check --remove-types."
     )
+    E114 = (
+        "{path}: not a document file, nor a folder of them. Give .jsonl (one JSON object per "
+        "line with a \"text\" field and an optional \"id\"), .txt (PubTator, or one plain "
+        "document per file) or .spacy files ({suffixes})."
+    )
+    E115 = (
+        "{path}, line {line}: {problem}. Each line of a .jsonl input must be a JSON object "
+        "with a \"text\" string (and optionally an \"id\"); fix or remove the line."
+    )
+    E116 = (
+        "{path} holds no metric files of a run (linker_*.json, pipeline_*.json, e2e*.json, "
+        "coref_*.json, rerank*.json, nil_*.json). Give the metrics folder of a workflow run, "
+        "e.g. metrics/toy after `spacy project run all`."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (registers the commands)
     eval_commands,
     nil_commands,
     project_commands,
+    render_commands,
 )
 from .app import app
 

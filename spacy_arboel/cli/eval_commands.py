@@ -225,3 +225,27 @@ def tune_e2e(
     if output_model is not None:
         save_with_setting(model, overrides, f"components.{component}.threshold",
                           best["threshold"], output_model)
+
+
+@app.command("report")
+def report_command(
+    metrics_dir: Annotated[Path, typer.Argument(
+        help="The metrics folder of a run, e.g. metrics/bc5cdr", exists=True, file_okay=False)],
+    output: Annotated[Path | None, typer.Option(
+        help="The Markdown report (default: METRICS_DIR/report.md)")] = None,
+    title: Annotated[str, typer.Option(help="The report's title (default: the folder)")] = "",
+) -> None:
+    """Write the report of a run (tables of linking, NER, end-to-end, coref, re-ranking and
+    NIL metrics with the recall@k and NIL PR plots) and print its headline table."""
+    from wasabi import msg
+
+    from ..evaluation.run_report import write_report
+
+    try:
+        written = write_report(metrics_dir, output, title)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    width = max(len(what) for what, _ in written.headline)
+    msg.table(written.headline, header=("what", "value"), divider=True, widths=(width, 14))
+    msg.good(f"Wrote {output or metrics_dir / 'report.md'}"
+             + (f" and {', '.join(written.plots)}" if written.plots else ""))

@@ -52,6 +52,11 @@ class PubtatorDocument:
         return self.title + " " + self.abstract
 
 
+def is_title_line(line: str) -> bool:
+    """Whether ``line`` is a PubTator title or abstract line (``PMID|t|…``)."""
+    return bool(_TEXT_LINE.match(line.rstrip("\n")))
+
+
 def split_ids(value: str) -> tuple[str, ...]:
     """Split a PubTator id field on ``|`` and ``+``; ``-1`` (no id) gives ``()``."""
     ids = tuple(part.strip() for part in _ID_SEPARATORS.split(value))

@@ -1,0 +1,57 @@
+"""``render``: a displaCy page of what a pipeline links in some documents."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import OVERRIDES, app
+from .outputs import check_outputs, write_text_atomic
+
+
+@app.command("render", context_settings=OVERRIDES)
+def render_command(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="A pipeline that links (arbo_linker, or ner "
+                                               "+ arbo_entity_linker)", exists=True)],
+    input_path: Annotated[Path, typer.Argument(
+        help="Documents: .jsonl (\"text\", optional \"id\"), .txt (PubTator or plain), "
+             ".spacy, or a folder of them", exists=True)],
+    output: Annotated[Path, typer.Option(help="The HTML page to write")] = Path("page.html"),
+    limit: Annotated[int, typer.Option(help="Render the first N documents (0: all)")] = 10,
+    kb_url_template: Annotated[str | None, typer.Option(
+        help="Link of a kb_id, {} standing for the id (default: MeSH's record page for a "
+             "MeSH KB, else no link; \"\" for no link)")] = None,
+    candidates: Annotated[int, typer.Option(
+        help="Candidates shown in each entity's tooltip")] = 3,
+) -> None:
+    """Write displaCy's entity view of the linked documents: each entity's label and
+    kb_id (a link to its KB page), and its top candidates with their scores as a tooltip.
+    Extra --section.key value options override the pipeline's config."""
+    import spacy
+    from spacy.cli._util import parse_config_overrides
+    from wasabi import msg
+
+    from ..data.texts import read_texts
+    from ..render import default_url_template, render_page
+
+    check_outputs({"MODEL": model, "INPUT_PATH": input_path}, {"--output": output})
+    try:
+        records = []
+        for record in read_texts(input_path):
+            records.append(record)
+            if limit and len(records) == limit:
+                break
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    nlp = spacy.load(model, config=parse_config_overrides(ctx.args))
+    kbs = [pipe.kb for _, pipe in nlp.pipeline if getattr(pipe, "kb", None) is not None]
+    names = {e.id: e.name for e in kbs[0]} if kbs else {}
+    if kb_url_template is None:
+        kb_url_template = default_url_template(names)
+    docs = list(nlp.pipe(r.text for r in records))
+    page = render_page(docs, kb_url_template or None, names, candidates,
+                       [r.id for r in records])
+    write_text_atomic(output, page)
+    msg.good(f"Rendered {len(docs)} docs with {sum(len(d.ents) for d in docs)} entities: "
+             f"{output}")

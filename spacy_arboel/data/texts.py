@@ -1,0 +1,76 @@
+"""Raw documents to link, from the files users have: JSONL (one object per line with a
+``text`` and an optional ``id``), PubTator, plain ``.txt`` (one document per file) and
+``.spacy`` DocBins, or a folder of them. No spaCy needed except for ``.spacy``."""
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import Errors
+from .pubtator import is_title_line, read_pubtator
+
+SUFFIXES = (".jsonl", ".txt", ".spacy")
+
+
+@dataclass(frozen=True)
+class TextRecord:
+    """One document: its id (given, or ``<file stem>:<number>``) and text."""
+
+    id: str
+    text: str
+
+
+def input_files(path: str | Path) -> list[Path]:
+    """``path``, or the files of the folder ``path`` with a known suffix (sorted); a
+    ValueError (E114) for a file of another kind or a folder without any."""
+    path = Path(path)
+    files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES) if path.is_dir() \
+        else [path]
+    if not files or any(p.suffix not in SUFFIXES for p in files):
+        raise ValueError(Errors.E114.format(path=path, suffixes=", ".join(SUFFIXES)))
+    return files
+
+
+def is_pubtator(path: Path) -> bool:
+    """Whether the first non-empty line of ``path`` is a PubTator title line."""
+    with path.open(encoding="utf8") as lines:
+        for line in lines:
+            if line.strip():
+                return is_title_line(line)
+    return False
+
+
+def read_texts(path: str | Path) -> Iterator[TextRecord]:
+    """The documents of ``path`` (a file or a folder of them), file by file."""
+    for file in input_files(path):
+        if file.suffix == ".jsonl":
+            yield from _jsonl(file)
+        elif file.suffix == ".spacy":
+            from spacy.tokens import DocBin
+            from spacy.vocab import Vocab
+
+            for number, doc in enumerate(DocBin().from_disk(file).get_docs(Vocab())):
+                yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")),
+                                 doc.text)
+        elif is_pubtator(file):
+            for doc in read_pubtator(file):
+                yield TextRecord(doc.pmid, doc.text)
+        else:
+            yield TextRecord(file.stem, file.read_text(encoding="utf8"))
+
+
+def _jsonl(file: Path) -> Iterator[TextRecord]:
+    with file.open(encoding="utf8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(Errors.E115.format(path=file, line=number,
+                                                    problem=f"not JSON ({err.msg})")) from None
+            if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+                raise ValueError(Errors.E115.format(
+                    path=file, line=number, problem='no "text" string field'))
+            yield TextRecord(str(record.get("id", f"{file.stem}:{number}")), record["text"])

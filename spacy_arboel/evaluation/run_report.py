@@ -1,0 +1,202 @@
+"""The report of a project run: ``report.md`` from the metric files a workflow wrote into one
+folder (linking of gold mentions, the pipeline's NER and linking, end-to-end linking, coref,
+the re-ranker, NIL), with the recall@k plot and the NIL PR curve, and a headline table."""
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..atomic import write_text_atomic
+from ..errors import Errors
+from .report import markdown_table, plot_recall_at_k
+
+_DASH = "–"
+RECALL_KS = (1, 8, 64)
+RECALL_PLOT = "recall_at_k.png"
+
+
+@dataclass
+class RunReport:
+    """``headline``: (what, value) rows; ``markdown``: the whole report; ``plots``: the
+    images it shows (file names in its folder)."""
+
+    headline: list[tuple[str, str]] = field(default_factory=list)
+    markdown: str = ""
+    plots: list[str] = field(default_factory=list)
+
+
+def _num(value: Any, scale: float = 1.0, digits: int = 3) -> str:
+    return _DASH if value is None else f"{value * scale:.{digits}f}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def read_metrics(path: Path) -> dict[str, Any]:
+    """A metric JSON object (E111 unreadable, E112 not an object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(Errors.E111.format(path=path, error=err)) from None
+    if not isinstance(data, dict):
+        raise ValueError(Errors.E112.format(path=path, found=type(data).__name__))
+    return data.get("metrics", data) if isinstance(data.get("metrics"), dict) else data
+
+
+def _files(folder: Path, pattern: str, skip: tuple[str, ...] = ()) -> dict[str, dict]:
+    return {p.stem: read_metrics(p) for p in sorted(folder.glob(pattern)) if p.stem not in skip}
+
+
+def _linking(runs: dict[str, dict], report: RunReport, folder: Path,
+             plots: Path) -> str:
+    text = "## Linking of the gold test mentions (`evaluate`)\n\n" + markdown_table(runs)
+    for name, m in runs.items():
+        report.headline.append((f"{name}: in-KB R@1 / R@64", " / ".join(
+            _num(m.get("in_kb", {}).get(f"recall@{k}")) for k in (1, 64))))
+        groups = [(g, m.get(g, {})) for g in ("all", "in_kb", "seen", "unseen")]
+        groups += [(f"type {t}", v) for t, v in sorted(m.get("per_type", {}).items())]
+        rows = [[g, str(v.get("n", _DASH)), *(_num(v.get(f"recall@{k}")) for k in RECALL_KS),
+                 _num(v.get("accuracy"))] for g, v in groups if v]
+        text += f"\n{name}, by group:\n\n" + _table(
+            ["group", "n", *(f"R@{k}" for k in RECALL_KS), "accuracy"], rows)
+        timings = m.get("timings", {})
+        if timings.get("linking_mentions_per_s"):
+            report.headline.append((f"{name}: mentions/s", f"{timings['linking_mentions_per_s']}"))
+    plot_recall_at_k(runs, plots / RECALL_PLOT)
+    report.plots.append(RECALL_PLOT)
+    return text + f"\n![in-KB recall@k]({RECALL_PLOT})\n"
+
+
+def _pipeline(runs: dict[str, dict], report: RunReport, folder: Path,
+              plots: Path) -> str:
+    text = "## The assembled pipeline on the test corpus (`spacy evaluate`)\n\n"
+    for name, m in runs.items():
+        report.headline.append((f"{name}: NER F", _num(m.get("ents_f"))))
+        rows = [["all", _num(m.get("ents_p")), _num(m.get("ents_r")), _num(m.get("ents_f"))]]
+        rows += [[t, _num(v.get("p")), _num(v.get("r")), _num(v.get("f"))]
+                 for t, v in sorted((m.get("ents_per_type") or {}).items())]
+        text += f"{name}, NER by type:\n\n" + _table(["type", "P", "R", "F"], rows)
+        text += "\nLinking of the predicted ents: " + ", ".join(
+            f"{k} {_num(m.get(k))}" for k in ("nel_inkb_acc", "nel_acc", "nel_seen_acc",
+                                              "nel_unseen_acc") if k in m)
+        if m.get("speed"):
+            text += f"; {m['speed']:.0f} words/s"
+        text += "\n\n"
+    return text
+
+
+def _end_to_end(runs: dict[str, dict], report: RunReport, folder: Path,
+                plots: Path) -> str:
+    rows = []
+    for name, m in runs.items():
+        in_kb, timings = m.get("in_kb", {}), m.get("timings", {})
+        what = " + ".join(m.get("pipeline") or [name])
+        report.headline.append((f"{what}: InKB F1 (%) on raw text",
+                                _num(in_kb.get("f1"), 100, 1)))
+        rows.append([f"{name} ({what})", _num(in_kb.get("precision"), 100, 1),
+                     _num(in_kb.get("recall"), 100, 1), _num(in_kb.get("f1"), 100, 1),
+                     str(in_kb.get("n_gold", _DASH)), _num(timings.get("docs_per_s"), 1, 2)])
+    return ("## End-to-end linking of the raw test text (`evaluate-e2e`; InKB micro, strong "
+            "matching)\n\n" + _table(["run", "P", "R", "F1", "gold", "docs/s"], rows) + "\n")
+
+
+def _coref(runs: dict[str, dict], report: RunReport, folder: Path,
+           plots: Path) -> str:
+    rows = []
+    for name, m in runs.items():
+        c = m.get("coref", {})
+        report.headline.append((f"{name}: CoNLL F1", _num(c.get("conll_f1"))))
+        acc = [_num(m.get(k, {}).get("all", {}).get("accuracy"))
+               for k in ("clustering", "independent")]
+        rows.append([name, _num(c.get("nmi")), _num(c.get("ari")),
+                     *(_num(c.get(k, {}).get("f")) for k in ("muc", "b3", "ceafe")),
+                     _num(c.get("conll_f1")), *acc,
+                     _num(m.get("timings", {}).get("mentions_per_s"), 1, 1)])
+    return ("## Clustering mentions across documents (`evaluate-coref`)\n\n" + _table(
+        ["run", "NMI", "ARI", "MUC F", "B3 F", "CEAF-e F", "CoNLL F1", "acc with clustering",
+         "acc alone", "mentions/s"], rows) + "\n")
+
+
+def _rerank(runs: dict[str, dict], report: RunReport, folder: Path,
+            plots: Path) -> str:
+    rows = []
+    for name, m in runs.items():
+        for run in m.get("runs", []):
+            cross = run.get("cross_encoder", {})
+            if run.get("oracle") == "none":
+                report.headline.append((f"{name}: cross-encoder accuracy (bi-encoder)",
+                                        f"{_num(cross.get('accuracy'))} "
+                                        f"({_num(run.get('bi_encoder', {}).get('accuracy'))})"))
+            rows.append([name, str(run.get("oracle")), str(run.get("top_k")),
+                         _num(run.get("bi_encoder", {}).get("accuracy")),
+                         _num(cross.get("accuracy")), _num(cross.get("candidate_recall")),
+                         _num(run.get("timings", {}).get("mentions_per_s"), 1, 1)])
+    return ("## Re-ranking the linker's candidates (`evaluate-rerank`)\n\n" + _table(
+        ["run", "oracle", "top k", "bi-encoder acc", "cross-encoder acc", "gold in top k",
+         "mentions/s"], rows) + "\n")
+
+
+def _nil(runs: dict[str, dict], report: RunReport, folder: Path,
+         plots: Path) -> str:
+    text = "## NIL detection (`tune-nil`)\n\n"
+    rows = []
+    for name, m in runs.items():
+        test = m.get("test") or m.get("dev") or {}
+        nil = test.get("nil", {})
+        rows.append([name, _num(m.get("threshold"), 1, 4), _num(nil.get("precision")),
+                     _num(nil.get("recall")), _num(nil.get("f1")), _num(nil.get("au_pr")),
+                     _num(test.get("accuracy_with_nil"))])
+        plot = f"nil_pr_{name.removeprefix('nil_')}.png"
+        if (folder / plot).exists():  # tune-nil --plot writes it beside its metrics
+            if plots.resolve() != folder.resolve():
+                shutil.copyfile(folder / plot, plots / plot)
+            report.plots.append(plot)
+            text += f"![NIL PR curve]({plot})\n\n"
+    return text + _table(["run", "threshold", "NIL P", "NIL R", "NIL F1", "auPR",
+                          "accuracy incl. NIL"], rows) + "\n"
+
+
+# (file pattern, stems to skip, section), in the report's order
+SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[..., str]], ...] = (
+    ("pipeline_*.json", (), _pipeline), ("linker_*.json", (), _linking),
+    ("e2e*.json", (), _end_to_end), ("coref_*.json", ("coref_tuning",), _coref),
+    ("rerank*.json", (), _rerank), ("nil_*.json", (), _nil))
+
+
+def build_report(folder: str | Path, title: str = "", plots: str | Path | None = None
+                 ) -> RunReport:
+    """The report of the metric files in ``folder`` (a section for each kind found), its
+    plots written to ``plots`` (default: ``folder``) where it links them. A ValueError
+    (E116) when there is no metric file."""
+    folder = Path(folder)
+    plots = folder if plots is None else Path(plots)
+    report = RunReport()
+    sections = []
+    for pattern, skip, section in SECTIONS:
+        runs = _files(folder, pattern, skip)
+        if runs:
+            sections.append(section(runs, report, folder, plots))
+    if not sections:
+        raise ValueError(Errors.E116.format(path=folder))
+    head = _table(["what", "value"], [list(r) for r in report.headline])
+    report.markdown = (f"# {title or folder.name}: results\n\nFrom the metric files in "
+                       f"`{folder.name}/`.\n\n## At a glance\n\n{head}\n" + "\n".join(sections))
+    return report
+
+
+def write_report(folder: str | Path, output: str | Path | None = None,
+                 title: str = "") -> RunReport:
+    """Build the report of ``folder`` and write it to ``output`` (default:
+    ``folder/report.md``), atomically, its plots beside it."""
+    output = Path(output) if output else Path(folder) / "report.md"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    report = build_report(folder, title, output.parent)
+    write_text_atomic(output, report.markdown)
+    return report

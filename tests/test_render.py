@@ -1,0 +1,148 @@
+"""`render`: displaCy's entity view with KB links and candidate tooltips; the readers of raw
+documents it takes; a look at the page in headless Chromium where one is installed."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+from spacy_arboel.data.texts import TextRecord, read_texts
+from spacy_arboel.extensions import CANDIDATES_EXT, register_extensions
+from spacy_arboel.render import MESH_URL_TEMPLATE, default_url_template, render_page
+
+PUBTATOR = ("123|t|Famotidine delirium\n123|a|In elderly patients.\n"
+            "123\t0\t10\tFamotidine\tChemical\tD015738\n\n"
+            "456|t|Cough\n456|a|Aspirin induced cough.\n")
+
+
+def _doc():
+    register_extensions()
+    doc = spacy.blank("en")("Famotidine-associated delirium <b>x</b> in elderly patients.")
+    doc.ents = [doc.char_span(0, 10, label="Chemical", kb_id="D015738"),
+                doc.char_span(22, 30, label="Disease", kb_id="D003693")]
+    doc.ents[0]._.set(CANDIDATES_EXT, [("D015738", 0.93), ("D002927", 0.05), ("D1", 0.01),
+                                        ("D2", 0.01)])
+    return doc
+
+
+def test_page_links_each_kb_id_and_shows_the_candidates():
+    names = {"D015738": "Famotidine", "D002927": "Cimetidine <H2>"}
+    page = render_page([_doc()], MESH_URL_TEMPLATE, names, n_candidates=2, titles=["PMID 1"])
+    assert page.startswith("<!DOCTYPE html>") or "<html" in page
+    assert 'href="https://meshb.nlm.nih.gov/record/ui?ui=D015738"' in page
+    assert 'href="https://meshb.nlm.nih.gov/record/ui?ui=D003693"' in page
+    assert 'title="D015738 Famotidine 0.93 · D002927 Cimetidine &lt;H2&gt; 0.05"' in page
+    assert 'title="D003693"' in page  # no candidates: the id alone
+    assert "Chemical" in page and "Disease" in page and "PMID 1" in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page  # text is escaped
+    assert page.count('<mark class="entity"') == 2
+    no_links = render_page([_doc()], None)
+    assert "meshb" not in no_links and 'href="#"' in no_links
+
+
+def test_the_default_link_is_mesh_for_a_mesh_kb_only():
+    assert default_url_template(["D015738", "C000601234", "D003693"]) == MESH_URL_TEMPLATE
+    assert default_url_template(["D015738", "Q42"]) is None
+    assert default_url_template([]) is None
+
+
+def test_documents_are_read_from_each_format(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"id": "x1", "text": "Aspirin."}\n\n{"text": "Cough."}\n')
+    (tmp_path / "b.txt").write_text(PUBTATOR)
+    (tmp_path / "c.txt").write_text("Plain text\nof one document.")
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp("Fever.")]).to_disk(tmp_path / "d.spacy")
+    (tmp_path / "notes.md").write_text("ignored in a folder")
+    assert list(read_texts(tmp_path)) == [
+        TextRecord("x1", "Aspirin."), TextRecord("a:3", "Cough."),
+        TextRecord("123", "Famotidine delirium In elderly patients."),
+        TextRecord("456", "Cough Aspirin induced cough."),
+        TextRecord("c", "Plain text\nof one document."), TextRecord("d:0", "Fever.")]
+
+
+@pytest.mark.parametrize("line,problem", [("not json", "not JSON"), ('{"id": 1}', '"text"'),
+                                          ('["a list"]', '"text"')])
+def test_bad_jsonl_lines_are_coded_errors(tmp_path, line, problem):
+    (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n' + line + "\n")
+    with pytest.raises(ValueError, match=f"E115.*line 2.*{problem}"):
+        list(read_texts(tmp_path / "bad.jsonl"))
+
+
+def test_unknown_files_are_coded_errors(tmp_path):
+    (tmp_path / "x.csv").write_text("a,b")
+    with pytest.raises(ValueError, match="E114"):
+        list(read_texts(tmp_path / "x.csv"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="E114"):
+        list(read_texts(tmp_path / "empty"))
+
+
+@pytest.fixture
+def linker_pipeline(tiny_encoder, toy_kb_path, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={
+        "kb_path": str(toy_kb_path), "threshold": 0.0, "top_k": 3, "passage_length": 48,
+        "passage_stride": 40, "model": {"encoder_name": tiny_encoder, "max_spans": 4}})
+    nlp.get_pipe("arbo_linker").ensure_ready()
+    nlp.to_disk(tmp_path / "model")
+    return tmp_path / "model"
+
+
+def _render(*args):
+    return CliRunner().invoke(app, ["render", *[str(a) for a in args]])
+
+
+def test_render_command_writes_the_page(linker_pipeline, tmp_path):
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text("\n".join(json.dumps({"id": f"doc{i}", "text": t}) for i, t in enumerate(
+        ["Aspirin induced cough.", "Fever in patients with heart failure.", "Third."])))
+    page = tmp_path / "out" / "page.html"
+    result = _render(linker_pipeline, texts, "--output", page, "--limit", 2)
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert "doc0" in html and "doc1" in html and "doc2" not in html
+    assert html.count('<mark class="entity"') >= 1  # threshold 0: the random model links
+    assert "https://meshb.nlm.nih.gov/record/ui?ui=D" in html  # the toy KB is MeSH
+    assert "Rendered 2 docs" in result.output
+    custom = _render(linker_pipeline, texts, "--output", page, "--kb-url-template",
+                     "https://kb.example/{}", "--candidates", 1)
+    assert custom.exit_code == 0 and "https://kb.example/D" in page.read_text()
+    assert "meshb" not in page.read_text()
+
+
+def test_render_command_refuses_bad_input_and_outputs(linker_pipeline, tmp_path):
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "Aspirin."}\n')
+    result = _render(linker_pipeline, texts, "--output", texts)
+    assert result.exit_code == 1 and "E040" in result.output
+    assert texts.read_text() == '{"text": "Aspirin."}\n'  # the input is untouched
+    (tmp_path / "bad.jsonl").write_text("oops\n")
+    result = _render(linker_pipeline, tmp_path / "bad.jsonl", "--output", tmp_path / "p.html")
+    assert result.exit_code == 1 and "E115" in result.output
+    assert not (tmp_path / "p.html").exists()
+
+
+CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(b)), None)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (.ci/run installs it)")
+def test_the_page_in_headless_chromium(tmp_path):
+    """Chromium loads the page; its screenshot is kept in the test's output folder and the
+    DOM it built has the two linked entities with their tooltips."""
+    page = tmp_path / "page.html"
+    page.write_text(render_page([_doc()], MESH_URL_TEMPLATE, {"D015738": "Famotidine"}))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+    shot = tmp_path / "page.png"
+    subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=900,400",
+                    page.as_uri()], check=True, capture_output=True, timeout=120)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 5000
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert dom.count("<mark") == 2 and 'title="D015738 Famotidine 0.93' in dom
+    print(f"screenshot: {shot}")

@@ -1,0 +1,103 @@
+"""`report`: the Markdown report of a run's metrics folder, its plots and headline table."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+from spacy_arboel.evaluation.run_report import build_report, write_report
+
+GROUP = {"n": 10, "recall@1": 0.9, "recall@8": 0.95, "recall@64": 0.98, "accuracy": 0.9}
+FILES = {
+    "linker_knn_negatives.json": {
+        "name": "toy-knn", "all": GROUP, "in_kb": {**GROUP, "recall@1": 0.912},
+        "seen": GROUP, "unseen": {**GROUP, "n": 2, "accuracy": 0.5},
+        "per_type": {"Chemical": {**GROUP, "accuracy": 0.97}}, "timings": {
+            "linking_mentions_per_s": 310.0}},
+    "pipeline_knn_negatives.json": {
+        "ents_p": 0.8, "ents_r": 0.9, "ents_f": 0.847, "ents_per_type": {
+            "Disease": {"p": 0.7, "r": 0.8, "f": 0.746}}, "nel_inkb_acc": 0.9, "speed": 1234.5},
+    "e2e.json": {"pipeline": ["arbo_linker"], "in_kb": {
+        "precision": 0.839, "recall": 0.797, "f1": 0.818, "n_gold": 100},
+        "timings": {"docs_per_s": 13.61}},
+    "e2e_ner_linker.json": {"pipeline": ["ner", "arbo_entity_linker"], "in_kb": {
+        "precision": 0.7, "recall": 0.78, "f1": 0.74, "n_gold": 100}},
+    "coref_knn_negatives.json": {"coref": {
+        "nmi": 0.99, "ari": 0.8, "muc": {"f": 0.81}, "b3": {"f": 0.97}, "ceafe": {"f": 0.96},
+        "conll_f1": 0.913}, "clustering": {"all": {"accuracy": 0.96}},
+        "independent": {"all": {"accuracy": 0.95}}, "timings": {"mentions_per_s": 142.7}},
+    "coref_tuning.json": {"best": {"k": 1}},
+    "rerank.json": {"runs": [{"oracle": "none", "top_k": 4, "bi_encoder": {"accuracy": 1.0},
+                              "cross_encoder": {"accuracy": 0.458, "candidate_recall": 1.0}}]},
+    "nil_knn_negatives.json": {"threshold": 0.4321, "test": {"nil": {
+        "precision": 0.5, "recall": 0.6, "f1": 0.545, "au_pr": 0.51}, "accuracy_with_nil": 0.8}},
+}
+
+
+@pytest.fixture
+def metrics(tmp_path):
+    folder = tmp_path / "metrics" / "toy"
+    folder.mkdir(parents=True)
+    for name, data in FILES.items():
+        (folder / name).write_text(json.dumps(data))
+    (folder / "nil_pr_knn_negatives.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    return folder
+
+
+def test_the_report_has_every_section_and_the_headline(metrics):
+    report = write_report(metrics)
+    text = (metrics / "report.md").read_text()
+    assert text == report.markdown
+    for heading in ("At a glance", "assembled pipeline", "gold test mentions",
+                    "End-to-end", "Clustering", "Re-ranking", "NIL detection"):
+        assert heading in text
+    headline = dict(report.headline)
+    assert headline["pipeline_knn_negatives: NER F"] == "0.847"
+    assert headline["linker_knn_negatives: in-KB R@1 / R@64"] == "0.912 / 0.980"
+    assert headline["arbo_linker: InKB F1 (%) on raw text"] == "81.8"
+    assert headline["ner + arbo_entity_linker: InKB F1 (%) on raw text"] == "74.0"
+    assert headline["coref_knn_negatives: CoNLL F1"] == "0.913"
+    assert headline["rerank: cross-encoder accuracy (bi-encoder)"] == "0.458 (1.000)"
+    assert "| type Chemical | 10 | 0.900 | 0.950 | 0.980 | 0.970 |" in text
+    assert "| Disease | 0.700 | 0.800 | 0.746 |" in text
+    assert "| e2e (arbo_linker) | 83.9 | 79.7 | 81.8 | 100 | 13.61 |" in text
+    assert "| nil_knn_negatives | 0.4321 | 0.500 | 0.600 | 0.545 | 0.510 | 0.800 |" in text
+    assert "coref_tuning" not in text
+    assert report.plots == ["recall_at_k.png", "nil_pr_knn_negatives.png"]
+    assert (metrics / "recall_at_k.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_report_elsewhere_takes_its_plots_along(metrics, tmp_path):
+    write_report(metrics, tmp_path / "out" / "r.md")
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {
+        "r.md", "recall_at_k.png", "nil_pr_knn_negatives.png"}
+
+
+def test_a_partial_run_reports_what_it_has(tmp_path):
+    (tmp_path / "e2e.json").write_text(json.dumps(FILES["e2e.json"]))
+    report = build_report(tmp_path)
+    assert "End-to-end" in report.markdown and "Clustering" not in report.markdown
+    assert report.plots == []
+
+
+def test_bad_folders_and_files_are_coded_errors(tmp_path):
+    with pytest.raises(ValueError, match="E116"):
+        build_report(tmp_path)
+    (tmp_path / "e2e.json").write_text("{not json")
+    with pytest.raises(ValueError, match="E111"):
+        build_report(tmp_path)
+    (tmp_path / "e2e.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="E112"):
+        build_report(tmp_path)
+
+
+def test_report_command_prints_the_headline(metrics, tmp_path):
+    result = CliRunner().invoke(app, ["report", str(metrics), "--title", "Toy run"])
+    assert result.exit_code == 0, result.output
+    assert "InKB F1 (%) on raw text" in result.output and "81.8" in result.output
+    assert (metrics / "report.md").read_text().startswith("# Toy run: results")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(app, ["report", str(empty)])
+    assert result.exit_code == 1 and "E116" in result.output
