@@ -396,6 +396,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "coref_*.json, rerank*.json, nil_*.json). Give the metrics folder of a workflow run, "
         "e.g. metrics/toy after `spacy project run all`."
     )
+    E117 = (
+        "trust_remote_code is set in the {where} of spacy_arboel.TransformerModel.v1: "
+        "spacy-arboel never runs code that comes with a model. Remove it, and use an encoder "
+        "that transformers supports natively."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):
