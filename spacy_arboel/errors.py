@@ -401,6 +401,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "spacy-arboel never runs code that comes with a model. Remove it, and use an encoder "
         "that transformers supports natively."
     )
+    E118 = (
+        "{path} has no settings for the step '{step}' on the dataset '{dataset}' (datasets "
+        "there: {known}). Add a '{dataset}: {step}:' entry with its `config` and `overrides` "
+        "(see configs/datasets.yml), or choose one of those datasets."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (registers the commands)
     nil_commands,
     project_commands,
     render_commands,
+    train_commands,
 )
 from .app import app
 

@@ -1,0 +1,52 @@
+"""``project-train``: one training step of project.yml with its dataset's settings
+(configs/datasets.yml), so that ``--vars.dataset`` alone picks a real-data run."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import Errors
+from .app import OVERRIDES, app
+
+SETTINGS = Path("configs") / "datasets.yml"
+
+
+def dataset_settings(path: Path, step: str, dataset: str) -> tuple[Path, dict]:
+    """The config file and the spaCy overrides of ``step`` on ``dataset`` in ``path``
+    (E118 where it lacks them)."""
+    import srsly
+
+    settings = srsly.read_yaml(path) if path.exists() else None
+    entry = ((settings or {}).get(dataset) or {}).get(step) if isinstance(settings, dict) \
+        else None
+    if not isinstance(entry, dict) or "config" not in entry:
+        known = sorted(settings) if isinstance(settings, dict) else []
+        raise ValueError(Errors.E118.format(path=path, step=step, dataset=dataset,
+                                            known=", ".join(known) or "none"))
+    return path.parent / f"{entry['config']}.cfg", dict(entry.get("overrides") or {})
+
+
+@app.command("project-train", context_settings=OVERRIDES)
+def project_train_command(
+    ctx: typer.Context,
+    step: Annotated[str, typer.Argument(help="linker, ner, reranker or e2e")],
+    dataset: Annotated[str, typer.Argument(help="toy, bc5cdr or ncbi (a key of --settings)")],
+    output: Annotated[Path, typer.Option(help="Output folder of spacy train")],
+    settings: Annotated[Path, typer.Option(help="The datasets' settings")] = SETTINGS,
+    gpu_id: Annotated[int, typer.Option(help="GPU id, -1 for the CPU")] = -1,
+) -> None:
+    """`spacy train` of STEP's config with DATASET's overrides from configs/datasets.yml;
+    extra --section.key value options (paths, and any setting) are added and win."""
+    from spacy.cli._util import parse_config_overrides
+    from spacy.cli.train import train
+    from wasabi import msg
+
+    try:
+        config, overrides = dataset_settings(settings, step, dataset)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    overrides.update(parse_config_overrides(ctx.args))
+    shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
+    msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")
+    train(config, output, use_gpu=gpu_id, overrides=overrides)

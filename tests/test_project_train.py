@@ -1,0 +1,55 @@
+"""`project-train`: a project.yml training step with its dataset's settings
+(configs/datasets.yml), the command line's overrides winning."""
+
+from pathlib import Path
+
+import pytest
+import spacy
+import srsly
+from spacy.tokens import DocBin
+from spacy.util import load_config
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+from spacy_arboel.cli.train_commands import SETTINGS, dataset_settings
+
+ROOT = Path(__file__).parent.parent
+DATASETS = srsly.read_yaml(ROOT / SETTINGS)
+STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps]
+
+
+@pytest.mark.parametrize("dataset,step", STEPS)
+def test_every_setting_names_a_config_and_keys_it_has(dataset, step):
+    config, overrides = dataset_settings(ROOT / SETTINGS, step, dataset)
+    assert config.exists()
+    filled = load_config(config, overrides=overrides)  # an unknown key would raise
+    for key, value in overrides.items():
+        section, *rest = key.split(".")
+        node = filled[section]
+        for part in rest:
+            node = node[part]
+        assert node == value
+
+
+def test_every_dataset_sets_every_step_and_real_data_uses_the_transformer_ner():
+    assert set(DATASETS) == {"toy", "bc5cdr", "ncbi"}
+    assert all(set(steps) == {"linker", "ner", "reranker", "e2e"} for steps in DATASETS.values())
+    assert DATASETS["toy"]["ner"]["config"] == "ner"
+    assert DATASETS["bc5cdr"]["ner"]["config"] == DATASETS["ncbi"]["ner"]["config"] == "ner_trf"
+
+
+def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the settings path is relative to the project
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
+    out = tmp_path / "ner"
+    result = CliRunner().invoke(app, [
+        "project-train", "ner", "toy", "--output", str(out),
+        "--paths.train", str(tmp_path / "train.spacy"),
+        "--paths.dev", str(tmp_path / "train.spacy"), "--training.max_steps", "3"])
+    assert result.exit_code == 0, result.output
+    assert "python -m spacy train configs/ner.cfg" in result.output
+    config = spacy.load(out / "model-last").config
+    assert config["training"]["max_steps"] == 3  # the command line wins
+    assert config["training"]["eval_frequency"] == 50  # the toy setting
+    result = CliRunner().invoke(app, ["project-train", "ner", "pubmed", "--output", str(out)])
+    assert result.exit_code == 1 and "E118" in result.output
