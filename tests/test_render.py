@@ -127,7 +127,8 @@ def test_render_command_refuses_bad_input_and_outputs(linker_pipeline, tmp_path)
     assert not (tmp_path / "p.html").exists()
 
 
-CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
+CHROMIUM = next((shutil.which(b) for b in ("chromium-headless-shell", "chromium",
+                                            "chromium-browser", "google-chrome")
                  if shutil.which(b)), None)
 
 
@@ -137,7 +138,8 @@ def test_the_page_in_headless_chromium(tmp_path):
     DOM it built has the two linked entities with their tooltips."""
     page = tmp_path / "page.html"
     page.write_text(render_page([_doc()], MESH_URL_TEMPLATE, {"D015738": "Famotidine"}))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}"]
     shot = tmp_path / "page.png"
     subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=900,400",
                     page.as_uri()], check=True, capture_output=True, timeout=120)
