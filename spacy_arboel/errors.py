@@ -406,6 +406,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "there: {known}). Add a '{dataset}: {step}:' entry with its `config` and `overrides` "
         "(see configs/datasets.yml), or choose one of those datasets."
     )
+    E119 = (
+        "{path} has no component with a knowledge base (arbo_entity_linker or arbo_linker): "
+        "give the pipeline that links, e.g. training/model-best."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

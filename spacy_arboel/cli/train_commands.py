@@ -50,3 +50,34 @@ def project_train_command(
     shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
     msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")
     train(config, output, use_gpu=gpu_id, overrides=overrides)
+
+
+@app.command("package-meta")
+def package_meta_command(
+    model: Annotated[Path, typer.Argument(help="The pipeline to package", exists=True)],
+    metrics_dir: Annotated[Path, typer.Argument(help="Its run's metrics folder", exists=True,
+                                                file_okay=False)],
+    output: Annotated[Path, typer.Option(help="The meta JSON for spacy package --meta-path")],
+    dataset: Annotated[str, typer.Option(help="Its dataset (a key of --settings)")] = "toy",
+    objective: Annotated[str, typer.Option(help="The linker's objective (metric files)")] = "*",
+    settings: Annotated[Path, typer.Option(help="The datasets' settings")] = SETTINGS,
+) -> None:
+    """Write the meta.json entries of a package: the metrics its run measured, and its KB
+    (description from --settings, size, types, fingerprint)."""
+    import spacy
+    import srsly
+    from wasabi import msg
+
+    from ..evaluation.package_meta import package_meta
+    from .outputs import check_outputs, write_text_atomic
+
+    check_outputs({"MODEL": model, "METRICS_DIR": metrics_dir}, {"--output": output})
+    nlp = spacy.load(model)
+    kbs = [pipe.kb for _, pipe in nlp.pipeline if getattr(pipe, "kb", None) is not None]
+    if not kbs:
+        msg.fail(Errors.E119.format(path=model), exits=1)
+    described = srsly.read_yaml(settings).get(dataset, {}) if settings.exists() else {}
+    meta = package_meta(kbs[0], metrics_dir, str(described.get("kb", "")), dataset, objective)
+    write_text_atomic(output, srsly.json_dumps(meta, indent=2) + "\n")
+    msg.good(f"Wrote {output}: {len(meta['performance'])} measured metrics, KB of "
+             f"{meta['kb']['entities']} entities")
