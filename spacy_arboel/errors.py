@@ -407,8 +407,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "(see configs/datasets.yml), or choose one of those datasets."
     )
     E119 = (
-        "{path} has no component with a knowledge base (arbo_entity_linker or arbo_linker): "
-        "give the pipeline that links, e.g. training/model-best."
+        "{path} has no component with a knowledge base (arbo_entity_linker, arbo_linker or "
+        "arbo_reranker): give the pipeline that links, e.g. training/model-best."
+    )
+    E120 = (
+        "--kb-url-template '{template}' is not an http(s) URL with one {{}} where the id goes, "
+        "e.g. https://meshb.nlm.nih.gov/record/ui?ui={{}}."
     )
 
 

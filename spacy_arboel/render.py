@@ -4,19 +4,36 @@
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from spacy import displacy
 from spacy.displacy.templates import TPL_ENT
 from spacy.tokens import Doc, Span
 
+from .errors import Errors
 from .extensions import CANDIDATES_EXT
 
 MESH_URL_TEMPLATE = "https://meshb.nlm.nih.gov/record/ui?ui={}"
-# MeSH descriptors (D + 6 digits) and supplementary concepts (C + 6 to 9 digits)
+# MeSH descriptors (D) and supplementary concepts (C), 6 to 9 digits
 _MESH_PREFIXES = ("D", "C")
 COLORS = {"CHEMICAL": "#7aecec", "DISEASE": "#feca74"}
 # TPL_ENT with the candidates as the mark's tooltip
 TEMPLATE = TPL_ENT.replace('<mark class="entity"', '<mark class="entity" title="{candidates}"', 1)
+
+
+def check_url_template(template: str) -> str:
+    """``template`` if it is an http(s) URL with one ``{}`` for the id, else a ValueError
+    (E120)."""
+    rest = template.replace("{}", "", 1)
+    if not template.startswith(("https://", "http://")) or "{}" not in template \
+            or "{" in rest or "}" in rest:
+        raise ValueError(Errors.E120.format(template=template))
+    return template
+
+
+def kb_url(template: str, kb_id: str) -> str:
+    """The KB page of ``kb_id`` (percent-encoded into the template)."""
+    return template.replace("{}", quote(kb_id, safe=""))
 
 
 def is_mesh_id(kb_id: str) -> bool:
@@ -41,7 +58,8 @@ def candidates_text(candidates: Sequence[tuple[str, float]], names: dict[str, st
 def doc_data(doc: Doc, url_template: str | None, names: dict[str, str] | None = None,
              n_candidates: int = 3, title: str | None = None) -> dict[str, Any]:
     """One doc in displaCy's manual format: each ent with its label, ``kb_id_`` (linked
-    through ``url_template``, ``{}`` standing for the id) and its candidates' tooltip."""
+    through ``url_template``, ``{}`` standing for the id; without one the id links nowhere)
+    and its candidates' tooltip."""
     names = names or {}
     ents = []
     for ent in doc.ents:
@@ -53,7 +71,7 @@ def doc_data(doc: Doc, url_template: str | None, names: dict[str, str] | None = 
                                                                 n_candidates) or kb_id)}}
         if kb_id:
             span["kb_id"] = escape(kb_id)
-            span["kb_url"] = escape(url_template.format(kb_id)) if url_template else "#"
+            span["kb_url"] = escape(kb_url(url_template, kb_id)) if url_template else "#"
         ents.append(span)
     return {"text": doc.text, "ents": ents, "title": escape(title) if title else None}
 
@@ -66,4 +84,4 @@ def render_page(docs: Sequence[Doc], url_template: str | None,
     data = [doc_data(doc, url_template, names, n_candidates, title)
             for doc, title in zip(docs, titles, strict=True)]
     return displacy.render(data, style="ent", manual=True, page=True, minify=False,
-                           options={"template": TEMPLATE, "colors": COLORS})
+                           jupyter=False, options={"template": TEMPLATE, "colors": COLORS})

@@ -13,7 +13,12 @@ from typer.testing import CliRunner
 from spacy_arboel.cli import app
 from spacy_arboel.data.texts import TextRecord, read_texts
 from spacy_arboel.extensions import CANDIDATES_EXT, register_extensions
-from spacy_arboel.render import MESH_URL_TEMPLATE, default_url_template, render_page
+from spacy_arboel.render import (
+    MESH_URL_TEMPLATE,
+    check_url_template,
+    default_url_template,
+    render_page,
+)
 
 PUBTATOR = ("123|t|Famotidine delirium\n123|a|In elderly patients.\n"
             "123\t0\t10\tFamotidine\tChemical\tD015738\n\n"
@@ -32,17 +37,36 @@ def _doc():
 
 def test_page_links_each_kb_id_and_shows_the_candidates():
     names = {"D015738": "Famotidine", "D002927": "Cimetidine <H2>"}
-    page = render_page([_doc()], MESH_URL_TEMPLATE, names, n_candidates=2, titles=["PMID 1"])
-    assert page.startswith("<!DOCTYPE html>") or "<html" in page
+    page = render_page([_doc()], MESH_URL_TEMPLATE, names, n_candidates=2,
+                       titles=["PMID <1>"])
+    assert page.lstrip().startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert 'href="https://meshb.nlm.nih.gov/record/ui?ui=D015738"' in page
     assert 'href="https://meshb.nlm.nih.gov/record/ui?ui=D003693"' in page
     assert 'title="D015738 Famotidine 0.93 · D002927 Cimetidine &lt;H2&gt; 0.05"' in page
     assert 'title="D003693"' in page  # no candidates: the id alone
-    assert "Chemical" in page and "Disease" in page and "PMID 1" in page
+    assert "Chemical" in page and "Disease" in page and "PMID &lt;1&gt;" in page
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page  # text is escaped
     assert page.count('<mark class="entity"') == 2
     no_links = render_page([_doc()], None)
     assert "meshb" not in no_links and 'href="#"' in no_links
+
+
+def test_labels_ids_and_urls_are_escaped_and_encoded():
+    register_extensions()
+    doc = spacy.blank("en")("x y z")
+    doc.ents = [doc.char_span(0, 1, label="<Chem>", kb_id='a"b&c d')]
+    page = render_page([doc], "https://kb.example/e?id={}")
+    assert "&lt;Chem&gt;" in page and "<Chem>" not in page
+    assert 'href="https://kb.example/e?id=a%22b%26c%20d"' in page
+    assert ">a&quot;b&amp;c d</a>" in page
+
+
+@pytest.mark.parametrize("template", ["javascript:alert(1)//{}", "https://kb.example/",
+                                      "https://kb.example/{id}", "{}", "https://x/{}/{}"])
+def test_bad_url_templates_are_coded_errors(template):
+    with pytest.raises(ValueError, match="E120"):
+        check_url_template(template)
+    assert check_url_template("http://kb.example/{}") == "http://kb.example/{}"
 
 
 def test_the_default_link_is_mesh_for_a_mesh_kb_only():
@@ -106,7 +130,8 @@ def test_render_command_writes_the_page(linker_pipeline, tmp_path):
     assert result.exit_code == 0, result.output
     html = page.read_text()
     assert "doc0" in html and "doc1" in html and "doc2" not in html
-    assert html.count('<mark class="entity"') >= 1  # threshold 0: the random model links
+    # threshold 0: the random model links every (span, candidate) it proposes
+    assert html.count('<mark class="entity"') >= 2
     assert "https://meshb.nlm.nih.gov/record/ui?ui=D" in html  # the toy KB is MeSH
     assert "Rendered 2 docs" in result.output
     custom = _render(linker_pipeline, texts, "--output", page, "--kb-url-template",
@@ -125,6 +150,9 @@ def test_render_command_refuses_bad_input_and_outputs(linker_pipeline, tmp_path)
     result = _render(linker_pipeline, tmp_path / "bad.jsonl", "--output", tmp_path / "p.html")
     assert result.exit_code == 1 and "E115" in result.output
     assert not (tmp_path / "p.html").exists()
+    result = _render(linker_pipeline, texts, "--output", tmp_path / "p.html",
+                     "--kb-url-template", "https://kb.example/{id}")
+    assert result.exit_code == 1 and "E120" in result.output
 
 
 CHROMIUM = next((shutil.which(b) for b in ("chromium-headless-shell", "chromium",

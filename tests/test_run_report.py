@@ -55,8 +55,10 @@ def test_the_report_has_every_section_and_the_headline(metrics):
     headline = dict(report.headline)
     assert headline["pipeline_knn_negatives: NER F"] == "0.847"
     assert headline["linker_knn_negatives: in-KB R@1 / R@64"] == "0.912 / 0.980"
-    assert headline["arbo_linker: InKB F1 (%) on raw text"] == "81.8"
-    assert headline["ner + arbo_entity_linker: InKB F1 (%) on raw text"] == "74.0"
+    assert headline["e2e (arbo_linker): InKB F1 (%) on raw text"] == "81.8"
+    assert headline["e2e_ner_linker (ner + arbo_entity_linker): InKB F1 (%) on raw text"] \
+        == "74.0"
+    assert headline["linker_knn_negatives: mentions/s"] == "310.0"
     assert headline["coref_knn_negatives: CoNLL F1"] == "0.913"
     assert headline["rerank: cross-encoder accuracy (bi-encoder)"] == "0.458 (1.000)"
     assert "| type Chemical | 10 | 0.900 | 0.950 | 0.980 | 0.970 |" in text
@@ -101,3 +103,15 @@ def test_report_command_prints_the_headline(metrics, tmp_path):
     empty.mkdir()
     result = CliRunner().invoke(app, ["report", str(empty)])
     assert result.exit_code == 1 and "E116" in result.output
+
+
+def test_report_command_with_no_headline_and_an_output_over_an_input(tmp_path):
+    (tmp_path / "nil_x.json").write_text(json.dumps(FILES["nil_knn_negatives.json"]))
+    result = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "NIL detection" in (tmp_path / "report.md").read_text()
+    before = (tmp_path / "nil_x.json").read_text()
+    result = CliRunner().invoke(app, ["report", str(tmp_path), "--output",
+                                      str(tmp_path / "nil_x.json")])
+    assert result.exit_code == 1 and "E040" in result.output
+    assert (tmp_path / "nil_x.json").read_text() == before

@@ -146,8 +146,11 @@ def test_a_trained_span_reader_starts_one_with_a_cross_reread(tiny_encoder, toy_
     cross = modules["cross"].passage.state_dict()
     assert all(torch.equal(passage[k], cross[k]) for k in passage)  # the cross reader's start
     assert modules["spans"].encoder is not trained.modules["spans"].encoder  # copies
-    reader.reuse_index(trained.kb, trained.index)
-    assert _train(reader, 1)[0] is not None
+    assert reader.reuse_index(trained.kb, trained.index)
+    assert np.shares_memory(reader.index.embeddings, trained.index.embeddings)
+    losses = _train(reader, 2)
+    assert all(np.isfinite(losses)) and reader.updates == 2
+    assert all(p.grad is not None for p in modules["cross"].rank.parameters())
 
 
 def test_cross_reread_needs_a_cross_reader(tiny_encoder, toy_kb_path):

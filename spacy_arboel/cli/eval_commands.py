@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import Errors
-from ..evaluation.report import markdown_table, plot_recall_at_k
+from ..evaluation.report import markdown_table, plot_recall_at_k, read_metrics
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
 from .outputs import check_outputs, write_text_atomic
@@ -18,14 +18,10 @@ from .outputs import check_outputs, write_text_atomic
 def _load_run(path: Path) -> tuple[str, dict[str, Any]]:
     """Read a metrics JSON file; the run name is its "name" key or else the file stem."""
     try:
-        data = json.loads(path.read_text(encoding="utf8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise typer.BadParameter(Errors.E111.format(path=path, error=err)) from err
-    if not isinstance(data, dict):
-        raise typer.BadParameter(Errors.E112.format(path=path, found=type(data).__name__))
-    name = data.get("name")
-    metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else data
-    return (str(name) if name else path.stem), metrics
+        name, metrics = read_metrics(path)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    return name or path.stem, metrics
 
 
 @app.command("compare-runs")
@@ -232,20 +228,24 @@ def report_command(
     metrics_dir: Annotated[Path, typer.Argument(
         help="The metrics folder of a run, e.g. metrics/bc5cdr", exists=True, file_okay=False)],
     output: Annotated[Path | None, typer.Option(
-        help="The Markdown report (default: METRICS_DIR/report.md)")] = None,
+        help="The Markdown report (default: METRICS_DIR/report.md); its plots are written "
+             "beside it")] = None,
     title: Annotated[str, typer.Option(help="The report's title (default: the folder)")] = "",
 ) -> None:
     """Write the report of a run (tables of linking, NER, end-to-end, coref, re-ranking and
     NIL metrics with the recall@k and NIL PR plots) and print its headline table."""
     from wasabi import msg
 
-    from ..evaluation.run_report import write_report
+    from ..evaluation.run_report import metric_files, write_report
 
+    output = output or metrics_dir / "report.md"
+    check_outputs({"METRICS_DIR": metric_files(metrics_dir)}, {"--output": output})
     try:
         written = write_report(metrics_dir, output, title)
     except ValueError as err:
         msg.fail(str(err), exits=1)
-    width = max(len(what) for what, _ in written.headline)
-    msg.table(written.headline, header=("what", "value"), divider=True, widths=(width, 14))
-    msg.good(f"Wrote {output or metrics_dir / 'report.md'}"
-             + (f" and {', '.join(written.plots)}" if written.plots else ""))
+    if written.headline:
+        width = max(len(what) for what, _ in written.headline)
+        msg.table(written.headline, header=("what", "value"), divider=True, widths=(width, 14))
+    msg.good(f"Wrote {output}" + (f" and {', '.join(written.plots)} beside it"
+                                  if written.plots else ""))

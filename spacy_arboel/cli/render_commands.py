@@ -21,32 +21,33 @@ def render_command(
     limit: Annotated[int, typer.Option(help="Render the first N documents (0: all)")] = 10,
     kb_url_template: Annotated[str | None, typer.Option(
         help="Link of a kb_id, {} standing for the id (default: MeSH's record page for a "
-             "MeSH KB, else no link; \"\" for no link)")] = None,
+             "MeSH KB; \"\" or another KB: ids shown without a page)")] = None,
     candidates: Annotated[int, typer.Option(
         help="Candidates shown in each entity's tooltip")] = 3,
 ) -> None:
     """Write displaCy's entity view of the linked documents: each entity's label and
     kb_id (a link to its KB page), and its top candidates with their scores as a tooltip.
     Extra --section.key value options override the pipeline's config."""
+    from itertools import islice
+
     import spacy
     from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
     from ..data.texts import read_texts
-    from ..render import default_url_template, render_page
+    from ..evaluation.end_to_end_eval import pipeline_kb
+    from ..render import check_url_template, default_url_template, render_page
 
     check_outputs({"MODEL": model, "INPUT_PATH": input_path}, {"--output": output})
     try:
-        records = []
-        for record in read_texts(input_path):
-            records.append(record)
-            if limit and len(records) == limit:
-                break
+        if kb_url_template:
+            check_url_template(kb_url_template)
+        records = list(islice(read_texts(input_path), limit or None))
     except ValueError as err:
         msg.fail(str(err), exits=1)
     nlp = spacy.load(model, config=parse_config_overrides(ctx.args))
-    kbs = [pipe.kb for _, pipe in nlp.pipeline if getattr(pipe, "kb", None) is not None]
-    names = {e.id: e.name for e in kbs[0]} if kbs else {}
+    kb = pipeline_kb(nlp)
+    names = {e.id: e.name for e in kb} if kb is not None else {}
     if kb_url_template is None:
         kb_url_template = default_url_template(names)
     docs = list(nlp.pipe(r.text for r in records))

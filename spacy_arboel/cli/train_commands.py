@@ -58,7 +58,7 @@ def package_meta_command(
     metrics_dir: Annotated[Path, typer.Argument(help="Its run's metrics folder", exists=True,
                                                 file_okay=False)],
     output: Annotated[Path, typer.Option(help="The meta JSON for spacy package --meta-path")],
-    dataset: Annotated[str, typer.Option(help="Its dataset (a key of --settings)")] = "toy",
+    dataset: Annotated[str, typer.Option(help="Its dataset (a key of --settings)")],
     objective: Annotated[str, typer.Option(help="The linker's objective (metric files)")] = "*",
     settings: Annotated[Path, typer.Option(help="The datasets' settings")] = SETTINGS,
 ) -> None:
@@ -68,16 +68,17 @@ def package_meta_command(
     import srsly
     from wasabi import msg
 
+    from ..evaluation.end_to_end_eval import pipeline_kb
     from ..evaluation.package_meta import package_meta
     from .outputs import check_outputs, write_text_atomic
 
-    check_outputs({"MODEL": model, "METRICS_DIR": metrics_dir}, {"--output": output})
-    nlp = spacy.load(model)
-    kbs = [pipe.kb for _, pipe in nlp.pipeline if getattr(pipe, "kb", None) is not None]
-    if not kbs:
+    check_outputs({"MODEL": model, "METRICS_DIR": metrics_dir, "--settings": settings},
+                  {"--output": output})
+    kb = pipeline_kb(spacy.load(model))
+    if kb is None:
         msg.fail(Errors.E119.format(path=model), exits=1)
     described = srsly.read_yaml(settings).get(dataset, {}) if settings.exists() else {}
-    meta = package_meta(kbs[0], metrics_dir, str(described.get("kb", "")), dataset, objective)
+    meta = package_meta(kb, metrics_dir, str(described.get("kb", "")), dataset, objective)
     write_text_atomic(output, srsly.json_dumps(meta, indent=2) + "\n")
     msg.good(f"Wrote {output}: {len(meta['performance'])} measured metrics, KB of "
              f"{meta['kb']['entities']} entities")

@@ -45,11 +45,12 @@ class MentionHeads(torch.nn.Module):
 def span_reader_modules(passage: torch.nn.Module, entity: torch.nn.Module, *,
                         entity_pooling: str, cross: torch.nn.Module | None = None,
                         with_cross: bool = False,
-                        heads: dict[str, torch.Tensor] | None = None
-                        ) -> dict[str, torch.nn.Module]:
+                        heads: dict[str, torch.Tensor] | None = None,
+                        new_cross: bool = False) -> dict[str, torch.nn.Module]:
     """``spans`` (``MentionHeads``), ``entity`` (pooled, frozen) and, ``with_cross``, ``cross``
     (a ``ReaderHeads`` over ``cross``, a copy of ``passage`` when not given); ``heads``: a
-    saved head state of ``spans`` and, when it has one, ``cross``."""
+    saved head state of ``spans`` and ``cross`` (``new_cross``: of ``spans`` only, the cross
+    reader is new)."""
     spans = MentionHeads(passage)
     modules: dict[str, torch.nn.Module] = {"spans": spans}
     entity_encoder = PooledEncoder(entity, entity_pooling)
@@ -59,9 +60,9 @@ def span_reader_modules(passage: torch.nn.Module, entity: torch.nn.Module, *,
         modules["cross"] = ReaderHeads(cross if cross is not None else copy.deepcopy(passage))
     if heads is not None:
         spans.load_head_state(heads)
-        cross_heads = {k[len("cross."):]: v for k, v in heads.items() if k.startswith("cross.")}
-        if with_cross and cross_heads:  # else a new cross reader: fresh heads
-            modules["cross"].load_head_state(cross_heads)
+        if with_cross and not new_cross:
+            modules["cross"].load_head_state({k[len("cross."):]: v for k, v in heads.items()
+                                              if k.startswith("cross.")})
     return modules
 
 

@@ -54,7 +54,7 @@ def package_meta(kb: KnowledgeBase, metrics_folder: str | Path, kb_text: str = "
     """The meta.json entries ``spacy package --meta-path`` adds: measured ``performance``,
     the ``kb`` and a ``description`` naming both."""
     kb_meta = kb_description(kb, kb_text)
+    described = f"{kb_meta['entities']:,} entities" + (f": {kb_text}" if kb_text else "")
     return {"description": (f"ner + arbo_entity_linker + arbo_coref trained on {dataset} "
-                            f"by spacy-arboel; links to a KB of {kb_meta['entities']:,} "
-                            f"entities: {kb_text}").strip(),
+                            f"by spacy-arboel; links to a KB of {described}"),
             "performance": measured_performance(metrics_folder, objective), "kb": kb_meta}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_file, write_text_atomic
+from ..errors import Errors
 
 _DASH = "–"
 
@@ -27,6 +28,20 @@ def write_json(metrics: Mapping[str, Any], path: str | Path) -> Path:
     """Write ``metrics`` as indented JSON, atomically (creating parent folders); return the
     path."""
     return write_text_atomic(path, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_metrics(path: str | Path) -> tuple[str | None, dict[str, Any]]:
+    """A metric JSON file's run name (its "name" key, if any) and metrics (its "metrics"
+    object where it has one, else the whole object); E111 unreadable, E112 not an object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(Errors.E111.format(path=path, error=err)) from None
+    if not isinstance(data, dict):
+        raise ValueError(Errors.E112.format(path=path, found=type(data).__name__))
+    name = data.get("name")
+    metrics = data["metrics"] if isinstance(data.get("metrics"), dict) else data
+    return (str(name) if name else None), metrics
 
 
 def _fmt(value: Any) -> str:

@@ -2,18 +2,16 @@
 folder (linking of gold mentions, the pipeline's NER and linking, end-to-end linking, coref,
 the re-ranker, NIL), with the recall@k plot and the NIL PR curve, and a headline table."""
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_text_atomic
+from ..atomic import atomic_file, write_text_atomic
 from ..errors import Errors
-from .report import markdown_table, plot_recall_at_k
+from .report import _DASH, markdown_table, plot_recall_at_k, read_metrics
 
-_DASH = "–"
 RECALL_KS = (1, 8, 64)
 RECALL_PLOT = "recall_at_k.png"
 
@@ -29,7 +27,9 @@ class RunReport:
 
 
 def _num(value: Any, scale: float = 1.0, digits: int = 3) -> str:
-    return _DASH if value is None else f"{value * scale:.{digits}f}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _DASH if value is None else str(value)
+    return f"{value * scale:.{digits}f}"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -39,19 +39,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_metrics(path: Path) -> dict[str, Any]:
-    """A metric JSON object (E111 unreadable, E112 not an object)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(Errors.E111.format(path=path, error=err)) from None
-    if not isinstance(data, dict):
-        raise ValueError(Errors.E112.format(path=path, found=type(data).__name__))
-    return data.get("metrics", data) if isinstance(data.get("metrics"), dict) else data
-
-
 def _files(folder: Path, pattern: str, skip: tuple[str, ...] = ()) -> dict[str, dict]:
-    return {p.stem: read_metrics(p) for p in sorted(folder.glob(pattern)) if p.stem not in skip}
+    return {p.stem: read_metrics(p)[1] for p in sorted(folder.glob(pattern))
+            if p.stem not in skip}
 
 
 def _linking(runs: dict[str, dict], report: RunReport, folder: Path,
@@ -68,7 +58,8 @@ def _linking(runs: dict[str, dict], report: RunReport, folder: Path,
             ["group", "n", *(f"R@{k}" for k in RECALL_KS), "accuracy"], rows)
         timings = m.get("timings", {})
         if timings.get("linking_mentions_per_s"):
-            report.headline.append((f"{name}: mentions/s", f"{timings['linking_mentions_per_s']}"))
+            report.headline.append((f"{name}: mentions/s",
+                                    _num(timings["linking_mentions_per_s"], 1, 1)))
     plot_recall_at_k(runs, plots / RECALL_PLOT)
     report.plots.append(RECALL_PLOT)
     return text + f"\n![in-KB recall@k]({RECALL_PLOT})\n"
@@ -98,7 +89,7 @@ def _end_to_end(runs: dict[str, dict], report: RunReport, folder: Path,
     for name, m in runs.items():
         in_kb, timings = m.get("in_kb", {}), m.get("timings", {})
         what = " + ".join(m.get("pipeline") or [name])
-        report.headline.append((f"{what}: InKB F1 (%) on raw text",
+        report.headline.append((f"{name} ({what}): InKB F1 (%) on raw text",
                                 _num(in_kb.get("f1"), 100, 1)))
         rows.append([f"{name} ({what})", _num(in_kb.get("precision"), 100, 1),
                      _num(in_kb.get("recall"), 100, 1), _num(in_kb.get("f1"), 100, 1),
@@ -156,7 +147,8 @@ def _nil(runs: dict[str, dict], report: RunReport, folder: Path,
         plot = f"nil_pr_{name.removeprefix('nil_')}.png"
         if (folder / plot).exists():  # tune-nil --plot writes it beside its metrics
             if plots.resolve() != folder.resolve():
-                shutil.copyfile(folder / plot, plots / plot)
+                with atomic_file(plots / plot) as temp:
+                    shutil.copyfile(folder / plot, temp)
             report.plots.append(plot)
             text += f"![NIL PR curve]({plot})\n\n"
     return text + _table(["run", "threshold", "NIL P", "NIL R", "NIL F1", "auPR",
@@ -168,6 +160,12 @@ SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[..., str]], ...] = (
     ("pipeline_*.json", (), _pipeline), ("linker_*.json", (), _linking),
     ("e2e*.json", (), _end_to_end), ("coref_*.json", ("coref_tuning",), _coref),
     ("rerank*.json", (), _rerank), ("nil_*.json", (), _nil))
+
+
+def metric_files(folder: str | Path) -> list[Path]:
+    """The metric files of ``folder`` that the report reads."""
+    return sorted({p for pattern, skip, _ in SECTIONS for p in Path(folder).glob(pattern)
+                   if p.stem not in skip})
 
 
 def build_report(folder: str | Path, title: str = "", plots: str | Path | None = None

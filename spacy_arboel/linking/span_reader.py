@@ -182,14 +182,14 @@ class SpanReader(KBReader):
         import copy
 
         spans, heads = reader.modules["spans"], reader.modules["spans"].head_state()
-        cross = reader.modules.get("cross")
-        if cross is not None and settings.cross_reread:
+        cross = reader.modules.get("cross") if settings.cross_reread else None
+        if cross is not None:
             heads.update({f"cross.{k}": v for k, v in cross.head_state().items()})
         return span_reader_modules(
             copy.deepcopy(spans.encoder), copy.deepcopy(reader.modules["entity"].transformer),
             entity_pooling=settings.entity_pooling,
             cross=copy.deepcopy(cross.passage) if cross is not None else None,
-            with_cross=settings.cross_reread > 0, heads=heads)
+            with_cross=settings.cross_reread > 0, heads=heads, new_cross=cross is None)
 
     @staticmethod
     def default_settings() -> SpanReaderSettings:
@@ -302,7 +302,8 @@ class SpanReader(KBReader):
                      ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:
         """Per text, every (span, entity) whose p(m)·p(e | m) exceeds ``threshold`` (default:
         the configured one) before overlaps are resolved; and per text its spans' candidates
-        and each passage's ``(start, end, [(kb_id, best p(e | m)), …])``."""
+        and each passage's ``(start, end, [(kb_id, best p(e | m)), …])`` (with the cross
+        re-read, p(e | m) of the spans it re-read; the others' are the bi-encoder's)."""
         threshold = self.settings.threshold if threshold is None else threshold
         results = [DocLinks() for _ in texts]
         found: list[list[LinkedSpan]] = [[] for _ in texts]
