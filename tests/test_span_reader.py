@@ -113,6 +113,19 @@ def test_cross_reread_scores_the_top_candidates_and_trains(tiny_encoder, toy_kb_
         assert scores == sorted(scores, reverse=True) and scores[2] == 0.0
 
 
+def test_the_cross_loss_in_groups_has_the_gradient_of_one_mean(tiny_encoder, toy_kb_path):
+    grads, losses = [], []
+    for batch_size in (1, 8):  # 1 span per backward; all spans in one
+        reader = _reader(tiny_encoder, toy_kb_path, cross_reread=2, batch_size=batch_size)
+        losses.append(reader.step(TEXTS, SPANS, GOLD))
+        grads.append([p.grad.clone() for p in reader.modules["cross"].parameters()
+                      if p.grad is not None])
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    assert len(grads[0]) == len(grads[1]) > 0
+    for one, other in zip(*grads, strict=True):
+        torch.testing.assert_close(one, other, rtol=1e-4, atol=1e-6)
+
+
 def test_cross_reread_only_reads_spans_that_can_pass_the_threshold(tiny_encoder, toy_kb_path):
     from spacy_arboel.linking.span_scores import candidate_probabilities
 

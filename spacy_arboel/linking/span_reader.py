@@ -427,14 +427,20 @@ class SpanReader(KBReader):
         device = logits.device
         loss = mention_loss(logits, positive.to(device), ignore.to(device)) + boundary_loss(
             encoded.boundaries, targets.to(device).unbind(0), use.to(device))
+        retrieved = None
         if linked:
-            loss = loss + self._entity_loss(passages, encoded.hidden, linked)
+            entity_loss, retrieved = self._entity_loss(encoded.hidden, linked)
+            loss = loss + entity_loss
         loss.backward()
+        total = float(loss.item())
+        if linked and self.settings.cross_reread:
+            total += self._cross_step(passages, linked, retrieved)
         self.updates += 1
-        return float(loss.item())
+        return total
 
-    def _entity_loss(self, passages: Sequence[Passage], hidden: torch.Tensor,
-                     linked: list[tuple[int, int, int, list[int]]]) -> torch.Tensor:
+    def _entity_loss(self, hidden: torch.Tensor, linked: list[tuple[int, int, int, list[int]]]
+                     ) -> tuple[torch.Tensor, np.ndarray]:
+        """ELQ's entity loss (eq. 4) of the gold spans ``linked``, and what each retrieved."""
         rows, firsts, lasts = (torch.as_tensor([m[i] for m in linked]) for i in range(3))
         vectors = span_vectors(hidden, rows.to(hidden.device), firsts.to(hidden.device),
                                lasts.to(hidden.device))
@@ -442,15 +448,33 @@ class SpanReader(KBReader):
         retrieved = self.ready_index().search(vectors.detach().cpu().numpy(), k)[1]
         golds = [dict.fromkeys(m[3]) for m in linked]
         candidates = with_gold(retrieved, golds, append=True)
-        loss = self._ranked_loss(self.entity_scores(vectors, candidates), candidates, golds)
+        return (self._ranked_loss(self.entity_scores(vectors, candidates), candidates, golds),
+                retrieved)
+
+    def _cross_step(self, passages: Sequence[Passage],
+                    linked: list[tuple[int, int, int, list[int]]], retrieved: np.ndarray
+                    ) -> float:
+        """The cross reader's loss over each gold span's top ``cross_reread`` retrieved and
+        its gold entity, backpropagated a few spans at a time (the reader is a model of its
+        own, so this bounds the memory of ~5 passes per gold span); the same gradient as one
+        mean over all the spans. Returns the loss."""
+        golds = [dict.fromkeys(m[3]) for m in linked]
         n = self.settings.cross_reread
-        if n:
-            reread = with_gold(pad_rows([[int(c) for c in row[:n]] for row in retrieved]),
-                               golds)
-            scores = self.cross_scores(passages, rows.numpy(), firsts.numpy(), lasts.numpy(),
-                                       reread, train=True)
-            loss = loss + self._ranked_loss(scores, reread, golds)
-        return loss
+        reread = with_gold(pad_rows([[int(c) for c in row[:n]] for row in retrieved]), golds)
+        rows, firsts, lasts = (np.asarray([m[i] for m in linked]) for i in range(3))
+        n_gold = sum(int(c) in g for row, g in zip(reread, golds, strict=True) for c in row)
+        per_group = max(1, (self.settings.batch_size * 4) // reread.shape[1])
+        total = 0.0
+        for at in range(0, len(linked), per_group):
+            group = slice(at, at + per_group)
+            scores = self.cross_scores(passages, rows[group], firsts[group], lasts[group],
+                                       reread[group], train=True)
+            share = sum(int(c) in g for row, g in zip(reread[group], golds[group], strict=True)
+                        for c in row) / max(n_gold, 1)
+            loss = self._ranked_loss(scores, reread[group], golds[group]) * share
+            loss.backward()
+            total += float(loss.item())
+        return total
 
     @staticmethod
     def _ranked_loss(scores: torch.Tensor, candidates: np.ndarray, golds) -> torch.Tensor:
