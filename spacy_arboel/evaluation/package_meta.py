@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kb.knowledge_base import KnowledgeBase
-from .run_report import read_metrics
+from .report import read_metrics
 
 # (metric file pattern, key in the file, key in meta.json's "performance")
 PERFORMANCE = (
@@ -33,7 +33,7 @@ def measured_performance(folder: str | Path, objective: str = "*") -> dict[str, 
         files = sorted(Path(folder).glob(pattern.format(objective=objective)))
         if not files:
             continue
-        value: Any = read_metrics(files[0])
+        value: Any = read_metrics(files[0])[1]
         for key in keys:
             value = value.get(key) if isinstance(value, dict) else None
         if isinstance(value, int | float):
