@@ -12,18 +12,22 @@ from .app import OVERRIDES, app
 SETTINGS = Path("configs") / "datasets.yml"
 
 
-def dataset_settings(path: Path, step: str, dataset: str) -> tuple[Path, dict]:
-    """The config file and the spaCy overrides of ``step`` on ``dataset`` in ``path``
-    (E118 where it lacks them)."""
+def read_datasets(path: Path) -> dict:
+    """The datasets' settings in ``path`` (empty where there is no such file or mapping)."""
     import srsly
 
     settings = srsly.read_yaml(path) if path.exists() else None
-    entry = ((settings or {}).get(dataset) or {}).get(step) if isinstance(settings, dict) \
-        else None
+    return settings if isinstance(settings, dict) else {}
+
+
+def dataset_settings(path: Path, step: str, dataset: str) -> tuple[Path, dict]:
+    """The config file and the spaCy overrides of ``step`` on ``dataset`` in ``path``
+    (E118 where it lacks them)."""
+    settings = read_datasets(path)
+    entry = (settings.get(dataset) or {}).get(step)
     if not isinstance(entry, dict) or "config" not in entry:
-        known = sorted(settings) if isinstance(settings, dict) else []
         raise ValueError(Errors.E118.format(path=path, step=step, dataset=dataset,
-                                            known=", ".join(known) or "none"))
+                                            known=", ".join(sorted(settings)) or "none"))
     return path.parent / f"{entry['config']}.cfg", dict(entry.get("overrides") or {})
 
 
@@ -77,7 +81,7 @@ def package_meta_command(
     kb = pipeline_kb(spacy.load(model))
     if kb is None:
         msg.fail(Errors.E119.format(path=model), exits=1)
-    described = srsly.read_yaml(settings).get(dataset, {}) if settings.exists() else {}
+    described = read_datasets(settings).get(dataset) or {}
     meta = package_meta(kb, metrics_dir, str(described.get("kb", "")), dataset, objective)
     write_text_atomic(output, srsly.json_dumps(meta, indent=2) + "\n")
     msg.good(f"Wrote {output}: {len(meta['performance'])} measured metrics, KB of "

@@ -462,16 +462,17 @@ class SpanReader(KBReader):
         n = self.settings.cross_reread
         reread = with_gold(pad_rows([[int(c) for c in row[:n]] for row in retrieved]), golds)
         rows, firsts, lasts = (np.asarray([m[i] for m in linked]) for i in range(3))
-        n_gold = sum(int(c) in g for row, g in zip(reread, golds, strict=True) for c in row)
+        # gold candidates per span: a group's mean weighs by its share of them
+        n_golds = np.asarray([sum(int(c) in g for c in row)
+                              for row, g in zip(reread, golds, strict=True)])
         per_group = max(1, (self.settings.batch_size * 4) // reread.shape[1])
         total = 0.0
         for at in range(0, len(linked), per_group):
             group = slice(at, at + per_group)
             scores = self.cross_scores(passages, rows[group], firsts[group], lasts[group],
                                        reread[group], train=True)
-            share = sum(int(c) in g for row, g in zip(reread[group], golds[group], strict=True)
-                        for c in row) / max(n_gold, 1)
-            loss = self._ranked_loss(scores, reread[group], golds[group]) * share
+            share = n_golds[group].sum() / max(n_golds.sum(), 1)
+            loss = self._ranked_loss(scores, reread[group], golds[group]) * float(share)
             loss.backward()
             total += float(loss.item())
         return total
