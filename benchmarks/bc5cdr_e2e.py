@@ -164,7 +164,11 @@ def main() -> None:
                         help="candidates per span the span-cross mode re-reads")
     parser.add_argument("--cross-from", help="span-cross: train on from this trained span "
                         "reader (--paths.reader) instead of starting from --linker")
-    parser.add_argument("--ner", help="trained ner pipeline: also run the ner + linker baseline")
+    parser.add_argument("--ner", action="append", default=[],
+                        help="trained ner pipeline, as PATH or TAG=PATH (repeatable): also run "
+                        "the ner + linker pipeline and score the ner alone on test")
+    parser.add_argument("--ner-train-seconds", action="append", default=[],
+                        help="TAG=SECONDS (or SECONDS): the ner's measured training time")
     parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
     parser.add_argument("--work", default=str(ROOT / "training" / "bench-e2e"))
     parser.add_argument("--max-steps", type=int, default=500)
@@ -196,15 +200,37 @@ def main() -> None:
             model, tuning = tune(model.parent / "model-last", args)
         evaluate(f"{args.dataset}-e2e-{mode}{suffix}", model, args, cmd, seconds, "arbo_linker",
                  args.eval_overrides, {"threshold_tuning": tuning} if tuning else None)
-    if args.ner:
-        out = Path(args.work) / "ner_linker"
+    ner_seconds = dict(_tagged(value) for value in args.ner_train_seconds)
+    for tag, ner in map(_tagged, args.ner):
+        label = f"ner-{tag}" if tag else "ner"
+        out = Path(args.work) / f"{label.replace('-', '_')}_linker"
         assemble = [sys.executable, "-m", "spacy", "assemble",
-                    str(ROOT / "configs" / "assemble.cfg"), str(out), "--paths.ner", args.ner,
+                    str(ROOT / "configs" / "assemble.cfg"), str(out), "--paths.ner", ner,
                     "--paths.linker", args.linker]
         run(assemble)
-        evaluate(f"{args.dataset}-e2e-ner-linker{suffix}", out, args, assemble, 0.0,
-                 "arbo_entity_linker", [], keep_record=False)
+        evaluate(f"{args.dataset}-e2e-{label}-linker{suffix}", out, args, assemble,
+                 float(ner_seconds.get(tag, 0.0)), "arbo_entity_linker", [], keep_record=False,
+                 extra_settings={"ner_model": ner,
+                                         "ner_test": score_ner(ner, label, args)})
     print(results_table())
+
+
+def _tagged(value: str) -> tuple[str, str]:
+    """``TAG=VALUE`` as (TAG, VALUE); a bare value has the empty tag."""
+    tag, _, rest = value.rpartition("=")
+    return tag, rest
+
+
+def score_ner(ner: str, label: str, args: argparse.Namespace) -> dict:
+    """The ner pipeline alone on the test set (``spacy evaluate``): P/R/F and words/s."""
+    output = Path(args.work) / f"{args.dataset}_{label}_test_scores.json"
+    cmd = [sys.executable, "-m", "spacy", "evaluate", ner, str(Path(args.corpus) / "test.spacy"),
+           "--output", str(output)]
+    run(cmd)
+    scores = json.loads(output.read_text())
+    return {"ents_p": scores["ents_p"], "ents_r": scores["ents_r"], "ents_f": scores["ents_f"],
+            "ents_per_type": scores["ents_per_type"], "words_per_s": scores["speed"],
+            "command": command_line(cmd)}
 
 
 if __name__ == "__main__":

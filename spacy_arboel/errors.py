@@ -414,6 +414,24 @@ class Errors(metaclass=ErrorsWithCodes):
         "--kb-url-template '{template}' is not an http(s) URL with one {{}} where the id goes, "
         "e.g. https://meshb.nlm.nih.gov/record/ui?ui={{}}."
     )
+    E121 = (
+        "Cannot keep {keep} of the mention encoder's {n_layers} transformer layers: choose "
+        "between 1 and {n_layers} (--layers)."
+    )
+    E122 = (
+        "Cannot take layers out of a {kind}: distill-mentions knows transformers whose layers "
+        "are at encoder.layer (BERT, RoBERTa, ELECTRA, MiniLM) or transformer.layer "
+        "(DistilBERT). Train the linker on one of those encoders."
+    )
+    E123 = (
+        "The linker's mention and entity encoders share their weights (share_weights = "
+        "true): a smaller mention encoder would change the entity side and its index. "
+        "Distil a linker trained with share_weights = false."
+    )
+    E124 = (
+        "No mention to distil on: the corpus has no entity spans with text. Give a .spacy "
+        "corpus whose docs have doc.ents, e.g. the training corpus of the linker."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

@@ -7,6 +7,7 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
+from spacy_arboel.evaluation.coref_eval import best_setting
 
 
 def _invoke(*args):
@@ -47,9 +48,30 @@ def test_evaluate_and_tune(saved_linker):
             "--k", 3,
             "--output", saved_linker / "t.json")
     tuned = json.loads((saved_linker / "t.json").read_text())
-    assert len(tuned["rows"]) == 2 * 2 * len({r["threshold"] for r in tuned["rows"]})
-    assert tuned["best"]["value"] == max(r["value"] for r in tuned["rows"])
-    assert tuned["best"]["k"] in (1, 3)
+    rows = tuned["rows"]
+    assert len(rows) == 2 * 2 * len({r["threshold"] for r in rows})
+    eligible = [r["value"] for r in rows if r["accuracy_loss"] <= 0.02 + 1e-9]
+    if eligible:
+        assert tuned["best"]["value"] == max(eligible)
+    else:
+        assert tuned["best"]["accuracy_loss"] == min(r["accuracy_loss"] for r in rows)
+    assert tuned["best"]["k"] in (1, 3) and tuned["best"]["max_accuracy_loss"] == 0.02
+    _invoke("tune-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--k", 1,
+            "--max-accuracy-loss", -1, "--output", saved_linker / "t2.json")
+    free = json.loads((saved_linker / "t2.json").read_text())
+    assert free["best"]["value"] == max(r["value"] for r in free["rows"])
+    assert free["best"]["max_accuracy_loss"] is None
+
+
+def test_tuning_keeps_linking_accuracy():
+    """A setting with the best CoNLL F1 that costs linking accuracy loses to one within the
+    tolerance; with none within it, the least costly wins."""
+    rows = [{"value": 0.9, "accuracy_loss": 0.30}, {"value": 0.7, "accuracy_loss": 0.01},
+            {"value": 0.8, "accuracy_loss": 0.05}, {"value": 0.6, "accuracy_loss": 0.0}]
+    assert best_setting(rows, 0.02) is rows[1]
+    assert best_setting(rows, None) is rows[0]
+    assert best_setting(rows, 0.0) is rows[3]
+    assert best_setting(rows[:1] + rows[2:3], 0.02) is rows[2]
 
 
 def test_add_coref_with_tuned_settings(saved_linker):

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401  (registers the commands)
     coref_commands,
     data_commands,
+    distill_commands,
     eval_commands,
     nil_commands,
     project_commands,

@@ -174,6 +174,9 @@ def tune_coref_command(
     metric: Annotated[str, typer.Option(
         help="conll_f1, nmi, ari or accuracy (NIL counts as right for out-of-KB)")] = "conll_f1",
     component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+    max_accuracy_loss: Annotated[float, typer.Option(
+        help="Settings losing more linking accuracy than this against independent linking "
+             "are chosen only if all do; a negative value turns the constraint off")] = 0.02,
 ) -> None:
     """Choose k, λ and directed/undirected on dev; λ candidates are quantiles (20-99.5%) of
     the mentions' nearest-entity dissimilarities, plus none."""
@@ -189,11 +192,16 @@ def tune_coref_command(
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
     with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
         best, rows = tune_coref(nlp, examples, component=component, ks=ks or (1, 2, 4, 8, 16),
-                                metric=metric)
-    msg.table([(r["k"], r["threshold"], r["directed"], f"{r['value']:.4f}") for r in rows],
-              header=("k", "λ", "directed", metric), aligns=("r", "r", "l", "r"))
+                                metric=metric,
+                                max_accuracy_loss=max_accuracy_loss if max_accuracy_loss >= 0
+                                else None)
+    msg.table([(r["k"], r["threshold"], r["directed"], f"{r['value']:.4f}",
+                f"{r['accuracy_loss']:+.4f}") for r in rows],
+              header=("k", "λ", "directed", metric, "accuracy lost"),
+              aligns=("r", "r", "l", "r", "r"))
     msg.good(f"Best: k={best['k']} threshold={best['threshold']} directed={best['directed']}"
-             f" ({metric} {best['value']:.4f})")
+             f" ({metric} {best['value']:.4f}, linking accuracy lost "
+             f"{best['accuracy_loss']:+.4f})")
     if output:
         write_json({"best": best, "rows": rows}, output)
 

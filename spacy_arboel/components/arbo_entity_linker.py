@@ -145,6 +145,17 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
                                         refresh_every=self.cfg["refresh_every"],
                                         mixed_precision=self.settings.mixed_precision)
 
+    def use_mention_encoder(self, encoder) -> None:
+        """Link with another mention encoder (a ``PooledEncoder``, e.g. the smaller one of
+        ``distill-mentions``), saved with the component from now on; the entity encoder and
+        its index are kept as they are (E123 when the two sides share weights)."""
+        retriever = self._require("encoders")
+        if self.settings.share_weights:
+            raise ValueError(Errors.E123)
+        entity = retriever.encoders["entity"]
+        initialize_with(self.model, lambda: {"mention": encoder, "entity": entity})
+        retriever.use_encoders(torch_encoders(self.model))
+
     def ensure_ready(self) -> None:
         """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
         ``kb_path``, the base encoder) and bring the index up to date with the encoders."""

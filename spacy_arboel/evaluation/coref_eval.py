@@ -150,13 +150,24 @@ def tune_coref(
     nlp: Language, examples: list[Example], *, component: str = "arbo_coref",
     ks: Sequence[int] = (1, 2, 4, 8, 16), thresholds: Sequence[float | None] | None = None,
     directed: Sequence[bool] = (True, False), metric: str = "conll_f1",
+    max_accuracy_loss: float | None = 0.02,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Grid search over k, λ and directedness; the linker runs once, the partition per
     setting. Returns the best settings and one row per setting. Raises a ValueError when
-    no example has a gold mention with a gold id."""
+    no example has a gold mention with a gold id.
+
+    ``max_accuracy_loss``: a setting whose linking accuracy (``tuning_value(…, "accuracy")``)
+    is more than this below independent linking's is only chosen when no setting is within
+    it (then the most accurate one is). A cluster metric alone can prefer a λ that cuts
+    most entity edges, or mention chains that carry one entity to its neighbours' mentions,
+    while the clusters stay pure: good CoNLL F1, wrong ``kb_id``s. ``None``: no constraint
+    (arboEL tunes for the clusters alone)."""
     if metric not in TUNING_METRICS:
         raise ValueError(Errors.E007.format(what="tuning metric", value=metric,
                                             options=", ".join(TUNING_METRICS)))
+    if max_accuracy_loss is not None and not 0 <= max_accuracy_loss <= 1:
+        raise ValueError(Errors.E011.format(name="max_accuracy_loss", condition="in [0, 1]",
+                                            value=max_accuracy_loss))
     check_gold(eg.reference for eg in examples)
     coref = nlp.get_pipe(component)
     with nlp.select_pipes(disable=[component]):
@@ -174,13 +185,29 @@ def tune_coref(
                 coref.cluster(docs[start : start + coref.cfg["buffer_size"]])
             metrics = evaluate_coref(nlp, examples, component=component, run=False,
                                      with_mention_recall=False)
+            independent = metrics["independent"]["all"]["accuracy"] or 0.0
             rows.append({"k": k, "threshold": threshold, "directed": is_directed,
                          "value": tuning_value(metrics, metric),
                          "accuracy": metrics["clustering"]["all"]["accuracy"],
+                         "accuracy_loss": independent - tuning_value(metrics, "accuracy"),
                          "conll_f1": metrics["coref"]["conll_f1"],
                          "nmi": metrics["coref"]["nmi"], "ari": metrics["coref"]["ari"]})
     finally:
         coref.configure(**original)
-    best = max(rows, key=lambda row: row["value"])
+    best = best_setting(rows, max_accuracy_loss)
     return {"k": best["k"], "threshold": best["threshold"], "directed": best["directed"],
-            "metric": metric, "value": best["value"]}, rows
+            "metric": metric, "value": best["value"],
+            "max_accuracy_loss": max_accuracy_loss,
+            "accuracy_loss": best["accuracy_loss"]}, rows
+
+
+def best_setting(rows: list[dict[str, Any]], max_accuracy_loss: float | None
+                 ) -> dict[str, Any]:
+    """The row with the highest value among those losing at most ``max_accuracy_loss``
+    linking accuracy; the row losing least when none does (first row on ties)."""
+    if max_accuracy_loss is None:
+        return max(rows, key=lambda row: row["value"])
+    eligible = [row for row in rows if row["accuracy_loss"] <= max_accuracy_loss + 1e-9]
+    if not eligible:
+        return min(rows, key=lambda row: row["accuracy_loss"])
+    return max(eligible, key=lambda row: row["value"])

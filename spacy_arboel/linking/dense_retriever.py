@@ -120,6 +120,15 @@ class DenseRetriever:
         self.index = None
         self._index_version = -1
 
+    def use_encoders(self, encoders: dict[str, torch.nn.Module]) -> None:
+        """Encode with these modules from now on. The index stays current only if the
+        entity encoder is the same module (a new mention encoder, e.g. a distilled one)."""
+        if encoders["entity"] is not self.encoders["entity"]:
+            self.changed()
+        self.encoders = encoders
+        self._quantized = None
+        self._fingerprints = {}
+
     def changed(self) -> None:
         """Note that the encoders' weights changed: the index is stale until refreshed."""
         self.version += 1
@@ -147,10 +156,11 @@ class DenseRetriever:
 
     # --- encoding ----------------------------------------------------------------------------
 
-    def forward(self, side: str, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Embed one padded batch without gradient (int8 copies when ``quantize`` is set);
-        unit vectors under cosine similarity."""
-        if self.settings.quantize:
+    def forward(self, side: str, ids: np.ndarray, mask: np.ndarray,
+                quantized: bool | None = None) -> np.ndarray:
+        """Embed one padded batch without gradient (int8 copies when ``quantized``, by
+        default the ``quantize`` setting); unit vectors under cosine similarity."""
+        if self.settings.quantize if quantized is None else quantized:
             if self._quantized is None or self._quantized_version != self.version:
                 copies = {id(m): quantized_copy(m) for m in self.encoders.values()}
                 self._quantized = {s: copies[id(m)] for s, m in self.encoders.items()}
@@ -173,12 +183,13 @@ class DenseRetriever:
         return vectors / np.maximum(norms, 1e-12)
 
     def encode(self, side: str, sequences: Sequence[Sequence[int]],
-               desc: str | None = None) -> np.ndarray:
-        """Embed wordpiece id sequences in length-sorted batches (no gradient)."""
+               desc: str | None = None, quantized: bool | None = None) -> np.ndarray:
+        """Embed wordpiece id sequences in length-sorted batches (no gradient; ``quantized``
+        as in ``forward``)."""
         order, batches = self.builder.sorted_batches(sequences, self.settings.batch_size)
         if desc:
             batches = tqdm(batches, desc=desc, unit="batch", leave=False, disable=None)
-        outputs = [self.forward(side, ids, mask) for ids, mask in batches]
+        outputs = [self.forward(side, ids, mask, quantized) for ids, mask in batches]
         if not outputs:
             return np.zeros((0, 1), dtype="float32")
         vectors = np.concatenate(outputs).astype("float32")
