@@ -493,3 +493,15 @@ def test_get_loss_is_the_softmax_loss_of_the_gold_among_predicted_candidates(
     assert n > 0 and loss == pytest.approx(expected / n, rel=1e-4)
     assert len(d_scores) == sum(len(eg.reference.ents) for eg in examples)
     assert all(abs(float(g.sum())) < 1e-5 for g in d_scores)  # softmax minus one-hot
+
+
+def test_loading_does_not_tokenise_the_kb(saved_linker, toy_examples):
+    """Linking needs only the saved index: the KB's rows are tokenised when first needed
+    (training, a refresh), and then as the saved pipeline was built."""
+    nlp = spacy.load(saved_linker / "pipeline")
+    retriever = nlp.get_pipe("arbo_entity_linker").retriever
+    nlp(toy_examples[0].predicted.copy())
+    assert retriever._row_inputs is None
+    fresh = spacy.load(saved_linker / "pipeline").get_pipe("arbo_entity_linker").retriever
+    fresh.refresh(desc=None)
+    assert retriever.row_inputs == fresh.row_inputs and len(retriever.row_inputs) > 0

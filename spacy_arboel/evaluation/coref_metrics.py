@@ -15,7 +15,6 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 from ..errors import Errors
 
@@ -95,6 +94,9 @@ def _clusters(labels: np.ndarray) -> dict[int, np.ndarray]:
 
 def coref_metrics(gold: Sequence[Hashable], predicted: Sequence[Hashable]) -> dict[str, object]:
     """All the metrics for one clustering of the same mentions (labels are any hashables)."""
+    # imported here: scikit-learn takes ~0.5 s to import, and spacy.load imports this module
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
     if len(gold) != len(predicted):
         raise ValueError(Errors.E064.format(n_gold=len(gold), n_predicted=len(predicted)))
     if not gold:

@@ -90,7 +90,7 @@ class DenseRetriever:
         self.encoders = encoders
         self.kb: KnowledgeBase = kb
         self.index: DenseIndex | None = None
-        self.row_inputs: list[list[int]] = []
+        self._row_inputs: list[list[int]] | None = None
         self.rows_of: list[list[int]] = []
         self.version = 0
         self._index_version = -1
@@ -119,6 +119,7 @@ class DenseRetriever:
         self.kb = kb
         self.index = None
         self._index_version = -1
+        self._row_inputs = None
 
     def use_encoders(self, encoders: dict[str, torch.nn.Module]) -> None:
         """Encode with these modules from now on. The index stays current only if the
@@ -209,11 +210,20 @@ class DenseRetriever:
                          self.settings.index_kind, self.settings.entity_granularity)
 
     def set_row_layout(self) -> np.ndarray:
-        """Tokenise the KB's rows; returns the entity position behind each row."""
-        titles, descriptions, owners = entity_rows(list(self.kb),
-                                                   self.settings.entity_granularity)
-        self.row_inputs = self.builder.entity_ids(titles, descriptions)
-        return owners
+        """Lay the KB out in rows; returns the entity position behind each row. The rows are
+        tokenised when first needed (``row_inputs``: building the index, training), not at
+        load: a pipeline that only links never tokenises its KB."""
+        self._row_inputs = None
+        return entity_rows(list(self.kb), self.settings.entity_granularity)[2]
+
+    @property
+    def row_inputs(self) -> list[list[int]]:
+        """The wordpiece ids of each KB row, in the layout of ``set_row_layout``."""
+        if self._row_inputs is None:
+            titles, descriptions, _ = entity_rows(list(self.kb),
+                                                  self.settings.entity_granularity)
+            self._row_inputs = self.builder.entity_ids(titles, descriptions)
+        return self._row_inputs
 
     def set_index(self, index: DenseIndex) -> None:
         """Use ``index`` as built by the current weights; training addresses rows by their
@@ -328,11 +338,11 @@ class DenseRetriever:
         if saved.kb_fingerprint != self.kb.fingerprint():
             raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
                                                 found=self.kb.fingerprint()))
-        self.set_row_layout()  # so that a loaded retriever can be trained further
+        n_layout_rows = len(self.set_row_layout())
         self.set_index(DenseIndex.from_disk(
             path, expected=self.index_meta(self.vector_width, saved.n_rows),
             kind=self.settings.index_kind, dedupe_threshold=self.settings.row_dedupe_threshold,
-            n_entities=len(self.kb), n_layout_rows=len(self.row_inputs)))
+            n_entities=len(self.kb), n_layout_rows=n_layout_rows))
 
 
 def rows_by_entity(owners: np.ndarray) -> list[list[int]]:
