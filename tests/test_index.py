@@ -109,6 +109,30 @@ def test_saved_index_is_deduplicated_on_load(tmp_path):
     loaded = DenseIndex.from_disk(tmp_path / "index", dedupe_threshold=0.97)
     assert loaded.meta.n_rows == 3 and loaded.rows.tolist() == [0, 1, 2]
     assert loaded.search(vectors[:3], 1)[1].ravel().tolist() == [0, 1, 2]
+    assert loaded.meta.dedupe_threshold == 0.97
+
+
+def test_rows_deduplicated_at_save_are_not_scanned_again(tmp_path, monkeypatch):
+    """Rows that passed threshold t pass any t' >= t: loading skips the pass; a stricter
+    threshold still runs it."""
+    from dataclasses import replace
+
+    import spacy_arboel.kb.index as index_module
+
+    base = np.eye(4, 8, dtype="float32")
+    vectors = np.vstack([base[0], base[0] + 0.3 * base[1], base[2], base[3]])
+    owners = np.array([0, 0, 1, 2])  # rows 0 and 1 have cosine 0.958
+    meta = replace(_meta(4, granularity="alias"), dedupe_threshold=0.97)
+    DenseIndex(vectors, owners, meta).to_disk(tmp_path / "index")
+    calls = []
+    real = index_module.near_duplicate_rows
+    monkeypatch.setattr(index_module, "near_duplicate_rows",
+                        lambda *a: calls.append(a[2]) or real(*a))
+    same = DenseIndex.from_disk(tmp_path / "index", dedupe_threshold=0.99)
+    assert calls == [] and same.meta.n_rows == 4
+    stricter = DenseIndex.from_disk(tmp_path / "index", dedupe_threshold=0.95)
+    assert calls == [0.95] and stricter.meta.n_rows == 3
+    assert stricter.meta.dedupe_threshold == 0.95
 
 
 def test_small_batches_search_with_blas_and_restore_the_setting():

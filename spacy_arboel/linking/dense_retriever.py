@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +241,8 @@ class DenseRetriever:
         threshold = self.settings.row_dedupe_threshold
         if threshold is not None and len(owners) > len(self.kb):
             keep = near_duplicate_rows(vectors, owners, threshold)
-        meta = self.index_meta(vectors.shape[1], len(keep))
+        meta = replace(self.index_meta(vectors.shape[1], len(keep)),
+                       dedupe_threshold=threshold)
         self.set_index(DenseIndex(vectors[keep], owners[keep], meta, rows=keep))
 
     def ensure_index(self) -> None:
