@@ -505,3 +505,16 @@ def test_loading_does_not_tokenise_the_kb(saved_linker, toy_examples):
     fresh = spacy.load(saved_linker / "pipeline").get_pipe("arbo_entity_linker").retriever
     fresh.refresh(desc=None)
     assert retriever.row_inputs == fresh.row_inputs and len(retriever.row_inputs) > 0
+
+
+def test_quantized_mention_encoder_is_made_at_load(saved_linker, toy_examples):
+    """quantize = true: the int8 mention encoder is made by spacy.load, not by the first
+    doc; the entity side (its vectors are in the index) is not quantised for linking."""
+    nlp = spacy.load(saved_linker / "pipeline",
+                     config={"components.arbo_entity_linker.quantize": True})
+    retriever = nlp.get_pipe("arbo_entity_linker").retriever
+    assert set(retriever._quantized) == {"mention"}
+    made = retriever._quantized["mention"]
+    doc = nlp(toy_examples[0].predicted.copy())
+    assert all(e._.kb_candidates for e in doc.ents)
+    assert retriever._quantized == {"mention": made}

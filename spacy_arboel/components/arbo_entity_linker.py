@@ -291,4 +291,5 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         if kb is not None:
             self.set_kb(kb)
         self.retriever.ensure_index()
+        self.retriever.prepare_inference()
         return self

@@ -94,7 +94,7 @@ class DenseRetriever:
         self.rows_of: list[list[int]] = []
         self.version = 0
         self._index_version = -1
-        self._quantized: dict[str, torch.nn.Module] | None = None
+        self._quantized: dict[str, torch.nn.Module] = {}  # int8 copies by side
         self._quantized_version = -1
         self._fingerprints: dict[tuple[str, int], str] = {}
         self.set_kb(kb)
@@ -127,7 +127,7 @@ class DenseRetriever:
         if encoders["entity"] is not self.encoders["entity"]:
             self.changed()
         self.encoders = encoders
-        self._quantized = None
+        self._quantized = {}
         self._fingerprints = {}
 
     def changed(self) -> None:
@@ -162,11 +162,7 @@ class DenseRetriever:
         """Embed one padded batch without gradient (int8 copies when ``quantized``, by
         default the ``quantize`` setting); unit vectors under cosine similarity."""
         if self.settings.quantize if quantized is None else quantized:
-            if self._quantized is None or self._quantized_version != self.version:
-                copies = {id(m): quantized_copy(m) for m in self.encoders.values()}
-                self._quantized = {s: copies[id(m)] for s, m in self.encoders.items()}
-                self._quantized_version = self.version
-            encoder, device = self._quantized[side], torch.device("cpu")
+            encoder, device = self.quantized_encoder(side), torch.device("cpu")
         else:
             encoder = self.encoders[side]
             device = module_device(encoder)
@@ -175,6 +171,25 @@ class DenseRetriever:
             vectors = encoder(torch.as_tensor(ids, device=device),
                               torch.as_tensor(mask, device=device)).float().cpu().numpy()
         return self.normalized(vectors)
+
+    def quantized_encoder(self, side: str) -> torch.nn.Module:
+        """The int8 copy of one side's encoder for the current weights, made when first
+        asked for (one copy when both sides share weights)."""
+        if self._quantized_version != self.version:
+            self._quantized, self._quantized_version = {}, self.version
+        if side not in self._quantized:
+            module = self.encoders[side]
+            shared = [s for s, copy in self._quantized.items() if self.encoders[s] is module]
+            self._quantized[side] = (self._quantized[shared[0]] if shared
+                                     else quantized_copy(module))
+        return self._quantized[side]
+
+    def prepare_inference(self) -> None:
+        """Make now what linking will need (the int8 mention encoder under ``quantize``), so
+        that the first ``link`` does no set-up work; the entity side is never quantised for
+        linking, its vectors are in the index."""
+        if self.settings.quantize:
+            self.quantized_encoder("mention")
 
     def normalized(self, vectors: np.ndarray) -> np.ndarray:
         """Unit vectors under cosine similarity, else the vectors as they are."""
