@@ -136,7 +136,6 @@ def test_distill_command_saves_a_fast_pipeline(saved_linker, toy_examples):
     saved = saved_linker / "pipeline" / "arbo_entity_linker" / "index" / "embeddings.npy"
     assert np.array_equal(np.load(out / "arbo_entity_linker" / "index" / "embeddings.npy"),
                           np.load(saved))
-    assert linker.retriever.is_current
     docs = [fast(eg.predicted.copy()) for eg in toy_examples]
     assert all(e._.kb_candidates for d in docs for e in d.ents)
     # saved and loaded again: the same candidates
@@ -152,3 +151,27 @@ def test_distill_command_refuses_to_overwrite_its_input(saved_linker):
     result = _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
                      "--output", saved_linker / "pipeline", code=1)
     assert "E040" in result.output
+
+
+def test_distilling_a_pipeline_with_coref_clears_its_memory(saved_linker, toy_examples):
+    """arbo_coref's remembered mentions were embedded by the teacher: the distilled pipeline
+    forgets them (else it would not load: E015) and says to tune the coref again."""
+    nlp = spacy.load(saved_linker / "pipeline")
+    nlp.add_pipe("arbo_coref", config={"keep_state": True})
+    list(nlp.pipe(eg.predicted.copy() for eg in toy_examples))
+    assert len(nlp.get_pipe("arbo_coref").state) > 0
+    nlp.to_disk(saved_linker / "with_coref")
+    result = _invoke("distill-mentions", saved_linker / "with_coref",
+                     saved_linker / "gold.spacy", "--output", saved_linker / "fast", "--layers",
+                     1, "--epochs", 1, "--top-k", 5)
+    assert "tune-coref" in result.output
+    fast = spacy.load(saved_linker / "fast")
+    assert len(fast.get_pipe("arbo_coref").state) == 0
+    doc = fast(toy_examples[0].predicted.copy())
+    assert all(e._.kb_candidates for e in doc.ents)
+
+
+def test_distill_command_names_a_missing_linker(saved_linker):
+    result = _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
+                     "--output", saved_linker / "fast", "--component", "nope", code=1)
+    assert "component 'nope'" in " ".join(result.output.split())

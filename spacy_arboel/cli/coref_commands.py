@@ -175,7 +175,7 @@ def tune_coref_command(
         help="conll_f1, nmi, ari or accuracy (NIL counts as right for out-of-KB)")] = "conll_f1",
     component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
     max_accuracy_loss: Annotated[float, typer.Option(
-        help="Settings losing more linking accuracy than this against independent linking "
+        help="Settings losing more in-KB linking accuracy than this against independent linking "
              "are chosen only if all do; a negative value turns the constraint off")] = 0.02,
 ) -> None:
     """Choose k, λ and directed/undirected on dev; λ candidates are quantiles (20-99.5%) of

@@ -38,6 +38,7 @@ def distill_mentions_command(
     against the same KB vectors. `--components.x.y value` overrides apply at load."""
     import spacy
     from spacy.cli._util import parse_config_overrides
+    from spacy.util import load_config
     from wasabi import msg
 
     from ..components.common import gold_mentions
@@ -46,9 +47,12 @@ def distill_mentions_command(
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output},
                   pipelines=("--output",))
     overrides = parse_config_overrides(ctx.args)
+    pipeline = load_config(model / "config.cfg")["nlp"]["pipeline"]
+    if component not in pipeline:
+        msg.fail(f"{model} has no component '{component}' (it has {pipeline}): give a "
+                 "pipeline with a trained arbo_entity_linker, or its name with --component",
+                 exits=1)
     nlp = spacy.load(model, config={**overrides, f"components.{component}.quantize": quantize})
-    if component not in nlp.pipe_names:
-        msg.fail(f"{model} has no component '{component}' (it has {nlp.pipe_names})", exits=1)
     linker = nlp.get_pipe(component)
     try:
         settings = DistillSettings(layers=layers, epochs=epochs, batch_size=batch_size,
@@ -64,5 +68,13 @@ def distill_mentions_command(
         linker.use_mention_encoder(student)
     except ValueError as err:
         msg.fail(str(err), exits=1)
+    for name, pipe in nlp.pipeline:
+        if getattr(pipe, "cfg", {}).get("linker") == component and hasattr(pipe, "clear_state"):
+            # its remembered mentions were embedded by the teacher, and its λ is on the
+            # teacher's score scale
+            pipe.clear_state()
+            msg.warn(f"{name} clusters the student's vectors now: its remembered mentions "
+                     "are cleared; run tune-coref on the saved pipeline to choose its k and "
+                     "λ again")
     save_pipeline(nlp, output)
     msg.good(f"Saved {output}: mention encoder with {layers} layers, quantize = {quantize}")

@@ -155,6 +155,7 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         entity = retriever.encoders["entity"]
         initialize_with(self.model, lambda: {"mention": encoder, "entity": entity})
         retriever.use_encoders(torch_encoders(self.model))
+        retriever.prepare_inference()
 
     def ensure_ready(self) -> None:
         """Set up a component used without ``initialize`` or ``from_disk`` (the KB from

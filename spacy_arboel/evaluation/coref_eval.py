@@ -156,12 +156,12 @@ def tune_coref(
     setting. Returns the best settings and one row per setting. Raises a ValueError when
     no example has a gold mention with a gold id.
 
-    ``max_accuracy_loss``: a setting whose linking accuracy (``tuning_value(…, "accuracy")``)
-    is more than this below independent linking's is only chosen when no setting is within
-    it (then the most accurate one is). A cluster metric alone can prefer a λ that cuts
-    most entity edges, or mention chains that carry one entity to its neighbours' mentions,
-    while the clusters stay pure: good CoNLL F1, wrong ``kb_id``s. ``None``: no constraint
-    (arboEL tunes for the clusters alone)."""
+    ``max_accuracy_loss``: a setting whose in-KB linking accuracy is more than this below
+    independent linking's is only chosen when no setting is within it (then the one losing
+    least is); putting out-of-KB mentions in new clusters cannot make up for it. A cluster
+    metric alone can prefer a λ that cuts most entity edges, or mention chains that carry
+    one entity to its neighbours' mentions, while the clusters stay pure: good CoNLL F1,
+    wrong ``kb_id``s. ``None``: no constraint (arboEL tunes for the clusters alone)."""
     if metric not in TUNING_METRICS:
         raise ValueError(Errors.E007.format(what="tuning metric", value=metric,
                                             options=", ".join(TUNING_METRICS)))
@@ -185,11 +185,12 @@ def tune_coref(
                 coref.cluster(docs[start : start + coref.cfg["buffer_size"]])
             metrics = evaluate_coref(nlp, examples, component=component, run=False,
                                      with_mention_recall=False)
-            independent = metrics["independent"]["all"]["accuracy"] or 0.0
+            in_kb = [metrics[way]["in_kb"]["accuracy"] or 0.0
+                     for way in ("independent", "clustering")]
             rows.append({"k": k, "threshold": threshold, "directed": is_directed,
                          "value": tuning_value(metrics, metric),
                          "accuracy": metrics["clustering"]["all"]["accuracy"],
-                         "accuracy_loss": independent - tuning_value(metrics, "accuracy"),
+                         "accuracy_loss": in_kb[0] - in_kb[1],
                          "conll_f1": metrics["coref"]["conll_f1"],
                          "nmi": metrics["coref"]["nmi"], "ari": metrics["coref"]["ari"]})
     finally:

@@ -123,7 +123,8 @@ class BiEncoderTrainer:
         self.retriever.refresh()
         if self.objective.needs_mention_index and len(self.store):
             self.store.set_embeddings(self.retriever.encode(
-                "mention", self.store.inputs, desc="Embedding training mentions"))
+                "mention", self.store.inputs, desc="Embedding training mentions",
+                quantized=False))
         self.last_refresh = self.updates
 
     # --- one step ----------------------------------------------------------------------------

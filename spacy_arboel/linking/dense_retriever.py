@@ -251,7 +251,9 @@ class DenseRetriever:
     def refresh(self, desc: str | None = "Embedding KB") -> None:
         """Re-embed the KB's rows with the current entity encoder and rebuild the index."""
         owners = self.set_row_layout()
-        vectors = self.encode("entity", self.row_inputs, desc=desc)
+        # the fp32 entity encoder even under ``quantize``: the index is what linking compares
+        # the (int8) mention vectors with, and its fingerprint names the fp32 weights
+        vectors = self.encode("entity", self.row_inputs, desc=desc, quantized=False)
         keep = np.arange(len(owners))
         threshold = self.settings.row_dedupe_threshold
         if threshold is not None and len(owners) > len(self.kb):
