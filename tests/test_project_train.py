@@ -54,3 +54,26 @@ def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path
     assert config["training"]["eval_frequency"] == 50  # the toy setting
     result = CliRunner().invoke(app, ["project-train", "ner", "pubmed", "--output", str(out)])
     assert result.exit_code == 1 and "E118" in result.output
+
+
+def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch):
+    """--objective default: the dataset's (arborescence on the toy data, whose coref step
+    needs it; knn_negatives on the real data); a name given wins; other steps refuse it."""
+    import spacy.cli.train
+
+    monkeypatch.chdir(ROOT)
+    seen = []
+    monkeypatch.setattr(spacy.cli.train, "train",
+                        lambda config, output, use_gpu, overrides: seen.append(overrides))
+    key = "components.arbo_entity_linker.objective.name"
+    for dataset, extra, expected in (("toy", [], "arborescence"),
+                                     ("bc5cdr", [], "knn_negatives"),
+                                     ("toy", ["--objective", "in_batch"], "in_batch"),
+                                     ("ncbi", ["--objective", "default"], "knn_negatives")):
+        result = CliRunner().invoke(app, ["project-train", "linker", dataset, "--output",
+                                          str(tmp_path / "out"), *extra])
+        assert result.exit_code == 0, result.output
+        assert seen[-1][key] == expected
+    result = CliRunner().invoke(app, ["project-train", "ner", "toy", "--output",
+                                      str(tmp_path / "out"), "--objective", "in_batch"])
+    assert result.exit_code == 1 and "linker step" in result.output

@@ -10,6 +10,7 @@ from ..errors import Errors
 from .app import OVERRIDES, app
 
 SETTINGS = Path("configs") / "datasets.yml"
+LINKER_OBJECTIVE = "components.arbo_entity_linker.objective.name"
 
 
 def read_datasets(path: Path) -> dict:
@@ -39,6 +40,8 @@ def project_train_command(
     output: Annotated[Path, typer.Option(help="Output folder of spacy train")],
     settings: Annotated[Path, typer.Option(help="The datasets' settings")] = SETTINGS,
     gpu_id: Annotated[int, typer.Option(help="GPU id, -1 for the CPU")] = -1,
+    objective: Annotated[str, typer.Option(
+        help="linker step: the objective's name, or 'default' for the dataset's")] = "default",
 ) -> None:
     """`spacy train` of STEP's config with DATASET's overrides from configs/datasets.yml;
     extra --section.key value options (paths, and any setting) are added and win."""
@@ -50,6 +53,10 @@ def project_train_command(
         config, overrides = dataset_settings(settings, step, dataset)
     except ValueError as err:
         msg.fail(str(err), exits=1)
+    if objective != "default":
+        if step != "linker":
+            msg.fail(f"--objective applies to the linker step, not to '{step}'", exits=1)
+        overrides[LINKER_OBJECTIVE] = objective
     overrides.update(parse_config_overrides(ctx.args))
     shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
     msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")
