@@ -63,9 +63,11 @@ def train(mode: str, args: argparse.Namespace) -> tuple[Path, list[str], float]:
     return out / "model-last", cmd, run(cmd)
 
 
-def tune(model: Path, args: argparse.Namespace) -> tuple[Path, dict]:
-    """Choose the threshold on the first ``--tune-docs`` dev docs (``tune-e2e``)."""
-    tuned, report = model.parent / "model-tuned", model.parent / "threshold_tuning.json"
+def tune(model: Path, args: argparse.Namespace, tuned: Path | None = None) -> tuple[Path, dict]:
+    """Choose the threshold on the first ``--tune-docs`` dev docs (``tune-e2e``); the tuned
+    pipeline goes to ``tuned`` (default: ``model-tuned`` beside ``model``)."""
+    tuned = tuned or model.parent / "model-tuned"
+    report = tuned.parent / f"{tuned.name}_threshold_tuning.json"
     cmd = [sys.executable, "-m", "spacy_arboel", "tune-e2e", str(model),
            str(Path(args.corpus) / "dev.spacy"), "--limit", str(args.tune_docs),
            "--output", str(report), "--output-model", str(tuned)]
@@ -137,6 +139,8 @@ def results_table(pattern: str = "bc5cdr-e2e-*.json") -> str:
     rows = []
     for path in sorted(RESULTS.glob(pattern)):
         r = json.loads(path.read_text())
+        if "metrics" not in r:  # e.g. the cross re-read's cost, a table of its own
+            continue
         m, t = r["metrics"], r["timings"]
         cls = m.get("retriever_cls") or m.get("retriever_spans") or {}
         recall_k = " / ".join(_fmt(cls.get(f"mention_recall@{k}"), 100) for k in (1, 8, 16, 64))
@@ -182,6 +186,9 @@ def main() -> None:
     parser.add_argument("--eval-overrides", nargs="*", action="extend", default=[])
     parser.add_argument("--tune-threshold", action="store_true",
                         help="choose the threshold on dev docs (tune-e2e) before testing")
+    parser.add_argument("--tune-ner-threshold", action="store_true",
+                        help="--ner pipelines: tune the linker's NIL threshold on dev docs "
+                             "(tune-e2e) and test with it")
     parser.add_argument("--tune-docs", type=int, default=40, help="dev docs for --tune-threshold")
     parser.add_argument("--tune-thresholds", nargs="*", type=float, default=[],
                         help="thresholds --tune-threshold tries (default: tune-e2e's grid)")
@@ -208,10 +215,13 @@ def main() -> None:
                     str(ROOT / "configs" / "assemble.cfg"), str(out), "--paths.ner", ner,
                     "--paths.linker", args.linker]
         run(assemble)
-        evaluate(f"{args.dataset}-e2e-{label}-linker{suffix}", out, args, assemble,
-                 float(ner_seconds.get(tag, 0.0)), "arbo_entity_linker", [], keep_record=False,
-                 extra_settings={"ner_model": ner,
-                                         "ner_test": score_ner(ner, label, args)})
+        extra = {"ner_model": ner, "ner_test": score_ner(ner, label, args)}
+        model, name = out, f"{args.dataset}-e2e-{label}-linker{suffix}"
+        if args.tune_ner_threshold:  # the linker's NIL threshold, tuned on dev (tune-e2e)
+            model, extra["threshold_tuning"] = tune(out, args, out.with_name(f"{out.name}_nil"))
+            name = f"{args.dataset}-e2e-{label}-linker-nil{suffix}"
+        evaluate(name, model, args, assemble, float(ner_seconds.get(tag, 0.0)),
+                 "arbo_entity_linker", [], keep_record=False, extra_settings=extra)
     print(results_table())
 
 

@@ -76,6 +76,37 @@ def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_exa
     assert loaded.get_pipe("arbo_linker").settings.threshold == tuned["best"]["threshold"]
 
 
+def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path, toy_examples,
+                                                      tmp_path):
+    """ner + arbo_entity_linker: the ents the ner finds (here an entity ruler, with a spurious
+    "patients") are linked once; each NIL threshold keeps the ents scoring at least it."""
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(toy_kb_path),
+                                               "model": {"encoder_name": tiny_encoder}})
+    nlp.initialize(lambda: toy_examples)  # (clears the ruler's patterns)
+    ruler.add_patterns([{"label": "X", "pattern": [{"LOWER": w}]}
+                        for w in ("aspirin", "cough", "fever", "pyrexia", "patients")])
+    model, dev = _saved(nlp, toy_examples, tmp_path, "model", "dev.spacy")
+    scores = sorted(e._.kb_candidates[0][1] for eg in toy_examples
+                    for e in nlp(eg.reference.text).ents)
+    middle = (scores[len(scores) // 2 - 1] + scores[len(scores) // 2]) / 2
+    result = CliRunner().invoke(app, [
+        "tune-e2e", model, dev, "--threshold", str(middle), "--threshold", "1e9",
+        "--output", str(tmp_path / "t.json"), "--output-model", str(tmp_path / "tuned")])
+    assert result.exit_code == 0, result.output
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert [r["threshold"] for r in rows] == [None, middle, 1e9]
+    assert rows[0]["n_predicted"] == len(scores)  # no threshold: every ent found
+    assert 0 < rows[1]["n_predicted"] < len(scores)  # the median score cuts some off
+    assert rows[2]["n_predicted"] == rows[2]["tp"] == 0
+    assert rows[0]["n_gold"] == 11 and rows[0]["tp"] <= rows[0]["n_predicted"]
+    best = json.loads((tmp_path / "t.json").read_text())["best"]
+    assert max(r["f1"] for r in rows) == best["f1"]
+    loaded = spacy.load(tmp_path / "tuned")
+    assert loaded.get_pipe("arbo_entity_linker").cfg["threshold"] == best["threshold"]
+
+
 def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     nlp = _initialised(
         toy_examples,

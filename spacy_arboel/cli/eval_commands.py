@@ -194,16 +194,20 @@ def tune_e2e(
         help="Save the pipeline with the best threshold here")] = None,
     output: Annotated[Path | None, typer.Option(help="JSON of every threshold's scores")] = None,
     limit: Annotated[int, typer.Option(help="Use the first N docs (0 = all)")] = 0,
-    component: Annotated[str, typer.Option(help="arbo_linker component name")] = "arbo_linker",
+    component: Annotated[str, typer.Option(
+        help="The linker whose threshold is tuned (default: arbo_linker if the pipeline has "
+             "one, else arbo_entity_linker)")] = "",
 ) -> None:
-    """Choose arbo_linker's threshold on its link score (p(m)·p(e | m), or p_span × p_rank for
-    the passage reader) that maximises InKB micro F1 on DEV (one reading of the docs, every
-    threshold scored from it) and save the pipeline with it."""
+    """Choose the linker's threshold that maximises InKB micro F1 on DEV's raw text (one
+    reading of the docs, every threshold scored from it) and save the pipeline with it:
+    arbo_linker's on its link score (p(m)·p(e | m), or p_span × p_rank for the passage
+    reader), or, after a ner, arbo_entity_linker's NIL threshold on the best candidate's score
+    (default candidates: quantiles of the linked ents' scores)."""
     import spacy
     from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
-    from ..evaluation.end_to_end_eval import THRESHOLDS, tune_threshold
+    from ..evaluation.end_to_end_eval import THRESHOLDS, tune_linker_threshold, tune_threshold
     from ..evaluation.report import write_json
 
     check_outputs({"MODEL": model, "DEV": dev},
@@ -211,8 +215,17 @@ def tune_e2e(
     check_corpus(dev, limit)
     overrides = parse_config_overrides(ctx.args)
     nlp = spacy.load(model, config=overrides)
-    best, rows = tune_threshold(nlp.get_pipe(component), read_docs(dev, nlp.vocab, limit),
-                                thresholds or THRESHOLDS)
+    component = component or next(
+        (name for name in ("arbo_linker", "arbo_entity_linker") if name in nlp.pipe_names), "")
+    if component not in nlp.pipe_names:
+        msg.fail(f"{model} has no linker to tune (it has {nlp.pipe_names}): give a pipeline "
+                 "with arbo_linker, or a ner with arbo_entity_linker", exits=1)
+    gold_docs = read_docs(dev, nlp.vocab, limit)
+    if nlp.get_pipe_meta(component).factory == "arbo_entity_linker":
+        best, rows = tune_linker_threshold(nlp, gold_docs, component, thresholds)
+    else:
+        best, rows = tune_threshold(nlp.get_pipe(component), gold_docs,
+                                    thresholds or THRESHOLDS)
     msg.table([(r["threshold"], f"{r['precision']:.3f}", f"{r['recall']:.3f}",
                 f"{r['f1']:.3f}") for r in rows], header=("threshold", "P", "R", "F1"))
     msg.good(f"Best threshold {best['threshold']}: F1 {best['f1']:.3f}")

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -130,3 +131,51 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
                      "f1": f1, "n_predicted": n_predicted, "tp": tp, "n_gold": n_gold})
     best = max(rows, key=lambda r: (r["f1"], r["threshold"]))
     return best, rows
+
+
+# score quantiles of the linked ents that give the candidate thresholds of a dense linker
+SCORE_QUANTILES = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
+
+
+def tune_linker_threshold(nlp: Language, gold_docs: Sequence[Doc], component: str,
+                          thresholds: Sequence[float] | None = None, *, nil_id: str = "NIL"
+                          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """InKB micro P/R/F1 on raw text of a pipeline whose ``arbo_entity_linker`` links the
+    ents found before it (``ner``), at each NIL threshold on the best candidate's score: an
+    ent below it links to NIL and is no InKB prediction (spurious spans and out-of-KB
+    mentions are dropped). The pipeline reads ``gold_docs``' texts once, without a threshold;
+    the candidates are the ``None`` row (no threshold) and quantiles of the ents' best scores
+    (``SCORE_QUANTILES``) unless given. Returns the best row (ties: the lower threshold) and
+    every row. Raises a ValueError when no gold mention has a gold id."""
+    check_gold(gold_docs)
+    linker = nlp.get_pipe(component)
+    linker.ensure_ready()
+    saved = linker.cfg["threshold"]
+    linker.cfg["threshold"] = None
+    try:
+        docs = list(nlp.pipe(g.text for g in gold_docs))
+    finally:
+        linker.cfg["threshold"] = saved
+    found = [[(e.start_char, e.end_char, e._.kb_candidates[0][0], e._.kb_candidates[0][1])
+              for e in doc.ents if e._.kb_candidates] for doc in docs]
+    if thresholds is None:
+        scores = [score for spans in found for *_, score in spans]
+        thresholds = sorted({round(float(q), 4) for q in np.quantile(scores, SCORE_QUANTILES)}
+                            ) if scores else []
+    in_kb = kb_contains(linker.kb)
+    golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
+    n_gold = sum(len(g) for g in golds)
+    rows = []
+    for threshold in [None, *sorted(set(thresholds))]:
+        tp = n_predicted = 0
+        for spans, gold in zip(found, golds, strict=True):
+            kept = [(s, e, kb_id) for s, e, kb_id, score in spans
+                    if threshold is None or score >= threshold]
+            n_predicted += len(kept)
+            tp += strong_matches(gold, kept)
+        precision, recall, f1 = (x or 0.0 for x in micro_prf(tp, n_predicted, n_gold))
+        rows.append({"threshold": threshold, "precision": precision, "recall": recall,
+                     "f1": f1, "n_predicted": n_predicted, "tp": tp, "n_gold": n_gold})
+    best = max(rows, key=lambda r: (r["f1"], -(r["threshold"] or float("-inf"))))
+    return best, rows
+
