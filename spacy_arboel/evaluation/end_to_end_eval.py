@@ -143,7 +143,8 @@ def tune_linker_threshold(nlp: Language, gold_docs: Sequence[Doc], component: st
     """InKB micro P/R/F1 on raw text of a pipeline whose ``arbo_entity_linker`` links the
     ents found before it (``ner``), at each NIL threshold on the best candidate's score: an
     ent below it links to NIL and is no InKB prediction (spurious spans and out-of-KB
-    mentions are dropped). The pipeline reads ``gold_docs``' texts once, without a threshold;
+    mentions are dropped). The pipeline up to the linker (``arbo_coref`` after it would
+    re-link by clusters) reads ``gold_docs``' texts once, without a threshold;
     the candidates are the ``None`` row (no threshold) and quantiles of the ents' best scores
     (``SCORE_QUANTILES``) unless given. Returns the best row (ties: the lower threshold) and
     every row. Raises a ValueError when no gold mention has a gold id."""
@@ -152,8 +153,10 @@ def tune_linker_threshold(nlp: Language, gold_docs: Sequence[Doc], component: st
     linker.ensure_ready()
     saved = linker.cfg["threshold"]
     linker.cfg["threshold"] = None
+    after = nlp.pipe_names[nlp.pipe_names.index(component) + 1:]
     try:
-        docs = list(nlp.pipe(g.text for g in gold_docs))
+        with nlp.select_pipes(disable=after):
+            docs = list(nlp.pipe(g.text for g in gold_docs))
     finally:
         linker.cfg["threshold"] = saved
     found = [[(e.start_char, e.end_char, e._.kb_candidates[0][0], e._.kb_candidates[0][1])
