@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,21 +116,32 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
     linker.ensure_ready()
     found, _ = linker.reader.scored_spans([g.text for g in gold_docs],
                                                     threshold=min(thresholds))
-    in_kb = kb_contains(linker.kb)
+    rows = threshold_rows(gold_docs, linker.kb, sorted(set(thresholds)), lambda i, threshold: [
+        (s.start_char, s.end_char, s.kb_id)
+        for s in resolve_spans(s for s in found[i] if s.score > threshold)], nil_id)
+    best = max(rows, key=lambda r: (r["f1"], r["threshold"]))
+    return best, rows
+
+
+def threshold_rows(gold_docs: Sequence[Doc], kb, thresholds: Sequence[float | None],
+                   kept: Callable[[int, float | None], list[tuple[int, int, str]]],
+                   nil_id: str = "NIL") -> list[dict[str, Any]]:
+    """One InKB micro P/R/F1 row (strong matching) per threshold; ``kept(i, threshold)``:
+    the ``(start_char, end_char, kb_id)`` predictions of doc ``i`` at that threshold."""
+    in_kb = kb_contains(kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
     n_gold = sum(len(g) for g in golds)
     rows = []
-    for threshold in sorted(set(thresholds)):
+    for threshold in thresholds:
         tp = n_predicted = 0
-        for spans, gold in zip(found, golds, strict=True):
-            kept = resolve_spans(s for s in spans if s.score > threshold)
-            n_predicted += len(kept)
-            tp += strong_matches(gold, [(s.start_char, s.end_char, s.kb_id) for s in kept])
+        for i, gold in enumerate(golds):
+            predictions = kept(i, threshold)
+            n_predicted += len(predictions)
+            tp += strong_matches(gold, predictions)
         precision, recall, f1 = (x or 0.0 for x in micro_prf(tp, n_predicted, n_gold))
         rows.append({"threshold": threshold, "precision": precision, "recall": recall,
                      "f1": f1, "n_predicted": n_predicted, "tp": tp, "n_gold": n_gold})
-    best = max(rows, key=lambda r: (r["f1"], r["threshold"]))
-    return best, rows
+    return rows
 
 
 # score quantiles of the linked ents that give the candidate thresholds of a dense linker
@@ -165,20 +176,10 @@ def tune_linker_threshold(nlp: Language, gold_docs: Sequence[Doc], component: st
         scores = [score for spans in found for *_, score in spans]
         thresholds = sorted({round(float(q), 4) for q in np.quantile(scores, SCORE_QUANTILES)}
                             ) if scores else []
-    in_kb = kb_contains(linker.kb)
-    golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
-    n_gold = sum(len(g) for g in golds)
-    rows = []
-    for threshold in [None, *sorted(set(thresholds))]:
-        tp = n_predicted = 0
-        for spans, gold in zip(found, golds, strict=True):
-            kept = [(s, e, kb_id) for s, e, kb_id, score in spans
-                    if threshold is None or score >= threshold]
-            n_predicted += len(kept)
-            tp += strong_matches(gold, kept)
-        precision, recall, f1 = (x or 0.0 for x in micro_prf(tp, n_predicted, n_gold))
-        rows.append({"threshold": threshold, "precision": precision, "recall": recall,
-                     "f1": f1, "n_predicted": n_predicted, "tp": tp, "n_gold": n_gold})
+    rows = threshold_rows(gold_docs, linker.kb, [None, *sorted(set(thresholds))],
+                          lambda i, threshold: [(s, e, kb_id) for s, e, kb_id, score in found[i]
+                                                if threshold is None or score >= threshold],
+                          nil_id)
     best = max(rows, key=lambda r: (r["f1"], -(r["threshold"] or float("-inf"))))
     return best, rows
 

@@ -179,7 +179,7 @@ class DenseRetriever:
             self._quantized, self._quantized_version = {}, self.version
         if side not in self._quantized:
             module = self.encoders[side]
-            shared = [s for s, copy in self._quantized.items() if self.encoders[s] is module]
+            shared = [s for s in self._quantized if self.encoders[s] is module]
             self._quantized[side] = (self._quantized[shared[0]] if shared
                                      else quantized_copy(module))
         return self._quantized[side]
