@@ -123,7 +123,8 @@ def test_shared_weights_cannot_be_distilled(tiny_encoder, toy_kb_path, toy_examp
 def test_distill_command_saves_a_fast_pipeline(saved_linker, toy_examples):
     out = saved_linker / "fast"
     _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
-            "--output", out, "--layers", 1, "--epochs", 2, "--batch-size", 4, "--top-k", 5)
+            "--output", out, "--layers", 1, "--epochs", 2, "--batch-size", 4, "--top-k", 5,
+            "--mention-max-length", 16)
     config = json.loads((out / "arbo_entity_linker" / "mention_encoder" / "config.json")
                         .read_text())
     assert config["num_hidden_layers"] == 1
@@ -132,6 +133,9 @@ def test_distill_command_saves_a_fast_pipeline(saved_linker, toy_examples):
     linker = fast.get_pipe("arbo_entity_linker")
     assert fast.config["components"]["arbo_entity_linker"]["quantize"] is True
     assert linker.retriever.settings.quantize
+    # the fast setting's shorter mention window is in the saved config, and links with it
+    assert fast.config["components"]["arbo_entity_linker"]["mention_max_length"] == 16
+    assert linker.retriever.builder.mention_max_length == 16
     # the entity side and its index are the teacher's
     saved = saved_linker / "pipeline" / "arbo_entity_linker" / "index" / "embeddings.npy"
     assert np.array_equal(np.load(out / "arbo_entity_linker" / "index" / "embeddings.npy"),
@@ -169,6 +173,13 @@ def test_distilling_a_pipeline_with_coref_clears_its_memory(saved_linker, toy_ex
     assert len(fast.get_pipe("arbo_coref").state) == 0
     doc = fast(toy_examples[0].predicted.copy())
     assert all(e._.kb_candidates for e in doc.ents)
+
+
+def test_distill_command_refuses_a_window_without_room(saved_linker):
+    result = _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
+                     "--output", saved_linker / "fast", "--mention-max-length", 4, code=1)
+    assert "E011" in result.output and "--mention-max-length" in result.output
+    assert not (saved_linker / "fast").exists()
 
 
 def test_distill_command_names_a_missing_linker(saved_linker):

@@ -82,3 +82,65 @@ def test_prepare_nil_setting_removes_entity_types(tmp_path):
         "prepare", "toy", str(tmp_path / "b"), "--assets-dir", str(ROOT / "assets"),
         "--remove-types", "Planet"])
     assert bad.exit_code != 0 and "Planet" in bad.output and "Chemical" in bad.output
+
+
+NCBI_DOCS = [
+    ("1", "Colon cancers and APC.", "Breast and ovarian cancer in APC patients.",
+     [(0, 13, "Colon cancers", "DiseaseClass", "D003110"),
+      (18, 21, "APC", "SpecificDisease", "D011125"),
+      (23, 48, "Breast and ovarian cancer", "CompositeMention", "D001943|D010051"),
+      (52, 55, "APC", "Modifier", "D011125")]),
+    ("2", "Ovarian cancer.", "A case of colon cancers.",
+     [(0, 14, "Ovarian cancer", "SpecificDisease", "D010051"),
+      (26, 39, "colon cancers", "DiseaseClass", "D003110")]),
+]
+
+
+def _ncbi_data(root: Path) -> Path:
+    """A data dir shaped like ../shared/data for `prepare ncbi`: two made-up PubTator docs
+    (in both NCBI files) and a three-descriptor MeSH."""
+    lines = []
+    for pmid, title, abstract, mentions in NCBI_DOCS:
+        lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+        lines += ["\t".join((pmid, str(s), str(e), text, label, ids))
+                  for s, e, text, label, ids in mentions]
+        lines.append("")
+    (root / "ncbi_disease").mkdir(parents=True)
+    for name in ("NCBItrainset_corpus.txt", "NCBIdevelopset_corpus.txt"):
+        (root / "ncbi_disease" / name).write_text("\n".join(lines) + "\n")
+    (root / "mesh").mkdir()
+    descriptors = (("D003110", "Colonic Neoplasms"), ("D011125", "Adenomatous Polyposis Coli"),
+                   ("D010051", "Ovarian Neoplasms"), ("D001943", "Breast Neoplasms"))
+    (root / "mesh" / "mesh_descriptors_2026.csv").write_text("id,scheme,subject\n" + "".join(
+        f"https://id.nlm.nih.gov/mesh/{i},MeSH,{name}\n" for i, name in descriptors))
+    (root / "mesh" / "mesh_disease_synonyms.tsv").write_text(
+        "mesh_id\tname\ttree_numbers\tsynonyms\n"
+        "D010051\tOvarian Neoplasms\tC04\tovarian cancer|cancer of ovary\n")
+    return root
+
+
+def _labels(folder: Path) -> set[str]:
+    nlp = spacy.blank("en")
+    return {e.label_ for split in ("train", "dev", "test")
+            for d in DocBin().from_disk(folder / f"{split}.spacy").get_docs(nlp.vocab)
+            for e in d.ents}
+
+
+def test_prepare_ncbi_labels_every_mention_disease_unless_asked(tmp_path):
+    data = _ncbi_data(tmp_path / "data")
+    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "one"),
+                                      "--data-dir", str(data)])
+    assert result.exit_code == 0, result.output
+    assert _labels(tmp_path / "one") == {"Disease"}
+    kept = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "four"),
+                                    "--data-dir", str(data), "--keep-ncbi-classes"])
+    assert kept.exit_code == 0, kept.output
+    assert _labels(tmp_path / "four") == {"SpecificDisease", "DiseaseClass", "Modifier",
+                                          "CompositeMention"}
+    # the same mentions and ids either way
+    nlp = spacy.blank("en")
+    for split in ("train", "dev", "test"):
+        one, four = (list(DocBin().from_disk(tmp_path / name / f"{split}.spacy")
+                          .get_docs(nlp.vocab)) for name in ("one", "four"))
+        assert [[(e.start, e.end, e.kb_id_) for e in d.ents] for d in one] == \
+            [[(e.start, e.end, e.kb_id_) for e in d.ents] for d in four]

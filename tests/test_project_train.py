@@ -37,8 +37,7 @@ def test_every_dataset_sets_every_step_and_real_data_uses_the_transformer_ner():
                for steps in DATASETS.values())
     assert DATASETS["toy"]["ner"]["config"] == "ner"
     assert DATASETS["bc5cdr"]["ner"]["config"] == "ner_trf"
-    # NCBI keeps the tok2vec ner until the transformer one learns there (BENCHMARKS.md)
-    assert DATASETS["ncbi"]["ner"]["config"] == "ner"
+    assert DATASETS["ncbi"]["ner"]["config"] == "ner_trf"
 
 
 def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path, monkeypatch):

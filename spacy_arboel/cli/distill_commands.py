@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from .app import OVERRIDES, app
-from .common import read_docs
+from .common import read_docs, save_with_setting
 from .outputs import check_outputs, save_pipeline
 
 
@@ -21,7 +21,7 @@ def distill_mentions_command(
              "needed), e.g. the linker's training corpus")],
     output: Annotated[Path, typer.Option(help="Where to save the distilled pipeline")],
     layers: Annotated[int, typer.Option(help="Transformer layers of the student")] = 3,
-    epochs: Annotated[int, typer.Option(help="Passes over the corpus's mentions")] = 4,
+    epochs: Annotated[int, typer.Option(help="Passes over the corpus's mentions")] = 6,
     batch_size: Annotated[int, typer.Option(help="Mentions per step")] = 32,
     learn_rate: Annotated[float, typer.Option(help="AdamW learning rate (linear decay)")] = 1e-4,
     top_k: Annotated[int, typer.Option(help="Teacher candidates the soft term ranks")] = 64,
@@ -29,6 +29,10 @@ def distill_mentions_command(
     vector_weight: Annotated[float, typer.Option(help="Weight β of the vector term")] = 1.0,
     quantize: Annotated[bool, typer.Option(
         help="Save the pipeline with quantize = true (int8 copies at inference)")] = True,
+    mention_max_length: Annotated[int | None, typer.Option(
+        help="Mention window (wordpieces) the saved pipeline links with, e.g. 24 for the "
+             "fast setting; the student learns from the teacher's own windows (default: "
+             "keep the teacher's)")] = None,
     limit: Annotated[int, typer.Option(help="Docs of CORPUS to read (0: all)")] = 0,
     seed: Annotated[int, typer.Option(help="Shuffling seed")] = 0,
     component: Annotated[str, typer.Option(help="The linker's name")] = "arbo_entity_linker",
@@ -42,10 +46,15 @@ def distill_mentions_command(
     from wasabi import msg
 
     from ..components.common import gold_mentions
+    from ..errors import Errors
     from ..linking.mention_distiller import DistillSettings, MentionDistiller, shrink_encoder
 
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output},
                   pipelines=("--output",))
+    if mention_max_length is not None and mention_max_length < 8:
+        msg.fail(Errors.E011.format(name="--mention-max-length", condition=">= 8 (24 is the "
+                                    "measured fast setting)", value=mention_max_length),
+                 exits=1)
     overrides = parse_config_overrides(ctx.args)
     pipeline = load_config(model / "config.cfg")["nlp"]["pipeline"]
     if component not in pipeline:
@@ -78,3 +87,7 @@ def distill_mentions_command(
                      "λ again")
     save_pipeline(nlp, output)
     msg.good(f"Saved {output}: mention encoder with {layers} layers, quantize = {quantize}")
+    if mention_max_length is not None:
+        # in the saved config only: the distillation above read the teacher's windows
+        save_with_setting(output, {}, f"components.{component}.mention_max_length",
+                          mention_max_length, output)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -27,6 +28,12 @@ SPLITS = ("train", "dev", "test")
 # last NCBI_DEV_FRACTION of the training documents become the dev set.
 NCBI_DEV_FRACTION = 0.1
 
+# NCBI-disease annotates four mention classes; the standard NCBI-disease NER task (BioBERT,
+# BLURB) and `prepare ncbi` by default collapse them into one: a transformer `ner` does not
+# learn the four on this CPU budget (BENCHMARKS.md, issue 17), and linking ignores labels.
+NCBI_CLASSES = ("SpecificDisease", "DiseaseClass", "Modifier", "CompositeMention")
+NCBI_LABEL = "Disease"
+
 MESH_DESCRIPTORS = "mesh/mesh_descriptors_2026.csv"
 MESH_SYNONYMS = "mesh/mesh_disease_synonyms.tsv"
 
@@ -47,7 +54,9 @@ PREPARE_HELP = (
     "with the MeSH disease synonyms, plus aliases from train and dev.\n\n"
     "ncbi: NCBI-disease has no test file, so its development set is the test set and the last "
     "10% of its training documents are the dev set; the KB is MeSH as for bc5cdr, plus aliases "
-    "from the training file (train and dev)."
+    "from the training file (train and dev). Its four mention classes (SpecificDisease, "
+    "DiseaseClass, Modifier, CompositeMention) become one label, Disease, as in the standard "
+    "NCBI-disease NER task, unless --keep-ncbi-classes."
 )
 
 
@@ -68,6 +77,9 @@ def prepare_command(
         [], "--remove-types", help="NIL setting of PEL §5.3: remove the KB entities of these "
         "types (e.g. Chemical) from the KB and from the train gold ids; their dev and test "
         "mentions become NILs"),
+    keep_ncbi_classes: bool = typer.Option(
+        False, "--keep-ncbi-classes", help="ncbi: keep the four mention classes as labels "
+        "instead of one Disease label"),
 ) -> None:
     """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``)."""
     dataset = Dataset(dataset)
@@ -77,6 +89,11 @@ def prepare_command(
         check_outputs({"--data-dir": [data_dir / DATA_FOLDERS[dataset], data_dir / "mesh"]},
                       {"OUTPUT_DIR": output_dir})
     splits, kb_sources = _sources(dataset, data_dir, assets_dir)
+    if dataset is Dataset.ncbi and not keep_ncbi_classes:
+        splits = {split: relabel(docs, dict.fromkeys(NCBI_CLASSES, NCBI_LABEL))
+                  for split, docs in splits.items()}
+        msg.info(f"NCBI-disease's mention classes ({', '.join(NCBI_CLASSES)}) are labelled "
+                 f"{NCBI_LABEL} (--keep-ncbi-classes keeps them)")
     output_dir.mkdir(parents=True, exist_ok=True)
     nlp = spacy.blank("en")
     rows = []
@@ -170,6 +187,14 @@ def _sources(
     msg.info(f"NCBI-disease has no test file: its development set ({len(test)} docs) is the "
              f"test set, the last {n_dev} of its {len(train)} training docs the dev set")
     return {"train": train[:-n_dev], "dev": train[-n_dev:], "test": test}, mesh
+
+
+def relabel(documents: list[PubtatorDocument],
+            labels: dict[str, str]) -> list[PubtatorDocument]:
+    """The documents with each mention label found in ``labels`` replaced by its value."""
+    return [replace(document, mentions=[replace(m, label=labels.get(m.label, m.label))
+                                        for m in document.mentions])
+            for document in documents]
 
 
 def _read(path: Path) -> list[PubtatorDocument]:
