@@ -384,8 +384,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E114 = (
         "{path}: not a document file, nor a folder of them. Give .jsonl (one JSON object per "
-        "line with a \"text\" field and an optional \"id\"), .txt (PubTator, or one plain "
-        "document per file) or .spacy files ({suffixes})."
+        "line with a \"text\" field and an optional \"id\"), .pubtator, .txt (PubTator, or "
+        "one plain document per file) or .spacy files ({suffixes})."
     )
     E115 = (
         "{path}, line {line}: {problem}. Each line of a .jsonl input must be a JSON object "
@@ -431,6 +431,30 @@ class Errors(metaclass=ErrorsWithCodes):
     E124 = (
         "No mention to distil on: the corpus has no entity spans with text. Give a .spacy "
         "corpus whose docs have doc.ents, e.g. the training corpus of the linker."
+    )
+    E125 = (
+        "The input shards {names} would write the same output file {output}: one output "
+        "shard is written per input file, named after its stem. Rename one of the inputs."
+    )
+    E126 = (
+        "{path} is not a manifest of link-corpus ({problem}). It records the shards already "
+        "linked in this output folder: restore it, or give a new output folder."
+    )
+    E127 = (
+        "{path} holds shards linked with {saved}, not {given}: a resumed run must use the same "
+        "model and --format. Give another output folder, or the same settings."
+    )
+    E128 = (
+        "--engine ray needs Ray, an optional dependency: pip install \"spacy-arboel[ray]\" "
+        "(or pip install \"ray[data]\"), or use --engine local."
+    )
+    E129 = (
+        "{n} of {total} shards could not be read and were not linked ({names}): {first}. The "
+        "other shards are written; fix these and run the same command again to link them."
+    )
+    E130 = (
+        "{path} already holds {names}, which link-corpus would replace, and no manifest.json "
+        "of an earlier link-corpus run: give an empty or new output folder."
     )
 
 

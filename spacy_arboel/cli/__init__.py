@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401  (registers the commands)
     coref_commands,
+    corpus_commands,
     data_commands,
     distill_commands,
     eval_commands,

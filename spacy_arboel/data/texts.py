@@ -1,6 +1,7 @@
 """Raw documents to link, from the files users have: JSONL (one object per line with a
-``text`` and an optional ``id``), PubTator, plain ``.txt`` (one document per file) and
-``.spacy`` DocBins, or a folder of them. No spaCy needed except for ``.spacy``."""
+``text`` and an optional ``id``), PubTator (``.pubtator``, or a ``.txt`` that starts like
+one), plain ``.txt`` (one document per file) and ``.spacy`` DocBins, or a folder of them.
+No spaCy needed except for ``.spacy``."""
 
 import json
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 from ..errors import Errors
 from .pubtator import is_title_line, read_pubtator
 
-SUFFIXES = (".jsonl", ".txt", ".spacy")
+SUFFIXES = (".jsonl", ".txt", ".pubtator", ".spacy")
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def read_texts(path: str | Path) -> Iterator[TextRecord]:
             for number, doc in enumerate(DocBin().from_disk(file).get_docs(Vocab())):
                 yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")),
                                  doc.text)
-        elif is_pubtator(file):
+        elif file.suffix == ".pubtator" or is_pubtator(file):
             for doc in read_pubtator(file):
                 yield TextRecord(doc.pmid, doc.text)
         else:

@@ -1,0 +1,81 @@
+"""``link-corpus``: link a corpus of shards in one process or on Ray (issue 19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import OVERRIDES, app
+from .outputs import check_outputs
+
+
+@app.command("link-corpus", context_settings=OVERRIDES)
+def link_corpus_command(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="A pipeline that links (ner + "
+                                               "arbo_entity_linker, or arbo_linker)",
+                                          exists=True)],
+    input_path: Annotated[Path, typer.Argument(
+        help="A folder of shards (.jsonl with \"text\" and optional \"id\", .txt, .pubtator, "
+             ".spacy) or one such file", exists=True)],
+    output: Annotated[Path, typer.Argument(
+        help="Folder for one output shard per input shard, its errors files and "
+             "manifest.json (a rerun skips the shards it lists)")],
+    engine: Annotated[str, typer.Option(help="local (this process) or ray (Ray Data)")] =
+        "local",
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (id, entities with offsets, "
+                                     "label, kb_id, score, candidates) or spacy (DocBin)")] =
+        "jsonl",
+    batch_size: Annotated[int, typer.Option(help="Documents per nlp.pipe call")] = 32,
+    top_k: Annotated[int, typer.Option(help="Candidates kept per entity in JSONL")] = 5,
+    num_workers: Annotated[int, typer.Option(help="--engine ray: actors, each with the "
+                                             "pipeline loaded once")] = 2,
+    address: Annotated[str | None, typer.Option(
+        help="--engine ray: join this Ray cluster (e.g. auto, or ray://host:10001); default: "
+             "start a local one")] = None,
+    num_gpus: Annotated[float, typer.Option(help="--engine ray: GPUs per actor (0: CPU)")] =
+        0.0,
+) -> None:
+    """Link every document of a corpus of shards and write one output shard per input
+    shard (atomically, with a manifest of finished shards: a rerun resumes), the documents
+    that raised in <shard>.errors.jsonl. Extra --section.key value options override the
+    pipeline's config."""
+    from spacy.cli._util import parse_config_overrides
+    from tqdm import tqdm
+    from wasabi import msg
+
+    from ..corpus.engines import LinkSettings, LocalEngine, RayEngine, import_ray
+    from ..corpus.link_corpus import link_corpus
+
+    check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output})
+    settings = LinkSettings(str(model), fmt, batch_size, top_k,
+                            parse_config_overrides(ctx.args))
+    if engine == "ray":
+        try:
+            import_ray()
+        except ImportError as err:
+            msg.fail(str(err), exits=1)
+        runner = RayEngine(settings, num_workers, address=address, num_gpus=num_gpus)
+    elif engine == "local":
+        runner = LocalEngine(settings)
+    else:
+        msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
+    with tqdm(unit="doc", desc="link-corpus", disable=None) as bar:
+        try:
+            summary = link_corpus(input_path, output, settings, runner, bar.update,
+                                  lambda total: setattr(bar, "total", total))
+        except ValueError as err:
+            msg.fail(str(err), exits=1)
+    msg.table([("shards linked", len(summary.linked)),
+               ("shards already done", len(summary.skipped)),
+               ("docs", summary.docs), ("mentions", summary.mentions),
+               ("docs that raised", summary.errors), ("seconds", f"{summary.seconds:.1f}"),
+               ("docs/s", f"{summary.docs_per_s:.2f}")], title=f"link-corpus: {output}")
+    if summary.errors:
+        msg.warn(f"{summary.errors} docs raised: see {output}/*.errors.jsonl")
+    problem = summary.unreadable_error(len(summary.linked) + len(summary.skipped) +
+                                       len(summary.unreadable))
+    if problem:
+        msg.fail(problem, exits=1)

@@ -1,0 +1,173 @@
+"""Where the documents of the pending shards are linked: ``LocalEngine`` (this process) or
+``RayEngine`` (Ray Data: ``map_batches`` over an actor pool, each actor loading the
+pipeline once). Both yield each shard's outcomes once all its documents are linked; the
+driver (``link_corpus.link_corpus``) writes it, so a shard is written exactly once even when
+Ray retries the work of a worker that died."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from ..data.texts import TextRecord, read_texts
+from ..errors import Errors
+from .outcomes import Outcome, link_records
+from .shard_writer import docbin_bytes
+from .shards import Shard
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    """``model``: the pipeline to load; ``fmt``: ``jsonl`` or ``spacy``; ``batch_size``:
+    documents per ``nlp.pipe`` call (and per Ray batch); ``top_k``: candidates kept per
+    entity in JSONL; ``overrides``: config overrides for ``spacy.load``."""
+
+    model: str
+    fmt: str = "jsonl"
+    batch_size: int = 32
+    top_k: int = 5
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+class PipelineLinker:
+    """A loaded pipeline that links batches of one shard: the work of one process or one
+    Ray actor."""
+
+    def __init__(self, settings: LinkSettings,
+                 load: Callable[[LinkSettings], Any] | None = None) -> None:
+        self.settings = settings
+        self.nlp = (load or load_pipeline)(settings)
+
+    def link(self, records: Sequence[TextRecord], start: int) -> list[Outcome]:
+        return link_records(self.nlp, records, start, self.settings.fmt, self.settings.top_k,
+                            docbin_bytes)
+
+
+def load_pipeline(settings: LinkSettings) -> Any:
+    import spacy
+
+    return spacy.load(settings.model, config=settings.overrides)
+
+
+def batches(records: Iterable[TextRecord], size: int) -> Iterator[tuple[int, list]]:
+    iterator = iter(records)
+    start = 0
+    while chunk := list(islice(iterator, size)):
+        yield start, chunk
+        start += len(chunk)
+
+
+class LocalEngine:
+    """Links shard after shard in this process with one loaded pipeline."""
+
+    def __init__(self, settings: LinkSettings,
+                 load: Callable[[LinkSettings], Any] | None = None) -> None:
+        self.settings, self.load = settings, load
+        self._linker: PipelineLinker | None = None
+
+    def run(self, shards: Sequence[tuple[Shard, int]],
+            on_docs: Callable[[int], None]) -> Iterator[tuple[Shard, list[Outcome]]]:
+        """``shards``: each pending shard with its number of documents."""
+        if self._linker is None:
+            self._linker = PipelineLinker(self.settings, self.load)
+        for shard, _ in shards:
+            outcomes: list[Outcome] = []
+            for start, chunk in batches(read_texts(shard.source), self.settings.batch_size):
+                outcomes += self._linker.link(chunk, start)
+                on_docs(len(chunk))
+            yield shard, outcomes
+
+
+class RayEngine:
+    """Ray Data over the pending shards: one row per shard is expanded by Ray tasks into its
+    documents (read where the shard lies: inputs and outputs must be on storage that every
+    node sees), which ``map_batches`` links on an actor pool of ``num_workers`` actors (GPU
+    actors when ``num_gpus``); an actor that dies is restarted and its batch retried (Ray
+    Data's defaults for actor pools: restarts and retries without limit). The driver gathers
+    each shard's rows and yields the shard when all its documents are in.
+
+    ``address``: an existing cluster to join (``ray.init(address=...)``); else a local one
+    is started with ``num_cpus``. ``load``: how an actor loads the pipeline (default
+    ``spacy.load``; tests pass their own)."""
+
+    def __init__(self, settings: LinkSettings, num_workers: int = 1, *,
+                 address: str | None = None, num_cpus: int | None = None,
+                 num_gpus: float = 0.0,
+                 load: Callable[[LinkSettings], Any] | None = None) -> None:
+        self.settings, self.num_workers = settings, num_workers
+        self.address, self.num_cpus, self.num_gpus = address, num_cpus, num_gpus
+        self.load = load
+
+    def run(self, shards: Sequence[tuple[Shard, int]],
+            on_docs: Callable[[int], None]) -> Iterator[tuple[Shard, list[Outcome]]]:
+        """``shards``: each pending shard with its number of documents."""
+        ray = import_ray()
+        if not ray.is_initialized():
+            ray.init(address=self.address, num_cpus=None if self.address else self.num_cpus,
+                     include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                                               "TOKENIZERS_PARALLELISM": "false"}})
+        counts = {i: n for i, (_, n) in enumerate(shards)}
+        pending = {i: shard for i, (shard, _) in enumerate(shards)}
+        for i in [i for i, n in counts.items() if n == 0]:
+            yield pending.pop(i), []
+        if not pending:
+            return
+        dataset = (ray.data.from_items([{"shard": i, "path": str(shard.source)}
+                                        for i, shard in pending.items()])
+                   # reading needs no CPU of its own: the actors hold them all
+                   .flat_map(_shard_documents, num_cpus=0)
+                   .map_batches(_RayLinker, fn_constructor_args=(self.settings, self.load),
+                                batch_size=self.settings.batch_size, batch_format="pandas",
+                                concurrency=self.num_workers, num_cpus=1,
+                                num_gpus=self.num_gpus))
+        gathered: dict[int, list[Outcome]] = defaultdict(list)
+        for row in dataset.iter_rows():
+            i = int(row["shard"])
+            gathered[i].append(Outcome(int(row["position"]), str(row["id"]), row["payload"],
+                                       int(row["mentions"]), row["error"] or None))
+            on_docs(1)
+            if len(gathered[i]) == counts[i]:
+                yield pending.pop(i), gathered.pop(i)
+
+
+def _shard_documents(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A shard's documents as rows (shard index, position, id, text)."""
+    return [{"shard": row["shard"], "position": position, "id": record.id,
+             "text": record.text}
+            for position, record in enumerate(read_texts(row["path"]))]
+
+
+class _RayLinker:
+    """A Ray actor: loads the pipeline once, links batches of document rows."""
+
+    def __init__(self, settings: LinkSettings,
+                 load: Callable[[LinkSettings], Any] | None = None) -> None:
+        self.linker = PipelineLinker(settings, load)
+
+    def __call__(self, batch):  # a pandas DataFrame of document rows
+        import pandas
+
+        rows = []
+        for shard, group in batch.groupby("shard", sort=False):
+            positions = group["position"].tolist()
+            records = [TextRecord(str(i), str(t)) for i, t in zip(group["id"], group["text"],
+                                                                 strict=True)]
+            for position, outcome in zip(positions, self.linker.link(records, 0),
+                                         strict=True):
+                rows.append({"shard": shard, **outcome.as_row(), "position": position})
+        return pandas.DataFrame(rows, columns=["shard", "position", "id", "payload",
+                                               "mentions", "error"])
+
+
+def import_ray():
+    """Ray, or E128 saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise ImportError(Errors.E128) from None
+    return ray

@@ -1,0 +1,75 @@
+"""Linking a batch of documents so that one that raises costs only itself, and the JSON
+record of a linked document. The pipeline (``nlp``) is duck-typed: no spaCy import here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..data.texts import TextRecord
+from ..extensions import CANDIDATES_EXT, CLUSTER_EXT
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What linking one document gave: ``payload`` (a JSON line, or the bytes of a one-doc
+    DocBin) and its counts, or the ``error`` it raised. ``position``: its place in the shard."""
+
+    position: int
+    id: str
+    payload: str | bytes | None = None
+    mentions: int = 0
+    error: str | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        return {"position": self.position, "id": self.id, "payload": self.payload,
+                "mentions": self.mentions, "error": self.error}
+
+
+def entity_record(span: Any, top_k: int) -> dict[str, Any]:
+    """An entity as JSON: character offsets, text, label, ``kb_id``, the score of its
+    best candidate, its ``top_k`` candidates and, with arbo_coref, its cluster."""
+    candidates = getattr(span._, CANDIDATES_EXT, None) or []
+    record = {"start": span.start_char, "end": span.end_char, "text": span.text,
+              "label": span.label_, "kb_id": span.kb_id_,
+              "score": round(float(candidates[0][1]), 4) if candidates else None,
+              "candidates": [[kb_id, round(float(score), 4)]
+                             for kb_id, score in candidates[:top_k]]}
+    cluster = getattr(span._, CLUSTER_EXT, None)
+    if cluster is not None:
+        record["cluster"] = cluster
+    return record
+
+
+def doc_record(doc: Any, doc_id: str, top_k: int) -> dict[str, Any]:
+    return {"id": doc_id, "entities": [entity_record(span, top_k) for span in doc.ents]}
+
+
+def link_records(nlp: Any, records: Sequence[TextRecord], start: int, fmt: str,
+                 top_k: int = 5, to_bytes: Callable[[Any, str], bytes] | None = None
+                 ) -> list[Outcome]:
+    """Link ``records`` (positions ``start``, ``start + 1``, … in their shard) with
+    ``nlp.pipe``; when the batch raises, each document is linked alone so that only the ones
+    that raise get an error. ``fmt``: ``jsonl`` (payload: a JSON line) or ``spacy``
+    (payload: ``to_bytes(doc, id)``)."""
+    def outcome(position: int, record: TextRecord, doc: Any) -> Outcome:
+        payload = (json.dumps(doc_record(doc, record.id, top_k), ensure_ascii=False)
+                   if fmt == "jsonl" else to_bytes(doc, record.id))
+        return Outcome(position, record.id, payload, len(doc.ents))
+
+    try:
+        docs = list(nlp.pipe(r.text for r in records))
+        return [outcome(start + i, r, d) for i, (r, d) in enumerate(zip(records, docs,
+                                                                        strict=True))]
+    except Exception:  # noqa: BLE001 - find the documents that raise, one by one
+        pass
+    outcomes = []
+    for i, record in enumerate(records):
+        try:
+            outcomes.append(outcome(start + i, record, nlp(record.text)))
+        except Exception as err:  # noqa: BLE001 - recorded in the shard's errors file
+            outcomes.append(Outcome(start + i, record.id,
+                                    error=f"{type(err).__name__}: {err}"))
+    return outcomes

@@ -1,0 +1,249 @@
+"""link-corpus (issue 19): shards in, one output shard each, resumable, a document that
+raises costs only itself; the local engine and Ray Data on a local 2-CPU cluster."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+from spacy_arboel.corpus.engines import LinkSettings, LocalEngine, RayEngine
+from spacy_arboel.corpus.link_corpus import link_corpus
+from spacy_arboel.corpus.outcomes import doc_record
+
+TEXTS = ["Aspirin induced cough.", "Fever in patients with heart failure.",
+         "Naloxone reverses the effect of clonidine.", "", "Delirium after famotidine."]
+
+
+@pytest.fixture
+def linker_pipeline(tiny_encoder, toy_kb_path, tmp_path):
+    """A saved arbo_linker that links every span it proposes (threshold 0)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={
+        "kb_path": str(toy_kb_path), "threshold": 0.0, "top_k": 3, "passage_length": 48,
+        "passage_stride": 40, "model": {"encoder_name": tiny_encoder, "max_spans": 4}})
+    nlp.get_pipe("arbo_linker").ensure_ready()
+    nlp.to_disk(tmp_path / "model")
+    return tmp_path / "model"
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """Four shards, one of each input kind: 7 documents."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(
+        json.dumps({"id": f"a{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS[:3])))
+    (folder / "b.txt").write_text(TEXTS[4])
+    (folder / "c.pubtator").write_text(
+        "11|t|Fever and cough.\n11|a|Heart failure.\n\n12|t|Aspirin.\n12|a|\n\n")
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp(TEXTS[3]), nlp(TEXTS[1])]).to_disk(folder / "d.spacy")
+    return folder
+
+
+def _comparable(record: dict) -> dict:
+    """A JSONL record with its scores to 3 decimals: a batch of other documents around a
+    text moves its scores by float noise (~1e-7)."""
+    return {**record, "entities": [
+        {**e, "score": round(e["score"], 3),
+         "candidates": [[kb_id, round(score, 3)] for kb_id, score in e["candidates"]]}
+        for e in record["entities"]]}
+
+
+def _outputs(folder: Path) -> dict[str, list[dict]]:
+    return {p.name: [_comparable(json.loads(line)) for line in p.read_text().splitlines()]
+            for p in sorted(folder.glob("*.jsonl")) if not p.name.endswith(".errors.jsonl")}
+
+
+def _expected(model: Path, corpus: Path) -> dict[str, list[dict]]:
+    """What linking each document with nlp() directly gives."""
+    from spacy_arboel.data.texts import read_texts
+
+    nlp = spacy.load(model)
+    return {f"{p.stem}.jsonl": [_comparable(doc_record(nlp(r.text), r.id, 5))
+                                for r in read_texts(p)]
+            for p in sorted(corpus.iterdir())}
+
+
+def _invoke(*args, code=0):
+    result = CliRunner().invoke(app, ["link-corpus", *[str(a) for a in args]])
+    assert result.exit_code == code, result.output
+    return result
+
+
+def test_local_engine_writes_one_shard_per_input_as_nlp_links(linker_pipeline, corpus,
+                                                              tmp_path):
+    out = tmp_path / "out"
+    result = _invoke(linker_pipeline, corpus, out, "--batch-size", 2)
+    outputs = _outputs(out)
+    assert outputs == _expected(linker_pipeline, corpus)
+    assert [r["id"] for r in outputs["a.jsonl"]] == ["a0", "a1", "a2"]
+    assert [r["id"] for r in outputs["c.jsonl"]] == ["11", "12"]
+    assert sum(len(r["entities"]) for rows in outputs.values() for r in rows) > 0
+    entity = next(e for rows in outputs.values() for r in rows for e in r["entities"])
+    assert set(entity) >= {"start", "end", "text", "label", "kb_id", "score", "candidates"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["shards"]) == {"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"}
+    assert sum(s["docs"] for s in manifest["shards"].values()) == 8
+    assert "docs/s" in result.output and not list(out.glob("*.errors.jsonl"))
+
+
+def test_a_rerun_skips_finished_shards_and_redoes_changed_or_missing_ones(
+        linker_pipeline, corpus, tmp_path):
+    out = tmp_path / "out"
+    _invoke(linker_pipeline, corpus, out)
+    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.jsonl")}
+    again = _invoke(linker_pipeline, corpus, out)
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.jsonl")} == before
+    assert "shards already done" in again.output
+    (corpus / "b.txt").write_text("Cough and fever.")  # changed source
+    (out / "c.jsonl").unlink()  # lost output
+    settings = LinkSettings(str(linker_pipeline))
+    summary = link_corpus(corpus, out, settings, LocalEngine(settings))
+    assert sorted(summary.linked) == ["b.jsonl", "c.jsonl"]
+    assert sorted(summary.skipped) == ["a.jsonl", "d.jsonl"]
+    assert _outputs(out) == _expected(linker_pipeline, corpus)
+
+
+def test_a_document_that_raises_goes_to_the_errors_file_and_its_shard_completes(
+        linker_pipeline, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    too_long = "x" * 1_000_001  # over spaCy's nlp.max_length: E088
+    (folder / "s.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
+                                            for i, t in [("ok1", TEXTS[0]), ("bad", too_long),
+                                                         ("ok2", TEXTS[1])]))
+    out = tmp_path / "out"
+    result = _invoke(linker_pipeline, folder, out)
+    assert [r["id"] for r in _outputs(out)["s.jsonl"]] == ["ok1", "ok2"]
+    errors = [json.loads(line) for line in (out / "s.errors.jsonl").read_text().splitlines()]
+    assert [(e["id"], e["position"]) for e in errors] == [("bad", 1)]
+    assert "E088" in errors[0]["error"]
+    assert "1 docs raised" in result.output
+
+
+def test_an_unreadable_shard_is_reported_and_the_others_are_written(linker_pipeline, corpus,
+                                                                    tmp_path):
+    (corpus / "e.jsonl").write_text('{"text": "fine"}\nnot json\n')
+    out = tmp_path / "out"
+    result = _invoke(linker_pipeline, corpus, out, code=1)
+    assert "E129" in result.output and "e.jsonl" in result.output and "E115" in result.output
+    assert set(_outputs(out)) == {"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"}
+    (corpus / "e.jsonl").write_text('{"text": "fine"}\n')
+    settings = LinkSettings(str(linker_pipeline))
+    assert link_corpus(corpus, out, settings, LocalEngine(settings)).linked == ["e.jsonl"]
+
+
+def test_bad_outputs_and_settings_are_refused(linker_pipeline, corpus, tmp_path):
+    assert "E040" in _invoke(linker_pipeline, corpus, corpus, code=1).output
+    assert "E041" in _invoke(linker_pipeline, corpus, corpus / "out", code=1).output
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "a.jsonl").write_text("mine\n")
+    assert "E130" in _invoke(linker_pipeline, corpus, foreign, code=1).output
+    assert (foreign / "a.jsonl").read_text() == "mine\n"
+    out = tmp_path / "out"
+    _invoke(linker_pipeline, corpus, out)
+    assert "E127" in _invoke(linker_pipeline, corpus, out, "--format", "spacy",
+                             code=1).output
+    (out / "manifest.json").write_text("{")
+    assert "E126" in _invoke(linker_pipeline, corpus, out, code=1).output
+    (corpus / "a.txt").write_text("A clash with a.jsonl")
+    assert "E125" in _invoke(linker_pipeline, corpus, tmp_path / "new", code=1).output
+
+
+def test_spacy_format_keeps_ids_entities_and_candidates(linker_pipeline, corpus, tmp_path):
+    out = tmp_path / "out"
+    _invoke(linker_pipeline, corpus, out, "--format", "spacy")
+    nlp = spacy.load(linker_pipeline)
+    docs = list(DocBin().from_disk(out / "a.spacy").get_docs(nlp.vocab))
+    assert [d.user_data["id"] for d in docs] == ["a0", "a1", "a2"]
+    expected = [_comparable(doc_record(nlp(t), f"a{i}", 5)) for i, t in enumerate(TEXTS[:3])]
+    assert [_comparable(doc_record(d, d.user_data["id"], 5)) for d in docs] == expected
+
+
+def test_ray_engine_without_ray_says_how_to_install_it(linker_pipeline, corpus, tmp_path,
+                                                       monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = _invoke(linker_pipeline, corpus, tmp_path / "out", "--engine", "ray", code=1)
+    assert "E128" in result.output and "spacy-arboel[ray]" in result.output
+
+
+# --- Ray Data on a local cluster of 2 CPUs ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    # the killing loader below is shipped to the actors by value
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_engine_writes_what_the_local_engine_writes(ray_cluster, linker_pipeline, corpus,
+                                                        tmp_path):
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    settings = LinkSettings(str(linker_pipeline), batch_size=2)
+    link_corpus(corpus, local, settings, LocalEngine(settings))
+    summary = link_corpus(corpus, remote, settings, RayEngine(settings, num_workers=2))
+    assert summary.docs == 8 and sorted(summary.linked) == sorted(_outputs(local))
+    assert _outputs(remote) == _outputs(local)
+    again = link_corpus(corpus, remote, settings, RayEngine(settings, num_workers=2))
+    assert again.linked == [] and len(again.skipped) == 4
+
+
+def test_ray_engine_records_a_bad_document(ray_cluster, linker_pipeline, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
+                                            for i, t in [("ok1", TEXTS[0]),
+                                                         ("bad", "x" * 1_000_001),
+                                                         ("ok2", TEXTS[1])]))
+    settings = LinkSettings(str(linker_pipeline), batch_size=3)
+    summary = link_corpus(folder, tmp_path / "out", settings, RayEngine(settings, 1))
+    assert (summary.docs, summary.errors) == (2, 1)
+    errors = (tmp_path / "out" / "s.errors.jsonl").read_text()
+    assert '"bad"' in errors and "E088" in errors
+
+
+def _load_then_die_once(settings):
+    """A pipeline loader for the actors whose pipeline kills its process (as an OOM kill
+    or a lost node would) the first time it meets the text "KILL", once per marker file."""
+    nlp = spacy.load(settings.model)
+    marker = Path(settings.overrides.pop("marker"))
+
+    def die_once(texts):
+        texts = list(texts)
+        if "KILL" in texts and not marker.exists():
+            marker.touch()
+            os._exit(1)
+        return nlp.pipe(texts)
+
+    nlp.pipe = die_once
+    return nlp
+
+
+def test_a_worker_killed_mid_shard_is_retried_and_its_shard_written_once(
+        ray_cluster, linker_pipeline, corpus, tmp_path):
+    (corpus / "a.jsonl").write_text("".join(
+        json.dumps({"id": f"a{i}", "text": t}) + "\n"
+        for i, t in enumerate([*TEXTS[:3], "KILL", TEXTS[4]])))
+    marker = tmp_path / "killed"
+    settings = LinkSettings(str(linker_pipeline), batch_size=2,
+                            overrides={"marker": str(marker)})
+    summary = link_corpus(corpus, tmp_path / "out", settings,
+                          RayEngine(settings, num_workers=2, load=_load_then_die_once))
+    assert marker.exists()  # a worker did die
+    outputs = _outputs(tmp_path / "out")
+    assert [r["id"] for r in outputs["a.jsonl"]] == ["a0", "a1", "a2", "a3", "a4"]
+    assert summary.errors == 0 and summary.docs == 10
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["shards"]["a.jsonl"]["docs"] == 5
