@@ -247,3 +247,14 @@ def test_a_worker_killed_mid_shard_is_retried_and_its_shard_written_once(
     assert summary.errors == 0 and summary.docs == 10
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["shards"]["a.jsonl"]["docs"] == 5
+
+
+def test_cross_document_components_are_named_for_disabling():
+    """arbo_coref would cluster each batch apart: link-corpus disables it."""
+    from spacy_arboel.corpus.engines import cross_document_pipes
+
+    config = {"nlp": {"pipeline": ["ner", "arbo_entity_linker", "coref"]},
+              "components": {"ner": {"factory": "ner"},
+                             "arbo_entity_linker": {"factory": "arbo_entity_linker"},
+                             "coref": {"factory": "arbo_coref"}}}
+    assert cross_document_pipes(config) == ["coref"]

@@ -43,13 +43,25 @@ def link_corpus_command(
     that raised in <shard>.errors.jsonl. Extra --section.key value options override the
     pipeline's config."""
     from spacy.cli._util import parse_config_overrides
+    from spacy.util import load_config
     from tqdm import tqdm
     from wasabi import msg
 
-    from ..corpus.engines import LinkSettings, LocalEngine, RayEngine, import_ray
+    from ..corpus.engines import (
+        LinkSettings,
+        LocalEngine,
+        RayEngine,
+        cross_document_pipes,
+        import_ray,
+    )
     from ..corpus.link_corpus import link_corpus
 
     check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output})
+    skipped = cross_document_pipes(load_config(model / "config.cfg"))
+    if skipped:
+        msg.info(f"{', '.join(skipped)} clusters across documents, which batch-by-batch "
+                 "linking cannot do: it is disabled here; cluster the linked corpus with "
+                 "`python -m spacy_arboel cluster`")
     settings = LinkSettings(str(model), fmt, batch_size, top_k,
                             parse_config_overrides(ctx.args))
     if engine == "ray":

@@ -46,10 +46,25 @@ class PipelineLinker:
                             docbin_bytes)
 
 
+CROSS_DOCUMENT_FACTORIES = ("arbo_coref",)
+
+
 def load_pipeline(settings: LinkSettings) -> Any:
+    """``spacy.load`` with the overrides, cross-document components disabled: linked batch
+    by batch on several workers, their clusters would be those of each batch (cluster the
+    linked corpus with the ``cluster`` command instead)."""
     import spacy
 
-    return spacy.load(settings.model, config=settings.overrides)
+    nlp = spacy.load(settings.model, config=settings.overrides)
+    for name in cross_document_pipes(nlp.config):
+        nlp.disable_pipe(name)
+    return nlp
+
+
+def cross_document_pipes(config: dict) -> list[str]:
+    """The components of a pipeline config that cluster across documents."""
+    return [name for name in config["nlp"]["pipeline"]
+            if config["components"].get(name, {}).get("factory") in CROSS_DOCUMENT_FACTORIES]
 
 
 def batches(records: Iterable[TextRecord], size: int) -> Iterator[tuple[int, list]]:
