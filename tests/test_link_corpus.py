@@ -198,6 +198,13 @@ def test_ray_engine_writes_what_the_local_engine_writes(ray_cluster, linker_pipe
     assert _outputs(remote) == _outputs(local)
     again = link_corpus(corpus, remote, settings, RayEngine(settings, num_workers=2))
     assert again.linked == [] and len(again.skipped) == 4
+    # DocBin shards travel through Ray as bytes
+    as_docs = LinkSettings(str(linker_pipeline), fmt="spacy", batch_size=3)
+    link_corpus(corpus, tmp_path / "ray-spacy", as_docs, RayEngine(as_docs, num_workers=1))
+    nlp = spacy.load(linker_pipeline)
+    docs = list(DocBin().from_disk(tmp_path / "ray-spacy" / "a.spacy").get_docs(nlp.vocab))
+    assert [_comparable(doc_record(d, d.user_data["id"], 5)) for d in docs] == \
+        _outputs(local)["a.jsonl"]
 
 
 def test_ray_engine_records_a_bad_document(ray_cluster, linker_pipeline, tmp_path):

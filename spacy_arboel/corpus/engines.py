@@ -142,8 +142,9 @@ class RayEngine:
         gathered: dict[int, list[Outcome]] = defaultdict(list)
         for row in dataset.iter_rows():
             i = int(row["shard"])
+            error = row["error"] if isinstance(row["error"], str) else None
             gathered[i].append(Outcome(int(row["position"]), str(row["id"]), row["payload"],
-                                       int(row["mentions"]), row["error"] or None))
+                                       int(row["mentions"]), error))
             on_docs(1)
             if len(gathered[i]) == counts[i]:
                 yield pending.pop(i), gathered.pop(i)
