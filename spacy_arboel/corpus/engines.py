@@ -125,6 +125,8 @@ class RayEngine:
                      include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                                                "TOKENIZERS_PARALLELISM": "false"}})
+        context = ray.data.DataContext.get_current()  # our own progress bar instead
+        context.enable_progress_bars = context.print_on_execution_start = False
         counts = {i: n for i, (_, n) in enumerate(shards)}
         pending = {i: shard for i, (shard, _) in enumerate(shards)}
         for i in [i for i, n in counts.items() if n == 0]:
@@ -137,8 +139,8 @@ class RayEngine:
                    .flat_map(_shard_documents, num_cpus=0)
                    .map_batches(_RayLinker, fn_constructor_args=(self.settings, self.load),
                                 batch_size=self.settings.batch_size, batch_format="pandas",
-                                concurrency=self.num_workers, num_cpus=1,
-                                num_gpus=self.num_gpus))
+                                compute=ray.data.ActorPoolStrategy(size=self.num_workers),
+                                num_cpus=1, num_gpus=self.num_gpus))
         gathered: dict[int, list[Outcome]] = defaultdict(list)
         for row in dataset.iter_rows():
             i = int(row["shard"])
