@@ -1,0 +1,153 @@
+"""FAISS indexes for KBs of millions of rows (issue 19): the index kind chosen by size as the
+FAISS guidelines advise, built from vectors that may be memory-mapped (trained on a sample,
+added in batches), saved in FAISS's own format and loaded memory-mapped, and the recall of an
+approximate index against exact search on the same vectors. No spaCy here.
+
+FAISS guidelines ("Guidelines to choose an index", faiss wiki): exact search while it is
+affordable; HNSW when memory allows the vectors plus the graph; inverted lists with
+product-quantised codes when it does not, with K between 4·√N and 16·√N cells below 1M
+vectors and 65,536 cells from 1M to 10M, each cell trained on at least 39 points.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import Errors
+
+BUILD_KINDS = ("auto", "flat", "hnsw", "ivfpq")
+EXACT_MAX_ROWS = 100_000  # the MeSH index (62k rows) is searched exactly (BENCHMARKS.md)
+HNSW_MAX_ROWS = 1_000_000  # above, the fp32 vectors alone pass 1.5 GB at 384 dimensions
+MIN_POINTS_PER_CELL = 39  # FAISS warns below this many training points per cell
+
+
+def ivf_cells(n_rows: int) -> int:
+    """Inverted-list cells for ``n_rows`` vectors: 4·√N below 1M (a power of two), 65,536
+    from 1M, never more than the training points allow."""
+    if n_rows >= 1_000_000:
+        cells = 65_536
+    else:
+        cells = 2 ** round(math.log2(max(1.0, 4 * math.sqrt(n_rows))))
+    return max(1, min(cells, n_rows // MIN_POINTS_PER_CELL))
+
+
+def choose_factory(n_rows: int, dim: int, kind: str = "auto", pq_bytes: int | None = None
+                   ) -> str:
+    """The FAISS ``index_factory`` string for ``n_rows`` vectors of ``dim`` dimensions:
+    ``flat`` (exact), ``hnsw`` (HNSW32 over the full vectors) or ``ivfpq`` (IVF cells, codes of
+    ``pq_bytes`` bytes, default dim / 8, i.e. 32× smaller than fp32); ``auto`` picks flat up
+    to 100k rows, HNSW up to 1M, IVF-PQ above."""
+    if kind not in BUILD_KINDS:
+        raise ValueError(Errors.E007.format(what="index kind", value=kind,
+                                            options=", ".join(BUILD_KINDS)))
+    if kind == "auto":
+        kind = ("flat" if n_rows <= EXACT_MAX_ROWS else "hnsw" if n_rows <= HNSW_MAX_ROWS
+                else "ivfpq")
+    if kind == "flat":
+        return "Flat"
+    if kind == "hnsw":
+        return "HNSW32,Flat"
+    pq_bytes = pq_bytes or max(1, dim // 8)
+    if dim % pq_bytes:
+        raise ValueError(Errors.E011.format(name="pq_bytes", condition=f"a divisor of {dim}",
+                                            value=pq_bytes))
+    cells = ivf_cells(n_rows)
+    quantizer = "_HNSW32" if cells >= 65_536 else ""
+    return f"IVF{cells}{quantizer},PQ{pq_bytes}x8"
+
+
+def build_index(vectors: np.ndarray, factory: str, *, train_size: int | None = None,
+                batch_size: int = 65_536, seed: int = 0, nprobe: int = 32,
+                ef_search: int = 128):
+    """An inner-product FAISS index over ``vectors`` (an array or a read-only memory map):
+    trained on a random sample of ``train_size`` rows (default: 256 per IVF cell, at least
+    the 39 FAISS asks, at most all), then filled ``batch_size`` rows at a time so that a
+    memory-mapped matrix is never read whole."""
+    import faiss
+
+    n_rows, dim = vectors.shape
+    index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    if not index.is_trained:
+        ivf = faiss.extract_index_ivf(index)
+        # 256 points per cell, and the 39 × 256 the 8-bit PQ codebooks ask for
+        wanted = train_size or max(256 * ivf.nlist, MIN_POINTS_PER_CELL * 256)
+        sample = np.sort(np.random.default_rng(seed).choice(n_rows, min(wanted, n_rows),
+                                                            replace=False))
+        index.train(np.ascontiguousarray(vectors[sample], dtype="float32"))
+    for start in range(0, n_rows, batch_size):
+        index.add(np.ascontiguousarray(vectors[start:start + batch_size], dtype="float32"))
+    set_search_params(index, nprobe=nprobe, ef_search=ef_search)
+    return index
+
+
+def set_search_params(index, *, nprobe: int = 32, ef_search: int = 128) -> None:
+    """Cells searched (IVF) and the candidate list of the graph search (HNSW)."""
+    import faiss
+
+    try:
+        ivf = faiss.extract_index_ivf(index)
+    except RuntimeError:
+        ivf = None
+    if ivf is not None:
+        ivf.nprobe = min(nprobe, ivf.nlist)
+    hnsw = getattr(faiss.downcast_index(index), "hnsw", None)
+    if hnsw is not None:
+        hnsw.efSearch = ef_search
+
+
+def save_index(index, path: str | Path) -> None:
+    """FAISS's own file format (no pickle)."""
+    import faiss
+
+    faiss.write_index(index, str(path))
+
+
+def load_index(path: str | Path, *, mmap: bool = True, nprobe: int = 32,
+               ef_search: int = 128):
+    """A saved index, memory-mapped where FAISS allows it (flat codes, HNSW storage, IVF
+    lists), so that loading costs no copy of the vectors; read-only."""
+    import faiss
+
+    flags = 0
+    if mmap:  # IVF files (fourcc "Iw…") map their lists; flat and HNSW storage their codes
+        with open(path, "rb") as file_:
+            ivf = file_.read(2) == b"Iw"
+        flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if ivf else faiss.IO_FLAG_MMAP_IFC
+    index = faiss.read_index(str(path), flags)
+    set_search_params(index, nprobe=nprobe, ef_search=ef_search)
+    return index
+
+
+def exact_top(vectors: np.ndarray, queries: np.ndarray, k: int,
+              batch_size: int = 262_144) -> np.ndarray:
+    """The exact top-``k`` rows of each query by inner product, scanning ``vectors`` (which
+    may be memory-mapped) ``batch_size`` rows at a time."""
+    import faiss
+
+    queries = np.ascontiguousarray(queries, dtype="float32")
+    best_scores = np.full((len(queries), k), -np.inf, dtype="float32")
+    best_rows = np.full((len(queries), k), -1, dtype="int64")
+    for start in range(0, len(vectors), batch_size):
+        block = np.ascontiguousarray(vectors[start:start + batch_size], dtype="float32")
+        scores, rows = faiss.knn(queries, block, min(k, len(block)),
+                                 metric=faiss.METRIC_INNER_PRODUCT)
+        merged_scores = np.concatenate([best_scores, scores], axis=1)
+        merged_rows = np.concatenate([best_rows, np.where(rows >= 0, rows + start, -1)], axis=1)
+        order = np.argsort(-merged_scores, axis=1, kind="stable")[:, :k]
+        best_scores = np.take_along_axis(merged_scores, order, axis=1)
+        best_rows = np.take_along_axis(merged_rows, order, axis=1)
+    return best_rows
+
+
+def recall_against_exact(index, vectors: np.ndarray, queries: np.ndarray,
+                         ks: tuple[int, ...] = (1, 64)) -> dict[str, float]:
+    """Recall@k of ``index`` against exact search on the same ``vectors``: the share of
+    queries whose exact nearest row is among the index's top k."""
+    exact = exact_top(vectors, queries, 1)[:, 0]
+    _, found = index.search(np.ascontiguousarray(queries, dtype="float32"), max(ks))
+    return {f"recall@{k}": float(np.mean([exact[i] in found[i, :k]
+                                          for i in range(len(queries))]))
+            for k in ks}

@@ -1,0 +1,63 @@
+"""FAISS indexes for large KBs (issue 19): the kind chosen by size, built from a memory map,
+saved and loaded memory-mapped, and their recall against exact search."""
+
+import numpy as np
+import pytest
+
+from spacy_arboel.kb.index_builder import (
+    build_index,
+    choose_factory,
+    exact_top,
+    ivf_cells,
+    load_index,
+    recall_against_exact,
+    save_index,
+)
+
+
+def _clustered(n: int, dim: int = 32, centres: int = 50, seed: int = 0) -> np.ndarray:
+    """Unit vectors around random centres, as entity embeddings are."""
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((centres, dim))
+    x = means[rng.integers(0, centres, n)] + 0.3 * rng.standard_normal((n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype("float32")
+
+
+def test_the_kind_follows_the_number_of_rows():
+    assert choose_factory(62_000, 384) == "Flat"
+    assert choose_factory(500_000, 384) == "HNSW32,Flat"
+    assert choose_factory(5_000_000, 384) == "IVF65536_HNSW32,PQ48x8"
+    assert choose_factory(200_000, 384, "ivfpq", pq_bytes=96) == "IVF2048,PQ96x8"
+    assert ivf_cells(1_000) == 25  # never more cells than 39 training points each allow
+    with pytest.raises(ValueError, match="E007"):
+        choose_factory(10, 8, "lsh")
+    with pytest.raises(ValueError, match="E011"):
+        choose_factory(10_000, 384, "ivfpq", pq_bytes=7)
+
+
+def test_exact_top_scans_in_batches_like_one_search():
+    vectors, queries = _clustered(3_000), _clustered(20, seed=1)
+    whole = exact_top(vectors, queries, 5, batch_size=10_000)
+    assert np.array_equal(exact_top(vectors, queries, 5, batch_size=700), whole)
+    assert np.array_equal(whole[:, 0], np.argmax(queries @ vectors.T, axis=1))
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivfpq"])
+def test_an_index_built_from_a_memory_map_saves_loads_mapped_and_searches_alike(kind,
+                                                                                tmp_path):
+    vectors = _clustered(8_000)
+    np.save(tmp_path / "vectors.npy", vectors)
+    mapped = np.load(tmp_path / "vectors.npy", mmap_mode="r")
+    factory = choose_factory(len(mapped), mapped.shape[1], kind, pq_bytes=8)
+    index = build_index(mapped, factory, batch_size=1_000)
+    assert index.ntotal == len(vectors)
+    queries = _clustered(100, seed=2)
+    before = index.search(queries, 10)[1]
+    save_index(index, tmp_path / "index.faiss")
+    loaded = load_index(tmp_path / "index.faiss")
+    assert np.array_equal(loaded.search(queries, 10)[1], before)
+    recall = recall_against_exact(loaded, mapped, queries)
+    if kind == "flat":
+        assert recall == {"recall@1": 1.0, "recall@64": 1.0}
+    else:  # approximate: most exact neighbours found, more of them at 64
+        assert 0.5 < recall["recall@1"] <= recall["recall@64"] <= 1.0
