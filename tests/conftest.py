@@ -123,6 +123,22 @@ def saved_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path) -> Path:
     return tmp_path
 
 
+
+@pytest.fixture
+def linker_pipeline(tiny_encoder, toy_kb_path, tmp_path) -> Path:
+    """A saved toy ``arbo_linker`` (base encoder, untrained) that links every span it
+    proposes (threshold 0), for commands that read raw text (render, link-corpus)."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={
+        "kb_path": str(toy_kb_path), "threshold": 0.0, "top_k": 3, "passage_length": 48,
+        "passage_stride": 40, "model": {"encoder_name": tiny_encoder, "max_spans": 4}})
+    nlp.get_pipe("arbo_linker").ensure_ready()
+    nlp.to_disk(tmp_path / "model")
+    return tmp_path / "model"
+
+
 # settings of the passage reader (spacy_arboel.RetrieverReader.v1) that live in its model
 PASSAGE_MODEL_KEYS = ("mode", "warmup_retriever_steps", "warmup_reader_steps",
                       "span_retrieval", "empty_passage_rate", "share_weights", "query_pooling")

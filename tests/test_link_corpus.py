@@ -21,18 +21,6 @@ TEXTS = ["Aspirin induced cough.", "Fever in patients with heart failure.",
 
 
 @pytest.fixture
-def linker_pipeline(tiny_encoder, toy_kb_path, tmp_path):
-    """A saved arbo_linker that links every span it proposes (threshold 0)."""
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={
-        "kb_path": str(toy_kb_path), "threshold": 0.0, "top_k": 3, "passage_length": 48,
-        "passage_stride": 40, "model": {"encoder_name": tiny_encoder, "max_spans": 4}})
-    nlp.get_pipe("arbo_linker").ensure_ready()
-    nlp.to_disk(tmp_path / "model")
-    return tmp_path / "model"
-
-
-@pytest.fixture
 def corpus(tmp_path):
     """Four shards, one of each input kind: 7 documents."""
     folder = tmp_path / "corpus"

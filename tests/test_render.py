@@ -106,17 +106,6 @@ def test_unknown_files_are_coded_errors(tmp_path):
         list(read_texts(tmp_path / "empty"))
 
 
-@pytest.fixture
-def linker_pipeline(tiny_encoder, toy_kb_path, tmp_path):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={
-        "kb_path": str(toy_kb_path), "threshold": 0.0, "top_k": 3, "passage_length": 48,
-        "passage_stride": 40, "model": {"encoder_name": tiny_encoder, "max_spans": 4}})
-    nlp.get_pipe("arbo_linker").ensure_ready()
-    nlp.to_disk(tmp_path / "model")
-    return tmp_path / "model"
-
-
 def _render(*args):
     return CliRunner().invoke(app, ["render", *[str(a) for a in args]])
 
