@@ -456,6 +456,27 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path} already holds {names}, which link-corpus would replace, and no manifest.json "
         "of an earlier link-corpus run: give an empty or new output folder."
     )
+    E131 = (
+        "This index was built apart by build-index ({factory}) and holds no float vectors of "
+        "the KB rows, which training, mining and distillation need. Train on a pipeline whose "
+        "index is built in the process (index_kind flat, hnsw or ivf), then run build-index "
+        "on the trained pipeline."
+    )
+    E132 = (
+        "The work folder {path} holds an embedding for {saved}, not for {given}: a resumed "
+        "build-index must use the same pipeline, KB and --shard-rows. Give another "
+        "--work-dir, or delete this one to start again."
+    )
+    E133 = (
+        "Shard {shard} came back with vectors of shape {shape}, not {expected}: the workers "
+        "embed with another encoder or KB layout than the driver planned. Give every worker "
+        "the same pipeline folder."
+    )
+    E134 = (
+        "Shard {shard} was embedded by an entity encoder with fingerprint {found}, not the "
+        "pipeline's {expected}: a worker loaded other weights. Give every worker the same "
+        "saved pipeline (on a cluster: on storage every node sees)."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

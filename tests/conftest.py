@@ -139,6 +139,23 @@ def linker_pipeline(tiny_encoder, toy_kb_path, tmp_path) -> Path:
     return tmp_path / "model"
 
 
+@pytest.fixture(scope="module")
+def ray_cluster_of():
+    """A local Ray cluster of 2 CPUs for one test module, started by calling the fixture's
+    value with the module (its functions are shipped to the workers by value)."""
+    ray = pytest.importorskip("ray")
+
+    def start(module):
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+        ray.cloudpickle.register_pickle_by_value(module)
+        return ray
+
+    yield start
+    if ray.is_initialized():
+        ray.shutdown()
+
+
 # settings of the passage reader (spacy_arboel.RetrieverReader.v1) that live in its model
 PASSAGE_MODEL_KEYS = ("mode", "warmup_retriever_steps", "warmup_reader_steps",
                       "span_retrieval", "empty_passage_rate", "share_weights", "query_pooling")

@@ -26,7 +26,7 @@ def _clustered(n: int, dim: int = 32, centres: int = 50, seed: int = 0) -> np.nd
 def test_the_kind_follows_the_number_of_rows():
     assert choose_factory(62_000, 384) == "Flat"
     assert choose_factory(500_000, 384) == "HNSW32,Flat"
-    assert choose_factory(5_000_000, 384) == "IVF65536_HNSW32,PQ48x8"
+    assert choose_factory(5_000_000, 384) == "IVF8192_HNSW32,PQ48x8"
     assert choose_factory(200_000, 384, "ivfpq", pq_bytes=96) == "IVF2048,PQ96x8"
     assert ivf_cells(1_000) == 25  # never more cells than 39 training points each allow
     with pytest.raises(ValueError, match="E007"):

@@ -166,14 +166,9 @@ def test_ray_engine_without_ray_says_how_to_install_it(linker_pipeline, corpus, 
 # --- Ray Data on a local cluster of 2 CPUs ----------------------------------------------------
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+def ray_cluster(ray_cluster_of):
     # the killing loader below is shipped to the actors by value
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    yield ray
-    ray.shutdown()
+    return ray_cluster_of(sys.modules[__name__])
 
 
 def test_ray_engine_writes_what_the_local_engine_writes(ray_cluster, linker_pipeline, corpus,

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (registers the commands)
     data_commands,
     distill_commands,
     eval_commands,
+    index_commands,
     nil_commands,
     project_commands,
     render_commands,

@@ -52,9 +52,9 @@ def link_corpus_command(
         LocalEngine,
         RayEngine,
         cross_document_pipes,
-        import_ray,
     )
     from ..corpus.link_corpus import link_corpus
+    from ..ray_cluster import import_ray
 
     check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output})
     skipped = cross_document_pipes(load_config(model / "config.cfg"))

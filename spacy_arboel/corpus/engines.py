@@ -13,7 +13,7 @@ from itertools import islice
 from typing import Any
 
 from ..data.texts import TextRecord, read_texts
-from ..errors import Errors
+from ..ray_cluster import start_ray
 from .outcomes import Outcome, link_records
 from .shard_writer import docbin_bytes
 from .shards import Shard
@@ -119,12 +119,7 @@ class RayEngine:
     def run(self, shards: Sequence[tuple[Shard, int]],
             on_docs: Callable[[int], None]) -> Iterator[tuple[Shard, list[Outcome]]]:
         """``shards``: each pending shard with its number of documents."""
-        ray = import_ray()
-        if not ray.is_initialized():
-            ray.init(address=self.address, num_cpus=None if self.address else self.num_cpus,
-                     include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                                               "TOKENIZERS_PARALLELISM": "false"}})
+        ray = start_ray(self.address, self.num_cpus)
         context = ray.data.DataContext.get_current()  # our own progress bar instead
         context.enable_progress_bars = context.print_on_execution_start = False
         counts = {i: n for i, (_, n) in enumerate(shards)}
@@ -179,13 +174,3 @@ class _RayLinker:
                 rows.append({"shard": shard, **outcome.as_row(), "position": position})
         return pandas.DataFrame(rows, columns=["shard", "position", "id", "payload",
                                                "mentions", "error"])
-
-
-def import_ray():
-    """Ray, or E128 saying how to install it."""
-    try:
-        import ray
-        import ray.data  # noqa: F401
-    except ImportError:
-        raise ImportError(Errors.E128) from None
-    return ray

@@ -10,6 +10,8 @@ visible.
 from __future__ import annotations
 
 import json
+import shutil
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -20,6 +22,7 @@ import numpy as np
 from ..errors import Errors
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
+FAISS_FILE = "index.faiss"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,13 @@ class IndexMeta:
     granularity: str = "entity"
     # the near-duplicate threshold the saved rows already passed (None: not de-duplicated)
     dedupe_threshold: float | None = None
+    # the FAISS factory string of an index built apart and saved as index.faiss (None: built
+    # from embeddings.npy when loaded)
+    factory: str | None = None
+
+    @property
+    def built_apart(self) -> bool:
+        return self.factory is not None
 
 
 def _faiss():
@@ -131,12 +141,41 @@ class DenseIndex:
         index.add(embeddings)
         if meta.kind == "flat" and (use_gpu or (use_gpu is None and gpu_available())):
             index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+        self._set_up(index, embeddings, owners, meta, rows)
+
+    def _set_up(self, index, embeddings: np.ndarray | None, owners: np.ndarray,
+                meta: IndexMeta, rows: np.ndarray | None, source: Path | None = None) -> None:
         self.index = index
-        self.embeddings = embeddings
+        self._embeddings = embeddings
         self.owners = np.asarray(owners, dtype="int64")
-        self.rows = np.arange(len(embeddings)) if rows is None else np.asarray(rows, "int64")
+        self.rows = np.arange(len(self.owners)) if rows is None else np.asarray(rows, "int64")
         self.meta = meta
         self.n_entities = int(self.owners.max()) + 1
+        # the index.faiss this index is memory-mapped from, kept open (see ``to_disk``)
+        self._source = open(source, "rb") if source is not None else None  # noqa: SIM115
+        if self._source is not None:
+            weakref.finalize(self, self._source.close)
+
+    @classmethod
+    def from_faiss(cls, index, owners: np.ndarray, meta: IndexMeta,
+                   rows: np.ndarray | None = None, source: Path | None = None) -> DenseIndex:
+        """Wrap a FAISS index built from the KB's row vectors elsewhere (``build-index``):
+        it searches like any other, but holds no float vectors (``embeddings`` raises)."""
+        if not meta.built_apart or index.ntotal != meta.n_rows or index.d != meta.dim:
+            raise IndexFileError.at(source or "(in memory)", (
+                f"the FAISS index holds {index.ntotal} rows of {index.d} dimensions, its "
+                f"metadata says {meta.n_rows} of {meta.dim} built by {meta.factory!r}"))
+        self = cls.__new__(cls)
+        self._set_up(index, None, owners, meta, rows, source)
+        return self
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        """The float vector of every row (E131 for an index built apart: training, mining
+        and distillation re-embed the KB instead)."""
+        if self._embeddings is None:
+            raise ValueError(Errors.E131.format(factory=self.meta.factory))
+        return self._embeddings
 
     def __len__(self) -> int:
         return self.n_entities
@@ -187,7 +226,19 @@ class DenseIndex:
     def to_disk(self, path: str | Path) -> None:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        np.save(path / "embeddings.npy", self.embeddings, allow_pickle=False)
+        if not self.meta.built_apart:
+            np.save(path / "embeddings.npy", self.embeddings, allow_pickle=False)
+        elif self._source is not None:
+            # a memory-mapped index is written as a reference to its file (FAISS's on-disk
+            # lists): copy the file instead, through the handle kept open since loading, so
+            # that saving over the folder it was loaded from (which clears it) loses nothing
+            self._source.seek(0)
+            with open(path / FAISS_FILE, "wb") as out:
+                shutil.copyfileobj(self._source, out, 2**24)
+        else:
+            from .index_builder import save_index
+
+            save_index(self.index, path / FAISS_FILE)
         np.save(path / "owners.npy", self.owners, allow_pickle=False)
         np.save(path / "rows.npy", self.rows, allow_pickle=False)
         (path / "meta.json").write_text(json.dumps(asdict(self.meta), indent=2))
@@ -199,7 +250,9 @@ class DenseIndex:
         n_layout_rows: int | None = None, **kwargs,
     ) -> DenseIndex:
         """Load the vectors and rebuild the index (``kind`` overrides the saved kind;
-        ``dedupe_threshold`` drops near-duplicate rows, see ``near_duplicate_rows``).
+        ``dedupe_threshold`` drops near-duplicate rows, see ``near_duplicate_rows``); an
+        index built apart (``index.faiss``) is loaded memory-mapped as it was built, and
+        ``kind`` and ``dedupe_threshold`` do not apply to it (its rows were chosen then).
 
         The arrays are checked against the metadata and each other (``arrays_problem``;
         E030 when they do not fit); ``n_entities``: the KB's size; ``n_layout_rows``: the size
@@ -207,6 +260,8 @@ class DenseIndex:
         """
         path = Path(path)
         meta = read_index_meta(path)
+        if meta.built_apart:
+            return cls._load_built(path, meta, expected, n_entities, n_layout_rows, **kwargs)
         if kind is not None and kind != meta.kind:
             meta = replace(meta, kind=kind)
         if expected is not None:
@@ -229,6 +284,37 @@ class DenseIndex:
             embeddings, owners, rows = embeddings[keep], owners[keep], rows[keep]
             meta = replace(meta, n_rows=len(keep), dedupe_threshold=dedupe_threshold)
         return cls(embeddings, owners, meta, rows=rows, **kwargs)
+
+    @classmethod
+    def _load_built(cls, path: Path, meta: IndexMeta, expected: IndexMeta | None,
+                    n_entities: int | None, n_layout_rows: int | None, *,
+                    nprobe: int = 32, ef_search: int = 128, use_gpu: bool | None = None,
+                    **_: object) -> DenseIndex:
+        """An ``index.faiss`` saved by ``build-index``, memory-mapped, with its row arrays."""
+        from .index_builder import load_index
+
+        if expected is not None:
+            check_meta(meta, expected)
+        arrays = {}
+        for name in ("owners", "rows"):
+            try:
+                arrays[name] = np.load(path / f"{name}.npy", allow_pickle=False)
+            except (OSError, ValueError, EOFError) as err:
+                raise IndexFileError.at(path, f"{name}.npy cannot be read ({err})") from None
+        problem = arrays_problem(meta, None, arrays["owners"], arrays["rows"], n_entities,
+                                 n_layout_rows)
+        if problem:
+            raise IndexFileError.at(path, problem)
+        try:
+            index = load_index(path / FAISS_FILE, nprobe=nprobe, ef_search=ef_search)
+        except (OSError, RuntimeError) as err:
+            raise IndexFileError.at(path, f"{FAISS_FILE} cannot be read ({err})") from None
+        if meta.kind in ("flat", "ivfpq") and (use_gpu or (use_gpu is None
+                                                          and gpu_available())):
+            faiss = _faiss()
+            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+        return cls.from_faiss(index, arrays["owners"], meta, arrays["rows"],
+                               source=path / FAISS_FILE)
 
 
 def needs_dedupe(meta: IndexMeta, threshold: float | None) -> bool:
@@ -260,19 +346,20 @@ def read_index_meta(path: str | Path) -> IndexMeta:
     return meta
 
 
-def arrays_problem(meta: IndexMeta, embeddings: np.ndarray, owners: np.ndarray,
+def arrays_problem(meta: IndexMeta, embeddings: np.ndarray | None, owners: np.ndarray,
                    rows: np.ndarray, n_entities: int | None = None,
                    n_layout_rows: int | None = None) -> str | None:
     """Why the saved arrays do not fit the metadata and each other (None when they do): one
     float32 row of ``meta.dim`` per saved row, owners that give every entity (of
     ``n_entities``) at least one row, and increasing layout rows (below ``n_layout_rows``).
     A truncated or foreign array fails here; a shuffled one only the manifest's checksums
-    catch (``artefacts.check_folder``)."""
-    if embeddings.dtype != np.float32 or embeddings.shape != (meta.n_rows, meta.dim):
-        return (f"embeddings.npy is {embeddings.dtype} {embeddings.shape}, meta.json says "
-                f"float32 ({meta.n_rows}, {meta.dim})")
-    if not np.isfinite(embeddings).all():
-        return "embeddings.npy holds NaN or infinite values"
+    catch (``artefacts.check_folder``). ``embeddings`` None: an index built apart."""
+    if embeddings is not None:
+        if embeddings.dtype != np.float32 or embeddings.shape != (meta.n_rows, meta.dim):
+            return (f"embeddings.npy is {embeddings.dtype} {embeddings.shape}, meta.json says "
+                    f"float32 ({meta.n_rows}, {meta.dim})")
+        if not np.isfinite(embeddings).all():
+            return "embeddings.npy holds NaN or infinite values"
     for name, array in (("owners", owners), ("rows", rows)):
         if array.dtype.kind not in "iu" or array.shape != (meta.n_rows,):
             return (f"{name}.npy is {array.dtype} {array.shape}, expected integers "

@@ -1,0 +1,118 @@
+"""``build-index``: embed a KB of millions of entities in shards (local processes or Ray)
+and save the pipeline with a compressed or graph FAISS index that loads memory-mapped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import OVERRIDES, app
+from .outputs import check_outputs, save_pipeline
+
+LINKER_FACTORY = "arbo_entity_linker"
+KB_FACTORIES = ("arbo_reranker",)  # components that keep their own copy of the linker's KB
+
+
+@app.command("build-index", context_settings=OVERRIDES)
+def build_index_command(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="Pipeline with a trained arbo_entity_linker",
+                                          exists=True)],
+    output: Annotated[Path, typer.Argument(help="Where to save the pipeline with the index")],
+    kb: Annotated[Path | None, typer.Option(
+        help="KB JSONL to link against instead of the pipeline's (e.g. millions of "
+             "entities)", exists=True)] = None,
+    kind: Annotated[str, typer.Option(
+        help="auto (FAISS guidelines by size: flat up to 100k rows, HNSW below 1M, IVF-PQ "
+             "above), flat, hnsw or ivfpq")] = "auto",
+    pq_bytes: Annotated[int | None, typer.Option(
+        help="ivfpq: bytes per vector (a divisor of the width; default width/8)")] = None,
+    engine: Annotated[str, typer.Option(help="local (processes) or ray (actors)")] = "local",
+    num_workers: Annotated[int, typer.Option(
+        help="Processes or Ray actors embedding shards, each loading the encoder once")] = 1,
+    address: Annotated[str | None, typer.Option(
+        help="--engine ray: join this cluster (e.g. auto); default: start a local one")] =
+        None,
+    num_gpus: Annotated[float, typer.Option(help="--engine ray: GPUs per actor")] = 0.0,
+    shard_rows: Annotated[int, typer.Option(help="KB rows per shard")] = 50_000,
+    work_dir: Annotated[Path | None, typer.Option(
+        help="Folder of the embedded shards (a rerun resumes from it; default: OUTPUT "
+             "with .shards appended)")] = None,
+    component: Annotated[str | None, typer.Option(
+        help="The linker's name (default: the pipeline's arbo_entity_linker)")] = None,
+) -> None:
+    """Embed the KB's rows shard by shard with the linker's entity encoder (a rerun skips
+    the shards already in --work-dir), build the FAISS index chosen by size, and save the
+    pipeline with it: the linker then loads index.faiss memory-mapped instead of embedding
+    the KB. Extra --section.key value options override the pipeline's config."""
+    import spacy
+    from spacy.cli._util import parse_config_overrides
+    from spacy.util import load_config
+    from tqdm import tqdm
+    from wasabi import msg
+
+    from ..kb.knowledge_base import KnowledgeBase
+    from ..linking.kb_index_build import (
+        EmbedderSource,
+        LocalEmbedding,
+        RayEmbedding,
+        build_kb_index,
+    )
+    from ..ray_cluster import import_ray
+
+    work_dir = work_dir or output.with_name(output.name + ".shards")
+    check_outputs({"MODEL": model, "--kb": kb}, {"OUTPUT": output, "--work-dir": work_dir},
+                  pipelines=("OUTPUT",))
+    config = load_config(model / "config.cfg")
+    linkers = [name for name in config["nlp"]["pipeline"]
+               if config["components"][name].get("factory") == LINKER_FACTORY]
+    if component is None and len(linkers) != 1 or component and component not in linkers:
+        msg.fail(f"{model} has arbo_entity_linker components {linkers}: build-index needs "
+                 "one, named with --component when there are several", exits=1)
+    component = component or linkers[0]
+    if engine not in ("local", "ray"):
+        msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
+    if engine == "ray":
+        try:
+            import_ray()
+        except ImportError as err:
+            msg.fail(str(err), exits=1)
+    # the saved pipeline links against the KB it holds, not a kb_path of the training machine
+    holders = [component] + [name for name in config["nlp"]["pipeline"]
+                             if config["components"][name].get("factory") in KB_FACTORIES]
+    overrides = {**parse_config_overrides(ctx.args),
+                 **{f"components.{name}.kb_path": None for name in holders}}
+    nlp = spacy.load(model, config=overrides)
+    linker = nlp.get_pipe(component)
+    try:
+        linker.ensure_ready()
+        retriever = linker.retriever
+        if kb is not None:
+            new_kb = KnowledgeBase.from_jsonl(kb)
+            linker.set_kb(new_kb)
+            for name in holders[1:]:
+                nlp.get_pipe(name).ensure_ready()
+                nlp.get_pipe(name).reranker.set_kb(new_kb)
+            for name, pipe in nlp.pipeline:
+                if getattr(pipe, "cfg", {}).get("linker") == component and hasattr(
+                        pipe, "clear_state"):
+                    pipe.clear_state()
+                    msg.warn(f"{name}'s remembered mentions were linked to the old KB: "
+                             "cleared")
+        source = EmbedderSource.of(model / component, retriever)
+        embedding = (RayEmbedding(source, num_workers, address=address, num_gpus=num_gpus)
+                     if engine == "ray" else LocalEmbedding(source, num_workers))
+        with tqdm(total=len(retriever.set_row_layout()), unit="row", desc="Embedding KB",
+                  disable=None) as bar:
+            index = build_kb_index(retriever, embedding, work_dir, kind=kind,
+                                   pq_bytes=pq_bytes, shard_rows=shard_rows,
+                                   on_rows=bar.update, on_stage=msg.info)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    retriever.set_index(index)
+    save_pipeline(nlp, output)
+    msg.good(f"Saved {output}: {index.meta.factory} over {index.meta.n_rows} rows of "
+             f"{len(retriever.kb)} entities (shards kept in {work_dir}; delete them when "
+             "done)")
