@@ -54,6 +54,7 @@ def main() -> None:
     from spacy_arboel.kb.index_builder import (
         build_index,
         choose_factory,
+        exact_top,
         recall_against_exact,
         save_index,
     )
@@ -63,7 +64,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--kinds", nargs="*", default=["flat", "hnsw", "ivfpq"])
+    parser.add_argument("--factories", nargs="*", default=[],
+                        help="FAISS factory strings measured too (e.g. other PQ sizes)")
+    parser.add_argument("--tag", default="", help="appended to the result's name")
     parser.add_argument("--queries", type=int, default=1_000)
+    parser.add_argument("--query-vectors", help=".npy of query vectors (default: rows of "
+                        "--vectors with noise)")
     parser.add_argument("--work", default="training/bench-index")
     args = parser.parse_args()
     work = Path(args.work)
@@ -74,15 +80,24 @@ def main() -> None:
         np.save(work / "vectors.npy", synthetic(args.rows, args.dim))
         vectors = np.load(work / "vectors.npy", mmap_mode="r")
     rng = np.random.default_rng(1)
-    queries = np.array(vectors[np.sort(rng.choice(len(vectors), args.queries, replace=False))])
-    queries += 0.05 * rng.standard_normal(queries.shape).astype("float32")  # near, not equal
+    if args.query_vectors:
+        queries = np.load(args.query_vectors)[:args.queries]
+    else:
+        queries = np.array(vectors[np.sort(rng.choice(len(vectors), args.queries,
+                                                      replace=False))])
+        queries += 0.05 * rng.standard_normal(queries.shape).astype("float32")  # near
+    start = time.perf_counter()
+    exact = exact_top(vectors, queries, 1)[:, 0]
+    exact_ms = (time.perf_counter() - start) / len(queries) * 1000
+    print(f"exact scan of the memory-mapped vectors: {exact_ms:.2f} ms/query", flush=True)
     rows = []
-    for kind in args.kinds:
-        factory = choose_factory(len(vectors), vectors.shape[1], kind)
+    runs = [(kind, choose_factory(len(vectors), vectors.shape[1], kind))
+            for kind in args.kinds] + [("custom", factory) for factory in args.factories]
+    for number, (kind, factory) in enumerate(runs):
         start = time.perf_counter()
         index = build_index(vectors, factory)
         build = time.perf_counter() - start
-        path = work / f"{kind}.faiss"
+        path = work / f"{kind}-{number}.faiss"
         save_index(index, path)
         start = time.perf_counter()
         index.search(queries, 64)
@@ -90,16 +105,22 @@ def main() -> None:
         row = {"kind": kind, "factory": factory, "build_seconds": round(build, 1),
                "disk_mb": round(path.stat().st_size / 2**20, 1),
                "search_ms_per_query": round(search_ms, 3),
-               **recall_against_exact(index, vectors, queries)}
+               **recall_against_exact(index, vectors, queries, exact=exact)}
         for mmap in ("0", "1"):
             out = subprocess.run([sys.executable, "-c", LOAD, str(path), mmap], check=True,
                                  capture_output=True, text=True).stdout
             row["mmap" if mmap == "1" else "read"] = json.loads(out.strip().splitlines()[-1])
         rows.append(row)
         print(row, flush=True)
-    result = {"name": f"index-scaling-{len(vectors)}", "rows": len(vectors),
-              "dim": int(vectors.shape[1]), "vectors": args.vectors or "synthetic",
-              "queries": args.queries, "results": rows,
+    described = Path(args.vectors).with_suffix(".json") if args.vectors else None
+    result = {"name": f"index-scaling-{len(vectors)}{args.tag}", "rows": len(vectors),
+              "dim": int(vectors.shape[1]),
+              "vectors": (json.loads(described.read_text())["description"]
+                          if described and described.exists() else args.vectors or "synthetic"),
+              "queries": len(queries),
+              "query_vectors": "BC5CDR test mentions" if args.query_vectors else
+              "rows with noise", "exact_scan_ms_per_query": round(exact_ms, 2),
+              "results": rows,
               "commands": [command_line([sys.executable, *sys.argv])], "machine": machine(),
               "date": datetime.date.today().isoformat()}
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -477,6 +477,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "pipeline's {expected}: a worker loaded other weights. Give every worker the same "
         "saved pipeline (on a cluster: on storage every node sees)."
     )
+    E135 = (
+        "{path} is not the output of `link-corpus --vectors` ({problem}): cluster reads the "
+        "JSONL shards and mention vectors of such a run. Link the corpus with "
+        "`python -m spacy_arboel link-corpus MODEL INPUT OUTPUT --vectors` first."
+    )
+    E136 = (
+        "{path} holds {rows} mention vectors, its shard has {n} entities: the files come from "
+        "different runs. Remove the shard from the manifest and link it again."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

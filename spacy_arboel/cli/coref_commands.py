@@ -49,8 +49,11 @@ def _load(model: Path, ctx: typer.Context | None, component: str, settings_file=
 @app.command("cluster", context_settings=OVERRIDES)
 def cluster_command(
     ctx: typer.Context,
-    input_path: Annotated[Path, typer.Argument(help="Input .spacy DocBin", exists=True)],
-    output_path: Annotated[Path, typer.Argument(help="Output .spacy DocBin")],
+    input_path: Annotated[Path, typer.Argument(
+        help="Input .spacy DocBin, or the output folder of `link-corpus --vectors`",
+        exists=True)],
+    output_path: Annotated[Path, typer.Argument(
+        help="Output .spacy DocBin, or a folder for the clustered JSONL shards")],
     model: Annotated[Path, typer.Option(help="Pipeline with arbo_entity_linker")] = Path(
         "training/model-best"),
     gold_mentions: Annotated[bool, typer.Option(
@@ -60,11 +63,19 @@ def cluster_command(
              "ones (their mentions are remembered)")] = None,
     component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
     settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
+    recall_sample: Annotated[int, typer.Option(
+        help="Folder input: measure the k-NN graph's edge recall against exact search on "
+             "this many mentions (0: skip)")] = 0,
 ) -> None:
     """Cluster the mentions of a corpus across documents: kb_id and span._.cluster_id.
 
     The output keeps each ent's label and kb_id (the cluster's entity, or NIL) and stores
-    `cluster_id` and `kb_candidates` in the docs' user data (DocBin store_user_data).
+    `cluster_id` and `kb_candidates` in the docs' user data (DocBin store_user_data). Given
+    the output folder of `link-corpus --vectors`, every mention of the corpus is clustered
+    at once from the memory-mapped vectors (an IVF k-NN graph above 100k mentions) and each
+    JSONL shard is written to OUTPUT_PATH with a `cluster` per entity; k, threshold,
+    directed and nil_prefix come from --settings, the model's arbo_coref config and
+    `--components.arbo_coref.x` overrides.
     """
     from spacy.tokens import DocBin
     from wasabi import msg
@@ -73,6 +84,10 @@ def cluster_command(
 
     check_outputs({"INPUT_PATH": input_path, "--model": model, "--settings": settings},
                   {"OUTPUT_PATH": output_path})
+    if input_path.is_dir():
+        _cluster_linked(ctx, input_path, output_path, model, component, settings,
+                        recall_sample)
+        return
     nlp = _load(model, ctx, component, settings, buffer_size=buffer_size, keep_state=True)
     docs = DocBin().from_disk(input_path).get_docs(nlp.vocab)
     disable = ["ner"] if gold_mentions and "ner" in nlp.pipe_names else []
@@ -93,6 +108,39 @@ def cluster_command(
         nlp.get_pipe(component).cfg["nil_prefix"]))
     msg.good(f"Clustered {n_mentions} mentions of {len(out)} docs into {len(clusters)} "
              f"clusters ({discovered} without a KB entity); saved {output_path}")
+
+
+def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path,
+                    model: Path, component: str, settings_file: Path | None,
+                    recall_sample: int) -> None:
+    """``cluster`` over a ``link-corpus --vectors`` output folder."""
+    from spacy.cli._util import parse_config_overrides
+    from spacy.util import load_config
+    from wasabi import msg
+
+    from ..corpus.linked_clusters import cluster_linked
+
+    settings = {"k": 8, "threshold": None, "directed": True, "nil_prefix": "NIL_"}
+    if (model / "config.cfg").exists():
+        found = load_config(model / "config.cfg")["components"].get(component, {})
+        settings.update({key: found[key] for key in settings if key in found})
+    settings.update(tuned_settings(settings_file))
+    prefix = f"components.{component}."
+    overrides = parse_config_overrides(ctx.args) if ctx is not None else {}
+    settings.update({key[len(prefix):]: value for key, value in overrides.items()
+                     if key.startswith(prefix) and key[len(prefix):] in settings})
+    try:
+        summary = cluster_linked(input_dir, output_dir, recall_sample=recall_sample,
+                                 on_stage=msg.info, **settings)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    rows = [("mentions", summary.mentions), ("clusters", summary.clusters),
+            ("clusters without a KB entity", summary.discovered),
+            *((f"seconds: {stage}", f"{s:.1f}") for stage, s in summary.seconds.items())]
+    if summary.edge_recall is not None:
+        rows.append((f"k-NN edge recall ({recall_sample} mentions)",
+                     f"{summary.edge_recall:.3f}"))
+    msg.table(rows, title=f"cluster: {output_dir}")
 
 
 def _mentions(nlp, gold):

@@ -37,6 +37,10 @@ def link_corpus_command(
              "start a local one")] = None,
     num_gpus: Annotated[float, typer.Option(help="--engine ray: GPUs per actor (0: CPU)")] =
         0.0,
+    vectors: Annotated[bool, typer.Option(
+        help="Also write each shard's mention vectors (<shard>.vectors.npy, float16), which "
+             "`cluster` needs to cluster the linked corpus (arbo_entity_linker sets them)")] =
+        False,
 ) -> None:
     """Link every document of a corpus of shards and write one output shard per input
     shard (atomically, with a manifest of finished shards: a rerun resumes), the documents
@@ -62,8 +66,10 @@ def link_corpus_command(
         msg.info(f"{', '.join(skipped)} clusters across documents, which batch-by-batch "
                  "linking cannot do: it is disabled here; cluster the linked corpus with "
                  "`python -m spacy_arboel cluster`")
+    if vectors and fmt != "jsonl":
+        msg.fail("--vectors writes vectors beside JSONL shards: use --format jsonl", exits=1)
     settings = LinkSettings(str(model), fmt, batch_size, top_k,
-                            parse_config_overrides(ctx.args))
+                            parse_config_overrides(ctx.args), vectors)
     if engine == "ray":
         try:
             import_ray()

@@ -3,6 +3,7 @@ and save the pipeline with a compressed or graph FAISS index that loads memory-m
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -50,7 +51,6 @@ def build_index_command(
     import spacy
     from spacy.cli._util import parse_config_overrides
     from spacy.util import load_config
-    from tqdm import tqdm
     from wasabi import msg
 
     from ..kb.knowledge_base import KnowledgeBase
@@ -104,11 +104,10 @@ def build_index_command(
         source = EmbedderSource.of(model / component, retriever)
         embedding = (RayEmbedding(source, num_workers, address=address, num_gpus=num_gpus)
                      if engine == "ray" else LocalEmbedding(source, num_workers))
-        with tqdm(total=len(retriever.set_row_layout()), unit="row", desc="Embedding KB",
-                  disable=None) as bar:
-            index = build_kb_index(retriever, embedding, work_dir, kind=kind,
-                                   pq_bytes=pq_bytes, shard_rows=shard_rows,
-                                   on_rows=bar.update, on_stage=msg.info)
+        progress = Progress(len(retriever.set_row_layout()))
+        index = build_kb_index(retriever, embedding, work_dir, kind=kind, pq_bytes=pq_bytes,
+                               shard_rows=shard_rows, on_rows=progress.update,
+                               on_stage=progress.stage)
     except ValueError as err:
         msg.fail(str(err), exits=1)
     retriever.set_index(index)
@@ -116,3 +115,31 @@ def build_index_command(
     msg.good(f"Saved {output}: {index.meta.factory} over {index.meta.n_rows} rows of "
              f"{len(retriever.kb)} entities (shards kept in {work_dir}; delete them when "
              "done)")
+
+
+class Progress:
+    """A progress bar over the KB's rows (those embedded before, by an interrupted run,
+    first), and the embedding rate of this run when the index is being built."""
+
+    def __init__(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="row", desc="Embedding KB", disable=None)
+        self.before: int | None = None
+        self.start = time.perf_counter()
+
+    def update(self, rows: int) -> None:
+        if self.before is None:  # the first call: the rows done before
+            self.before = rows
+            self.start = time.perf_counter()
+        self.bar.update(rows)
+
+    def stage(self, message: str) -> None:
+        from wasabi import msg
+
+        self.bar.close()
+        seconds = time.perf_counter() - self.start
+        rows = self.bar.n - (self.before or 0)
+        msg.info(f"Embedded {rows} rows in {seconds:.1f} s ({rows / max(seconds, 1e-9):.0f} "
+                 f"rows/s; {self.before or 0} rows were embedded before)")
+        msg.info(message)

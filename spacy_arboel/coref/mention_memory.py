@@ -18,8 +18,8 @@ import numpy as np
 import srsly
 
 from ..errors import Errors
-from .graph import build_graph, nearest_mentions
-from .partition import partition_graph
+from .graph import MentionGraph, build_graph, nearest_mentions
+from .partition import Partition, partition_graph
 
 ARRAYS = ("vectors", "entity_positions", "entity_scores")
 FIELDS = ("keys", "doc_keys", "cluster_ids", "fingerprints")
@@ -229,23 +229,32 @@ def cluster_mentions(
         graph.n_nodes, np.arange(graph.n_entities), graph.sources, graph.targets,
         graph.weights, directed=directed, threshold=threshold,
     )
+    mentions.cluster_ids = cluster_names(graph, part, entity_id, mentions.keys, nil_prefix,
+                                         mentions.cluster_ids[:n_remembered])
+    return mentions, slots
+
+
+def cluster_names(graph: MentionGraph, part: Partition, entity_id: Callable[[int], str],
+                  keys: Sequence[str], nil_prefix: str,
+                  remembered: Sequence[str | None] = ()) -> list[str]:
+    """Each mention's cluster id: the KB id of its cluster's entity (``entity_id`` of its
+    KB position), else the id of the cluster's first mention if that one is ``remembered``
+    with a ``nil_prefix`` id, else ``nil_prefix`` + that mention's key."""
     ids: list[str] = []
     nil_ids: dict[int, str] = {}
-    for mention in range(len(mentions)):
-        node = graph.mention_node(mention)
-        entity_node = int(part.entity[node])
+    entity_nodes = part.entity[graph.n_entities:].tolist()
+    clusters = part.cluster[graph.n_entities:].tolist()
+    for entity_node, cluster in zip(entity_nodes, clusters, strict=True):
         if entity_node >= 0:
             ids.append(entity_id(int(graph.entity_positions[entity_node])))
             continue
-        cluster = int(part.cluster[node])
         if cluster not in nil_ids:
             # a cluster is named after its first mention: a remembered one keeps its id
             first = cluster - graph.n_entities
-            earlier = mentions.cluster_ids[first] if first < n_remembered else None
+            earlier = remembered[first] if first < len(remembered) else None
             if earlier is not None and earlier.startswith(nil_prefix):
                 nil_ids[cluster] = earlier
             else:
-                nil_ids[cluster] = nil_prefix + mentions.keys[first]
+                nil_ids[cluster] = nil_prefix + keys[first]
         ids.append(nil_ids[cluster])
-    mentions.cluster_ids = ids
-    return mentions, slots
+    return ids

@@ -23,13 +23,15 @@ from .shards import Shard
 class LinkSettings:
     """``model``: the pipeline to load; ``fmt``: ``jsonl`` or ``spacy``; ``batch_size``:
     documents per ``nlp.pipe`` call (and per Ray batch); ``top_k``: candidates kept per
-    entity in JSONL; ``overrides``: config overrides for ``spacy.load``."""
+    entity in JSONL; ``overrides``: config overrides for ``spacy.load``; ``vectors``: write
+    each shard's mention vectors (``<stem>.vectors.npy``, for ``cluster``)."""
 
     model: str
     fmt: str = "jsonl"
     batch_size: int = 32
     top_k: int = 5
     overrides: dict[str, Any] = field(default_factory=dict)
+    vectors: bool = False
 
 
 class PipelineLinker:
@@ -43,7 +45,7 @@ class PipelineLinker:
 
     def link(self, records: Sequence[TextRecord], start: int) -> list[Outcome]:
         return link_records(self.nlp, records, start, self.settings.fmt, self.settings.top_k,
-                            docbin_bytes)
+                            docbin_bytes, self.settings.vectors)
 
 
 CROSS_DOCUMENT_FACTORIES = ("arbo_coref",)
@@ -140,8 +142,9 @@ class RayEngine:
         for row in dataset.iter_rows():
             i = int(row["shard"])
             error = row["error"] if isinstance(row["error"], str) else None
+            vectors = row["vectors"] if isinstance(row["vectors"], bytes) else None
             gathered[i].append(Outcome(int(row["position"]), str(row["id"]), row["payload"],
-                                       int(row["mentions"]), error))
+                                       int(row["mentions"]), error, vectors))
             on_docs(1)
             if len(gathered[i]) == counts[i]:
                 yield pending.pop(i), gathered.pop(i)
@@ -173,4 +176,4 @@ class _RayLinker:
                                          strict=True):
                 rows.append({"shard": shard, **outcome.as_row(), "position": position})
         return pandas.DataFrame(rows, columns=["shard", "position", "id", "payload",
-                                               "mentions", "error"])
+                                               "mentions", "error", "vectors"])

@@ -57,12 +57,13 @@ def link_corpus(input_path: str | Path, output_dir: str | Path, settings: LinkSe
     ``on_docs`` each increment (a progress bar)."""
     output_dir = Path(output_dir)
     shards = plan_shards(input_path, output_dir, settings.fmt)
-    manifest = Manifest.open(output_dir, {"model": settings.model, "format": settings.fmt},
+    manifest = Manifest.open(output_dir, {"model": settings.model, "format": settings.fmt,
+                                          **({"vectors": True} if settings.vectors else {})},
                              shards)
     summary = CorpusSummary()
     pending: list[tuple[Shard, int]] = []
     for shard in shards:
-        if manifest.is_done(shard):
+        if manifest.is_done(shard) and (not settings.vectors or shard.vectors.exists()):
             summary.skipped.append(shard.name)
             continue
         try:
@@ -73,7 +74,7 @@ def link_corpus(input_path: str | Path, output_dir: str | Path, settings: LinkSe
     output_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     for shard, outcomes in engine.run(pending, on_docs):
-        counts = write_shard(shard, outcomes, settings.fmt)
+        counts = write_shard(shard, outcomes, settings.fmt, settings.vectors)
         manifest.mark_done(shard, counts)
         summary.linked.append(shard.name)
         summary.docs += counts["docs"]

@@ -3,29 +3,53 @@ record of a linked document. The pipeline (``nlp``) is duck-typed: no spaCy impo
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..data.texts import TextRecord
-from ..extensions import CANDIDATES_EXT, CLUSTER_EXT
+from ..extensions import CANDIDATES_EXT, CLUSTER_EXT, VECTOR_EXT
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What linking one document gave: ``payload`` (a JSON line, or the bytes of a one-doc
-    DocBin) and its counts, or the ``error`` it raised. ``position``: its place in the shard."""
+    DocBin) and its counts, or the ``error`` it raised. ``position``: its place in the shard;
+    ``vectors``: its entities' mention vectors (``mention_vectors``) when asked for."""
 
     position: int
     id: str
     payload: str | bytes | None = None
     mentions: int = 0
     error: str | None = None
+    vectors: bytes | None = None
 
     def as_row(self) -> dict[str, Any]:
         return {"position": self.position, "id": self.id, "payload": self.payload,
-                "mentions": self.mentions, "error": self.error}
+                "mentions": self.mentions, "error": self.error, "vectors": self.vectors}
+
+
+def mention_vectors(doc: Any) -> bytes:
+    """The mention vector of each of ``doc.ents`` (in order) as a float16 matrix in .npy
+    bytes (no pickle); an entity the linker gave no vector (arbo_linker, or nothing to
+    encode) gets a row of zeros, which ``cluster`` leaves out."""
+    found = [getattr(span._, VECTOR_EXT, None) for span in doc.ents]
+    dim = max((len(v) for v in found if v is not None), default=0)
+    matrix = np.zeros((len(found), dim), dtype="float16")
+    for row, vector in enumerate(found):
+        if vector is not None:
+            matrix[row] = vector
+    out = io.BytesIO()
+    np.save(out, matrix, allow_pickle=False)
+    return out.getvalue()
+
+
+def read_vectors(data: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(data), allow_pickle=False)
 
 
 def entity_record(span: Any, top_k: int) -> dict[str, Any]:
@@ -48,16 +72,17 @@ def doc_record(doc: Any, doc_id: str, top_k: int) -> dict[str, Any]:
 
 
 def link_records(nlp: Any, records: Sequence[TextRecord], start: int, fmt: str,
-                 top_k: int = 5, to_bytes: Callable[[Any, str], bytes] | None = None
-                 ) -> list[Outcome]:
+                 top_k: int = 5, to_bytes: Callable[[Any, str], bytes] | None = None,
+                 vectors: bool = False) -> list[Outcome]:
     """Link ``records`` (positions ``start``, ``start + 1``, … in their shard) with
     ``nlp.pipe``; when the batch raises, each document is linked alone so that only the ones
     that raise get an error. ``fmt``: ``jsonl`` (payload: a JSON line) or ``spacy``
-    (payload: ``to_bytes(doc, id)``)."""
+    (payload: ``to_bytes(doc, id)``); ``vectors``: keep the mention vectors too."""
     def outcome(position: int, record: TextRecord, doc: Any) -> Outcome:
         payload = (json.dumps(doc_record(doc, record.id, top_k), ensure_ascii=False)
                    if fmt == "jsonl" else to_bytes(doc, record.id))
-        return Outcome(position, record.id, payload, len(doc.ents))
+        return Outcome(position, record.id, payload, len(doc.ents),
+                       vectors=mention_vectors(doc) if vectors else None)
 
     try:
         docs = list(nlp.pipe(r.text for r in records))

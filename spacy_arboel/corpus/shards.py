@@ -17,6 +17,7 @@ from ..errors import Errors
 OUTPUT_FORMATS = ("jsonl", "spacy")
 MANIFEST_NAME = "manifest.json"
 ERRORS_SUFFIX = ".errors.jsonl"
+VECTORS_SUFFIX = ".vectors.npy"
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,11 @@ class Shard:
     @property
     def name(self) -> str:
         return self.output.name
+
+    @property
+    def vectors(self) -> Path:
+        """The mention vectors of the output's entities, in their order (``--vectors``)."""
+        return self.output.with_name(f"{self.output.stem}{VECTORS_SUFFIX}")
 
 
 def plan_shards(input_path: str | Path, output_dir: str | Path, fmt: str) -> list[Shard]:

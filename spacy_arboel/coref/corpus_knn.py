@@ -1,0 +1,161 @@
+"""The mention k-NN graph of a corpus too large for one exact search (issue 19): the mention
+vectors stay in memory-mapped ``.npy`` shards and are read block by block.
+
+Up to ``EXACT_MAX`` mentions the search is exact (``IndexFlatIP``, as ``nearest_mentions``).
+Above, an inverted-file index with 8-bit scalar-quantised codes (FAISS ``IVF{K},SQ8``: K =
+4·√N cells as the guidelines advise, ``nprobe`` of them searched; a quarter of the float
+vectors' memory) proposes ``2k`` neighbours per mention, which are re-scored exactly from the
+shards: edge weights stay the dot products of arboEL's graph (eq. 2-4), only which
+neighbours are found is approximate, and ``edge_recall`` measures that against exact k-NN
+on a sample. No spaCy here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..kb.index import blas_search
+from ..kb.index_builder import TRAIN_POINTS_PER_CELL, exact_top, ivf_cells
+
+EXACT_MAX = 100_000
+RESCORE_BLOCK = 4_096
+
+
+class ShardedVectors:
+    """Row vectors spread over ``.npy`` files, memory-mapped and addressed as one float32
+    matrix: ``len``, ``shape``, slices of consecutive rows, ``take`` of any rows. A file of
+    width 0 (its documents had no vectors) reads as rows of zeros."""
+
+    def __init__(self, paths: Sequence[str | Path]) -> None:
+        self.parts = [np.load(path, mmap_mode="r", allow_pickle=False) for path in paths]
+        widths = {p.shape[1] for p in self.parts if p.ndim == 2 and p.shape[1] and len(p)}
+        if len(widths) > 1 or any(p.ndim != 2 for p in self.parts):
+            raise ValueError(f"the vector shards have widths {sorted(widths)}: they were "
+                             "written by different encoders")
+        self.dim = widths.pop() if widths else 0
+        self.offsets = np.cumsum([0] + [len(p) for p in self.parts])
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self), self.dim
+
+    def _rows(self, part: int, rows) -> np.ndarray:
+        array = self.parts[part]
+        if array.shape[1] == 0:
+            count = (len(range(*rows.indices(len(array)))) if isinstance(rows, slice)
+                     else len(rows))
+            return np.zeros((count, self.dim), dtype="float32")
+        return np.asarray(array[rows], dtype="float32")
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        start, stop, step = rows.indices(len(self))
+        if step != 1:
+            raise ValueError("ShardedVectors reads consecutive rows")
+        blocks = []
+        for part in range(len(self.parts)):
+            low, high = max(start, self.offsets[part]), min(stop, self.offsets[part + 1])
+            if low < high:
+                base = self.offsets[part]
+                blocks.append(self._rows(part, slice(low - base, high - base)))
+        return np.concatenate(blocks) if blocks else np.zeros((0, self.dim), "float32")
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of ``rows`` (any order, repeats allowed)."""
+        rows = np.asarray(rows, dtype="int64")
+        out = np.empty((len(rows), self.dim), dtype="float32")
+        parts = np.searchsorted(self.offsets, rows, side="right") - 1
+        for part in np.unique(parts):
+            where = np.flatnonzero(parts == part)
+            local = rows[where] - self.offsets[part]
+            order = np.argsort(local, kind="stable")  # memory maps read best in order
+            out[where[order]] = self._rows(int(part), local[order])
+        return out
+
+
+def mention_index(vectors: ShardedVectors, *, exact_max: int = EXACT_MAX, nprobe: int = 32,
+                  batch_size: int = 65_536, seed: int = 0):
+    """A FAISS inner-product index over all rows: exact up to ``exact_max`` rows, else
+    ``IVF{4·√N},SQ8`` trained on a sample of 64 rows per cell."""
+    import faiss
+
+    n, dim = vectors.shape
+    if n <= exact_max:
+        index = faiss.IndexFlatIP(dim)
+    else:
+        index = faiss.index_factory(dim, f"IVF{ivf_cells(n)},SQ8", faiss.METRIC_INNER_PRODUCT)
+        ivf = faiss.extract_index_ivf(index)
+        sample = np.sort(np.random.default_rng(seed).choice(
+            n, min(n, TRAIN_POINTS_PER_CELL * ivf.nlist), replace=False))
+        index.train(vectors.take(sample))
+        ivf.nprobe = min(nprobe, ivf.nlist)
+    for start in range(0, n, batch_size):
+        index.add(vectors[start:start + batch_size])
+    return index
+
+
+def knn_graph(vectors: ShardedVectors, k: int, *, index=None, batch_size: int = 16_384,
+              on_rows: Callable[[int], object] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest other mentions of each mention by dot product and the exact scores
+    (-1 and -inf where fewer exist; mentions with a zero vector neither have nor are
+    neighbours). ``index``: from ``mention_index`` (built here by default)."""
+    n = len(vectors)
+    neighbours = np.full((n, k), -1, dtype="int64")
+    scores = np.full((n, k), -np.inf, dtype="float32")
+    if n < 2 or k < 1:
+        return neighbours, scores
+    index = index if index is not None else mention_index(vectors)
+    approximate = hasattr(index, "nprobe")
+    fetch = min(n, 2 * k + 1 if approximate else k + 1)
+    for start in range(0, n, batch_size):
+        queries = vectors[start:start + batch_size]
+        with blas_search():
+            _, found = index.search(queries, fetch)
+        for low in range(0, len(queries), RESCORE_BLOCK):
+            block = slice(low, low + RESCORE_BLOCK)
+            rows = np.arange(start + low, start + low + len(queries[block]))
+            _keep_best(queries[block], found[block], rows, vectors, k, neighbours, scores)
+        if on_rows is not None:
+            on_rows(len(queries))
+    return neighbours, scores
+
+
+def _keep_best(queries: np.ndarray, found: np.ndarray, rows: np.ndarray,
+               vectors: ShardedVectors, k: int, neighbours: np.ndarray,
+               scores: np.ndarray) -> None:
+    """Re-score the proposed neighbours exactly, drop the mention itself, unfound slots and
+    zero vectors, and write the best ``k`` into ``neighbours`` and ``scores`` at ``rows``."""
+    candidates = vectors.take(np.maximum(found, 0).ravel()).reshape(*found.shape, -1)
+    exact = np.einsum("qd,qfd->qf", queries, candidates)
+    valid = ((found >= 0) & (found != rows[:, None])
+             & (np.abs(candidates).sum(-1) > 0) & (np.abs(queries).sum(-1) > 0)[:, None])
+    exact = np.where(valid, exact, -np.inf)
+    order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+    best = np.take_along_axis(exact, order, axis=1)
+    neighbours[rows, :order.shape[1]] = np.where(np.isfinite(best),
+                                                 np.take_along_axis(found, order, axis=1), -1)
+    scores[rows, :order.shape[1]] = best
+
+
+def edge_recall(vectors: ShardedVectors, neighbours: np.ndarray, *, sample: int = 1_000,
+                seed: int = 0) -> float:
+    """The share of exact k-NN edges (k = ``neighbours``' width, the mention itself left
+    out) that the graph holds, over ``sample`` random mentions with a vector."""
+    k = neighbours.shape[1]
+    rows = np.sort(np.random.default_rng(seed).choice(len(vectors), min(sample, len(vectors)),
+                                                      replace=False))
+    queries = vectors.take(rows)
+    rows, queries = rows[np.abs(queries).sum(1) > 0], queries[np.abs(queries).sum(1) > 0]
+    exact = exact_top(vectors, queries, k + 1)
+    found = total = 0
+    for row, truth in zip(rows, exact, strict=True):
+        truth = [t for t in truth if t != row and t >= 0][:k]
+        found += len(set(truth) & set(neighbours[row].tolist()))
+        total += len(truth)
+    return found / total if total else 1.0

@@ -1,0 +1,159 @@
+"""``cluster`` over the output of ``link-corpus --vectors`` (issue 19): every mention of the
+corpus clustered at once by arboEL's inference (the graph of eq. 7 over each mention's k
+nearest mentions and its best candidate, partitioned as ``arbo_coref`` does), with the
+mention vectors read from the shards' memory-mapped ``.vectors.npy`` and the k-NN graph from
+``coref.corpus_knn``. The output folder gets each shard's JSONL again, every entity with
+its ``cluster`` (the KB id of its cluster's entity, or ``nil_prefix`` + the key of the
+cluster's first mention for an entity the KB lacks). No spaCy here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import write_text_atomic
+from ..coref.corpus_knn import ShardedVectors, edge_recall, knn_graph, mention_index
+from ..coref.graph import build_graph
+from ..coref.mention_memory import cluster_names
+from ..coref.partition import partition_graph
+from ..errors import Errors
+from .shards import MANIFEST_NAME, VECTORS_SUFFIX
+
+
+@dataclass
+class LinkedMentions:
+    """The mentions of a linked corpus in shard order: a key per mention (doc id and
+    offsets), its best candidate (code into ``entity_ids``, -1 for none) and score."""
+
+    keys: list[str] = field(default_factory=list)
+    entity_codes: list[int] = field(default_factory=list)
+    entity_scores: list[float] = field(default_factory=list)
+    entity_ids: dict[str, int] = field(default_factory=dict)
+
+    def add(self, doc_id: str, entity: dict) -> None:
+        self.keys.append(f"{doc_id}_{entity['start']}_{entity['end']}")
+        candidates = entity.get("candidates") or []
+        if candidates:
+            kb_id, score = candidates[0]
+            self.entity_codes.append(self.entity_ids.setdefault(kb_id, len(self.entity_ids)))
+            self.entity_scores.append(float(score))
+        else:
+            self.entity_codes.append(-1)
+            self.entity_scores.append(0.0)
+
+
+def linked_shards(folder: str | Path) -> list[Path]:
+    """The JSONL shards a ``link-corpus --vectors`` run finished in ``folder`` (E135 when
+    it is no such output)."""
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf8"))
+        settings, shards = manifest["settings"], manifest["shards"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(Errors.E135.format(path=folder, problem=f"no readable "
+                                            f"{MANIFEST_NAME} ({err})")) from None
+    if settings.get("format") != "jsonl" or not settings.get("vectors"):
+        raise ValueError(Errors.E135.format(path=folder, problem=f"it was linked with "
+                                            f"{settings}, without --vectors"))
+    paths = [folder / name for name in sorted(shards)]
+    missing = [p.name for p in paths if not p.exists() or not vectors_of(p).exists()]
+    if missing:
+        raise ValueError(Errors.E135.format(path=folder, problem=f"the manifest lists "
+                                            f"{', '.join(missing[:3])}, which are missing"))
+    return paths
+
+
+def vectors_of(shard: Path) -> Path:
+    return shard.with_name(f"{shard.stem}{VECTORS_SUFFIX}")
+
+
+def read_mentions(shards: list[Path]) -> tuple[LinkedMentions, ShardedVectors]:
+    """The mentions of the shards and their vectors (E136 when a shard's vector file does
+    not have one row per entity)."""
+    mentions = LinkedMentions()
+    for shard in shards:
+        before = len(mentions.keys)
+        for line in shard.read_text(encoding="utf8").splitlines():
+            record = json.loads(line)
+            for entity in record["entities"]:
+                mentions.add(str(record["id"]), entity)
+        rows = len(np.load(vectors_of(shard), mmap_mode="r"))
+        if rows != len(mentions.keys) - before:
+            raise ValueError(Errors.E136.format(path=vectors_of(shard), rows=rows,
+                                                n=len(mentions.keys) - before))
+    return mentions, ShardedVectors([vectors_of(s) for s in shards])
+
+
+@dataclass
+class ClusterSummary:
+    mentions: int = 0
+    clusters: int = 0
+    discovered: int = 0
+    edge_recall: float | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def cluster_linked(input_dir: str | Path, output_dir: str | Path, *, k: int = 8,
+                   threshold: float | None = None, directed: bool = True,
+                   nil_prefix: str = "NIL_", recall_sample: int = 0,
+                   on_stage: Callable[[str], object] = lambda message: None
+                   ) -> ClusterSummary:
+    """Cluster every mention of a linked corpus (see the module docstring) and write the
+    shards with their clusters to ``output_dir``; ``recall_sample`` > 0 measures the k-NN
+    graph's edge recall against exact search on that many mentions."""
+    summary, clock = ClusterSummary(), time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        summary.seconds[stage] = round(time.perf_counter() - clock, 2)
+        clock = time.perf_counter()
+
+    shards = linked_shards(input_dir)
+    mentions, vectors = read_mentions(shards)
+    summary.mentions = len(mentions.keys)
+    lap("read")
+    on_stage(f"{summary.mentions} mentions in {len(shards)} shards: k-NN graph (k={k})")
+    index = mention_index(vectors)
+    lap("index")
+    neighbours, scores = knn_graph(vectors, k, index=index)
+    del index
+    lap("knn")
+    if recall_sample:
+        summary.edge_recall = edge_recall(vectors, neighbours, sample=recall_sample)
+        lap("edge_recall")
+    on_stage("partitioning the graph")
+    graph = build_graph(neighbours, scores, np.asarray(mentions.entity_codes, "int64"),
+                        np.asarray(mentions.entity_scores, "float32"))
+    del neighbours, scores
+    part = partition_graph(graph.n_nodes, np.arange(graph.n_entities), graph.sources,
+                           graph.targets, graph.weights, directed=directed,
+                           threshold=threshold)
+    by_code = list(mentions.entity_ids)
+    ids = cluster_names(graph, part, by_code.__getitem__, mentions.keys, nil_prefix)
+    lap("partition")
+    summary.clusters = len(set(ids))
+    summary.discovered = len({i for i in ids if i.startswith(nil_prefix)})
+    write_clustered(shards, Path(output_dir), ids)
+    lap("write")
+    return summary
+
+
+def write_clustered(shards: list[Path], output_dir: Path, ids: list[str]) -> None:
+    """Each shard's JSONL again (atomically), every entity with its ``cluster``."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    position = 0
+    for shard in shards:
+        lines = []
+        for line in shard.read_text(encoding="utf8").splitlines():
+            record = json.loads(line)
+            for entity in record["entities"]:
+                entity["cluster"] = ids[position]
+                position += 1
+            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+        write_text_atomic(output_dir / shard.name, "".join(lines))
