@@ -4,6 +4,7 @@ saved as index.faiss, loaded memory-mapped and links like the in-process index."
 
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -179,6 +180,9 @@ def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_l
     result = _invoke(pipeline, out, "--kb", kb_path, "--kind", "ivfpq", "--pq-bytes", "8",
                      "--shard-rows", "150")
     assert "IVF" in result.output and (out / "arbo_entity_linker/index" / FAISS_FILE).exists()
+    said = " ".join(result.output.split())  # wasabi wraps long lines
+    embedded = int(re.search(r"Embedded (\d+) rows in", said)[1])
+    assert embedded >= 400 and "0 rows were embedded before" in said
     assert not (out / "arbo_entity_linker/index/embeddings.npy").exists()
     assert (tmp_path / "big-pipeline.shards" / "done.json").exists()
     nlp = spacy.load(out)
@@ -201,6 +205,8 @@ def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_l
                     "--pq-bytes", "8", "--shard-rows", "150", "--work-dir",
                     tmp_path / "big-pipeline.shards")
     assert "Saved" in rerun.output
+    said = " ".join(rerun.output.split())
+    assert "Embedded 0 rows in" in said and f"{embedded} rows were embedded before" in said
 
 
 def test_build_index_refuses_bad_arguments(saved_linker, tmp_path):

@@ -126,12 +126,14 @@ class Progress:
 
         self.bar = tqdm(total=total, unit="row", desc="Embedding KB", disable=None)
         self.before: int | None = None
+        self.done = 0  # counted here: a bar disabled off a terminal counts nothing
         self.start = time.perf_counter()
 
     def update(self, rows: int) -> None:
         if self.before is None:  # the first call: the rows done before
             self.before = rows
             self.start = time.perf_counter()
+        self.done += rows
         self.bar.update(rows)
 
     def stage(self, message: str) -> None:
@@ -139,7 +141,7 @@ class Progress:
 
         self.bar.close()
         seconds = time.perf_counter() - self.start
-        rows = self.bar.n - (self.before or 0)
+        rows = self.done - (self.before or 0)
         msg.info(f"Embedded {rows} rows in {seconds:.1f} s ({rows / max(seconds, 1e-9):.0f} "
                  f"rows/s; {self.before or 0} rows were embedded before)")
         msg.info(message)
