@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -28,8 +29,8 @@ def command_line(cmd: list[str]) -> str:
     """``cmd`` as a result file records it: ``python`` for this interpreter and paths inside
     the repository relative to it, so that no path of this machine is kept."""
     words = ["python" if word == sys.executable else word for word in cmd]
-    return " ".join(w.replace(f"{ROOT}/", "") if w.startswith(f"{ROOT}/") else w
-                    for w in words)
+    return shlex.join(w.replace(f"{ROOT}/", "") if w.startswith(f"{ROOT}/") else w
+                      for w in words)
 
 
 def run(cmd: list[str]) -> float:

@@ -513,6 +513,10 @@ class Warnings(metaclass=ErrorsWithCodes):
         "from the machine it was trained on?): it links with the knowledge base saved with "
         "it. Set kb_path to an existing KB JSONL to link with another KB, or to null."
     )
+    W006 = (
+        "faiss-gpu cannot hold the index {factory} ({error}): it is searched on the CPU. "
+        "Build it with another --kind or without --refine to search it on the GPU."
+    )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "
         "document text there is {found!r}. The mention is kept with its offsets; check the "

@@ -30,6 +30,10 @@ def build_index_command(
              "above), flat, hnsw or ivfpq")] = "auto",
     pq_bytes: Annotated[int | None, typer.Option(
         help="ivfpq: bytes per vector (a divisor of the width; default width/8)")] = None,
+    refine: Annotated[bool, typer.Option(
+        help="ivfpq: re-score the PQ candidates from 8-bit vectors (recall@1 0.94 instead "
+             "of 0.77 at 1M rows; 384 more bytes per row at 384 dimensions, "
+             "memory-mapped)")] = True,
     engine: Annotated[str, typer.Option(help="local (processes) or ray (actors)")] = "local",
     num_workers: Annotated[int, typer.Option(
         help="Processes or Ray actors embedding shards, each loading the encoder once")] = 1,
@@ -106,8 +110,8 @@ def build_index_command(
                      if engine == "ray" else LocalEmbedding(source, num_workers))
         progress = Progress(len(retriever.set_row_layout()))
         index = build_kb_index(retriever, embedding, work_dir, kind=kind, pq_bytes=pq_bytes,
-                               shard_rows=shard_rows, on_rows=progress.update,
-                               on_stage=progress.stage)
+                               refine=refine, shard_rows=shard_rows,
+                               on_rows=progress.update, on_stage=progress.stage)
     except ValueError as err:
         msg.fail(str(err), exits=1)
     retriever.set_index(index)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
 FAISS_FILE = "index.faiss"
@@ -312,7 +313,11 @@ class DenseIndex:
         if meta.kind in ("flat", "ivfpq") and (use_gpu or (use_gpu is None
                                                           and gpu_available())):
             faiss = _faiss()
-            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+            try:
+                index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+            except RuntimeError as err:  # e.g. a Refine stage faiss-gpu cannot hold
+                warnings.warn(Warnings.W006.format(factory=meta.factory, error=err),
+                              stacklevel=2)
         return cls.from_faiss(index, arrays["owners"], meta, arrays["rows"],
                                source=path / FAISS_FILE)
 

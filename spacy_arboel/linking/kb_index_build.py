@@ -194,18 +194,20 @@ def kept_rows(store: ShardStore, owners: np.ndarray, threshold: float | None) ->
 
 def build_kb_index(retriever: DenseRetriever, embedding: LocalEmbedding | RayEmbedding,
                    work_dir: str | Path, *, kind: str = "auto", pq_bytes: int | None = None,
-                   shard_rows: int = 50_000, nprobe: int = 32, ef_search: int = 128,
+                   refine: bool = True, shard_rows: int = 50_000, nprobe: int = 32,
+                   ef_search: int = 128,
                    on_rows: Callable[[int], object] | None = None,
                    on_stage: Callable[[str], object] | None = None) -> DenseIndex:
     """Embed ``retriever``'s KB (``embed_kb``), keep the rows the retriever's dedupe
-    threshold keeps, and build the FAISS index of ``kind`` (``auto``: by size); returns it as
+    threshold keeps, and build the FAISS index of ``kind`` (``auto``: by size; ``pq_bytes``
+    and ``refine``: see ``choose_factory``); returns it as
     a ``DenseIndex`` built apart, with the metadata that ties it to this KB and encoder."""
     store, owners = embed_kb(retriever, embedding, work_dir, shard_rows=shard_rows,
                              on_rows=on_rows)
     threshold = retriever.settings.row_dedupe_threshold
     keep = kept_rows(store, owners, threshold)
     dim = store.plan.dim
-    factory = choose_factory(len(keep), dim, kind, pq_bytes)
+    factory = choose_factory(len(keep), dim, kind, pq_bytes, refine)
     if on_stage is not None:
         on_stage(f"building {factory} over {len(keep)} rows")
     index = build_index(store.vectors, factory, rows=keep, nprobe=nprobe,
