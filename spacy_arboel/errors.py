@@ -486,6 +486,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path} holds {rows} mention vectors, its shard has {n} entities: the files come from "
         "different runs. Remove the shard from the manifest and link it again."
     )
+    E137 = (
+        "The mention vector files {paths} have different widths {widths}: they were written "
+        "by different encoders. Link the whole corpus with one pipeline (a new output folder)."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):
@@ -515,7 +519,7 @@ class Warnings(metaclass=ErrorsWithCodes):
     )
     W006 = (
         "faiss-gpu cannot hold the index {factory} ({error}): it is searched on the CPU. "
-        "Build it with another --kind or without --refine to search it on the GPU."
+        "Build it with --kind flat or ivfpq below 1M rows to search it on the GPU."
     )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "

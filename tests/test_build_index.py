@@ -193,6 +193,13 @@ def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_l
     linked = nlp(doc)
     assert linked.ents[0].kb_id_.startswith("G")
     # saved again, over itself and elsewhere: the memory-mapped file is copied, not lost
+    index_dir = out / "arbo_entity_linker" / "index"
+    linker.retriever.index.to_disk(index_dir)  # over the very file it maps
+    assert not list(index_dir.glob("*.partial"))
+    reloaded = spacy.load(out)
+    fresh = reloaded.make_doc("renal failure and acute pain")
+    fresh.ents = [fresh.char_span(0, 13, label="Disease")]
+    assert reloaded(fresh).ents[0].kb_id_ == linked.ents[0].kb_id_
     nlp.to_disk(out)
     nlp.to_disk(tmp_path / "copy")
     for folder in (out, tmp_path / "copy"):

@@ -34,6 +34,8 @@ def test_the_kind_follows_the_number_of_rows():
         choose_factory(10, 8, "lsh")
     with pytest.raises(ValueError, match="E011"):
         choose_factory(10_000, 384, "ivfpq", pq_bytes=7)
+    with pytest.raises(ValueError, match="E011.*ivfpq.*use flat"):
+        choose_factory(200, 384, "ivfpq")
 
 
 def test_exact_top_scans_in_batches_like_one_search():

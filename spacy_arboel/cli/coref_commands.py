@@ -124,6 +124,9 @@ def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path
     if (model / "config.cfg").exists():
         found = load_config(model / "config.cfg")["components"].get(component, {})
         settings.update({key: found[key] for key in settings if key in found})
+        if found.get("same_doc_only"):
+            msg.warn(f"{component} has same_doc_only = true: clustering a linked corpus "
+                     "links mentions across documents, so it is not applied here")
     settings.update(tuned_settings(settings_file))
     prefix = f"components.{component}."
     overrides = parse_config_overrides(ctx.args) if ctx is not None else {}

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import Errors
 from ..kb.index import blas_search
 from ..kb.index_builder import TRAIN_POINTS_PER_CELL, exact_top, ivf_cells
 
@@ -33,8 +34,8 @@ class ShardedVectors:
         self.parts = [np.load(path, mmap_mode="r", allow_pickle=False) for path in paths]
         widths = {p.shape[1] for p in self.parts if p.ndim == 2 and p.shape[1] and len(p)}
         if len(widths) > 1 or any(p.ndim != 2 for p in self.parts):
-            raise ValueError(f"the vector shards have widths {sorted(widths)}: they were "
-                             "written by different encoders")
+            raise ValueError(Errors.E137.format(paths=", ".join(str(p) for p in paths[:3]),
+                                                widths=sorted(widths)))
         self.dim = widths.pop() if widths else 0
         self.offsets = np.cumsum([0] + [len(p) for p in self.parts])
 

@@ -10,6 +10,7 @@ visible.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
 import weakref
@@ -231,11 +232,14 @@ class DenseIndex:
             np.save(path / "embeddings.npy", self.embeddings, allow_pickle=False)
         elif self._source is not None:
             # a memory-mapped index is written as a reference to its file (FAISS's on-disk
-            # lists): copy the file instead, through the handle kept open since loading, so
-            # that saving over the folder it was loaded from (which clears it) loses nothing
+            # lists): copy the file instead, through the handle kept open since loading, to
+            # a new file put in place at the end, so that saving over the folder or the very
+            # file it was loaded from loses nothing
             self._source.seek(0)
-            with open(path / FAISS_FILE, "wb") as out:
+            partial = path / f"{FAISS_FILE}.partial"
+            with open(partial, "wb") as out:
                 shutil.copyfileobj(self._source, out, 2**24)
+            os.replace(partial, path / FAISS_FILE)
         else:
             from .index_builder import save_index
 
@@ -310,12 +314,13 @@ class DenseIndex:
             index = load_index(path / FAISS_FILE, nprobe=nprobe, ef_search=ef_search)
         except (OSError, RuntimeError) as err:
             raise IndexFileError.at(path, f"{FAISS_FILE} cannot be read ({err})") from None
-        if meta.kind in ("flat", "ivfpq") and (use_gpu or (use_gpu is None
-                                                          and gpu_available())):
+        # faiss-gpu clones a Refine stage by copying its codes into host memory: kept on CPU
+        on_gpu = meta.kind in ("flat", "ivfpq") and "Refine" not in meta.factory
+        if on_gpu and (use_gpu or (use_gpu is None and gpu_available())):
             faiss = _faiss()
             try:
                 index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
-            except RuntimeError as err:  # e.g. a Refine stage faiss-gpu cannot hold
+            except RuntimeError as err:  # e.g. an HNSW coarse quantizer
                 warnings.warn(Warnings.W006.format(factory=meta.factory, error=err),
                               stacklevel=2)
         return cls.from_faiss(index, arrays["owners"], meta, arrays["rows"],

@@ -35,7 +35,8 @@ EXACT_MAX_ROWS = 100_000  # the MeSH index (62k rows) is searched exactly (BENCH
 HNSW_MAX_ROWS = 1_000_000  # from here IVF-PQ: the fp32 vectors alone pass 1.5 GB at 384-d
 MIN_POINTS_PER_CELL = 39  # FAISS warns below this many training points per cell
 TRAIN_POINTS_PER_CELL = 64  # k-means sample per cell (the guidelines: 30 to 256)
-PQ_TRAIN_POINTS = 39 * 256  # the 8-bit PQ codebooks: 256 centroids, 39 points each
+PQ_CENTROIDS = 256  # an 8-bit PQ codebook's centroids
+PQ_TRAIN_POINTS = 39 * PQ_CENTROIDS  # 39 training points per centroid
 
 
 def ivf_cells(n_rows: int) -> int:
@@ -68,6 +69,11 @@ def choose_factory(n_rows: int, dim: int, kind: str = "auto", pq_bytes: int | No
         return "Flat"
     if kind == "hnsw":
         return "HNSW32,Flat"
+    if n_rows < PQ_CENTROIDS:
+        raise ValueError(Errors.E011.format(
+            name="the number of rows for --kind ivfpq",
+            condition=f"at least {PQ_CENTROIDS} (the PQ codebooks' centroids; use flat)",
+            value=n_rows))
     pq_bytes = pq_bytes or max(1, dim // 8)
     if dim % pq_bytes:
         raise ValueError(Errors.E011.format(name="pq_bytes", condition=f"a divisor of {dim}",

@@ -129,10 +129,14 @@ def _embed_in_worker(shard: int, entities: Sequence[Entity]) -> Result:
     return _WORKER.embed(shard, entities)
 
 
+RAY_RETRIES = 3  # restarts of a dead actor, retries of its shard
+
+
 class RayEmbedding:
     """Shards embedded by ``num_workers`` Ray actors (``num_gpus`` each), each loading the
     encoder once; an actor that dies is restarted and its shard embedded again (Ray's
-    ``max_restarts`` and ``max_task_retries``), and the driver stores each shard once.
+    ``max_restarts`` and ``max_task_retries``, ``RAY_RETRIES`` times: a shard that kills
+    every actor fails the run, whose rerun resumes), and the driver stores each shard once.
     ``address``: an existing cluster to join; the saved linker must then be on storage every
     node sees. ``embedder``: the actor class (tests pass one that dies)."""
 
@@ -147,8 +151,8 @@ class RayEmbedding:
         from ..ray_cluster import start_ray
 
         ray = start_ray(self.address, self.num_cpus)
-        actor = ray.remote(num_cpus=1, num_gpus=self.num_gpus, max_restarts=-1,
-                           max_task_retries=-1)(self.embedder)
+        actor = ray.remote(num_cpus=1, num_gpus=self.num_gpus, max_restarts=RAY_RETRIES,
+                           max_task_retries=RAY_RETRIES)(self.embedder)
         pool = ray.util.ActorPool([actor.remote(self.source, 1)
                                    for _ in range(self.num_workers)])
         yield from pool.map_unordered(lambda a, task: a.embed.remote(*task), tasks)
