@@ -41,6 +41,14 @@ def run(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def write_result(result: dict) -> Path:
+    """Write ``result`` to ``benchmarks/results/<its name>.json`` and return the path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{result['name']}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
+
+
 def recorded_result(name: str) -> dict | None:
     """The committed result file of run ``name``, if any: what an ``--eval-only`` run keeps
     of the training run it evaluates again (its training time and command)."""

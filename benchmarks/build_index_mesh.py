@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import RESULTS, command_line, machine, run
+from _common import command_line, machine, run, write_result
 
 CLI = [sys.executable, "-m", "spacy_arboel"]
 
@@ -87,8 +87,7 @@ def main() -> None:
               "embedding_rates": rates,
               "commands": commands, "machine": machine(),
               "date": datetime.date.today().isoformat()}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result)
     print(json.dumps(result, indent=2))
 
 

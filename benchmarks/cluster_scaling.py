@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS, command_line, machine
+from _common import command_line, machine, write_result
 
 
 def real_mentions(model: str, corpus: Path):
@@ -133,8 +133,7 @@ def main() -> None:
                                       / 2**20),
               "commands": [command_line([sys.executable, *sys.argv])], "machine": machine(),
               "date": datetime.date.today().isoformat()}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result)
     print(json.dumps(result, indent=2))
 
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
 
-from _common import RESULTS, ROOT, command_line, machine
+from _common import ROOT, command_line, machine, write_result
 
 
 def _pipeline(args: argparse.Namespace, cross: int):
@@ -83,8 +82,7 @@ def main() -> None:
                                 "ents": n_ents}
         print(name, result["rows"][name], flush=True)
     result.update(machine=machine(), date=datetime.date.today().isoformat())
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result)
 
 
 if __name__ == "__main__":

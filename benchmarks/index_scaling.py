@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS, command_line, machine
+from _common import command_line, machine, write_result
 
 LOAD = """
 import json, sys, time, numpy as np
@@ -123,8 +123,7 @@ def main() -> None:
               "results": rows,
               "commands": [command_line([sys.executable, *sys.argv])], "machine": machine(),
               "date": datetime.date.today().isoformat()}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result)
     print("| kind | factory | build s | disk MB | ms/query (k=64) | R@1 | R@64 "
           "| loaded: anon MB read / mmap |")
     print("|---|---|---:|---:|---:|---:|---:|---|")

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import RESULTS, ROOT, command_line, machine, relative_path
+from _common import ROOT, command_line, machine, relative_path, write_result
 
 
 def write_shards(corpus: Path, folder: Path, n_shards: int) -> int:
@@ -96,8 +96,7 @@ def main() -> None:
               "docs": n_docs, "shards": args.shards, "model": args.model, "rows": rows,
               "commands": [command_line([sys.executable, *sys.argv]), *commands],
               "machine": machine(), "date": datetime.date.today().isoformat()}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bc5cdr-link-corpus-engines.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result)
     print("| run | docs | mentions | seconds (wall, incl. loading) | docs/s | same entities |")
     print("|---|---:|---:|---:|---:|---|")
     for row in rows:
