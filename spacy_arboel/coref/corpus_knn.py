@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import Errors
 from ..kb.index import blas_search
-from ..kb.index_builder import TRAIN_POINTS_PER_CELL, exact_top, ivf_cells
+from ..kb.index_builder import build_index, exact_top, ivf_cells
 
 EXACT_MAX = 100_000
 RESCORE_BLOCK = 4_096
@@ -27,8 +27,8 @@ RESCORE_BLOCK = 4_096
 
 class ShardedVectors:
     """Row vectors spread over ``.npy`` files, memory-mapped and addressed as one float32
-    matrix: ``len``, ``shape``, slices of consecutive rows, ``take`` of any rows. A file of
-    width 0 (its documents had no vectors) reads as rows of zeros."""
+    matrix: ``len``, ``shape``, slices of consecutive rows, ``take`` (or indexing by an array)
+    of any rows. A file of width 0 (its documents had no vectors) reads as rows of zeros."""
 
     def __init__(self, paths: Sequence[str | Path]) -> None:
         self.parts = [np.load(path, mmap_mode="r", allow_pickle=False) for path in paths]
@@ -54,7 +54,9 @@ class ShardedVectors:
             return np.zeros((count, self.dim), dtype="float32")
         return np.asarray(array[rows], dtype="float32")
 
-    def __getitem__(self, rows: slice) -> np.ndarray:
+    def __getitem__(self, rows: slice | np.ndarray) -> np.ndarray:
+        if not isinstance(rows, slice):
+            return self.take(rows)
         start, stop, step = rows.indices(len(self))
         if step != 1:
             raise ValueError("ShardedVectors reads consecutive rows")
@@ -80,24 +82,12 @@ class ShardedVectors:
 
 
 def mention_index(vectors: ShardedVectors, *, exact_max: int = EXACT_MAX, nprobe: int = 32,
-                  batch_size: int = 65_536, seed: int = 0):
-    """A FAISS inner-product index over all rows: exact up to ``exact_max`` rows, else
-    ``IVF{4·√N},SQ8`` trained on a sample of 64 rows per cell."""
-    import faiss
-
-    n, dim = vectors.shape
-    if n <= exact_max:
-        index = faiss.IndexFlatIP(dim)
-    else:
-        index = faiss.index_factory(dim, f"IVF{ivf_cells(n)},SQ8", faiss.METRIC_INNER_PRODUCT)
-        ivf = faiss.extract_index_ivf(index)
-        sample = np.sort(np.random.default_rng(seed).choice(
-            n, min(n, TRAIN_POINTS_PER_CELL * ivf.nlist), replace=False))
-        index.train(vectors.take(sample))
-        ivf.nprobe = min(nprobe, ivf.nlist)
-    for start in range(0, n, batch_size):
-        index.add(vectors[start:start + batch_size])
-    return index
+                  seed: int = 0):
+    """A FAISS inner-product index over all rows (``build_index``): exact up to
+    ``exact_max`` rows, else ``IVF{4·√N},SQ8`` trained on a sample of 64 rows per cell."""
+    n = len(vectors)
+    factory = "Flat" if n <= exact_max else f"IVF{ivf_cells(n)},SQ8"
+    return build_index(vectors, factory, nprobe=nprobe, seed=seed)
 
 
 def knn_graph(vectors: ShardedVectors, k: int, *, index=None, batch_size: int = 16_384,

@@ -23,7 +23,7 @@ from ..coref.graph import build_graph
 from ..coref.mention_memory import cluster_names
 from ..coref.partition import partition_graph
 from ..errors import Errors
-from .shards import MANIFEST_NAME, VECTORS_SUFFIX
+from .shards import MANIFEST_NAME, vectors_path
 
 
 @dataclass
@@ -62,32 +62,28 @@ def linked_shards(folder: str | Path) -> list[Path]:
         raise ValueError(Errors.E135.format(path=folder, problem=f"it was linked with "
                                             f"{settings}, without --vectors"))
     paths = [folder / name for name in sorted(shards)]
-    missing = [p.name for p in paths if not p.exists() or not vectors_of(p).exists()]
+    missing = [p.name for p in paths if not p.exists() or not vectors_path(p).exists()]
     if missing:
         raise ValueError(Errors.E135.format(path=folder, problem=f"the manifest lists "
                                             f"{', '.join(missing[:3])}, which are missing"))
     return paths
 
 
-def vectors_of(shard: Path) -> Path:
-    return shard.with_name(f"{shard.stem}{VECTORS_SUFFIX}")
-
-
 def read_mentions(shards: list[Path]) -> tuple[LinkedMentions, ShardedVectors]:
     """The mentions of the shards and their vectors (E136 when a shard's vector file does
     not have one row per entity)."""
     mentions = LinkedMentions()
-    for shard in shards:
+    vectors = ShardedVectors([vectors_path(s) for s in shards])
+    for shard, part in zip(shards, vectors.parts, strict=True):
         before = len(mentions.keys)
         for line in shard.read_text(encoding="utf8").splitlines():
             record = json.loads(line)
             for entity in record["entities"]:
                 mentions.add(str(record["id"]), entity)
-        rows = len(np.load(vectors_of(shard), mmap_mode="r"))
-        if rows != len(mentions.keys) - before:
-            raise ValueError(Errors.E136.format(path=vectors_of(shard), rows=rows,
+        if len(part) != len(mentions.keys) - before:
+            raise ValueError(Errors.E136.format(path=vectors_path(shard), rows=len(part),
                                                 n=len(mentions.keys) - before))
-    return mentions, ShardedVectors([vectors_of(s) for s in shards])
+    return mentions, vectors
 
 
 @dataclass

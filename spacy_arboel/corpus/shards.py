@@ -36,7 +36,12 @@ class Shard:
     @property
     def vectors(self) -> Path:
         """The mention vectors of the output's entities, in their order (``--vectors``)."""
-        return self.output.with_name(f"{self.output.stem}{VECTORS_SUFFIX}")
+        return vectors_path(self.output)
+
+
+def vectors_path(output: Path) -> Path:
+    """The mention vectors file beside the output shard ``output``."""
+    return output.with_name(f"{output.stem}{VECTORS_SUFFIX}")
 
 
 def plan_shards(input_path: str | Path, output_dir: str | Path, fmt: str) -> list[Shard]:
