@@ -275,9 +275,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "`spacy-arboel tune-e2e`, or try a lower --components.arbo_linker.threshold."
     )
     E046 = (
-        "{path} is not a saved spaCy pipeline (it has no config.cfg or meta.json) nor an "
-        "empty folder: saving a pipeline there would delete what it holds. Give a new or "
-        "empty folder, or that of a pipeline to replace."
+        "{path} is neither an empty folder nor a saved spaCy pipeline that holds only what "
+        "a pipeline holds (config.cfg, meta.json, tokenizer, vocab and one entry per "
+        "component of its config): saving a pipeline there would delete what it holds. "
+        "Give a new or empty folder, or that of a pipeline to replace (move other files "
+        "out of it first)."
     )
     # the linking core (spacy_arboel.linking) and its components
     E050 = (
@@ -489,6 +491,31 @@ class Errors(metaclass=ErrorsWithCodes):
     E137 = (
         "The mention vector files {paths} have different widths {widths}: they were written "
         "by different encoders. Link the whole corpus with one pipeline (a new output folder)."
+    )
+
+    E138 = (
+        "{path}:{line} is not a record of project-train's evaluation log ({problem}). It is "
+        "written while `spacy train` runs: train again into a new --output folder."
+    )
+    E150 = (
+        "{path}, line {line}: {problem}. A {what} must be UTF-8 text whose rows csv can "
+        "read: fix the line, or download the file again."
+    )
+    E151 = (
+        "{path} is not a settings file written by tune-coref ({problem}). Give the --output "
+        "JSON of `tune-coref`: an object whose \"best\" holds k, threshold and directed."
+    )
+    E152 = (
+        "{path} is not a heldout_ids.json of `prepare --holdout` ({problem}). Give a JSON "
+        "object with an \"ids\" list of the held-out entity ids."
+    )
+    E153 = (
+        "{path} cannot be read as the datasets' settings ({problem}). It must be YAML that "
+        "maps each dataset to its steps, as configs/datasets.yml does: fix the file."
+    )
+    E154 = (
+        "{path}: {problem}. A plain-text document (.txt) must be UTF-8: convert it, e.g. "
+        "with `iconv -t utf-8`."
     )
 
 

@@ -60,11 +60,11 @@ def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path
 def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch):
     """--objective default: the dataset's (arborescence on the toy data, whose coref step
     needs it; knn_negatives on the real data); a name given wins; other steps refuse it."""
-    import spacy.cli.train
+    import spacy_arboel.training.run
 
     monkeypatch.chdir(ROOT)
     seen = []
-    monkeypatch.setattr(spacy.cli.train, "train",
+    monkeypatch.setattr(spacy_arboel.training.run, "train_to_best",
                         lambda config, output, use_gpu, overrides: seen.append(overrides))
     key = "components.arbo_entity_linker.objective.name"
     for dataset, extra, expected in (("toy", [], "arborescence"),

@@ -44,10 +44,15 @@ def project_train_command(
         help="linker step: the objective's name, or 'default' for the dataset's")] = "default",
 ) -> None:
     """`spacy train` of STEP's config with DATASET's overrides from configs/datasets.yml;
-    extra --section.key value options (paths, and any setting) are added and win."""
+    extra --section.key value options (paths, and any setting) are added and win. The
+    schedule is checked against the evaluation frequency first, every evaluation is
+    recorded in OUTPUT/evaluations.jsonl, and after the last step the final model is
+    evaluated on dev and becomes model-best where it scores best: a finished training
+    never leaves its step-0 model as model-best."""
     from spacy.cli._util import parse_config_overrides
-    from spacy.cli.train import train
     from wasabi import msg
+
+    from ..training.run import train_to_best
 
     try:
         config, overrides = dataset_settings(settings, step, dataset)
@@ -60,7 +65,7 @@ def project_train_command(
     overrides.update(parse_config_overrides(ctx.args))
     shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
     msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")
-    train(config, output, use_gpu=gpu_id, overrides=overrides)
+    train_to_best(config, output, use_gpu=gpu_id, overrides=overrides)
 
 
 @app.command("package-meta")

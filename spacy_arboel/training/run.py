@@ -1,0 +1,132 @@
+"""``spacy train`` as ``project-train`` runs it: the schedule checked first, every
+evaluation recorded (``evaluations.jsonl`` in the output folder), and the final model
+evaluated after the last step and kept as ``model-best`` where it is the best (see
+``checkpoints``): a finished training never leaves its step-0 model as ``model-best``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from wasabi import msg
+
+from ..atomic import atomic_folder, write_text_atomic
+from .checkpoints import LOG_NAME, Choice, Evaluation, choose_model_best, read_log
+from .schedule import Schedule, plan_schedule
+
+LOGGER = "spacy_arboel.EvaluationLog.v1"
+
+
+def count_batches(config: Any) -> int:
+    """The batches of one epoch of the config's training corpus, as its batcher makes them
+    (a blank pipeline of the config's language tokenises the corpus)."""
+    import spacy
+    from spacy.schemas import ConfigSchemaTraining
+    from spacy.util import registry, resolve_dot_names
+
+    interpolated = config.interpolate()
+    training = registry.resolve(interpolated["training"], schema=ConfigSchemaTraining)
+    corpus = resolve_dot_names(interpolated, [training["train_corpus"]])[0]
+    examples = list(corpus(spacy.blank(interpolated["nlp"]["lang"])))
+    return sum(1 for _ in training["batcher"](examples))
+
+
+def schedule_of(config: Any) -> Schedule:
+    """The schedule of training ``config`` (a loaded, not interpolated, spaCy config)."""
+    interpolated = config.interpolate()
+    epochs = int(interpolated["training"]["max_epochs"])
+    return plan_schedule(interpolated["training"], count_batches(config) if epochs > 0 else None)
+
+
+def record_evaluations(config: Any, output: Path) -> None:
+    """Route the config's training logger through the evaluation log of ``output``."""
+    logger = config["training"].get("logger")
+    if isinstance(logger, dict) and logger.get("@loggers") == LOGGER:
+        logger = logger.get("logger")
+    config["training"]["logger"] = {"@loggers": LOGGER, "path": str(output / LOG_NAME),
+                                    **({"logger": logger} if logger else {})}
+
+
+def train_to_best(config_path: Path, output: Path, *, use_gpu: int = -1,
+                  overrides: dict[str, Any] | None = None) -> Choice:
+    """``spacy train config_path --output output`` with ``overrides``, then the final
+    model evaluated and kept as model-best where :func:`choose_model_best` says so."""
+    from spacy.cli._util import setup_gpu, show_validation_error
+    from spacy.training.initialize import init_nlp
+    from spacy.training.loop import train as train_nlp
+    from spacy.util import load_config
+
+    output.mkdir(parents=True, exist_ok=True)
+    setup_gpu(use_gpu)
+    with show_validation_error(config_path):
+        config = load_config(config_path, overrides=overrides or {}, interpolate=False)
+    schedule = schedule_of(config)
+    report_schedule(schedule)
+    record_evaluations(config, output)
+    msg.divider("Initializing pipeline")
+    with show_validation_error(config_path, hint_fill=False):
+        nlp = init_nlp(config, use_gpu=use_gpu)
+    msg.divider("Training pipeline")
+    nlp, _ = train_nlp(nlp, output, use_gpu=use_gpu, stdout=sys.stdout, stderr=sys.stderr)
+    return keep_best(nlp, output)
+
+
+def report_schedule(schedule: Schedule) -> None:
+    shown = schedule.evaluated_steps[:6]
+    more = ", …" if len(schedule.evaluated_steps) > len(shown) else ""
+    if schedule.steps is not None:
+        epoch = (f" ({schedule.batches_per_epoch} batches an epoch)"
+                 if schedule.batches_per_epoch is not None else "")
+        msg.info(f"{schedule.steps} updates{epoch}; spaCy evaluates at steps "
+                 f"{', '.join(map(str, shown))}{more}; the final model is evaluated after "
+                 "the last step")
+    for problem in schedule.problems():
+        msg.warn(f"Schedule: {problem}")
+
+
+def keep_best(nlp: Any, output: Path) -> Choice:
+    """Evaluate the trained ``nlp`` (unless spaCy evaluated its last step), record it in
+    ``evaluations.jsonl`` and in model-last's meta.json, and copy model-last over
+    model-best where it is the one to keep."""
+    from spacy.schemas import ConfigSchemaTraining
+    from spacy.training.loop import create_evaluation_callback
+    from spacy.util import registry, resolve_dot_names
+
+    log = read_log(output / LOG_NAME)
+    last = (log.steps or 1) - 1
+    done = next((e for e in log.evaluations if e.step == last), None)
+    if done is None:
+        config = nlp.config.interpolate()
+        training = registry.resolve(config["training"], schema=ConfigSchemaTraining)
+        dev = resolve_dot_names(config, [training["dev_corpus"]])[0]
+        score, scores = create_evaluation_callback(nlp, dev, training["score_weights"])()
+        done = Evaluation(last, float(score))
+        _set_performance(output / "model-last", training["score_weights"], scores)
+    choice = choose_model_best(log, done)
+    with (output / LOG_NAME).open("a", encoding="utf8") as file_:
+        file_.write(json.dumps({"final": {"step": last, "score": done.score},
+                                "model_best_step": choice.model_best}) + "\n")
+    if choice.promote and log.spacy_best is not None and log.spacy_best.step != last:
+        with atomic_folder(output / "model-best") as temp:
+            shutil.copytree(output / "model-last", temp)
+    msg.good(f"model-best: the model of step {choice.model_best} (score "
+             f"{done.score if choice.promote else log.spacy_best.score:.4f}; final step "
+             f"{last})")
+    if choice.below_step_0:
+        msg.warn("The step-0 model scored higher on dev than every later evaluation: the "
+                 "training lowered the score. model-best is the final model; check the "
+                 "learning rate and the corpus.")
+    return choice
+
+
+def _set_performance(folder: Path, weights: dict[str, Any], scores: dict[str, Any]) -> None:
+    """The final evaluation's scores in ``folder/meta.json`` (as spaCy's ``update_meta``)."""
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf8"))
+    performance = meta.get("performance") or {}
+    performance.update({metric: scores.get(metric, 0.0) for metric in weights
+                        if metric is not None})
+    meta["performance"] = performance
+    write_text_atomic(folder / "meta.json", json.dumps(meta, indent=2) + "\n")
