@@ -13,6 +13,8 @@ from pathlib import Path
 from .errors import Errors
 
 PIPELINE_FILES = ("config.cfg", "meta.json")
+# the other top-level entries of spaCy's Language.to_disk, besides one per component
+PIPELINE_ENTRIES = ("tokenizer", "vocab")
 
 
 def _sibling(path: Path, kind: str) -> Path:
@@ -45,12 +47,32 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return Path(path)
 
 
+def _is_saved_pipeline(path: Path) -> bool:
+    """Whether the folder ``path`` holds config.cfg, meta.json and only what
+    ``nlp.to_disk`` writes besides: tokenizer, vocab/ and one entry per component of the
+    config's pipeline (spaCy components may add a suffix, e.g. sentencizer.json)."""
+    from thinc.api import Config
+
+    if not all((path / name).is_file() for name in PIPELINE_FILES) or (
+            path / "vocab").is_file():
+        return False
+    try:
+        pipeline = Config().from_disk(path / "config.cfg", interpolate=False)["nlp"]["pipeline"]
+    except Exception:  # a config that cannot be read is no pipeline's
+        return False
+    if not isinstance(pipeline, list) or not all(isinstance(n, str) for n in pipeline):
+        return False
+    stems = {Path(name).stem for name in pipeline}  # as Path.with_suffix replaces them
+    return all(entry.name in (*PIPELINE_FILES, *PIPELINE_ENTRIES, *pipeline)
+               or entry.suffix and entry.stem in stems for entry in path.iterdir())
+
+
 def check_replaceable(path: str | Path) -> None:
     """Raise E046 unless a saved pipeline may replace ``path``: it is missing, an empty
-    folder, or a spaCy pipeline (a folder with config.cfg or meta.json)."""
+    folder, or a saved spaCy pipeline that holds only what ``nlp.to_disk`` writes."""
     path = Path(path)
     if not path.exists() or path.is_dir() and (
-            not any(path.iterdir()) or any((path / name).is_file() for name in PIPELINE_FILES)):
+            not any(path.iterdir()) or _is_saved_pipeline(path)):
         return
     raise ValueError(Errors.E046.format(path=path))
 

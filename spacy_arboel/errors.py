@@ -435,16 +435,21 @@ class Errors(metaclass=ErrorsWithCodes):
         "corpus whose docs have doc.ents, e.g. the training corpus of the linker."
     )
     E125 = (
-        "The input shards {names} would write the same output file {output}: one output "
-        "shard is written per input file, named after its stem. Rename one of the inputs."
+        "The input shards {names} would both write {output}: each input file becomes an "
+        "output shard named after its stem, with <stem>.errors.jsonl and <stem>.vectors.npy "
+        "beside it, and no file of one shard may be another's. Rename one of the inputs."
     )
     E126 = (
         "{path} is not a manifest of link-corpus ({problem}). It records the shards already "
         "linked in this output folder: restore it, or give a new output folder."
     )
     E127 = (
-        "{path} holds shards linked with {saved}, not {given}: a resumed run must use the same "
-        "model and --format. Give another output folder, or the same settings."
+        "{path} holds shards linked otherwise than this run would link them: {keys} "
+        "differ (saved {saved}, now {given}). A resumed run continues the same job only: "
+        "the same pipeline content (a retrained or re-configured pipeline is another), "
+        "config overrides, --top-k, --format and --vectors. Run it with the settings it "
+        "was started with, give another output folder, or delete {folder} to link every "
+        "shard again."
     )
     E128 = (
         "--engine ray needs Ray, an optional dependency: pip install \"spacy-arboel[ray]\" "
@@ -517,7 +522,16 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path}: {problem}. A plain-text document (.txt) must be UTF-8: convert it, e.g. "
         "with `iconv -t utf-8`."
     )
+    E155 = (
+        "{path} is not a .spacy DocBin that can be read (at document {number}: {problem}). "
+        "Give a file written by DocBin.to_disk, e.g. by `spacy-arboel convert`."
+    )
 
+    E139 = (
+        "{path} is not a mention vector file of `link-corpus --vectors` ({problem}): it is "
+        "truncated, or not the file that run wrote. Delete the shard's output and its entry "
+        "in manifest.json (or the whole output folder) and link it again with --vectors."
+    )
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
@@ -547,6 +561,12 @@ class Warnings(metaclass=ErrorsWithCodes):
     W006 = (
         "faiss-gpu cannot hold the index {factory} ({error}): it is searched on the CPU. "
         "Build it with --kind flat or ivfpq below 1M rows to search it on the GPU."
+    )
+    W007 = (
+        "{n} document ids occur more than once among the shards linked now (in {shards}). "
+        "The outputs keep every document, and `cluster` tells them apart by shard and line, "
+        "but a reader that joins the output on ids will mix them: give each document a "
+        "unique \"id\" (e.g. PMID plus update file) where that matters."
     )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "

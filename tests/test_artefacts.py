@@ -3,12 +3,14 @@
 import json
 import shutil
 import tempfile
+import warnings
 
 import numpy as np
 import pytest
 import spacy
 import srsly
 
+from spacy_arboel import artefacts
 from spacy_arboel.artefacts import check_folder, clear_saved, unsafe_entry, write_manifest
 from tests.conftest import passage_linker_config
 
@@ -138,6 +140,56 @@ def test_a_manifest_must_list_the_required_entries(tmp_path):
         check_folder(tmp_path, "thing", ["cfg.json", "index"])
     write_manifest(tmp_path, ["cfg.json", "index"])
     check_folder(tmp_path, "thing", ["cfg.json", "index"])
+
+
+def _flip(path, offset: int) -> None:
+    """Change one byte of ``path`` at ``offset`` (negative: from the end), keeping its size."""
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_the_quick_check_sizes_every_file_and_hashes_large_ones_at_their_ends(tmp_path):
+    big = tmp_path / "index" / "index.faiss"
+    big.parent.mkdir()
+    big.write_bytes(np.random.default_rng(0).bytes(artefacts.QUICK_WHOLE + 3 * 2**20))
+    (tmp_path / "cfg.json").write_text('{"a": 1}')
+    write_manifest(tmp_path, ["cfg.json", "index"])
+    for verify in ("sha256", "quick"):
+        check_folder(tmp_path, "thing", ["cfg.json", "index"], verify)
+    _flip(big, len(big.read_bytes()) // 2)  # same size, changed inside: only sha256 sees it
+    with pytest.raises(ValueError, match="E030.*index.faiss is not the file.*checksum differs"):
+        check_folder(tmp_path, "thing", [])
+    check_folder(tmp_path, "thing", [], "quick")
+    for offset in (10, -10):  # a header, a last row
+        _flip(big, offset)
+        with pytest.raises(ValueError, match="index.faiss is not the file.*of its ends differs"):
+            check_folder(tmp_path, "thing", [], "quick")
+        _flip(big, offset)
+    with big.open("r+b") as file_:
+        file_.truncate(big.stat().st_size - 1)
+    with pytest.raises(ValueError, match=r"index/index.faiss has \d+ bytes"):
+        check_folder(tmp_path, "thing", [], "quick")
+    (tmp_path / "cfg.json").write_text('{"a": 2}')  # a small file is hashed whole
+    with pytest.raises(ValueError, match="cfg.json is not the file"):
+        check_folder(tmp_path, "thing", ["cfg.json"], "quick")
+    with pytest.raises(ValueError, match="E007.*verify_files"):
+        check_folder(tmp_path, "thing", [], "size")
+
+
+def test_an_index_faiss_without_a_manifest_is_refused(tmp_path):
+    """index.faiss came after manifest.json: a folder with one and not the other is damaged,
+    not a save of an older version (no W003 shape-only load)."""
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "index.faiss").write_bytes(b"faiss")
+    (tmp_path / "cfg.json").write_text("{}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"E030.*manifest.json is missing.*index/index.faiss"):
+            check_folder(tmp_path, "thing", ["cfg.json", "index"])
+    (tmp_path / "index" / "index.faiss").unlink()
+    with pytest.warns(UserWarning, match="W003"):
+        check_folder(tmp_path, "thing", ["cfg.json", "index"])
 
 
 def test_write_manifest_lists_only_what_was_saved_and_clear_saved_removes_it(tmp_path):
@@ -333,3 +385,35 @@ def test_damaged_coref_state_is_refused(saved, tmp_path):
     (path / "arbo_coref" / "manifest.json").unlink()
     with pytest.warns(UserWarning, match="W003"):
         _load_fails(path, r"E030.*vectors are float32 \(10, 32\), expected float32 \(11, 32\)")
+
+
+@pytest.mark.parametrize("factory", COMPONENTS)
+def test_verify_files_is_a_setting_of_each_component(factory, tiny_encoder, toy_kb_path):
+    nlp = spacy.blank("en")
+    config = _config(factory, toy_kb_path, tiny_encoder)
+    assert nlp.add_pipe(factory, config=config).cfg["verify_files"] == "sha256"
+    with pytest.raises(ValueError, match="E007.*verify_files.*sha256, quick"):
+        nlp.add_pipe(factory, name="other", config={**config, "verify_files": "none"})
+
+
+def test_verify_files_quick_is_chosen_in_the_config(saved, tmp_path, monkeypatch):
+    """With ``quick``, spacy.load sizes every file and hashes a large one only at its ends
+    (thresholds lowered here so that the tiny encoder's weights count as large)."""
+    monkeypatch.setattr(artefacts, "QUICK_WHOLE", 4096)
+    monkeypatch.setattr(artefacts, "QUICK_ENDS", 512)
+    path, linker = _copy(saved, tmp_path)
+    listed = json.loads((linker / "manifest.json").read_text())["files"]
+    write_manifest(linker, {name.split("/")[0] for name in listed})  # with ends_sha256
+    quick = {"components.arbo_entity_linker.verify_files": "quick"}
+    weights = linker / "mention_encoder" / "model.safetensors"
+    _flip(weights, weights.stat().st_size // 2)
+    _load_fails(path, r"E030.*mention_encoder/model.safetensors is not the file")
+    # loads (arbo_coref's memory would see the other encoder: E015)
+    nlp = spacy.load(path, config=quick, exclude=["arbo_coref"])
+    assert nlp.get_pipe("arbo_entity_linker").cfg["verify_files"] == "quick"
+    _flip(weights, 20)
+    with pytest.raises(ValueError, match=r"E030.*model.safetensors is not the file.*ends"):
+        spacy.load(path, config=quick)
+    weights.write_bytes(weights.read_bytes()[:-1])
+    with pytest.raises(ValueError, match=r"E030.*model.safetensors has \d+ bytes"):
+        spacy.load(path, config=quick)

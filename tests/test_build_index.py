@@ -214,6 +214,15 @@ def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_l
     assert "Saved" in rerun.output
     said = " ".join(rerun.output.split())
     assert "Embedded 0 rows in" in said and f"{embedded} rows were embedded before" in said
+    # the quick check chosen at load; a folder with index.faiss and no manifest is damaged,
+    # not a save of a version before manifests (E030, not W003)
+    quick = spacy.load(out, config={"components.arbo_entity_linker.verify_files": "quick"})
+    doc = quick.make_doc("renal failure and acute pain")
+    doc.ents = [doc.char_span(0, 13, label="Disease")]
+    assert quick(doc).ents[0].kb_id_ == linked.ents[0].kb_id_
+    (out / "arbo_entity_linker" / "manifest.json").unlink()
+    with pytest.raises(ValueError, match=r"E030.*manifest.json is missing.*index/index.faiss"):
+        spacy.load(out)
 
 
 def test_build_index_refuses_bad_arguments(saved_linker, tmp_path):

@@ -2,6 +2,8 @@
 write atomically (issue 14, item 6)."""
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,15 +136,19 @@ def test_atomic_file_keeps_the_old_file_when_writing_fails(tmp_path):
     assert list(tmp_path.iterdir()) == [target]
 
 
+CONFIG = "[nlp]\npipeline = []\n"
+
+
 class _Pipeline:
-    """Saves a config.cfg, then fails when ``fail`` is set."""
+    """Saves a config.cfg and meta.json, then fails when ``fail`` is set."""
 
     def __init__(self, text: str, fail: bool = False):
         self.text, self.fail = text, fail
 
     def to_disk(self, path: Path) -> None:
         path.mkdir()
-        (path / "config.cfg").write_text(self.text)
+        (path / "config.cfg").write_text(CONFIG)
+        (path / "meta.json").write_text(self.text)
         if self.fail:
             raise OSError("disk full")
 
@@ -150,14 +156,17 @@ class _Pipeline:
 def test_folder_save_keeps_the_old_folder_when_saving_fails(tmp_path):
     target = tmp_path / "model"
     target.mkdir()
-    (target / "config.cfg").write_text("old")
-    (target / "extra").write_text("old")
+    (target / "config.cfg").write_text(CONFIG)
+    (target / "meta.json").write_text("old")
+    (target / "vocab").mkdir()
+    (target / "vocab" / "strings.json").write_text("old")
     with pytest.raises(OSError, match="disk full"):
         save_pipeline(_Pipeline("new", fail=True), target)
-    assert _snapshot(target) == {"config.cfg": b"old", "extra": b"old"}
+    assert _snapshot(target) == {"config.cfg": CONFIG.encode(), "meta.json": b"old",
+                                 "vocab/strings.json": b"old"}
     assert list(tmp_path.iterdir()) == [target]
     save_pipeline(_Pipeline("new"), target)
-    assert _snapshot(target) == {"config.cfg": b"new"}
+    assert _snapshot(target) == {"config.cfg": CONFIG.encode(), "meta.json": b"new"}
     assert list(tmp_path.iterdir()) == [target]
 
 
@@ -174,13 +183,63 @@ def test_a_folder_save_replaces_only_a_pipeline_or_an_empty_folder(tmp_path):
             save_pipeline(_Pipeline("new"), target)
         assert _snapshot(tmp_path) == before
         assert sorted(p.name for p in tmp_path.iterdir()) == ["Documents", "file"]
-    for name, files in (("empty", []), ("old_pipeline", ["meta.json", "vocab"])):
+    for name, files in (("empty", []), ("old_pipeline", ["config.cfg", "meta.json"])):
         target = tmp_path / name
         target.mkdir()
         for file_ in files:
-            (target / file_).write_text("old")
+            (target / file_).write_text(CONFIG)
         save_pipeline(_Pipeline("new"), target)
-        assert _snapshot(target) == {"config.cfg": b"new"}
+        assert _snapshot(target) == {"config.cfg": CONFIG.encode(), "meta.json": b"new"}
+
+
+def _refuses_to_replace(target: Path) -> None:
+    """atomic_folder and save_pipeline refuse ``target`` (E046) and change nothing."""
+    before = _snapshot(target.parent)
+    with pytest.raises(ValueError, match=r"\[E046\]"), atomic_folder(target):
+        pytest.fail("nothing may be written")
+    with pytest.raises(SystemExit):
+        save_pipeline(_Pipeline("new"), target)
+    assert _snapshot(target.parent) == before
+
+
+def _init_config(path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "spacy", "init", "config", str(path),
+                             "--pipeline", "ner"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_folder_with_a_pipeline_file_and_other_files_is_not_replaced(tmp_path):
+    """Issue 29, item 3: a config.cfg (or meta.json) alone does not make a pipeline."""
+    target = tmp_path / "project"
+    target.mkdir()
+    _init_config(target / "config.cfg")
+    _refuses_to_replace(target)  # no meta.json
+    (target / "notes.txt").write_text("my notes")
+    _refuses_to_replace(target)
+    (target / "meta.json").write_text("{}")
+    _refuses_to_replace(target)  # notes.txt is no part of a pipeline
+    assert (target / "notes.txt").read_text() == "my notes"
+    (target / "notes.txt").unlink()
+    (target / "config.cfg").write_text("not a config")
+    _refuses_to_replace(target)  # a config.cfg that cannot be read
+
+
+def test_only_a_saved_pipeline_that_holds_nothing_else_is_replaced(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("entity_ruler")
+    nlp.to_disk(tmp_path / "model")
+    save_pipeline(nlp, tmp_path / "model")  # a pipeline replaces the one it was loaded from
+    assert spacy.load(tmp_path / "model").pipe_names == ["sentencizer", "entity_ruler"]
+    save_pipeline(spacy.blank("en"), tmp_path / "model")  # or another pipeline
+    assert spacy.load(tmp_path / "model").pipe_names == []
+    nlp.to_disk(tmp_path / "model")
+    for extra in ("notes.txt", "other_component"):
+        (tmp_path / "model" / extra).write_text("mine")
+        _refuses_to_replace(tmp_path / "model")
+        (tmp_path / "model" / extra).unlink()
+    save_pipeline(nlp, tmp_path / "model")
+    assert not [p for p in tmp_path.iterdir() if p.name != "model"]
 
 
 @pytest.mark.parametrize("command", ["tune-nil", "tune-e2e"])
@@ -192,6 +251,31 @@ def test_an_output_model_over_a_folder_that_is_no_pipeline_is_refused(files, com
     _refused(_invoke(command, files / "model", files / "dev.spacy", "--output-model",
                      files / "Documents"), "E046")
     assert _snapshot(files) == before
+    # a config.cfg does not make a pipeline of a folder with other files (issue 29, item 3)
+    (files / "Documents" / "config.cfg").write_text("[nlp]\npipeline = []\n")
+    (files / "Documents" / "meta.json").write_text("{}")
+    before = _snapshot(files)
+    _refused(_invoke(command, files / "model", files / "dev.spacy", "--output-model",
+                     files / "Documents"), "E046")
+    assert _snapshot(files) == before
+
+
+def test_add_coref_does_not_replace_a_folder_with_a_config_and_other_files(saved_linker):
+    """Issue 29, item 3: add-coref --output DIR, DIR holding a config.cfg and notes.txt."""
+    target = saved_linker / "project"
+    target.mkdir()
+    _init_config(target / "config.cfg")
+    (target / "notes.txt").write_text("my notes")
+    before = _snapshot(saved_linker)
+    _refused(_invoke("add-coref", saved_linker / "pipeline", "--output", target), "E046")
+    assert _snapshot(saved_linker) == before
+    # the pipeline add-coref wrote is replaced by a second run
+    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "out")
+    assert result.exit_code == 0, result.output
+    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "out",
+                     "--components.arbo_coref.k", 2)
+    assert result.exit_code == 0, result.output
+    assert spacy.load(saved_linker / "out").get_pipe("arbo_coref").cfg["k"] == 2
 
 
 def test_atomic_file_syncs_the_file_before_renaming_it(tmp_path, monkeypatch):

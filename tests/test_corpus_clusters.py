@@ -123,9 +123,12 @@ def test_clustering_a_linked_corpus_partitions_as_arbo_coref(tmp_path):
     assert summary.mentions == 120 and summary.edge_recall == 1.0
     # arbo_coref's clustering of the same mentions (vectors as stored, in float16)
     stored = vectors.astype("float16").astype("float32")
-    mentions = [Mention(d["id"], e["start"], e["end"], stored[i],
-                        int(e["kb_id"][1:]), e["candidates"][0][1])
-                for i, (d, e) in enumerate((d, e) for d in docs for e in d["entities"])]
+    half = len(docs) // 2  # a mention's key: its shard, its document's line, its offsets
+    where = [f"a_{n + 1}" if n < half else f"b_{n - half + 1}" for n in range(len(docs))]
+    mentions = [Mention(where[n], e["start"], e["end"], stored[i], int(e["kb_id"][1:]),
+                        e["candidates"][0][1])
+                for i, (n, e) in enumerate((n, e) for n, d in enumerate(docs)
+                                           for e in d["entities"])]
     for threshold, out in ((None, "out"), (-120.0, "out2")):
         # λ = -120 keeps the edges between mentions of one entity (dot products ~250) and
         # drops the best-candidate edges of the 2 entities missing from the KB (< 120)
@@ -156,6 +159,67 @@ def test_cluster_refuses_outputs_it_cannot_read(tmp_path):
     (tmp_path / "plain").mkdir()
     with pytest.raises(ValueError, match="E135"):
         cluster_linked(tmp_path / "plain", tmp_path / "out")
+
+
+def test_new_entities_in_documents_with_the_same_id_stay_apart(tmp_path):
+    """Issue 29, item 2: PubMed update files repeat PMIDs; two unrelated mentions without a
+    KB entity, at the same offsets of two documents "1" in two shards, are two clusters."""
+    entity = {"start": 0, "end": 4, "text": "x", "label": "D", "kb_id": "",
+              "score": None, "candidates": []}
+    docs = [{"id": "1", "entities": [entity]}, {"id": "1", "entities": [entity]}]
+    vectors = np.zeros((2, 16), "float32")
+    vectors[0, 0], vectors[1, 1] = 1.0, 1.0  # orthogonal: nothing joins them
+    _linked_output(tmp_path / "linked", docs, vectors)
+    summary = cluster_linked(tmp_path / "linked", tmp_path / "out", k=1, threshold=-0.5)
+    found = [e["cluster"] for p in ("a.jsonl", "b.jsonl")
+             for e in json.loads((tmp_path / "out" / p).read_text())["entities"]]
+    assert len(set(found)) == 2 and summary.clusters == summary.discovered == 2
+    assert all(c.startswith("NIL_") for c in found)
+
+
+def test_cluster_reads_only_the_files_of_its_folder(tmp_path):
+    """Issue 29, item 6: a manifest naming a file outside the folder is refused before
+    anything is read or written; a truncated or foreign vector file is E139 naming it."""
+    docs, vectors = _toy_corpus(4)
+    (tmp_path / "elsewhere").mkdir()
+    _linked_output(tmp_path / "linked", docs, vectors)
+    (tmp_path / "linked" / "a.jsonl").rename(tmp_path / "elsewhere" / "x.jsonl")
+    (tmp_path / "linked" / "a.vectors.npy").rename(tmp_path / "elsewhere" / "x.vectors.npy")
+    manifest = json.loads((tmp_path / "linked" / "manifest.json").read_text())
+    for name in ("../elsewhere/x.jsonl", "/etc/passwd", "sub/a.jsonl", "a.vectors.npy"):
+        manifest["shards"] = {name: {"docs": 2}, "b.jsonl": {"docs": 2}}
+        (tmp_path / "linked" / "manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(ValueError, match="E135.*not a .jsonl file of the folder"):
+            cluster_linked(tmp_path / "linked", tmp_path / "out")
+    (tmp_path / "linked" / "link.jsonl").symlink_to(tmp_path / "elsewhere" / "x.jsonl")
+    manifest["shards"] = {"link.jsonl": {"docs": 2}, "b.jsonl": {"docs": 2}}
+    (tmp_path / "linked" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="E135"):
+        cluster_linked(tmp_path / "linked", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    manifest["shards"] = {"b.jsonl": {"docs": 2}}
+    (tmp_path / "linked" / "manifest.json").write_text(json.dumps(manifest))
+    vector_file = tmp_path / "linked" / "b.vectors.npy"
+    vector_file.write_bytes(vector_file.read_bytes()[:-40])  # truncated
+    with pytest.raises(ValueError, match="E139.*b.vectors.npy"):
+        cluster_linked(tmp_path / "linked", tmp_path / "out")
+    vector_file.write_text("not numpy")
+    with pytest.raises(ValueError, match="E139.*b.vectors.npy"):
+        cluster_linked(tmp_path / "linked", tmp_path / "out")
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"id": "x", "entities": [{"start": 0}]}', "KeyError"),
+    ('{"id": "x"}', '"entities" list')])
+def test_cluster_names_the_shard_line_it_cannot_read(tmp_path, line, problem):
+    """Issue 29, item 4: a hostile line of a linked shard is E135 naming its line."""
+    docs, vectors = _toy_corpus(4)
+    _linked_output(tmp_path / "linked", docs, vectors)
+    shard = tmp_path / "linked" / "b.jsonl"
+    shard.write_text(shard.read_text() + line + "\n")
+    with pytest.raises(ValueError, match=f"E135.*b.jsonl .*line 3: .*{problem}"):
+        cluster_linked(tmp_path / "linked", tmp_path / "out")
 
 
 @pytest.fixture

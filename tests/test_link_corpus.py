@@ -3,6 +3,7 @@ raises costs only itself; the local engine and Ray Data on a local 2-CPU cluster
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -128,6 +129,23 @@ def test_an_unreadable_shard_is_reported_and_the_others_are_written(linker_pipel
     assert link_corpus(corpus, out, settings, LocalEngine(settings)).linked == ["e.jsonl"]
 
 
+def test_a_shard_with_a_deeply_nested_line_is_reported_and_the_others_are_written(
+        linker_pipeline, corpus, tmp_path):
+    """Issue 29, item 4: json.loads' RecursionError on one line stopped the whole run."""
+    (corpus / "e.jsonl").write_text('{"text": "fine"}\n' + "[" * 100_000 + "]" * 100_000)
+    (corpus / "f.jsonl").write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
+    settings = LinkSettings(str(linker_pipeline))
+    summary = link_corpus(corpus, tmp_path / "out", settings, LocalEngine(settings))
+    assert sorted(summary.linked) == ["a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"]
+    assert set(_outputs(tmp_path / "out")) == set(summary.linked)
+    assert sorted(summary.unreadable) == ["e.jsonl", "f.jsonl"]
+    assert re.search(r"E115.*e\.jsonl, line 2: .*nested too deeply",
+                     summary.unreadable["e.jsonl"])
+    assert re.search(r"E115.*f\.jsonl, line 2: not UTF-8", summary.unreadable["f.jsonl"])
+    result = _invoke(linker_pipeline, corpus, tmp_path / "out", code=1)
+    assert "E129" in result.output and "nested too deeply" in result.output
+
+
 def test_bad_outputs_and_settings_are_refused(linker_pipeline, corpus, tmp_path):
     assert "E040" in _invoke(linker_pipeline, corpus, corpus, code=1).output
     assert "E041" in _invoke(linker_pipeline, corpus, corpus / "out", code=1).output
@@ -144,6 +162,123 @@ def test_bad_outputs_and_settings_are_refused(linker_pipeline, corpus, tmp_path)
     assert "E126" in _invoke(linker_pipeline, corpus, out, code=1).output
     (corpus / "a.txt").write_text("A clash with a.jsonl")
     assert "E125" in _invoke(linker_pipeline, corpus, tmp_path / "new", code=1).output
+
+
+def _mtimes(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+
+
+def test_a_resume_continues_only_the_same_job(linker_pipeline, corpus, tmp_path,
+                                              monkeypatch):
+    """Issue 29, item 1: other overrides, --top-k, --vectors or a retrained pipeline at the
+    same path are refused (E127) with nothing written; another spelling of the same
+    pipeline's path resumes."""
+    out = tmp_path / "out"
+    _invoke(linker_pipeline, corpus, out)
+    (out / "c.jsonl").unlink()  # one shard left to link
+    before = _mtimes(out)
+    for extra in (["--top-k", "1"], ["--components.arbo_linker.threshold", "1000"],
+                  ["--vectors"]):
+        result = _invoke(linker_pipeline, corpus, out, *extra, code=1)
+        assert "E127" in result.output and "delete" in result.output
+        assert _mtimes(out) == before
+    retrained = tmp_path / "retrained"
+    spacy.load(linker_pipeline, config={"components.arbo_linker.threshold": 0.5}
+               ).to_disk(retrained)
+    moved = tmp_path / "moved"
+    linker_pipeline.rename(moved)
+    retrained.rename(linker_pipeline)  # the same path, another pipeline
+    result = _invoke(linker_pipeline, corpus, out, code=1)
+    assert "E127" in result.output and "pipeline" in result.output
+    assert _mtimes(out) == before
+    linker_pipeline.rename(retrained)
+    (tmp_path / "link").symlink_to(moved)
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(Path("link/"), corpus, out)  # the first pipeline, spelt otherwise
+    assert "shards already done" in result.output and (out / "c.jsonl").exists()
+
+
+def test_a_retrained_component_changes_the_pipeline_fingerprint(linker_pipeline, tmp_path):
+    import shutil
+
+    from spacy_arboel.artefacts import pipeline_fingerprint, write_manifest
+
+    copy = tmp_path / "copy"
+    shutil.copytree(linker_pipeline, copy)
+    assert pipeline_fingerprint(copy) == pipeline_fingerprint(linker_pipeline)
+    meta = json.loads((copy / "meta.json").read_text())
+    (copy / "meta.json").write_text(json.dumps({**meta, "performance": {"f": 1.0}}))
+    assert pipeline_fingerprint(copy) == pipeline_fingerprint(linker_pipeline)
+    component = copy / "arbo_linker"
+    weights = next(p for p in sorted(component.rglob("*.safetensors")))
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # new weights, saved with their manifest as a training would
+    weights.write_bytes(bytes(data))
+    saved = json.loads((component / "manifest.json").read_text())["files"]
+    write_manifest(component, {name.split("/")[0] for name in saved})
+    assert pipeline_fingerprint(copy) != pipeline_fingerprint(linker_pipeline)
+
+
+def test_no_file_of_one_shard_is_another_shards(linker_pipeline, corpus, tmp_path):
+    """Issue 29, item 5: the output of a.errors.jsonl would be a.jsonl's errors file."""
+    (corpus / "a.errors.jsonl").write_text(json.dumps({"id": "x", "text": "Fever."}) + "\n")
+    result = _invoke(linker_pipeline, corpus, tmp_path / "out", code=1)
+    assert "E125" in result.output and "a.errors.jsonl" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_repeated_document_ids_are_warned_about(linker_pipeline, corpus, tmp_path):
+    """Issue 29, item 2: PubMed update files repeat PMIDs; link-corpus says so."""
+    folder = tmp_path / "updates"
+    folder.mkdir()
+    for name in ("u1", "u2"):
+        (folder / f"{name}.jsonl").write_text("".join(
+            json.dumps({"id": i, "text": t}) + "\n"
+            for i, t in [("1", TEXTS[0]), (name, TEXTS[1])]))
+    result = _invoke(linker_pipeline, folder, tmp_path / "out")
+    assert "W007" in result.output and "u1.jsonl, u2.jsonl" in result.output
+    assert "1 document ids occur more than once" in " ".join(result.output.split())
+    assert [len(rows) for rows in _outputs(tmp_path / "out").values()] == [2, 2]
+    unique = _invoke(linker_pipeline, corpus, tmp_path / "out2")
+    assert "W007" not in unique.output
+
+
+def test_a_shard_is_spilled_to_disk_and_written_in_input_order(tmp_path):
+    """Issue 29, item 9: outcomes arriving in any order go to disk at once, not to memory;
+    the shard is written in input order with its vectors and errors, spills removed."""
+    import numpy as np
+
+    from spacy_arboel.corpus.outcomes import Outcome
+    from spacy_arboel.corpus.shard_writer import ShardWriter
+    from spacy_arboel.corpus.shards import plan_shards
+
+    (tmp_path / "in.jsonl").write_text("")
+    shard = plan_shards(tmp_path / "in.jsonl", tmp_path / "out", "jsonl")[0]
+
+    def vectors(rows, width, value):
+        import io
+
+        out = io.BytesIO()
+        np.save(out, np.full((rows, width), value, dtype="float16"))
+        return out.getvalue()
+
+    writer = ShardWriter(shard, "jsonl", vectors=True)
+    arriving = [Outcome(2, "c", '{"id": "c"}', 1, vectors=vectors(1, 4, 2.0)),
+                Outcome(0, "a", '{"id": "a"}', 2, vectors=vectors(2, 4, 0.5)),
+                Outcome(3, "d", error="E088: too long"),
+                Outcome(1, "b", '{"id": "b"}', 0, vectors=vectors(0, 0, 0.0))]
+    spilled = []
+    for outcome in arriving:
+        writer.add([outcome])
+        spilled.append(sum(p.stat().st_size for p in shard.output.parent.glob(".*spill-*")))
+    assert spilled[0] > 0 and spilled[1] > spilled[0]  # on disk as they come
+    assert writer.finish() == {"docs": 3, "mentions": 3, "errors": 1}
+    assert [json.loads(line)["id"] for line in shard.output.read_text().splitlines()] == \
+        ["a", "b", "c"]
+    np.testing.assert_array_equal(np.load(shard.vectors),
+                                  np.array([[0.5] * 4, [0.5] * 4, [2.0] * 4], "float16"))
+    assert json.loads(shard.errors.read_text())["position"] == 3
+    assert not list(shard.output.parent.glob(".*spill-*"))
 
 
 def test_spacy_format_keeps_ids_entities_and_candidates(linker_pipeline, corpus, tmp_path):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..errors import Errors
+from ..parsing import parse_json
 from .app import OVERRIDES, app
 from .common import check_corpus
 from .outputs import atomic_file, check_outputs, same_path, save_pipeline
@@ -16,11 +17,33 @@ TUNED = "JSON written by tune-coref: its best k, threshold and directed are used
 
 
 def tuned_settings(path: Path | None) -> dict:
-    """The best settings of a ``tune-coref`` output file (none without a path)."""
+    """The best settings of a ``tune-coref`` output file (none without a path; exit with
+    E151 when it is no such file)."""
+    from wasabi import msg
+
     if path is None:
         return {}
-    best = json.loads(Path(path).read_text())["best"]
-    return {key: best[key] for key in ("k", "threshold", "directed")}
+    try:
+        best = parse_json(Path(path).read_bytes())["best"]
+        settings = {key: best[key] for key in ("k", "threshold", "directed")}
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        msg.fail(Errors.E151.format(path=path, problem=f"{type(err).__name__}: {err}"),
+                 exits=1)
+    return settings
+
+
+def heldout_ids(path: Path) -> set[str]:
+    """The ``ids`` of a ``heldout_ids.json`` (exit with E152 when it is no such file)."""
+    from wasabi import msg
+
+    try:
+        ids = parse_json(path.read_bytes())["ids"]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise TypeError('"ids" is not a list of strings')
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        msg.fail(Errors.E152.format(path=path, problem=f"{type(err).__name__}: {err}"),
+                 exits=1)
+    return set(ids)
 
 
 def _load(model: Path, ctx: typer.Context | None, component: str, settings_file=None,
@@ -181,7 +204,7 @@ def evaluate_coref_command(
     with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
         metrics = evaluate_coref(
             nlp, examples, component=component,
-            heldout=set(json.loads(heldout.read_text())["ids"]) if heldout else None)
+            heldout=heldout_ids(heldout) if heldout else None)
     if name:
         metrics = {"name": name, **metrics}
     msg.table(_summary(metrics), header=("", "value"), aligns=("l", "r"))

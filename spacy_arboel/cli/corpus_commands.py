@@ -58,6 +58,7 @@ def link_corpus_command(
         cross_document_pipes,
     )
     from ..corpus.link_corpus import link_corpus
+    from ..errors import Warnings
     from ..ray_cluster import import_ray
 
     check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output})
@@ -93,6 +94,10 @@ def link_corpus_command(
                ("docs/s", f"{summary.docs_per_s:.2f}")], title=f"link-corpus: {output}")
     if summary.errors:
         msg.warn(f"{summary.errors} docs raised: see {output}/*.errors.jsonl")
+    if summary.duplicate_ids:
+        shards = summary.duplicate_shards
+        msg.warn(Warnings.W007.format(n=summary.duplicate_ids, shards=", ".join(
+            shards[:5]) + (f" and {len(shards) - 5} more" if len(shards) > 5 else "")))
     problem = summary.unreadable_error(len(summary.linked) + len(summary.skipped) +
                                        len(summary.unreadable))
     if problem:

@@ -14,10 +14,14 @@ LINKER_OBJECTIVE = "components.arbo_entity_linker.objective.name"
 
 
 def read_datasets(path: Path) -> dict:
-    """The datasets' settings in ``path`` (empty where there is no such file or mapping)."""
+    """The datasets' settings in ``path`` (empty where there is no such file or mapping;
+    E153 when it cannot be read)."""
     import srsly
 
-    settings = srsly.read_yaml(path) if path.exists() else None
+    try:
+        settings = srsly.read_yaml(path) if path.exists() else None
+    except (OSError, ValueError, RecursionError) as err:  # srsly: ValueError("Invalid YAML")
+        raise ValueError(Errors.E153.format(path=path, problem=err)) from None
     return settings if isinstance(settings, dict) else {}
 
 
@@ -25,10 +29,12 @@ def dataset_settings(path: Path, step: str, dataset: str) -> tuple[Path, dict]:
     """The config file and the spaCy overrides of ``step`` on ``dataset`` in ``path``
     (E118 where it lacks them)."""
     settings = read_datasets(path)
-    entry = (settings.get(dataset) or {}).get(step)
+    described = settings.get(dataset)
+    entry = described.get(step) if isinstance(described, dict) else None
     if not isinstance(entry, dict) or "config" not in entry:
+        known = ", ".join(sorted(map(str, settings))) or "none"
         raise ValueError(Errors.E118.format(path=path, step=step, dataset=dataset,
-                                            known=", ".join(sorted(settings)) or "none"))
+                                            known=known))
     return path.parent / f"{entry['config']}.cfg", dict(entry.get("overrides") or {})
 
 
@@ -93,7 +99,10 @@ def package_meta_command(
     kb = pipeline_kb(spacy.load(model))
     if kb is None:
         msg.fail(Errors.E119.format(path=model), exits=1)
-    described = read_datasets(settings).get(dataset) or {}
+    try:
+        described = read_datasets(settings).get(dataset) or {}
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
     meta = package_meta(kb, metrics_dir, str(described.get("kb", "")), dataset, objective)
     write_text_atomic(output, srsly.json_dumps(meta, indent=2) + "\n")
     msg.good(f"Wrote {output}: {len(meta['performance'])} measured metrics, KB of "

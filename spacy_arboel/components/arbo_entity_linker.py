@@ -14,7 +14,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path, from_disk
 from thinc.api import Config, Model, Optimizer
 
-from ..artefacts import SavedAsFolder, check_folder, reading
+from ..artefacts import SavedAsFolder, check_folder, reading, verify_mode
 from ..encoders.inputs import InputBuilder, MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
@@ -60,7 +60,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         "nil_id": "NIL", "mention_max_length": 32, "entity_max_length": 32,
         "entity_granularity": "entity", "expand_abbreviations": False,
         "row_dedupe_threshold": 0.97, "index_kind": "flat", "batch_size": 64,
-        "refresh_every": 500, "quantize": False,
+        "refresh_every": 500, "quantize": False, "verify_files": "sha256",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -71,7 +71,7 @@ def make_entity_linker(
     top_k: int, threshold: float | None, nil_id: str, mention_max_length: int,
     entity_max_length: int, entity_granularity: str, expand_abbreviations: bool,
     row_dedupe_threshold: float | None, index_kind: str, batch_size: int, refresh_every: int,
-    quantize: bool, scorer: Callable | None,
+    quantize: bool, verify_files: str, scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does."""
     settings = settings_from(RetrieverSettings, {
@@ -79,7 +79,8 @@ def make_entity_linker(
         **{key: model.attrs[key] for key in ("pooling", "share_weights", "mixed_precision")}})
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
-                            refresh_every=refresh_every, scorer=scorer)
+                            refresh_every=refresh_every, verify_files=verify_files,
+                            scorer=scorer)
 
 
 class ArboEntityLinker(SavedAsFolder, TrainablePipe):
@@ -91,7 +92,9 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
     ``span._.mention_vector`` (read by ``arbo_coref``). The index is refreshed every
     ``refresh_every`` updates in training, and after updates before docs are processed
     (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``settings`` hold
-    the retriever's input and index settings (the factory's arguments).
+    the retriever's input and index settings (the factory's arguments). ``verify_files``:
+    how ``from_disk`` checks the saved files, ``sha256`` (all read whole) or ``quick`` (large
+    files by size and ends; see ``artefacts.check_folder``).
     """
 
     saved_files = SAVED_FILES
@@ -99,14 +102,15 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
     def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None = None,
                  top_k: int = 64, threshold: float | None = None, nil_id: str = "NIL",
-                 refresh_every: int = 500,
+                 refresh_every: int = 500, verify_files: str = "sha256",
                  scorer: Callable | None = score_entity_linking) -> None:
         if top_k < 1:
             raise ValueError(Errors.E011.format(name="top_k", condition=">= 1", value=top_k))
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
-                                    "nil_id": nil_id, "refresh_every": refresh_every}
+                                    "nil_id": nil_id, "refresh_every": refresh_every,
+                                    "verify_files": verify_mode(verify_files)}
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
         register_extensions()
@@ -264,15 +268,16 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
             **self.retriever.writers()}, SAVED_FILES, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
-        """Load a saved linker; every file is checked first (E030). A ``kb_path`` in the
-        config naming another KB than the saved one is honoured: the index is rebuilt for
-        it with the trained entity encoder (W004)."""
+        """Load a saved linker; every file is checked first (E030, as ``verify_files``
+        says). A ``kb_path`` in the config naming another KB than the saved one is honoured:
+        the index is rebuilt for it with the trained entity encoder (W004)."""
         path = ensure_path(path)
         exclude = set(exclude)
         sources = DenseRetriever.saved_sources(path, self.settings)
         check_folder(path, self.name, [n for n in ("cfg.json", "kb.jsonl", "tokenizer",
                                                    *{p.name for p in sources.values()}, "index")
-                                       if n.split(".")[0] not in exclude])
+                                       if n.split(".")[0] not in exclude],
+                     self.cfg["verify_files"])
         with reading(path, self.name):
             state: dict[str, Any] = {"seen_ids": [], "n_missing_gold_ids": 0}
             from_disk(path, {

@@ -19,7 +19,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path, from_disk
 from thinc.api import Config, Model, Optimizer
 
-from ..artefacts import SavedAsFolder, check_folder, reading
+from ..artefacts import SavedAsFolder, check_folder, reading, verify_mode
 from ..data.ids import gold_ids
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
@@ -70,7 +70,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_e
         "passage_length": 128, "passage_stride": 96, "entity_max_length": 32,
         "entity_granularity": "entity", "top_k": 16, "train_top_k": 8, "threshold": 0.3,
         "max_span_length": 24, "default_label": "ENTITY", "ents": "replace",
-        "index_kind": "flat", "batch_size": 8, "quantize": False,
+        "index_kind": "flat", "batch_size": 8, "quantize": False, "verify_files": "sha256",
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -80,7 +80,8 @@ def make_linker(
     nlp: Language, name: str, model: Model, kb_path: str | None, passage_length: int,
     passage_stride: int, entity_max_length: int, entity_granularity: str, top_k: int,
     train_top_k: int, threshold: float, max_span_length: int, default_label: str, ents: str,
-    index_kind: str, batch_size: int, quantize: bool, scorer: Callable | None,
+    index_kind: str, batch_size: int, quantize: bool, verify_files: str,
+    scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
     ``RetrieverReader.v1``) say what each setting does; the model's architecture holds the
@@ -88,7 +89,8 @@ def make_linker(
     settings = settings_from(CORES[model.attrs["reader"]][1],
                              {**locals(), **model.attrs["settings"]})
     return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
-                      default_label=default_label, ents=ents, scorer=scorer)
+                      default_label=default_label, ents=ents, verify_files=verify_files,
+                      scorer=scorer)
 
 
 class ArboLinker(SavedAsFolder, TrainablePipe):
@@ -97,6 +99,8 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     ``ents``: ``replace`` the doc's ents, or ``keep`` them and add the non-overlapping new
     ones. A span's label is its entity's KB type, else the label its entity had most often in
     the training corpus, else ``default_label``. ``reader`` is the core it drives.
+    ``verify_files``: how ``from_disk`` checks the saved files (``sha256`` or ``quick``, see
+    ``artefacts.check_folder``).
     """
 
     saved_files = SAVED_FILES
@@ -104,6 +108,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None = None,
                  default_label: str = "ENTITY", ents: str = "replace",
+                 verify_files: str = "sha256",
                  scorer: Callable | None = score_end_to_end) -> None:
         if ents not in ENTS_MODES:
             raise ValueError(Errors.E007.format(what="ents", value=ents,
@@ -111,7 +116,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
-                                    "ents": ents}
+                                    "ents": ents, "verify_files": verify_mode(verify_files)}
         self.core_class = CORES[model.attrs["reader"]][0]
         self.reader: KBReader | None = None
         register_extensions()
@@ -262,7 +267,8 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         check_folder(path, self.name, [n for n in ("cfg.json", "kb.jsonl", "tokenizer",
                                                    "passage_encoder", "entity_encoder",
                                                    "heads.safetensors", "index")
-                                       if n.split(".")[0] not in exclude])
+                                       if n.split(".")[0] not in exclude],
+                     self.cfg["verify_files"])
         with reading(path, self.name):
             state: dict[str, Any] = {"labels": {}, "updates": 0}
             from_disk(path, {

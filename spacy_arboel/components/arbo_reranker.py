@@ -20,7 +20,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path, from_disk
 from thinc.api import Model, Optimizer
 
-from ..artefacts import SavedAsFolder, check_folder, reading
+from ..artefacts import SavedAsFolder, check_folder, reading, verify_mode
 from ..data.ids import gold_ids
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
@@ -49,20 +49,23 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
         "model": DEFAULT_MODEL, "linker": "arbo_entity_linker", "kb_path": None, "top_k": 4,
         "train_top_k": 8, "inject_gold": True, "nil_id": "NIL", "mention_max_length": 32,
         "entity_max_length": 32, "expand_abbreviations": False, "batch_size": 64,
-        "quantize": False, "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
+        "quantize": False, "verify_files": "sha256",
+        "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_acc": 0.0},
 )
 def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: str | None,
                   top_k: int, train_top_k: int, inject_gold: bool, nil_id: str,
                   mention_max_length: int, entity_max_length: int, expand_abbreviations: bool,
-                  batch_size: int, quantize: bool, scorer: Callable | None) -> "ArboReranker":
+                  batch_size: int, quantize: bool, verify_files: str,
+                  scorer: Callable | None) -> "ArboReranker":
     """Create an ``arbo_reranker``; see the class for what each setting does."""
     settings = RerankerSettings(mention_max_length, entity_max_length, expand_abbreviations,
                                 batch_size, quantize, model.attrs["mixed_precision"])
     return ArboReranker(nlp.vocab, model, name, settings=settings, linker=linker,
                         kb_path=kb_path, top_k=top_k, train_top_k=train_top_k,
-                        inject_gold=inject_gold, nil_id=nil_id, scorer=scorer)
+                        inject_gold=inject_gold, nil_id=nil_id, verify_files=verify_files,
+                        scorer=scorer)
 
 
 class ArboReranker(SavedAsFolder, TrainablePipe):
@@ -72,6 +75,8 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
     over the scores of eq. 5–6); ``kb_path`` is the KB (default: the ``linker``'s, taken at
     initialize and saved with this component); ``settings`` are the factory's input and
     scoring settings (``batch_size``: pairs per forward pass; ``quantize``: int8, CPU only).
+    ``verify_files``: how ``from_disk`` checks the saved files (``sha256`` or ``quick``, see
+    ``artefacts.check_folder``).
     """
 
     saved_files = SAVED_FILES
@@ -80,7 +85,8 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
                  settings: RerankerSettings | None = None,
                  linker: str = "arbo_entity_linker", kb_path: str | None = None,
                  top_k: int = 4, train_top_k: int = 8, inject_gold: bool = True,
-                 nil_id: str = "NIL", scorer: Callable | None = score_entity_linking) -> None:
+                 nil_id: str = "NIL", verify_files: str = "sha256",
+                 scorer: Callable | None = score_entity_linking) -> None:
         for key, value in (("top_k", top_k), ("train_top_k", train_top_k)):
             if value < 1:
                 raise ValueError(Errors.E011.format(name=key, condition=">= 1", value=value))
@@ -89,7 +95,8 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
             mixed_precision=model.attrs["mixed_precision"])
         self.cfg: dict[str, Any] = {"linker": linker, "kb_path": kb_path, "nil_id": nil_id,
                                     "top_k": top_k, "train_top_k": train_top_k,
-                                    "inject_gold": inject_gold}
+                                    "inject_gold": inject_gold,
+                                    "verify_files": verify_mode(verify_files)}
         self.reranker: CrossEncoderReranker | None = None
         self.seen_ids: set[str] = set()  # the training corpus's gold ids (seen/unseen scores)
         register_extensions()
@@ -228,7 +235,8 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         is honoured anyway, W004), ``tokenizer``/``encoder`` from the base, ``head`` is new."""
         path = ensure_path(path)
         exclude = set(exclude)
-        check_folder(path, self.name, [n for n in SAVED_FILES if n.split(".")[0] not in exclude])
+        check_folder(path, self.name, [n for n in SAVED_FILES if n.split(".")[0] not in exclude],
+                     self.cfg["verify_files"])
         files: dict[str, Any] = {"cfg": {}, "tokenizer": None, "encoder": None, "head": None}
         with reading(path, self.name):
             from_disk(path, {

@@ -25,13 +25,23 @@ EXACT_MAX = 100_000
 RESCORE_BLOCK = 4_096
 
 
+def _open_vectors(path: Path) -> np.ndarray:
+    """One ``.npy`` vector file memory-mapped (E139 naming it when it is truncated, not a
+    ``.npy`` file, or holds objects)."""
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise ValueError(Errors.E139.format(path=path, problem=f"{type(err).__name__}: "
+                                            f"{err}")) from None
+
+
 class ShardedVectors:
     """Row vectors spread over ``.npy`` files, memory-mapped and addressed as one float32
     matrix: ``len``, ``shape``, slices of consecutive rows, ``take`` (or indexing by an array)
     of any rows. A file of width 0 (its documents had no vectors) reads as rows of zeros."""
 
     def __init__(self, paths: Sequence[str | Path]) -> None:
-        self.parts = [np.load(path, mmap_mode="r", allow_pickle=False) for path in paths]
+        self.parts = [_open_vectors(Path(path)) for path in paths]
         widths = {p.shape[1] for p in self.parts if p.ndim == 2 and p.shape[1] and len(p)}
         if len(widths) > 1 or any(p.ndim != 2 for p in self.parts):
             raise ValueError(Errors.E137.format(paths=", ".join(str(p) for p in paths[:3]),

@@ -1,12 +1,12 @@
 """Where the documents of the pending shards are linked: ``LocalEngine`` (this process) or
 ``RayEngine`` (Ray Data: ``map_batches`` over an actor pool, each actor loading the
-pipeline once). Both yield each shard's outcomes once all its documents are linked; the
-driver (``link_corpus.link_corpus``) writes it, so a shard is written exactly once even when
-Ray retries the work of a worker that died."""
+pipeline once). Both yield outcomes batch by batch as ``(shard, outcomes, finished)``,
+``finished`` once all of a shard's documents are in; the driver (``link_corpus``) spills
+them to disk and writes the shard then, so a shard is written exactly once even when Ray
+retries the work of a worker that died, and no shard is held in memory."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -85,17 +85,16 @@ class LocalEngine:
         self.settings, self.load = settings, load
         self._linker: PipelineLinker | None = None
 
-    def run(self, shards: Sequence[tuple[Shard, int]],
-            on_docs: Callable[[int], None]) -> Iterator[tuple[Shard, list[Outcome]]]:
+    def run(self, shards: Sequence[tuple[Shard, int]], on_docs: Callable[[int], None]
+            ) -> Iterator[tuple[Shard, list[Outcome], bool]]:
         """``shards``: each pending shard with its number of documents."""
         if self._linker is None:
             self._linker = PipelineLinker(self.settings, self.load)
         for shard, _ in shards:
-            outcomes: list[Outcome] = []
             for start, chunk in batches(read_texts(shard.source), self.settings.batch_size):
-                outcomes += self._linker.link(chunk, start)
+                yield shard, self._linker.link(chunk, start), False
                 on_docs(len(chunk))
-            yield shard, outcomes
+            yield shard, [], True
 
 
 class RayEngine:
@@ -118,16 +117,16 @@ class RayEngine:
         self.address, self.num_cpus, self.num_gpus = address, num_cpus, num_gpus
         self.load = load
 
-    def run(self, shards: Sequence[tuple[Shard, int]],
-            on_docs: Callable[[int], None]) -> Iterator[tuple[Shard, list[Outcome]]]:
+    def run(self, shards: Sequence[tuple[Shard, int]], on_docs: Callable[[int], None]
+            ) -> Iterator[tuple[Shard, list[Outcome], bool]]:
         """``shards``: each pending shard with its number of documents."""
         ray = start_ray(self.address, self.num_cpus)
         context = ray.data.DataContext.get_current()  # our own progress bar instead
         context.enable_progress_bars = context.print_on_execution_start = False
-        counts = {i: n for i, (_, n) in enumerate(shards)}
+        left = {i: n for i, (_, n) in enumerate(shards)}
         pending = {i: shard for i, (shard, _) in enumerate(shards)}
-        for i in [i for i, n in counts.items() if n == 0]:
-            yield pending.pop(i), []
+        for i in [i for i, n in left.items() if n == 0]:
+            yield pending.pop(i), [], True
         if not pending:
             return
         dataset = (ray.data.from_items([{"shard": i, "path": str(shard.source)}
@@ -138,16 +137,21 @@ class RayEngine:
                                 batch_size=self.settings.batch_size, batch_format="pandas",
                                 compute=ray.data.ActorPoolStrategy(size=self.num_workers),
                                 num_cpus=1, num_gpus=self.num_gpus))
-        gathered: dict[int, list[Outcome]] = defaultdict(list)
+        seen: dict[int, set[int]] = {i: set() for i in pending}
         for row in dataset.iter_rows():
-            i = int(row["shard"])
+            i, position = int(row["shard"]), int(row["position"])
+            if i not in pending or position in seen[i]:
+                continue  # a row Ray delivered twice (a retried batch)
+            seen[i].add(position)
             error = row["error"] if isinstance(row["error"], str) else None
             vectors = row["vectors"] if isinstance(row["vectors"], bytes) else None
-            gathered[i].append(Outcome(int(row["position"]), str(row["id"]), row["payload"],
-                                       int(row["mentions"]), error, vectors))
+            outcome = Outcome(position, str(row["id"]), row["payload"],
+                              int(row["mentions"]), error, vectors)
+            left[i] -= 1
             on_docs(1)
-            if len(gathered[i]) == counts[i]:
-                yield pending.pop(i), gathered.pop(i)
+            yield pending[i], [outcome], left[i] == 0
+            if left[i] == 0:
+                del pending[i], seen[i]
 
 
 def _shard_documents(row: dict[str, Any]) -> list[dict[str, Any]]:

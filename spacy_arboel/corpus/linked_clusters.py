@@ -11,33 +11,38 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..artefacts import unsafe_name
 from ..atomic import write_text_atomic
 from ..coref.corpus_knn import ShardedVectors, edge_recall, knn_graph, mention_index
 from ..coref.graph import build_graph
 from ..coref.mention_memory import cluster_names
 from ..coref.partition import partition_graph
 from ..errors import Errors
+from ..parsing import parse_json
 from .shards import MANIFEST_NAME, vectors_path
 
 
 @dataclass
 class LinkedMentions:
-    """The mentions of a linked corpus in shard order: a key per mention (doc id and
-    offsets), its best candidate (code into ``entity_ids``, -1 for none) and score."""
+    """The mentions of a linked corpus in shard order: a key per mention (its shard, the
+    line of its document there and its offsets: unique even where document ids repeat
+    across shards, as PMIDs do in PubMed's update files), its best candidate (code into
+    ``entity_ids``, -1 for none) and score."""
 
     keys: list[str] = field(default_factory=list)
     entity_codes: list[int] = field(default_factory=list)
     entity_scores: list[float] = field(default_factory=list)
     entity_ids: dict[str, int] = field(default_factory=dict)
 
-    def add(self, doc_id: str, entity: dict) -> None:
-        self.keys.append(f"{doc_id}_{entity['start']}_{entity['end']}")
+    def add(self, where: str, entity: dict) -> None:
+        """Add ``entity`` of the document at ``where`` (``<shard stem>_<line>``)."""
+        self.keys.append(f"{where}_{entity['start']}_{entity['end']}")
         candidates = entity.get("candidates") or []
         if candidates:
             kb_id, score = candidates[0]
@@ -53,7 +58,7 @@ def linked_shards(folder: str | Path) -> list[Path]:
     it is no such output)."""
     folder = Path(folder)
     try:
-        manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf8"))
+        manifest = parse_json((folder / MANIFEST_NAME).read_bytes())
         settings, shards = manifest["settings"], manifest["shards"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(Errors.E135.format(path=folder, problem=f"no readable "
@@ -61,12 +66,41 @@ def linked_shards(folder: str | Path) -> list[Path]:
     if settings.get("format") != "jsonl" or not settings.get("vectors"):
         raise ValueError(Errors.E135.format(path=folder, problem=f"it was linked with "
                                             f"{settings}, without --vectors"))
+    outside = [name for name in shards if not _plain_name(folder, name)]
+    if outside:
+        raise ValueError(Errors.E135.format(path=folder, problem=f"its manifest names "
+                                            f"{outside[0]!r}, not a .jsonl file of the "
+                                            "folder itself"))
     paths = [folder / name for name in sorted(shards)]
     missing = [p.name for p in paths if not p.exists() or not vectors_path(p).exists()]
     if missing:
         raise ValueError(Errors.E135.format(path=folder, problem=f"the manifest lists "
                                             f"{', '.join(missing[:3])}, which are missing"))
     return paths
+
+
+def _records(shard: Path) -> Iterator[tuple[int, dict]]:
+    """The line numbers and records of a linked JSONL shard (E135 naming a line that is
+    not a JSON object with an "entities" list)."""
+    with shard.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            try:
+                record = parse_json(line)
+                if not isinstance(record, dict) or not isinstance(record.get("entities"),
+                                                                  list):
+                    raise ValueError('not an object with an "entities" list')
+            except ValueError as err:
+                raise ValueError(Errors.E135.format(path=shard, problem=f"line {number}: "
+                                                    f"{err}")) from None
+            yield number, record
+
+
+def _plain_name(folder: Path, name: object) -> bool:
+    """Whether ``name`` is a ``.jsonl`` file directly in ``folder`` (no path, no link out:
+    the rule of the component manifests, ``artefacts.unsafe_name``)."""
+    if unsafe_name(name) is not None or "/" in name or not name.endswith(".jsonl"):
+        return False
+    return (folder / name).resolve().parent == folder.resolve()
 
 
 def read_mentions(shards: list[Path]) -> tuple[LinkedMentions, ShardedVectors]:
@@ -76,10 +110,13 @@ def read_mentions(shards: list[Path]) -> tuple[LinkedMentions, ShardedVectors]:
     vectors = ShardedVectors([vectors_path(s) for s in shards])
     for shard, part in zip(shards, vectors.parts, strict=True):
         before = len(mentions.keys)
-        for line in shard.read_text(encoding="utf8").splitlines():
-            record = json.loads(line)
-            for entity in record["entities"]:
-                mentions.add(str(record["id"]), entity)
+        for number, record in _records(shard):
+            try:
+                for entity in record["entities"]:
+                    mentions.add(f"{shard.stem}_{number}", entity)
+            except (KeyError, TypeError, ValueError) as err:
+                raise ValueError(Errors.E135.format(path=shard, problem=f"line {number}: "
+                                                    f"{type(err).__name__}: {err}")) from None
         if len(part) != len(mentions.keys) - before:
             raise ValueError(Errors.E136.format(path=vectors_path(shard), rows=len(part),
                                                 n=len(mentions.keys) - before))
@@ -146,8 +183,7 @@ def write_clustered(shards: list[Path], output_dir: Path, ids: list[str]) -> Non
     position = 0
     for shard in shards:
         lines = []
-        for line in shard.read_text(encoding="utf8").splitlines():
-            record = json.loads(line)
+        for _, record in _records(shard):
             for entity in record["entities"]:
                 entity["cluster"] = ids[position]
                 position += 1

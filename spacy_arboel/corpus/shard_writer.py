@@ -1,10 +1,15 @@
-"""Writing one linked shard: its outputs in input order and its errors file, each atomically,
-so that an interrupted run leaves no half-written shard."""
+"""Writing one linked shard: its outcomes go to spill files beside the output as they
+arrive (in any order), so that a shard costs little memory however many documents it
+holds; when the last one is in, the output (JSONL lines, or one DocBin), the vectors and
+the errors file are written in input order, each atomically, so that an interrupted run
+leaves no half-written shard."""
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,45 +27,120 @@ def docbin_bytes(doc: Any, doc_id: str) -> bytes:
     return DocBin(docs=[doc], store_user_data=True).to_bytes()
 
 
-def write_shard(shard: Shard, outcomes: Iterable[Outcome], fmt: str,
-                vectors: bool = False) -> dict[str, int]:
-    """Write the linked documents of ``shard`` in their input order to its output (JSONL
-    lines, or one DocBin), with ``vectors`` their mention vectors first (one float16 row per
-    entity, in the output's order), and the ones that raised to its errors file (JSONL: id,
-    position, error; removed when none did). Returns the counts: docs, mentions, errors."""
-    ordered = sorted(outcomes, key=lambda o: o.position)
-    linked = [o for o in ordered if o.error is None]
-    failed = [o for o in ordered if o.error is not None]
-    if vectors:
-        write_vectors(shard, [read_vectors(o.vectors) for o in linked])
-    if fmt == "jsonl":
-        write_text_atomic(shard.output, "".join(f"{o.payload}\n" for o in linked))
-    else:
-        from spacy.tokens import DocBin
+class ShardWriter:
+    """The outcomes of one shard, spilled to disk as they come: payloads (and vectors)
+    appended to hidden files beside the output, with in memory only where each one lies
+    (a few numbers per document) and the errors. :meth:`finish` writes the shard in input
+    order; :meth:`discard` removes the spill files of a shard that will not finish."""
 
-        merged = DocBin(store_user_data=True)
-        for outcome in linked:
-            merged.merge(DocBin(store_user_data=True).from_bytes(outcome.payload))
-        with atomic_file(shard.output) as temp:
-            merged.to_disk(temp)
-    if failed:
-        write_text_atomic(shard.errors, "".join(
-            json.dumps({"id": o.id, "position": o.position, "error": o.error},
-                       ensure_ascii=False) + "\n" for o in failed))
-    else:
-        shard.errors.unlink(missing_ok=True)
-    return {"docs": len(linked), "mentions": sum(o.mentions for o in linked),
-            "errors": len(failed)}
+    def __init__(self, shard: Shard, fmt: str, vectors: bool = False) -> None:
+        self.shard, self.fmt, self.vectors = shard, fmt, vectors
+        token = secrets.token_hex(4)
+        folder = shard.output.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        self._payloads_path = folder / f".{shard.output.name}.spill-{token}"
+        self._vectors_path = folder / f".{shard.output.name}.vectors-spill-{token}"
+        self._payloads = self._payloads_path.open("w+b")
+        self._vector_rows = self._vectors_path.open("w+b") if vectors else None
+        # position -> (payload offset, payload length, mentions, vector offset, rows, width)
+        self._where: dict[int, tuple[int, int, int, int, int, int]] = {}
+        self._failed: list[Outcome] = []
+        self._failed_at: set[int] = set()
+        self.count = 0
 
+    def add(self, outcomes: Iterable[Outcome]) -> None:
+        """Spill ``outcomes`` (a document already added, as a retried batch may bring it
+        again, is skipped)."""
+        for outcome in outcomes:
+            if outcome.position in self._where or outcome.position in self._failed_at:
+                continue
+            self.count += 1
+            if outcome.error is not None:
+                self._failed.append(outcome)
+                self._failed_at.add(outcome.position)
+                continue
+            payload = (outcome.payload.encode("utf8") if isinstance(outcome.payload, str)
+                       else outcome.payload)
+            offset = self._payloads.seek(0, 2)
+            self._payloads.write(payload)
+            vector_offset, rows, width = 0, 0, 0
+            if self._vector_rows is not None:
+                matrix = read_vectors(outcome.vectors).astype("float16", copy=False)
+                rows, width = matrix.shape
+                vector_offset = self._vector_rows.seek(0, 2)
+                self._vector_rows.write(np.ascontiguousarray(matrix).tobytes())
+            self._where[outcome.position] = (offset, len(payload), outcome.mentions,
+                                             vector_offset, rows, width)
+        self._payloads.flush()  # a batch at a time: memory holds no more than one
+        if self._vector_rows is not None:
+            self._vector_rows.flush()
 
-def write_vectors(shard: Shard, parts: list[np.ndarray]) -> None:
-    """One matrix of the documents' mention vectors (documents without a vector-giving
-    entity have width 0: their rows become zeros)."""
-    dim = max((p.shape[1] for p in parts), default=0)
-    matrix = np.zeros((sum(len(p) for p in parts), dim), dtype="float16")
-    row = 0
-    for part in parts:
-        matrix[row:row + len(part), :part.shape[1]] = part
-        row += len(part)
-    with atomic_file(shard.vectors) as temp:
-        np.save(temp, matrix, allow_pickle=False)
+    def _payload(self, position: int) -> bytes:
+        offset, length = self._where[position][:2]
+        self._payloads.seek(offset)
+        return self._payloads.read(length)
+
+    def finish(self) -> dict[str, int]:
+        """Write the shard's output, vectors (one float16 row per entity, in the output's
+        order; documents without a vector-giving entity have width 0: zeros) and errors
+        file (JSONL: id, position, error; removed when none raised). Returns the counts:
+        docs, mentions, errors."""
+        positions = sorted(self._where)
+        try:
+            self._payloads.flush()
+            if self._vector_rows is not None:
+                self._write_vectors(positions)
+            if self.fmt == "jsonl":
+                with atomic_file(self.shard.output) as temp, temp.open("wb") as out:
+                    for position in positions:
+                        out.write(self._payload(position) + b"\n")
+            else:
+                from spacy.tokens import DocBin
+
+                merged = DocBin(store_user_data=True)
+                for position in positions:
+                    merged.merge(DocBin(store_user_data=True).from_bytes(
+                        self._payload(position)))
+                with atomic_file(self.shard.output) as temp:
+                    merged.to_disk(temp)
+            failed = sorted(self._failed, key=lambda o: o.position)
+            if failed:
+                write_text_atomic(self.shard.errors, "".join(
+                    json.dumps({"id": o.id, "position": o.position, "error": o.error},
+                               ensure_ascii=False) + "\n" for o in failed))
+            else:
+                self.shard.errors.unlink(missing_ok=True)
+        finally:
+            self.discard()
+        return {"docs": len(positions),
+                "mentions": sum(self._where[p][2] for p in positions),
+                "errors": len(self._failed)}
+
+    def _write_vectors(self, positions: list[int]) -> None:
+        self._vector_rows.flush()
+        dim = max((self._where[p][5] for p in positions), default=0)
+        total = sum(self._where[p][4] for p in positions)
+        if total == 0 or dim == 0:
+            with atomic_file(self.shard.vectors) as temp:
+                np.save(temp, np.zeros((total, dim), dtype="float16"), allow_pickle=False)
+            return
+        with atomic_file(self.shard.vectors) as temp:
+            matrix = np.lib.format.open_memmap(temp, mode="w+", dtype="float16",
+                                               shape=(total, dim))
+            row = 0
+            for position in positions:
+                _, _, _, offset, rows, width = self._where[position]
+                self._vector_rows.seek(offset)
+                part = np.frombuffer(self._vector_rows.read(rows * width * 2),
+                                     dtype="float16").reshape(rows, width)
+                matrix[row:row + rows, :width] = part
+                row += rows
+            matrix.flush()
+            del matrix
+
+    def discard(self) -> None:
+        for file_, path in ((self._payloads, self._payloads_path),
+                            (self._vector_rows, self._vectors_path)):
+            if file_ is not None:
+                file_.close()
+                Path(path).unlink(missing_ok=True)

@@ -13,11 +13,14 @@ from typing import Any
 from ..atomic import write_text_atomic
 from ..data.texts import input_files
 from ..errors import Errors
+from ..parsing import parse_json
 
 OUTPUT_FORMATS = ("jsonl", "spacy")
 MANIFEST_NAME = "manifest.json"
 ERRORS_SUFFIX = ".errors.jsonl"
 VECTORS_SUFFIX = ".vectors.npy"
+# manifest settings recorded for the reader, not compared on resume
+INFORMATIONAL = ("model",)
 
 
 @dataclass(frozen=True)
@@ -46,20 +49,26 @@ def vectors_path(output: Path) -> Path:
 
 def plan_shards(input_path: str | Path, output_dir: str | Path, fmt: str) -> list[Shard]:
     """The shards of ``input_path`` (a file or a folder of .jsonl, .txt, .pubtator, .spacy;
-    E114 otherwise), each written to ``output_dir/<stem>.<fmt>`` (E125 when two inputs
-    share a stem)."""
+    E114 otherwise), each written to ``output_dir/<stem>.<fmt>``, with its errors and
+    vectors files beside it (E125 when a file of one shard would be a file of another, as
+    for inputs ``a.jsonl`` and ``a.txt``, or ``a.errors.jsonl``, whose output would be
+    ``a.jsonl``'s errors file)."""
     if fmt not in OUTPUT_FORMATS:
         raise ValueError(Errors.E007.format(what="--format", value=fmt,
                                             options=", ".join(OUTPUT_FORMATS)))
     output_dir = Path(output_dir)
-    shards: dict[Path, Shard] = {}
+    shards: list[Shard] = []
+    owners: dict[str, Shard] = {}
     for source in input_files(input_path):
-        output = output_dir / f"{source.stem}.{fmt}"
-        if output in shards:
-            raise ValueError(Errors.E125.format(
-                names=f"{shards[output].source.name} and {source.name}", output=output))
-        shards[output] = Shard(source, output, output_dir / f"{source.stem}{ERRORS_SUFFIX}")
-    return list(shards.values())
+        shard = Shard(source, output_dir / f"{source.stem}.{fmt}",
+                      output_dir / f"{source.stem}{ERRORS_SUFFIX}")
+        for path in (shard.output, shard.errors, shard.vectors):
+            other = owners.setdefault(path.name, shard)
+            if other is not shard:
+                raise ValueError(Errors.E125.format(
+                    names=f"{other.source.name} and {source.name}", output=path))
+        shards.append(shard)
+    return shards
 
 
 def file_digest(path: Path) -> str:
@@ -81,8 +90,10 @@ class Manifest:
              shards: list[Shard] = ()) -> Manifest:
         """The manifest of ``output_dir`` (a new one when there is none, E130 when then some
         output of ``shards`` exists already: not ours to replace); E126 when it is
-        malformed, E127 when it was written with other ``settings``."""
+        malformed, E127 when it was written with other ``settings`` (all but the
+        informational ``model`` path: the pipeline is compared by its fingerprint)."""
         path = Path(output_dir) / MANIFEST_NAME
+        settings = json.loads(json.dumps(settings))  # as it is saved: tuples become lists
         if not path.exists():
             found = [s.output.name for s in shards if s.output.exists() or s.errors.exists()]
             if found:
@@ -90,15 +101,19 @@ class Manifest:
                                                     names=", ".join(found[:5])))
             return cls(path, settings)
         try:
-            saved = json.loads(path.read_text(encoding="utf8"))
+            saved = parse_json(path.read_bytes())
             shards, saved_settings = saved["shards"], saved["settings"]
             if not isinstance(shards, dict) or not isinstance(saved_settings, dict):
                 raise TypeError("shards and settings must be maps")
         except (ValueError, KeyError, TypeError) as err:
             raise ValueError(Errors.E126.format(path=path, problem=err)) from None
-        if saved_settings != settings:
-            raise ValueError(Errors.E127.format(path=path, saved=saved_settings,
-                                                given=settings))
+        differ = sorted(key for key in {*saved_settings, *settings} - set(INFORMATIONAL)
+                        if saved_settings.get(key) != settings.get(key))
+        if differ:
+            raise ValueError(Errors.E127.format(
+                path=path, keys=", ".join(differ),
+                saved={k: saved_settings.get(k) for k in differ},
+                given={k: settings.get(k) for k in differ}, folder=output_dir))
         return cls(path, settings, shards)
 
     def is_done(self, shard: Shard) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Errors, Warnings
+from ..parsing import utf8_lines
 
 NO_ID = "-1"
 _ID_SEPARATORS = re.compile(r"[|+]")
@@ -70,8 +71,10 @@ def read_pubtator(path: str | Path) -> Iterator[PubtatorDocument]:
     whose text does not match the document text and about repeated PMIDs, keeping both.
     """
     path = Path(path)
-    with path.open(encoding="utf8") as file_:
-        yield from _parse_lines(file_, str(path))
+    with path.open("rb") as file_:
+        lines = utf8_lines(file_, lambda number, problem: ValueError(
+            Errors.E010.format(path=path, line=number, reason=problem)))
+        yield from _parse_lines(lines, str(path))
 
 
 def parse_pubtator_string(text: str, source: str = "<string>") -> list[PubtatorDocument]:

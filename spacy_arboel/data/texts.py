@@ -3,12 +3,13 @@
 one), plain ``.txt`` (one document per file) and ``.spacy`` DocBins, or a folder of them.
 No spaCy needed except for ``.spacy``."""
 
-import json
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Errors
+from ..parsing import decode_utf8, parse_json
 from .pubtator import is_title_line, read_pubtator
 
 SUFFIXES = (".jsonl", ".txt", ".pubtator", ".spacy")
@@ -35,10 +36,10 @@ def input_files(path: str | Path) -> list[Path]:
 
 def is_pubtator(path: Path) -> bool:
     """Whether the first non-empty line of ``path`` is a PubTator title line."""
-    with path.open(encoding="utf8") as lines:
+    with path.open("rb") as lines:  # bytes that are not UTF-8 are the reader's to report
         for line in lines:
             if line.strip():
-                return is_title_line(line)
+                return is_title_line(line.decode("utf8", errors="replace"))
     return False
 
 
@@ -48,29 +49,46 @@ def read_texts(path: str | Path) -> Iterator[TextRecord]:
         if file.suffix == ".jsonl":
             yield from _jsonl(file)
         elif file.suffix == ".spacy":
-            from spacy.tokens import DocBin
-            from spacy.vocab import Vocab
-
-            for number, doc in enumerate(DocBin().from_disk(file).get_docs(Vocab())):
-                yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")),
-                                 doc.text)
+            yield from _docbin(file)
         elif file.suffix == ".pubtator" or is_pubtator(file):
             for doc in read_pubtator(file):
                 yield TextRecord(doc.pmid, doc.text)
         else:
-            yield TextRecord(file.stem, file.read_text(encoding="utf8"))
+            try:
+                text = decode_utf8(file.read_bytes())
+            except ValueError as err:
+                raise ValueError(Errors.E154.format(path=file, problem=err)) from None
+            yield TextRecord(file.stem, text)
+
+
+def _docbin(file: Path) -> Iterator[TextRecord]:
+    """The docs of a .spacy file, one at a time (E155 when it cannot be read)."""
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+
+    docs: Iterator | None = None
+    for number in itertools.count():
+        try:
+            docs = docs or DocBin().from_disk(file).get_docs(Vocab())
+            doc = next(docs, None)
+        except Exception as err:  # spaCy, msgpack and numpy raise several unrelated types
+            raise ValueError(Errors.E155.format(path=file, number=number,
+                                                problem=f"{type(err).__name__}: {err}")) from None
+        if doc is None:
+            return
+        yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")), doc.text)
 
 
 def _jsonl(file: Path) -> Iterator[TextRecord]:
-    with file.open(encoding="utf8") as lines:
+    with file.open("rb") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
+                record = parse_json(line)
+            except ValueError as err:
                 raise ValueError(Errors.E115.format(path=file, line=number,
-                                                    problem=f"not JSON ({err.msg})")) from None
+                                                    problem=err)) from None
             if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                 raise ValueError(Errors.E115.format(
                     path=file, line=number, problem='no "text" string field'))

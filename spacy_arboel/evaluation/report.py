@@ -9,6 +9,7 @@ from typing import Any
 
 from ..atomic import atomic_file, write_text_atomic
 from ..errors import Errors
+from ..parsing import parse_json
 
 _DASH = "–"
 
@@ -34,8 +35,8 @@ def read_metrics(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     """A metric JSON file's run name (its "name" key, if any) and metrics (its "metrics"
     object where it has one, else the whole object); E111 unreadable, E112 not an object."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf8"))
-    except (OSError, json.JSONDecodeError) as err:
+        data = parse_json(Path(path).read_bytes())
+    except (OSError, ValueError) as err:
         raise ValueError(Errors.E111.format(path=path, error=err)) from None
     if not isinstance(data, dict):
         raise ValueError(Errors.E112.format(path=path, found=type(data).__name__))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..atomic import atomic_file
 from ..errors import Errors, Warnings
+from ..parsing import parse_json
 from .entity import Entity, EntityValueError
 
 NIL_ID = "NIL"  # the default id of unlinked mentions
@@ -133,17 +134,12 @@ class KnowledgeBase:
                 def fail(reason: str, number: int = number) -> KnowledgeBaseError:
                     return KnowledgeBaseError(Errors.E001.format(where=f"{path}:{number}",
                                                                  reason=reason))
-                try:
-                    line = raw.decode("utf8")
-                except UnicodeDecodeError as err:
-                    raise fail(f"not UTF-8 text: byte {raw[err.start]:#x} at column "
-                               f"{err.start + 1}") from None
-                if not line.strip():
+                if not raw.strip():
                     continue
                 try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise fail(f"invalid JSON: {err}") from None
+                    data = parse_json(raw)
+                except ValueError as err:
+                    raise fail(str(err)) from None
                 if not isinstance(data, dict) or "id" not in data or "name" not in data:
                     raise fail('missing "id" or "name"')
                 try:

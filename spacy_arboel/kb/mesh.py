@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
+from ..parsing import utf8_lines
 from .entity import Entity
 from .knowledge_base import KnowledgeBase
 
@@ -45,14 +46,11 @@ def read_mesh_descriptors(csv_path: str | Path) -> list[Entity]:
     """MeSH descriptors as entities: id = the D-number after the last ``/``, name = subject."""
     path = Path(csv_path)
     entities = []
-    with path.open(encoding="utf8", newline="") as file_:
-        reader = csv.DictReader(file_)
-        _check_columns(path, reader.fieldnames, ("id", "subject"), "MeSH descriptor CSV")
-        for row in reader:
-            entity_id = (row["id"] or "").strip().rsplit("/", 1)[-1]
-            name = (row["subject"] or "").strip()
-            if entity_id and name:
-                entities.append(Entity(id=entity_id, name=name))
+    for row in _rows(path, ("id", "subject"), "MeSH descriptor CSV"):
+        entity_id = (row["id"] or "").strip().rsplit("/", 1)[-1]
+        name = (row["subject"] or "").strip()
+        if entity_id and name:
+            entities.append(Entity(id=entity_id, name=name))
     return entities
 
 
@@ -120,21 +118,18 @@ def dedupe_aliases(name: str, aliases: Iterable[str]) -> tuple[str, ...]:
 def _read_disease_rows(tsv_path: str | Path, stats: dict[str, Any] | None) -> Iterator[_DiseaseRow]:
     path = Path(tsv_path)
     skipped: list[str] = []
-    with path.open(encoding="utf8", newline="") as file_:
-        reader = csv.DictReader(file_, delimiter="\t", quoting=csv.QUOTE_NONE)
-        _check_columns(path, reader.fieldnames, ("mesh_id", "name", "synonyms"),
-                       "MeSH disease-synonym TSV")
-        for row in reader:
-            entity_id = (row["mesh_id"] or "").strip()
-            if not MESH_ID.match(entity_id):
-                skipped.append(entity_id)
-                continue
-            yield _DiseaseRow(
-                id=entity_id,
-                name=(row["name"] or "").strip(),
-                tree_numbers=_split(row.get("tree_numbers")),
-                synonyms=_split(row["synonyms"]),
-            )
+    for row in _rows(path, ("mesh_id", "name", "synonyms"), "MeSH disease-synonym TSV",
+                     delimiter="\t", quoting=csv.QUOTE_NONE):
+        entity_id = (row["mesh_id"] or "").strip()
+        if not MESH_ID.match(entity_id):
+            skipped.append(entity_id)
+            continue
+        yield _DiseaseRow(
+            id=entity_id,
+            name=(row["name"] or "").strip(),
+            tree_numbers=_split(row.get("tree_numbers")),
+            synonyms=_split(row["synonyms"]),
+        )
     if skipped:
         logger.info("%s: skipped %d rows without a MeSH id (%s)", path, len(skipped),
                     ", ".join(skipped[:5]))
@@ -145,6 +140,32 @@ def _read_disease_rows(tsv_path: str | Path, stats: dict[str, Any] | None) -> It
 
 def _split(value: str | None) -> tuple[str, ...]:
     return tuple(part.strip() for part in (value or "").split("|") if part.strip())
+
+
+def _rows(path: Path, expected: tuple[str, ...], what: str,
+          **dialect: Any) -> Iterator[dict[str, str | None]]:
+    """The rows of the CSV or TSV file ``path``, which must have the ``expected`` columns
+    (E100); a line that is not UTF-8 or that csv cannot read is E150, naming it."""
+
+    def fail(number: int, problem: str) -> ValueError:
+        return ValueError(Errors.E150.format(path=path, line=number, what=what,
+                                             problem=problem))
+
+    read = 0  # lines given to csv (its line_num lags behind on some errors)
+
+    def counted(lines: Iterable[str]) -> Iterator[str]:
+        nonlocal read
+        for line in lines:
+            read += 1
+            yield line
+
+    with path.open("rb") as file_:
+        reader = csv.DictReader(counted(utf8_lines(file_, fail)), **dialect)
+        try:
+            _check_columns(path, reader.fieldnames, expected, what)
+            yield from reader
+        except csv.Error as err:  # e.g. a field over csv's size limit
+            raise fail(read, str(err)) from None
 
 
 def _check_columns(path: Path, found: Iterable[str] | None, expected: tuple[str, ...],

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..atomic import atomic_file, write_text_atomic
 from ..errors import Errors
+from ..parsing import parse_json
 
 PLAN, DONE, VECTORS = "plan.json", "done.json", "vectors.npy"
 
@@ -73,7 +74,7 @@ class ShardStore:
             raise ValueError(Errors.E132.format(path=self.folder, saved=saved.describe(),
                                                 given=plan.describe()))
         self.vectors = np.load(self.folder / VECTORS, mmap_mode="r+")
-        self.done = set(json.loads((self.folder / DONE).read_text()))
+        self.done = self._saved_done()
 
     def _saved_plan(self) -> EmbeddingPlan | None:
         path = self.folder / PLAN
@@ -86,13 +87,25 @@ class ShardStore:
                     given=self.plan.describe()))
             return None
         try:
-            data = json.loads(path.read_text())
+            data = parse_json(path.read_bytes())
             data["shards"] = tuple(tuple(bounds) for bounds in data["shards"])
             return EmbeddingPlan(**data)
         except (ValueError, TypeError, KeyError) as err:
             raise ValueError(Errors.E132.format(path=self.folder, saved=f"a plan.json that "
                                                 f"cannot be read ({err})",
                                                 given=self.plan.describe())) from None
+
+    def _saved_done(self) -> set[int]:
+        """The shards ``done.json`` lists as embedded (E132 when it cannot be read)."""
+        try:
+            done = parse_json((self.folder / DONE).read_bytes())
+            if not isinstance(done, list) or not all(type(i) is int for i in done):
+                raise ValueError("not a list of shard numbers")
+        except (OSError, ValueError) as err:
+            raise ValueError(Errors.E132.format(path=self.folder, saved=f"a {DONE} that "
+                                                f"cannot be read ({err})",
+                                                given=self.plan.describe())) from None
+        return set(done)
 
     @property
     def pending(self) -> list[int]:

@@ -1,0 +1,45 @@
+"""Parsing text that comes from outside (corpus shards, KB JSONL, manifests, settings
+files): every way a line or file can be unreadable (bad syntax, bytes that are not UTF-8,
+nesting too deep for the parser) is one ``ValueError`` saying what is wrong, which the
+caller turns into its coded error naming the file and line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+
+def decode_utf8(data: bytes) -> str:
+    """``data`` decoded as UTF-8 (ValueError naming the first byte that is not)."""
+    try:
+        return data.decode("utf8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        where = f"column {column}" if line == 1 else f"line {line}, column {column}"
+        raise ValueError(f"not UTF-8 text: byte {data[err.start]:#x} at {where}") from None
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` of ``text`` (bytes must be UTF-8): ValueError whatever makes it
+    unreadable, including nesting too deep for the parser (a RecursionError)."""
+    if isinstance(text, bytes):
+        text = decode_utf8(text)
+    try:
+        return json.loads(text)
+    except ValueError as err:  # JSONDecodeError, or an int of too many digits
+        raise ValueError(f"not JSON ({err})") from None
+    except RecursionError:
+        raise ValueError("not JSON that can be read (nested too deeply)") from None
+
+
+def utf8_lines(lines: Iterable[bytes],
+               fail: Callable[[int, str], Exception]) -> Iterator[str]:
+    """The ``lines`` of a file opened in binary mode, decoded; ``fail(number, problem)``
+    is raised for the first line that is not UTF-8."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            yield decode_utf8(raw)
+        except ValueError as err:
+            raise fail(number, str(err)) from None

@@ -1,0 +1,47 @@
+"""The README's examples run as written (with the tiny encoder and the toy KB substituted)."""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+import spacy
+
+from tests.conftest import TOY_ENTITIES
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _python_block(heading: str) -> str:
+    """The first python block of the README after ``heading``."""
+    text = README.read_text()
+    return re.search(r"```python\n(.*?)```", text[text.index(heading):], re.S)[1]
+
+
+def test_the_own_pipeline_example_links(tiny_encoder, toy_kb_path):
+    code = _python_block("### Use it in your own pipeline")
+    given = 'linker = nlp.add_pipe("arbo_entity_linker", config={"kb_path": "kb.jsonl"})'
+    assert given in code.splitlines()  # run, not commented out
+    config = {"kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}}
+    code = code.replace(given, f'linker = nlp.add_pipe("arbo_entity_linker", config={config!r})')
+    printed = io.StringIO()
+    namespace: dict = {}
+    with contextlib.redirect_stdout(printed):
+        exec(code, namespace)
+    doc = namespace["doc"]
+    ids = {entity["id"] for entity in TOY_ENTITIES}
+    assert [ent.text for ent in doc.ents] == ["aspirin", "headache"]
+    assert all(ent.kb_id_ in ids and ent._.kb_candidates for ent in doc.ents)
+    assert len(printed.getvalue().splitlines()) == 2
+
+
+def test_an_untrained_linker_not_set_up_says_what_to_call(tiny_encoder, toy_kb_path):
+    """What the README says happens without ensure_ready() or nlp.initialize()."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(toy_kb_path),
+                                               "model": {"encoder_name": tiny_encoder}})
+    doc = nlp.make_doc("Daily aspirin.")
+    doc.ents = [doc.char_span(6, 13, label="Chemical")]
+    with pytest.raises(ValueError, match=r"E051.*nlp\.initialize\(\).*ensure_ready\(\)"):
+        nlp(doc)
