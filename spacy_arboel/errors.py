@@ -471,8 +471,9 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E132 = (
         "The work folder {path} holds an embedding for {saved}, not for {given}: a resumed "
-        "build-index must use the same pipeline, KB and --shard-rows. Give another "
-        "--work-dir, or delete this one to start again."
+        "build-index must use the same pipeline, KB, --shard-rows and the settings that "
+        "change the vectors (entity_max_length, pooling, entity_granularity, similarity, "
+        "mixed_precision). Give another --work-dir, or delete this one to start again."
     )
     E133 = (
         "Shard {shard} came back with vectors of shape {shape}, not {expected}: the workers "

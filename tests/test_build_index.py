@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -29,6 +30,9 @@ from spacy_arboel.linking.kb_shards import EmbeddingPlan, ShardStore
 
 WORDS = ["acute", "chronic", "renal", "hepatic", "cardiac", "pulmonary", "toxicity",
          "failure", "injury", "disease", "syndrome", "pain", "fever", "cough", "aspirin"]
+
+# the vector settings of the plans below (issue 29: a resume checks them too)
+SAME = {"similarity": "dot", "mixed_precision": False}
 
 
 def _big_kb(n: int) -> KnowledgeBase:
@@ -60,20 +64,20 @@ def _settings(retriever: DenseRetriever, granularity: str = "alias") -> DenseRet
 
 def test_shards_never_split_an_entity():
     owners = np.array([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4])
-    plan = EmbeddingPlan.cut(owners, 3, kb_fingerprint="k", encoder_fingerprint="e",
+    plan = EmbeddingPlan.cut(owners, 3, kb_fingerprint="k", encoder_fingerprint="e", **SAME,
                              granularity="alias", dim=8)
     assert plan.shards == ((0, 3), (3, 6), (6, 11))  # the last takes all of entity 4
     for start, _ in plan.shards[1:]:
         assert owners[start] != owners[start - 1]
-    assert EmbeddingPlan.cut(owners, 100, kb_fingerprint="k", encoder_fingerprint="e",
+    assert EmbeddingPlan.cut(owners, 100, kb_fingerprint="k", encoder_fingerprint="e", **SAME,
                              granularity="alias", dim=8).shards == ((0, 11),)
     with pytest.raises(ValueError, match="E011"):
-        EmbeddingPlan.cut(owners, 0, kb_fingerprint="k", encoder_fingerprint="e",
+        EmbeddingPlan.cut(owners, 0, kb_fingerprint="k", encoder_fingerprint="e", **SAME,
                           granularity="alias", dim=8)
 
 
 def test_a_work_folder_is_reopened_only_for_its_own_plan(tmp_path):
-    plan = EmbeddingPlan.cut(np.arange(6), 2, kb_fingerprint="k", encoder_fingerprint="e",
+    plan = EmbeddingPlan.cut(np.arange(6), 2, kb_fingerprint="k", encoder_fingerprint="e", **SAME,
                              granularity="entity", dim=4)
     store = ShardStore(tmp_path / "work", plan)
     store.write(1, np.ones((2, 4), "float32"))
@@ -81,10 +85,13 @@ def test_a_work_folder_is_reopened_only_for_its_own_plan(tmp_path):
     assert again.pending == [0, 2] and (again.vectors[2:4] == 1).all()
     with pytest.raises(ValueError, match="E133"):
         again.write(0, np.ones((3, 4), "float32"))
-    other = EmbeddingPlan.cut(np.arange(6), 2, kb_fingerprint="k2", encoder_fingerprint="e",
+    other = EmbeddingPlan.cut(np.arange(6), 2, kb_fingerprint="k2", encoder_fingerprint="e", **SAME,
                               granularity="entity", dim=4)
     with pytest.raises(ValueError, match="E132.*KB k2"):
         ShardStore(tmp_path / "work", other)
+    for setting in ({"similarity": "cosine"}, {"mixed_precision": True}):
+        with pytest.raises(ValueError, match="E132.*" + "".join(setting)):
+            ShardStore(tmp_path / "work", replace(plan, **setting))
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="E132"):

@@ -22,6 +22,9 @@ from spacy_arboel.parsing import parse_json
 DEEP = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
 NOT_UTF8 = b'{"text": "caf\xe9"}'
 
+# the vector settings of the plans below (issue 29: a resume checks them too)
+SAME = {"similarity": "dot", "mixed_precision": False}
+
 
 def test_parse_json_raises_value_errors_only():
     for text, problem in ((DEEP, "nested too deeply"), (NOT_UTF8, "byte 0xe9 at column 14"),
@@ -90,7 +93,7 @@ def test_hostile_manifests_are_coded_errors(tmp_path):
 
 @pytest.mark.parametrize("name", ["plan.json", "done.json"])
 def test_a_build_index_work_folder_with_a_hostile_file(tmp_path, name):
-    plan = EmbeddingPlan.cut(np.arange(6), 2, kb_fingerprint="k", encoder_fingerprint="e",
+    plan = EmbeddingPlan.cut(np.arange(6), 2, kb_fingerprint="k", encoder_fingerprint="e", **SAME,
                              granularity="entity", dim=4)
     ShardStore(tmp_path / "work", plan)
     (tmp_path / "work" / name).write_text(DEEP)

@@ -75,7 +75,10 @@ def test_model_best_is_never_the_step_0_model():
 def test_a_damaged_evaluation_log_is_a_coded_error(tmp_path):
     path = tmp_path / "evaluations.jsonl"
     path.write_text('{"step": 0, "epoch": 0, "score": 0.5}\n' + "[" * 100000 + "\n")
-    with pytest.raises(ValueError, match=r"E138.*evaluations.jsonl:2"):
+    with pytest.raises(ValueError, match=r"E138.*evaluations.jsonl:2.*nested"):
+        read_log(path)
+    path.write_bytes(b'{"step": 0, "epoch": 0, "score": 0.5}\n{"steps": "\xff"}\n')
+    with pytest.raises(ValueError, match=r"E138.*evaluations.jsonl:2.*UTF-8"):
         read_log(path)
 
 

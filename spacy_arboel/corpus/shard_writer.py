@@ -117,26 +117,23 @@ class ShardWriter:
                 "errors": len(self._failed)}
 
     def _write_vectors(self, positions: list[int]) -> None:
+        """The .npy file written row block by row block (no memory map: its written pages
+        would count as the process's memory until the kernel writes them back)."""
         self._vector_rows.flush()
         dim = max((self._where[p][5] for p in positions), default=0)
         total = sum(self._where[p][4] for p in positions)
-        if total == 0 or dim == 0:
-            with atomic_file(self.shard.vectors) as temp:
-                np.save(temp, np.zeros((total, dim), dtype="float16"), allow_pickle=False)
-            return
-        with atomic_file(self.shard.vectors) as temp:
-            matrix = np.lib.format.open_memmap(temp, mode="w+", dtype="float16",
-                                               shape=(total, dim))
-            row = 0
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype("float16")),
+                  "fortran_order": False, "shape": (total, dim)}
+        with atomic_file(self.shard.vectors) as temp, temp.open("wb") as out:
+            np.lib.format.write_array_header_1_0(out, header)
             for position in positions:
                 _, _, _, offset, rows, width = self._where[position]
                 self._vector_rows.seek(offset)
                 part = np.frombuffer(self._vector_rows.read(rows * width * 2),
                                      dtype="float16").reshape(rows, width)
-                matrix[row:row + rows, :width] = part
-                row += rows
-            matrix.flush()
-            del matrix
+                if width < dim:  # a document without vectors: rows of zeros
+                    part = np.pad(part, ((0, 0), (0, dim - width)))
+                out.write(part.tobytes())
 
     def discard(self) -> None:
         for file_, path in ((self._payloads, self._payloads_path),

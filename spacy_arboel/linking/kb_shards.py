@@ -28,8 +28,10 @@ class EmbeddingPlan:
     of rows that never split an entity's rows."""
 
     kb_fingerprint: str
-    encoder_fingerprint: str
+    encoder_fingerprint: str  # its weights, window (entity_max_length) and pooling
     granularity: str
+    similarity: str  # cosine stores unit vectors
+    mixed_precision: bool  # half-precision matmuls give other vectors
     dim: int
     n_rows: int
     shards: tuple[tuple[int, int], ...]
@@ -53,7 +55,8 @@ class EmbeddingPlan:
 
     def describe(self) -> str:
         return (f"KB {self.kb_fingerprint}, entity encoder {self.encoder_fingerprint}, "
-                f"{self.granularity} rows: {self.n_rows}, {len(self.shards)} shards")
+                f"{self.granularity} rows: {self.n_rows}, {len(self.shards)} shards, "
+                f"similarity {self.similarity}, mixed_precision {self.mixed_precision}")
 
 
 class ShardStore:

@@ -17,6 +17,7 @@ from typing import IO, Any
 from spacy import registry
 
 from ..errors import Errors
+from ..parsing import parse_json
 
 LOG_NAME = "evaluations.jsonl"
 
@@ -75,15 +76,15 @@ def read_log(path: Path) -> TrainingLog:
     """The evaluations and step count that :func:`evaluation_log` wrote to ``path`` (E138
     when a line is not one of its records)."""
     evaluations, steps = [], None
-    with path.open(encoding="utf8") as lines:
+    with path.open("rb") as lines:
         for number, line in enumerate(lines, 1):
             try:
-                record = json.loads(line)
+                record = parse_json(line)
                 if "steps" in record:
                     steps = int(record["steps"])
                 elif "final" not in record:  # the final evaluation, written after training
                     evaluations.append(Evaluation(int(record["step"]), float(record["score"])))
-            except (ValueError, KeyError, TypeError, RecursionError) as err:
+            except (ValueError, KeyError, TypeError) as err:
                 raise ValueError(Errors.E138.format(path=path, line=number,
                                                     problem=f"{type(err).__name__}: {err}")
                                  ) from None
