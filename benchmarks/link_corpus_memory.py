@@ -32,7 +32,14 @@ import sys
 import time
 from pathlib import Path
 
-from _common import ROOT, command_line, machine, relative_path, write_result
+from _common import (
+    ROOT,
+    command_line,
+    machine,
+    recorded_result,
+    relative_path,
+    write_result,
+)
 
 
 def build_pipeline(corpus: Path, folder: Path) -> None:
@@ -94,6 +101,15 @@ def link(code: Path, model: Path, shard: Path, output: Path) -> dict:
             "output_mb": round(sum(p.stat().st_size for p in output.iterdir()) / 2**20, 1)}
 
 
+def _named(command: str, args: argparse.Namespace) -> str:
+    """``command`` with the corpus and baseline paths given by their names, where given
+    (a result file keeps no path of the machine it ran on)."""
+    for path, name in ((args.corpus, args.corpus_name), (args.baseline, args.baseline_name)):
+        if path is not None and name:
+            command = command.replace(str(path), name)
+    return command
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True,
@@ -101,6 +117,10 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=50_000)
     parser.add_argument("--baseline", type=Path, help="another checkout to compare with")
     parser.add_argument("--work", type=Path, default=ROOT / "bench_runs" / "corpus-memory")
+    parser.add_argument("--only", choices=["this", "baseline"], help="run one side only "
+                        "(the result file keeps the other side's earlier run)")
+    parser.add_argument("--corpus-name", help="how the result file names --corpus")
+    parser.add_argument("--baseline-name", help="how the result file names --baseline")
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     model = args.work / "pipeline"
@@ -114,18 +134,24 @@ def main() -> None:
     shard = args.work / f"input{args.docs}" / "shard.jsonl"
     if not shard.exists():
         write_shard(args.corpus, shard, args.docs)
-    runs = {}
-    for name, code in (("this checkout", ROOT), ("baseline", args.baseline)):
-        if code is not None:
-            runs[name] = link(code.resolve(), model.resolve(), shard.resolve(),
-                              (args.work / f"out-{name.split()[0]}").resolve())
-            print(name, runs[name], flush=True)
-    result = {"name": f"link-corpus-memory-{args.docs}",
-              "date": datetime.date.today().isoformat(), "machine": machine(),
-              "command": command_line([sys.executable, *sys.argv]),
-              "corpus": relative_path(args.corpus), "docs": args.docs,
-              "runs": runs}
-    print(f"Wrote {write_result(result)}")
+    name = f"link-corpus-memory-{args.docs}"
+    earlier = recorded_result(name) or {}
+    runs = dict(earlier.get("runs", {}))
+    commands = dict(earlier.get("commands", {}))
+    for run_name, code in (("this checkout", ROOT), ("baseline", args.baseline)):
+        if code is None or (args.only and not run_name.startswith(args.only)):
+            continue
+        runs[run_name] = link(code.resolve(), model.resolve(), shard.resolve(),
+                              (args.work / f"out-{run_name.split()[0]}").resolve())
+        runs[run_name]["code"] = ("this checkout" if code == ROOT
+                                  else args.baseline_name or relative_path(code))
+        commands[run_name] = _named(command_line([sys.executable, *sys.argv]), args)
+        print(run_name, runs[run_name], flush=True)
+        result = {"name": name, "date": datetime.date.today().isoformat(),
+                  "machine": machine(), "commands": commands,
+                  "corpus": args.corpus_name or relative_path(args.corpus),
+                  "docs": args.docs, "runs": runs}
+        print(f"Wrote {write_result(result)}")
 
 
 if __name__ == "__main__":
