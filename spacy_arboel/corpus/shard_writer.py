@@ -34,7 +34,7 @@ class ShardWriter:
     order; :meth:`discard` removes the spill files of a shard that will not finish."""
 
     def __init__(self, shard: Shard, fmt: str, vectors: bool = False) -> None:
-        self.shard, self.fmt, self.vectors = shard, fmt, vectors
+        self.shard, self.fmt = shard, fmt
         token = secrets.token_hex(4)
         folder = shard.output.parent
         folder.mkdir(parents=True, exist_ok=True)
@@ -45,19 +45,12 @@ class ShardWriter:
         # position -> (payload offset, payload length, mentions, vector offset, rows, width)
         self._where: dict[int, tuple[int, int, int, int, int, int]] = {}
         self._failed: list[Outcome] = []
-        self._failed_at: set[int] = set()
-        self.count = 0
 
     def add(self, outcomes: Iterable[Outcome]) -> None:
-        """Spill ``outcomes`` (a document already added, as a retried batch may bring it
-        again, is skipped)."""
+        """Spill ``outcomes`` (each document once: the engines drop rows Ray retried)."""
         for outcome in outcomes:
-            if outcome.position in self._where or outcome.position in self._failed_at:
-                continue
-            self.count += 1
             if outcome.error is not None:
                 self._failed.append(outcome)
-                self._failed_at.add(outcome.position)
                 continue
             payload = (outcome.payload.encode("utf8") if isinstance(outcome.payload, str)
                        else outcome.payload)
@@ -85,9 +78,8 @@ class ShardWriter:
         order; documents without a vector-giving entity have width 0: zeros) and errors
         file (JSONL: id, position, error; removed when none raised). Returns the counts:
         docs, mentions, errors."""
-        positions = sorted(self._where)
+        positions = sorted(self._where)  # add() flushed the spills
         try:
-            self._payloads.flush()
             if self._vector_rows is not None:
                 self._write_vectors(positions)
             if self.fmt == "jsonl":
@@ -119,7 +111,6 @@ class ShardWriter:
     def _write_vectors(self, positions: list[int]) -> None:
         """The .npy file written row block by row block (no memory map: its written pages
         would count as the process's memory until the kernel writes them back)."""
-        self._vector_rows.flush()
         dim = max((self._where[p][5] for p in positions), default=0)
         total = sum(self._where[p][4] for p in positions)
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype("float16")),

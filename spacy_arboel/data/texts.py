@@ -3,7 +3,6 @@
 one), plain ``.txt`` (one document per file) and ``.spacy`` DocBins, or a folder of them.
 No spaCy needed except for ``.spacy``."""
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,21 +61,18 @@ def read_texts(path: str | Path) -> Iterator[TextRecord]:
 
 
 def _docbin(file: Path) -> Iterator[TextRecord]:
-    """The docs of a .spacy file, one at a time (E155 when it cannot be read)."""
+    """The docs of a .spacy file, one at a time (E155 naming the doc that cannot be read)."""
     from spacy.tokens import DocBin
     from spacy.vocab import Vocab
 
-    docs: Iterator | None = None
-    for number in itertools.count():
-        try:
-            docs = docs or DocBin().from_disk(file).get_docs(Vocab())
-            doc = next(docs, None)
-        except Exception as err:  # spaCy, msgpack and numpy raise several unrelated types
-            raise ValueError(Errors.E155.format(path=file, number=number,
-                                                problem=f"{type(err).__name__}: {err}")) from None
-        if doc is None:
-            return
-        yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")), doc.text)
+    number = 0
+    try:
+        for doc in DocBin().from_disk(file).get_docs(Vocab()):
+            yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")), doc.text)
+            number += 1
+    except Exception as err:  # spaCy, msgpack and numpy raise several unrelated types
+        raise ValueError(Errors.E155.format(path=file, number=number,
+                                            problem=f"{type(err).__name__}: {err}")) from None
 
 
 def _jsonl(file: Path) -> Iterator[TextRecord]:

@@ -20,14 +20,13 @@ from .schedule import Schedule, plan_schedule
 LOGGER = "spacy_arboel.EvaluationLog.v1"
 
 
-def count_batches(config: Any) -> int:
-    """The batches of one epoch of the config's training corpus, as its batcher makes them
-    (a blank pipeline of the config's language tokenises the corpus)."""
+def count_batches(interpolated: Any) -> int:
+    """The batches of one epoch of an interpolated config's training corpus, as its batcher
+    makes them (a blank pipeline of the config's language tokenises the corpus)."""
     import spacy
     from spacy.schemas import ConfigSchemaTraining
     from spacy.util import registry, resolve_dot_names
 
-    interpolated = config.interpolate()
     training = registry.resolve(interpolated["training"], schema=ConfigSchemaTraining)
     corpus = resolve_dot_names(interpolated, [training["train_corpus"]])[0]
     examples = list(corpus(spacy.blank(interpolated["nlp"]["lang"])))
@@ -38,7 +37,8 @@ def schedule_of(config: Any) -> Schedule:
     """The schedule of training ``config`` (a loaded, not interpolated, spaCy config)."""
     interpolated = config.interpolate()
     epochs = int(interpolated["training"]["max_epochs"])
-    return plan_schedule(interpolated["training"], count_batches(config) if epochs > 0 else None)
+    return plan_schedule(interpolated["training"],
+                         count_batches(interpolated) if epochs > 0 else None)
 
 
 def record_evaluations(config: Any, output: Path) -> None:
