@@ -527,12 +527,92 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path} is not a .spacy DocBin that can be read (at document {number}: {problem}). "
         "Give a file written by DocBin.to_disk, e.g. by `spacy-arboel convert`."
     )
+    E160 = (
+        "Invalid lexical index settings: analyzer={analyzer}, ngram_range={ngram_range}, "
+        "lowercase={lowercase}. The analyzer must be one of {analyzers}, ngram_range two "
+        "ints 1 <= low <= high (BioSyn: analyzer \"char\", ngram_range [1, 2]) and lowercase "
+        "true or false: fix the settings."
+    )
+    E161 = (
+        "Cannot build a lexical index: {problem}. It needs the names (and aliases) of at "
+        "least one entity with some text: give a KB with names, or leave the lexical score "
+        "off."
+    )
+    E162 = (
+        "The owners of a lexical index's {n_names} names (shape {shape}, dtype {dtype}) must "
+        "be one non-negative int entity position per name, below n_entities={n_entities}: "
+        "pass the positions that name_rows returns with the names."
+    )
+    E163 = (
+        "{what} (shape {shape}, dtype {dtype}) must be an int array with one row per query "
+        "({n} queries) of entity positions in [0, {n_entities}) or -1 for padding: pass the "
+        "positions a search over the same KB returned."
+    )
+    E164 = (
+        "Invalid argument to the lexical index: {problem}. Fix the call (see the docstrings "
+        "of spacy_arboel.linking.lexical)."
+    )
 
     E139 = (
         "{path} is not a mention vector file of `link-corpus --vectors` ({problem}): it is "
         "truncated, or not the file that run wrote. Delete the shard's output and its entry "
         "in manifest.json (or the whole output folder) and link it again with --vectors."
     )
+
+    # --- self-alignment pretraining (spacy_arboel/linking/self_alignment.py): E165-E174 ---
+    E165 = (
+        "No entity of the knowledge base ({n_entities} entities) has two distinct names, so "
+        "self-alignment pretraining has no synonym pair to learn from. Add aliases or "
+        "synonyms to the entities (\"aliases\" in the KB JSONL, e.g. `build-kb "
+        "--disease-synonyms` or --alias-corpus), or skip this step: the untrained encoder "
+        "still links."
+    )
+    E166 = (
+        "Self-alignment pretraining needs at least two entities with names, to tell the names "
+        "of one apart from those of the others; the knowledge base has {n_entities}. Add "
+        "entities (with aliases) to the KB, or skip this step: the untrained encoder still "
+        "links."
+    )
+    E167 = (
+        "{n_unk} of {n_checked} names of the knowledge base (e.g. {example!r}) are mostly "
+        "[UNK] wordpieces for the tokenizer of '{encoder}': its vocabulary does not cover "
+        "their script, and training on them would teach nothing. Use an encoder whose "
+        "vocabulary covers the script of the KB's names (e.g. a multilingual model)."
+    )
+    E168 = (
+        "{path} is not empty and holds no earlier self-alignment output (self_alignment.json), "
+        "so it is not replaced. Give a new or empty output folder, or delete this one."
+    )
+    E169 = (
+        "Device '{device}' cannot be used for self-alignment pretraining ({reason}). Give "
+        "\"cpu\", \"cuda\" (or \"cuda:N\") where a CUDA GPU is visible, or \"auto\"."
+    )
+
+    # --- synonym sources from installed packages (spacy_arboel/kb/synonym_sources.py): E175-E179
+    E175 = (
+        "The synonym source {what} comes with the Python package '{package}', which is not "
+        "installed here. Install it (`pip install {distribution}`), or give the path of its "
+        "data file ({file}) instead."
+    )
+    E176 = (
+        "{path} is not the drug dictionary of drug-named-entity-recognition ({problem}). Give "
+        "the package's drug_ner_dictionary.pkl.bz2 (a bz2-compressed pickle of plain dicts, "
+        "lists and strings), or install the package and let its own file be found."
+    )
+    E177 = (
+        "{path}, line {line}: {problem}. gilda's mesh_mappings.tsv has six tab-separated "
+        "columns per line (MESH, a MeSH id, its name, a namespace, an id, its name): give "
+        "that file, or install gilda (or gilda-slim) and let its own file be found."
+    )
+
+    # --- arbo_linker's dictionary proposals (components/dictionary_spans.py): E185-E189 ---
+    E185 = (
+        "Unknown dictionary_spans '{value}' for '{name}'. Choose one of: untrained (the KB's "
+        "names and aliases found in the text, linked by the zero-shot encoder, until the "
+        "component is trained; the default), always (those proposals added to the span "
+        "heads' after training too) or never (the span heads' proposals only)."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
@@ -568,6 +648,27 @@ class Warnings(metaclass=ErrorsWithCodes):
         "The outputs keep every document, and `cluster` tells them apart by shard and line, "
         "but a reader that joins the output on ids will mix them: give each document a "
         "unique \"id\" (e.g. PMID plus update file) where that matters."
+    )
+    W008 = (
+        "{n} name(s) of the knowledge base are empty or whitespace only (e.g. of entity "
+        "'{entity_id}'); self-alignment pretraining skips them. Remove empty aliases from the KB."
+    )
+    W009 = (
+        "{n_unk} of {n_checked} names of the knowledge base (e.g. {example!r}) are mostly [UNK] "
+        "wordpieces for the tokenizer of '{encoder}'; self-alignment learns little from them. "
+        "Use an encoder whose vocabulary covers their script if they matter."
+    )
+    W012 = (
+        "{n} name(s) and alias(es) of the knowledge base of '{name}' are longer than "
+        "max_span_length = {max_length} tokens (e.g. {example!r}, {n_tokens} tokens); its "
+        "dictionary proposals never match them in text. Raise max_span_length if such long "
+        "names occur in your texts."
+    )
+    W013 = (
+        "{n} name(s) and alias(es) of the knowledge base of '{name}' have no letter or digit "
+        "(e.g. {example!r}); its dictionary proposals never match them in text, so that "
+        "punctuation is never proposed as an entity. Give such entities a name with letters "
+        "or digits if they matter."
     )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "

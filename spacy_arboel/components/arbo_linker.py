@@ -3,15 +3,18 @@
 model's architecture: ``spacy_arboel.SpanReader.v1`` (default; ELQ's one pass per passage
 with per-span retrieval, ``linking.SpanReader``) or ``spacy_arboel.RetrieverReader.v1``
 (EntQA / BEER²'s per-passage retrieval and a reader pass per candidate,
-``linking.RetrieverReader``)."""
+``linking.RetrieverReader``). Until its heads are trained it proposes the KB's names and
+aliases found in the text instead, linked by the zero-shot encoder (``dictionary_spans``,
+see ``dictionary_spans.py``)."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import srsly
+import torch
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
@@ -25,6 +28,7 @@ from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..evaluation.end_to_end import score_end_to_end
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
+from ..kb.index import read_index_meta
 from ..kb.knowledge_base import KnowledgeBase, kb_override
 from ..linking.kb_reader import KBReader, check_saved_settings, structural_settings
 from ..linking.reader_spans import resolve_spans
@@ -41,6 +45,7 @@ from .common import (
     write_folder,
 )
 from .concurrency import one_thread_at_a_time
+from .dictionary_spans import DICTIONARY_MODES, DictionaryLinker
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -56,9 +61,12 @@ mixed_precision = false
 ENTS_MODES = ("replace", "keep")
 # the core of each architecture's "reader" attribute, with its settings
 CORES = {"span": (SpanReader, SpanReaderSettings), "passage": (RetrieverReader, ReaderSettings)}
-# what to_disk writes (from_bytes accepts no other names)
+# what to_disk writes (from_bytes accepts no other names); ``names_index``: the zero-shot
+# retriever's index of the KB's names, saved while dictionary proposals are in use
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_encoder",
-               "cross_encoder", "entity_encoder", "heads.safetensors", "index")
+               "cross_encoder", "entity_encoder", "heads.safetensors", "index", "names_index")
+# the seed of every newly initialised head: an untrained linker is the same in every process
+HEAD_SEED = 0
 
 
 @Language.factory(
@@ -71,6 +79,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "reader_e
         "entity_granularity": "entity", "top_k": 16, "train_top_k": 8, "threshold": 0.3,
         "max_span_length": 24, "default_label": "ENTITY", "ents": "replace",
         "index_kind": "flat", "batch_size": 8, "quantize": False, "verify_files": "sha256",
+        "dictionary_spans": "untrained",
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -81,7 +90,7 @@ def make_linker(
     passage_stride: int, entity_max_length: int, entity_granularity: str, top_k: int,
     train_top_k: int, threshold: float, max_span_length: int, default_label: str, ents: str,
     index_kind: str, batch_size: int, quantize: bool, verify_files: str,
-    scorer: Callable | None,
+    dictionary_spans: str, scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
     ``RetrieverReader.v1``) say what each setting does; the model's architecture holds the
@@ -90,7 +99,7 @@ def make_linker(
                              {**locals(), **model.attrs["settings"]})
     return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
                       default_label=default_label, ents=ents, verify_files=verify_files,
-                      scorer=scorer)
+                      dictionary_spans=dictionary_spans, nlp=nlp, scorer=scorer)
 
 
 class ArboLinker(SavedAsFolder, TrainablePipe):
@@ -101,6 +110,18 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     the training corpus, else ``default_label``. ``reader`` is the core it drives.
     ``verify_files``: how ``from_disk`` checks the saved files (``sha256`` or ``quick``, see
     ``artefacts.check_folder``).
+
+    ``dictionary_spans``: where the spans to link come from. ``untrained`` (default): until
+    the component is trained (its first ``update``; saved with it), the KB's names and
+    aliases found in the text (``DictionarySpans``: case-insensitive, longest match first)
+    linked by the zero-shot encoder (``DictionaryLinker``), then the trained heads' spans
+    only. The default because untrained heads propose noise, while the heads trained on a
+    corpus learn which mentions it annotates (a dictionary proposes every KB name, wanted or
+    not: more recall, less precision). ``always``: the dictionary until trained, then its
+    spans that overlap no span of the heads are added to theirs (when that raises the F1
+    measured on your dev set). ``never``: the heads' spans only, trained or not. Dictionary
+    spans keep their link whatever ``threshold`` (a p(m)·p(e | m) of the heads) says; their
+    score is the encoder's cosine of the linked entity.
     """
 
     saved_files = SAVED_FILES
@@ -108,35 +129,95 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None = None,
                  default_label: str = "ENTITY", ents: str = "replace",
-                 verify_files: str = "sha256",
+                 verify_files: str = "sha256", dictionary_spans: str = "untrained",
+                 nlp: Language | None = None,
                  scorer: Callable | None = score_end_to_end) -> None:
         if ents not in ENTS_MODES:
             raise ValueError(Errors.E007.format(what="ents", value=ents,
                                                 options=", ".join(ENTS_MODES)))
+        if dictionary_spans not in DICTIONARY_MODES:
+            raise ValueError(Errors.E185.format(value=dictionary_spans, name=name))
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
-                                    "ents": ents, "verify_files": verify_mode(verify_files)}
+                                    "ents": ents, "verify_files": verify_mode(verify_files),
+                                    "dictionary_spans": dictionary_spans}
         self.core_class = CORES[model.attrs["reader"]][0]
         self.reader: KBReader | None = None
+        # whether the heads were trained (the first update sets it; saved in cfg.json)
+        self.trained = False
+        self.dictionary: DictionaryLinker | None = None
+        self._nlp = nlp  # its tokenizer makes the dictionary's patterns
         register_extensions()
 
     @property
     def kb(self) -> KnowledgeBase | None:
         return self.reader.kb if self.reader is not None else None
 
+    @property
+    def uses_dictionary(self) -> bool:
+        """Whether dictionary proposals are linked now (``dictionary_spans``)."""
+        mode = self.cfg["dictionary_spans"]
+        return mode == "always" or (mode == "untrained" and not self.trained)
+
+    @property
+    def uses_heads(self) -> bool:
+        """Whether the span heads propose spans now: once trained, or always with
+        ``dictionary_spans = "never"``."""
+        return self.trained or self.cfg["dictionary_spans"] == "never"
+
     def _set_up(self, kb: KnowledgeBase, tokenizer, load: Callable | None = None) -> None:
-        """The core over ``kb`` with the modules of ``load`` (default: the base encoder)."""
-        initialize_with(self.model, load)
+        """The core over ``kb`` with the modules of ``load`` (default: the base encoder);
+        new heads are drawn from ``HEAD_SEED`` (the caller's random state is left as it
+        was)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(HEAD_SEED)
+            initialize_with(self.model, load)
         self.reader = self.core_class(kb, tokenizer, torch_modules(self.model), self.settings)
+        self.dictionary = None
 
     def ensure_ready(self) -> None:
         """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
-        ``kb_path``, the base encoder) and build its entity index."""
+        ``kb_path``, the base encoder) and build its entity index, and its dictionary and
+        names index while dictionary proposals are in use."""
+        self._ensure_reader()
+        if self.uses_dictionary:
+            self._ensure_dictionary()
+
+    def _ensure_reader(self) -> None:
         if self.reader is None:
             self._set_up(config_kb(self.cfg["kb_path"], self.name),
                          load_tokenizer(self.model.attrs["encoder_name"]))
         self.reader.ensure_index()
+
+    def _ensure_dictionary(self, index_path: Path | None = None) -> DictionaryLinker:
+        """The dictionary of the core's KB and its names index, embedded by the core's
+        entity encoder (or loaded from ``index_path``), unless it is there already."""
+        core = self.reader
+        if self.dictionary is None or self.dictionary.kb is not core.kb:
+            import spacy
+
+            nlp = self._nlp or spacy.blank(self.vocab.lang or "xx", vocab=self.vocab)
+            self.dictionary = DictionaryLinker.build(
+                nlp, core.kb, core.tokenizer, core.modules["entity"].transformer,
+                self.settings, name=self.name, index_path=index_path)
+        return self.dictionary
+
+    @one_thread_at_a_time
+    def _dictionary_before_docs(self) -> None:
+        """Before docs are processed (``nlp(...)``, ``nlp.pipe``), build the dictionary where
+        it is in use and missing (``initialize`` on a training corpus leaves it out);
+        ``predict`` itself never builds anything."""
+        if self.reader is not None and self.reader.index is not None and self.uses_dictionary:
+            self._ensure_dictionary()
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._dictionary_before_docs()
+        return super().__call__(doc)
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        self._dictionary_before_docs()
+        yield from super().pipe(stream, batch_size=batch_size)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -149,11 +230,17 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         tokenizer, KB and index are reused (BEER² starts from BLINK's bi-encoder likewise).
         ``reader_path`` (instead): a trained pipeline with a span-reader ``arbo_linker`` to
         train on from, e.g. with ``cross_reread`` added; its KB and index are reused.
+        Without gold mentions in ``get_examples`` (``nlp.initialize()`` alone: linking
+        follows, not training) the dictionary and its names index are built too while
+        dictionary proposals are in use; with them, only when docs are first processed.
         """
         kb = kb_loader(nlp) if kb_loader is not None else None
+        if nlp is not None:
+            self._nlp = nlp
         if linker_path and reader_path:
             raise ValueError(Errors.E029.format(name=self.name,
                                                 problem="both linker_path and reader_path"))
+        self.trained = False
         if reader_path:
             self._from_reader(Path(reader_path), kb)
         elif linker_path:
@@ -161,9 +248,12 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         else:
             self._set_up(kb or config_kb(self.cfg["kb_path"], self.name),
                          load_tokenizer(self.model.attrs["encoder_name"]))
-        self.ensure_ready()
-        self.reader.learn_labels((gold_ids(ent.kb_id_), ent.label_)
-                                           for eg in get_examples() for ent in eg.reference.ents)
+        self._ensure_reader()
+        mentions = [(gold_ids(ent.kb_id_), ent.label_)
+                    for eg in get_examples() for ent in eg.reference.ents]
+        self.reader.learn_labels(mentions)
+        if self.uses_dictionary and not mentions:
+            self._ensure_dictionary()
 
     def _from_linker(self, path: Path, kb: KnowledgeBase | None) -> None:
         import spacy
@@ -194,8 +284,9 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         import spacy
 
         pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
-        found = next((p.reader for _, p in pipeline.pipeline if isinstance(p, ArboLinker)),
-                     None) if pipeline else None
+        source = next((p for _, p in pipeline.pipeline if isinstance(p, ArboLinker)),
+                      None) if pipeline else None
+        found = source.reader if source is not None else None
         same = ("entity_granularity", "entity_pooling")
         if not (isinstance(found, SpanReader) and self.core_class is SpanReader
                 and all(getattr(found.settings, k) == getattr(self.settings, k) for k in same)):
@@ -205,6 +296,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
             kb = config_kb(self.cfg["kb_path"], self.name)
         self._set_up(kb or found.kb, found.tokenizer,
                      partial(SpanReader.modules_from_reader, found, self.settings))
+        self.trained = source.trained  # its trained heads are ours
         if found.settings.entity_max_length == self.settings.entity_max_length:
             self.reader.reuse_index(found.kb, found.ready_index())
 
@@ -216,20 +308,49 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optimizer | None = None,
                losses: dict[str, float] | None = None) -> dict[str, float]:
-        """One step of the loss of the current phase (BEER² eq. 13–15)."""
-        return run_update(self, examples, lambda egs: self._require().step(
+        """One step of the loss of the current phase (BEER² eq. 13–15). The component is
+        trained from now on: under ``dictionary_spans = "untrained"`` its heads propose the
+        spans (the dictionary is let go)."""
+        losses = run_update(self, examples, lambda egs: self._require().step(
             *gold_mentions(eg.reference for eg in egs)), sgd, losses)
+        self.trained = True
+        if not self.uses_dictionary:
+            self.dictionary = None
+        return losses
 
     @one_thread_at_a_time
     def predict(self, docs: Iterable[Doc]) -> list[DocLinks]:
-        """Linked spans, per-span candidates and per-passage candidates; no side effects."""
+        """Linked spans, per-span candidates and per-passage candidates; no side effects.
+        The spans come from the heads, the dictionary or both (``dictionary_spans``)."""
         docs = list(docs)
         texts = [doc.text for doc in docs]
         if not any(t.strip() for t in texts):
             return [DocLinks() for _ in docs]
-        found, results = self._require().scored_spans(texts)
-        for result, spans in zip(results, found, strict=True):
-            result.spans = resolve_spans(spans)
+        core = self._require()
+        results: list[DocLinks] = []
+        if self.uses_heads:
+            found, results = core.scored_spans(texts)
+            for result, spans in zip(results, found, strict=True):
+                result.spans = resolve_spans(spans)
+        if not self.uses_dictionary:
+            return results
+        if self.dictionary is None or self.dictionary.kb is not core.kb:
+            raise ValueError(Errors.E051.format(name=self.name,
+                                                what="dictionary (its names index)"))
+        found, extra = self.dictionary.link(docs)
+        if not self.uses_heads:
+            for result, spans in zip(extra, found, strict=True):
+                result.spans = resolve_spans(spans)
+            return extra
+        for result, spans, more in zip(results, found, extra, strict=True):
+            heads = result.spans
+            added = [s for s in resolve_spans(spans)
+                     if not any(s.start_char < h.end_char and h.start_char < s.end_char
+                                for h in heads)]
+            for span in added:
+                result.candidates[(span.start_char, span.end_char)] = more.candidates.get(
+                    (span.start_char, span.end_char), [(span.kb_id, span.score)])
+            result.spans = sorted(heads + added, key=lambda s: (s.start_char, s.end_char))
         return results
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
@@ -249,14 +370,18 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None)
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
-        """Save the KB, tokenizer, encoders, heads and index; ``exclude`` leaves out any of
-        ``cfg``, ``kb``, ``tokenizer``, ``index``."""
+        """Save the KB, tokenizer, encoders, heads and index (and, while dictionary
+        proposals are in use, the names index as ``names_index``); ``exclude`` leaves out any
+        of ``cfg``, ``kb``, ``tokenizer``, ``index`` (both indexes)."""
         self.ensure_ready()
         core = self.reader
-        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
-            "labels": core.entity_labels, "updates": core.updates,
+        writers = {"cfg.json": lambda p: srsly.write_json(p, {
+            "labels": core.entity_labels, "updates": core.updates, "trained": self.trained,
             "reader": self.model.attrs["reader"], **structural_settings(self.settings)}),
-            **core.writers()}, SAVED_FILES, exclude)
+            **core.writers()}
+        if self.uses_dictionary and "index" not in exclude:
+            writers["names_index"] = self.dictionary.write_index
+        write_folder(ensure_path(path), writers, SAVED_FILES, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
         """Load a saved arbo_linker; every file is checked first (E030), and saved settings
@@ -284,10 +409,17 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
                                                 len(tokenizer), self.settings))
             self.reader.entity_labels = dict(state["labels"])
             self.reader.updates = int(state["updates"])
+            # saves before the flag: trained once updated
+            self.trained = bool(state.get("trained", self.reader.updates > 0))
             if "index" not in exclude:
                 self.reader.load_index(path / "index")
         kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        names = path / "names_index"
         if kb is not None:
             self.reader.set_kb(kb)
+        elif self.uses_dictionary and not exclude & {"index", "names_index"} and names.exists():
+            with reading(path, self.name):  # saved for this KB (not one from kb_path)
+                if read_index_meta(names).kb_fingerprint == self.kb.fingerprint():
+                    self._ensure_dictionary(names)
         self.ensure_ready()
         return self

@@ -1,7 +1,10 @@
-"""BLINK's input formats, as wordpiece id sequences.
+"""The encoders' input formats, as wordpiece id sequences.
 
-Mention: ``[CLS] left [START] mention [END] right [SEP]`` with the window centred on the
-mention (BLINK §3.1, arboEL eq. 4). Entity: ``[CLS] name [TITLE] description [SEP]``.
+``blink`` (BLINK §3.1, arboEL eq. 4): mention ``[CLS] left [START] mention [END] right [SEP]``
+with the window centred on the mention; entity ``[CLS] name [TITLE] description [SEP]``.
+``names``: the mention's own text ``[CLS] mention [SEP]`` against one row per entity name or
+alias ``[CLS] name [SEP]``, the input a sentence encoder or a self-aligned one (SapBERT §2)
+was trained on: what an encoder never trained on a corpus links best with.
 Documents are tokenised once with character offsets, so every mention of a document reuses
 the same wordpieces instead of re-tokenising its context.
 """
@@ -22,6 +25,7 @@ from ..kb.entity import Entity
 from .loading import MENTION_END, MENTION_START, TITLE
 
 ALIAS_SEPARATOR = " ; "
+INPUT_FORMATS = ("blink", "names")
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,11 @@ class InputBuilder:
         mention_max_length: int = 32,
         entity_max_length: int = 32,
         expand_abbreviations: bool = False,
+        inputs: str = "blink",
     ):
+        if inputs not in INPUT_FORMATS:
+            raise ValueError(Errors.E007.format(what="inputs", value=inputs,
+                                                options=", ".join(INPUT_FORMATS)))
         if mention_max_length < 8:
             raise ValueError(Errors.E011.format(name="mention_max_length", condition=">= 8",
                                                 value=mention_max_length))
@@ -147,6 +155,7 @@ class InputBuilder:
         self.open_ids, self.close_ids = special_ids(tokenizer)
         self.pad_id = tokenizer.pad_token_id or 0
         self.expand_abbreviations = expand_abbreviations
+        self.inputs = inputs
 
     @property
     def marker_ids(self) -> tuple[int, int]:
@@ -156,7 +165,8 @@ class InputBuilder:
     # --- mentions --------------------------------------------------------------------------
 
     def mention_ids(self, texts: Sequence[str], spans: Iterable[MentionSpan]) -> list[list[int]]:
-        """Wordpiece ids of each mention in its context window.
+        """Wordpiece ids of each mention in its context window (``names`` inputs: of the
+        mention alone).
 
         With ``expand_abbreviations``, a mention that is an abbreviation defined in its
         document ("cholecystokinin octapeptide (CCK-8)") is encoded as its long form, in
@@ -178,7 +188,9 @@ class InputBuilder:
                 if self.expand_abbreviations:
                     long_forms[doc_index] = find_abbreviations(texts[doc_index])
         expanded: dict[str, list[int]] = {}
-        budget = self.mention_max_length - len(self.open_ids) - len(self.close_ids) - 2
+        names = self.inputs == "names"
+        budget = (self.mention_max_length - len(self.open_ids) - len(self.close_ids)
+                  - (0 if names else 2))
         result = []
         long_mentions: list[tuple[MentionSpan, int]] = []
         for span in spans:
@@ -201,6 +213,9 @@ class InputBuilder:
                 mention = self.tokenizer(piece, add_special_tokens=False)["input_ids"]
             if len(mention) > budget:
                 long_mentions.append((span, len(mention)))
+            if names:
+                result.append(self.open_ids + list(mention[:budget]) + self.close_ids)
+                continue
             left, mention, right = mention_window(ids[:first], mention, ids[last:], budget)
             result.append(
                 self.open_ids + left + [self.start_id] + mention + [self.end_id] + right
@@ -228,9 +243,12 @@ class InputBuilder:
         return ALIAS_SEPARATOR.join(parts)
 
     def entity_ids(self, titles: Sequence[str], descriptions: Sequence[str]) -> list[list[int]]:
-        """``[CLS] title [TITLE] description [SEP]`` truncated to ``entity_max_length``."""
+        """``[CLS] title [TITLE] description [SEP]`` truncated to ``entity_max_length``
+        (``names`` inputs: ``[CLS] title [SEP]``)."""
         budget = self.entity_max_length - len(self.open_ids) - len(self.close_ids) - 1
         title_ids = leading_ids(self.tokenizer, titles, budget)
+        if self.inputs == "names":
+            return [self.open_ids + title + self.close_ids for title in title_ids]
         desc_ids = leading_ids(self.tokenizer, descriptions, budget)
         result = []
         for title, desc in zip(title_ids, desc_ids, strict=True):
@@ -254,15 +272,30 @@ class InputBuilder:
         return pad_ids(sequences, self.pad_id)
 
 
+def name_key(text: str) -> str:
+    """A name as names are compared: case-folded, whitespace collapsed."""
+    return " ".join(text.casefold().split())
+
+
+def shadowed_aliases(entities: Sequence[Entity]) -> set[str]:
+    """The ``name_key`` of every entity's preferred name: an alias of another entity with
+    that text is ambiguous, and the entity it names first wins it (``entity_rows``)."""
+    return {name_key(entity.name) for entity in entities}
+
+
 def entity_rows(
-    entities: Sequence[Entity], granularity: str = "entity"
+    entities: Sequence[Entity], granularity: str = "entity", drop_shadowed: bool = False
 ) -> tuple[list[str], list[str], np.ndarray]:
     """The texts the entity encoder embeds, and the entity position behind each row.
 
     ``entity`` (BLINK): one row per entity, ``name [TITLE] description-or-aliases``.
     ``alias`` (our extension, see BENCHMARKS.md): one row per name and per alias,
     ``alias [TITLE] name ; description``; an entity scores as its best row.
+    ``drop_shadowed``: leave out an alias row whose text is another entity's preferred name
+    (MeSH's synonym lists give "seizures" to "Kindling, Neurologic" as well as to
+    "Seizures": with name-only rows the two would tie, and the preferred name wins).
     """
+    shadowed = shadowed_aliases(entities) if drop_shadowed else set()
     titles: list[str] = []
     descriptions: list[str] = []
     owners: list[int] = []
@@ -276,7 +309,10 @@ def entity_rows(
             titles.append(entity.name)
             descriptions.append(base)
             owners.append(position)
+            own = name_key(entity.name)
             for alias in entity.aliases:
+                if shadowed and name_key(alias) in shadowed and name_key(alias) != own:
+                    continue
                 titles.append(alias)
                 descriptions.append(ALIAS_SEPARATOR.join(p for p in (entity.name, base) if p))
                 owners.append(position)

@@ -63,8 +63,10 @@ def evaluate_end_to_end(
         "retriever_final": {"mention_recall": scores["e2e_retriever_mention_recall"],
                             "passage_recall": scores["e2e_retriever_passage_recall"]},
     }
-    if "arbo_linker" in nlp.pipe_names:
-        linker = nlp.get_pipe("arbo_linker")
+    linker = nlp.get_pipe("arbo_linker") if "arbo_linker" in nlp.pipe_names else None
+    # an untrained arbo_linker links dictionary proposals: its heads' retrieval is not used
+    # (``retriever_final`` scores the candidates of what it linked)
+    if linker is not None and getattr(linker, "uses_heads", True):
         # the passage reader retrieves with each passage's [CLS], the span reader per span
         key = "retriever_cls" if linker.model.attrs["reader"] == "passage" else "retriever_spans"
         metrics[key] = retriever_recall(linker, gold_docs, recall_ks, nil_id=nil_id)

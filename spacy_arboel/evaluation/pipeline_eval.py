@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 import numpy as np
@@ -25,8 +25,11 @@ def evaluate_linker(
     component: str = "arbo_entity_linker",
     batch_size: int = 256,
     measure_encoder: bool = True,
+    seen_ids: Container[str] | None = None,
 ) -> dict[str, Any]:
     """Link the gold mentions of ``gold_docs`` with ``nlp`` and compute the metrics.
+    ``seen_ids``: the ids that count as seen in training (default: those of the linker's
+    own training corpus; give a corpus's ids to split an untrained linker's scores alike).
 
     Timings, after an untimed warm-up on the first ``WARMUP_DOCS`` docs:
     ``linking_mentions_per_s`` through ``nlp.pipe`` (tokenisation, encoding,
@@ -50,7 +53,8 @@ def evaluate_linker(
         pass
     link_seconds = time.perf_counter() - start
     outcomes = mention_outcomes_from_examples(
-        examples, kb_ids=linker.kb, seen_ids=linker.seen_ids or None,
+        examples, kb_ids=linker.kb,
+        seen_ids=seen_ids if seen_ids is not None else linker.seen_ids or None,
         nil_id=linker.cfg["nil_id"],
     )
     metrics = linking_metrics(outcomes, nil_id=linker.cfg["nil_id"])

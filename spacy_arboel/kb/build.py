@@ -11,6 +11,7 @@ from pathlib import Path
 from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import build_mesh_kb, dedupe_aliases
+from .synonym_sources import add_synonym_sources
 
 
 @dataclass
@@ -22,6 +23,7 @@ class KBBuildReport:
     corpus_aliases: int = 0
     typed: int = 0
     absent: set[str] = field(default_factory=set)
+    synonyms: dict = field(default_factory=dict)
 
 
 def build_kb(
@@ -31,11 +33,15 @@ def build_kb(
     jsonl: Iterable[Path] = (),
     aliases: Mapping[str, Sequence[str]] | None = None,
     types: Mapping[str, Counter[str]] | None = None,
+    synonym_sources: Mapping[str, bool | str | Path] | None = None,
 ) -> tuple[KnowledgeBase, KBBuildReport]:
     """MeSH descriptors (with disease synonyms) and/or JSONL KBs, merged by id; ``aliases``
     (per id, e.g. the gold mention texts of a corpus: ``data.aliases.harvest_aliases``)
     come before the others, and ``types`` (per id, a Counter of labels:
-    ``data.aliases.types_from_docs``) type the entities that have none."""
+    ``data.aliases.types_from_docs``) type the entities that have none.
+    ``synonym_sources``: ``drug_ner`` and/or ``gilda`` (``True`` for the installed package's
+    file, or its path), whose MeSH synonyms join the KB before the corpus aliases
+    (``synonym_sources.add_synonym_sources``)."""
     report = KBBuildReport()
     kb = KnowledgeBase()
     if mesh_descriptors is not None:
@@ -43,6 +49,10 @@ def build_kb(
     for path in jsonl:
         kb, shared = merge_kbs(kb, KnowledgeBase.from_jsonl(path))
         report.merged.append((path, shared))
+    if synonym_sources:
+        kb = add_synonym_sources(kb, drug_ner=synonym_sources.get("drug_ner", False),
+                                 gilda=synonym_sources.get("gilda", False),
+                                 stats=report.synonyms)
     if aliases:
         report.absent = {entity_id for entity_id in aliases if entity_id not in kb}
         before = sum(len(entity.aliases) for entity in kb)

@@ -42,6 +42,8 @@ class IndexMeta:
     # the FAISS factory string of an index built apart and saved as index.faiss (None: built
     # from embeddings.npy when loaded)
     factory: str | None = None
+    # the encoders' inputs the rows were embedded for (``encoders.inputs``)
+    inputs: str = "blink"
 
     @property
     def built_apart(self) -> bool:
@@ -388,7 +390,7 @@ def arrays_problem(meta: IndexMeta, embeddings: np.ndarray | None, owners: np.nd
 
 def check_meta(found: IndexMeta, expected: IndexMeta) -> None:
     """Raise E004 when an index was built for another KB, encoder, row layout or width."""
-    keys = ("kb_fingerprint", "encoder_fingerprint", "granularity", "dim")
+    keys = ("kb_fingerprint", "encoder_fingerprint", "granularity", "inputs", "dim")
     if any(getattr(found, k) != getattr(expected, k) for k in keys):
         describe = lambda m: ", ".join(f"{k}={getattr(m, k)}" for k in keys)  # noqa: E731
         raise ValueError(Errors.E004.format(found=describe(found), expected=describe(expected)))

