@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -78,15 +78,17 @@ def check_replaceable(path: str | Path) -> None:
 
 
 @contextmanager
-def atomic_folder(path: str | Path) -> Iterator[Path]:
+def atomic_folder(path: str | Path, check: Callable[[Path], None] | None = None
+                  ) -> Iterator[Path]:
     """Yield a temporary folder path beside ``path`` to save to (e.g. ``nlp.to_disk``);
     when the block ends without error the new folder takes the place of ``path`` (an old
     one is renamed aside, then deleted), else it is removed and ``path`` is left as it was.
     Saving into the folder that was loaded from is safe: it is replaced only at the end.
     Only a missing or empty folder or a pipeline is replaced (E046 before anything is
-    written, see :func:`check_replaceable`)."""
+    written, see :func:`check_replaceable`; ``check`` replaces that rule, e.g. for a
+    folder of another kind of output)."""
     path = Path(path)
-    check_replaceable(path)
+    (check or check_replaceable)(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = _sibling(path, "tmp")
     try:

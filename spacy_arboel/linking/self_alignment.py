@@ -75,10 +75,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import random
-import secrets
-import shutil
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -89,6 +86,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..atomic import atomic_folder
 from ..encoders.loading import load_tokenizer, load_transformer
 from ..encoders.transformer import PooledEncoder
 from ..encoders.weights import autocast
@@ -633,31 +631,12 @@ class SelfAlignmentTrainer:
         ``output_dir``: a new or empty folder or an earlier output (E168 otherwise), replaced
         only once everything is written."""
         output_dir = Path(output_dir)
-        check_output_dir(output_dir)
-        output_dir.parent.mkdir(parents=True, exist_ok=True)
-        temp = output_dir.with_name(f".{output_dir.name}.tmp-{secrets.token_hex(4)}")
-        try:
+        with atomic_folder(output_dir, check=check_output_dir) as temp:
             self.tokenizer.save_pretrained(str(temp))
             self.encoder.transformer.save_pretrained(str(temp), safe_serialization=True)
             (temp / REPORT_FILE).write_text(
                 json.dumps(report or {}, indent=2, sort_keys=True, default=str) + "\n",
                 encoding="utf8")
-        except BaseException:
-            shutil.rmtree(temp, ignore_errors=True)
-            raise
-        old = None
-        if output_dir.exists():
-            old = output_dir.with_name(f".{output_dir.name}.old-{secrets.token_hex(4)}")
-            os.rename(output_dir, old)
-        try:
-            os.rename(temp, output_dir)
-        except BaseException:
-            if old is not None:
-                os.rename(old, output_dir)
-            shutil.rmtree(temp, ignore_errors=True)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
         return output_dir
 
 
