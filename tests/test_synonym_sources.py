@@ -264,3 +264,20 @@ def test_the_installed_packages_files_are_read(source):
     else:
         names = read_gilda_mesh_mappings(path)
         assert len(names) > 10_000 and any(i.startswith("C") for i in names)
+
+
+def test_build_kb_command_merges_a_vocabulary_file(gilda_file, tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    base = tmp_path / "base.jsonl"
+    small_kb().to_jsonl(base)
+    out = tmp_path / "kb.jsonl"
+    result = CliRunner().invoke(app, ["build-kb", str(out), "--jsonl", str(base),
+                                      "--synonyms", f"gilda={gilda_file}"])
+    assert result.exit_code == 0, result.output
+    assert KnowledgeBase.from_jsonl(out)["D000082"].aliases == ("paracetamol",)
+    unknown = CliRunner().invoke(app, ["build-kb", str(tmp_path / "other.jsonl"), "--jsonl",
+                                       str(base), "--synonyms", "umls"])
+    assert unknown.exit_code == 1 and "E007" in unknown.output
