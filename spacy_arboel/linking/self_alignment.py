@@ -247,17 +247,10 @@ def _raw_pairs(kb: KnowledgeBase, max_pairs_per_entity: int, seed: int,
     rng = random.Random(seed)
     for position in _entity_order(len(kb), seed):
         position = int(position)
-        names = distinct_names(kb.entity_at(position), stats)
-        stats.entities += 1
-        if len(names) < 2:
-            stats.entities_without_pair += 1
-            stats.entities_without_name += not names
+        names = _pairable_names(kb.entity_at(position), max_pairs_per_entity, stats)
+        if names is None:
             continue
-        stats.entities_with_pairs += 1
-        chosen = _pair_indices(len(names), max_pairs_per_entity, rng)
-        if len(chosen) < len(names) * (len(names) - 1) // 2:
-            stats.capped_entities += 1
-        for i, j in chosen:
+        for i, j in _pair_indices(len(names), max_pairs_per_entity, rng):
             stats.pairs += 1
             first, second = (names[i], names[j]) if rng.random() < 0.5 else (names[j], names[i])
             yield position, first, second
@@ -302,17 +295,25 @@ def count_positive_pairs(kb: KnowledgeBase, max_pairs_per_entity: int = 50) -> P
     skipped names) from one pass that stores no pair."""
     stats = PairStats()
     for entity in kb:
-        names = distinct_names(entity, stats)
-        stats.entities += 1
-        if len(names) < 2:
-            stats.entities_without_pair += 1
-            stats.entities_without_name += not names
-            continue
-        stats.entities_with_pairs += 1
-        stats.pairs += _pair_count(len(names), max_pairs_per_entity)
-        if len(names) * (len(names) - 1) // 2 > max_pairs_per_entity:
-            stats.capped_entities += 1
+        names = _pairable_names(entity, max_pairs_per_entity, stats)
+        if names is not None:
+            stats.pairs += _pair_count(len(names), max_pairs_per_entity)
     return stats
+
+
+def _pairable_names(entity, max_pairs_per_entity: int, stats: PairStats) -> list[str] | None:
+    """An entity's distinct names when they make a pair (None otherwise), counted in
+    ``stats`` as :func:`iter_positive_pairs` and :func:`count_positive_pairs` report them."""
+    names = distinct_names(entity, stats)
+    stats.entities += 1
+    if len(names) < 2:
+        stats.entities_without_pair += 1
+        stats.entities_without_name += not names
+        return None
+    stats.entities_with_pairs += 1
+    if len(names) * (len(names) - 1) // 2 > max_pairs_per_entity:
+        stats.capped_entities += 1
+    return names
 
 
 def _batched(items: Iterable, size: int) -> Iterator[list]:
