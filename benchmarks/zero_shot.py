@@ -14,7 +14,9 @@ what a user with a KB and no corpus runs. ``base-blink`` is the factory's former
 base encoder reading BLINK's inputs, [CLS] pooling, entity rows, dot product), ``base-names``
 today's default (``inputs = "auto"``: the mention's text against name and alias rows, mean
 pooling, cosine), ``self-aligned`` the same inputs with ``pretrain-kb``'s encoder, and
-``*-lexical`` adds BioSyn's character n-gram score with its weight tuned on dev. Seen/unseen
+``*-lexical`` adds BioSyn's character n-gram score with its weight tuned on dev, and
+``*-synonyms`` links over the MeSH KB enriched with the installed vocabularies' MeSH synonyms
+(``build-kb --synonyms drug-ner --synonyms gilda``; still no corpus alias). Seen/unseen
 split by the gold ids of the dataset's training corpus, as for the trained rows. Each row
 writes ``benchmarks/results/<dataset>-zero-shot-<row>.json`` with ``"corpus_training": false``.
 """
@@ -40,23 +42,33 @@ ROWS: dict[str, dict] = {
     "base-names-lexical": {"lexical": True},
     "self-aligned": {"self_aligned": True},
     "self-aligned-lexical": {"self_aligned": True, "lexical": True},
+    "base-names-synonyms": {"kb": "synonyms"},
+    "self-aligned-synonyms": {"self_aligned": True, "kb": "synonyms"},
 }
+# the KB of a row: the MeSH files alone, or with the installed vocabularies' MeSH synonyms
+# (``build-kb --synonyms``: drug-named-entity-recognition's and gilda's); neither has an alias
+# harvested from a corpus
+KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no corpus aliases)"),
+       "synonyms": ("mesh_syn_kb.jsonl", ["--synonyms", "drug-ner", "--synonyms", "gilda"],
+                    "MeSH descriptors + disease synonyms + drug-ner and gilda MeSH synonyms "
+                    "(no corpus aliases)")}
 PREPARE = {"bc5cdr": "bc5cdr", "ncbi": "ncbi"}
 
 
-def prepare(args: argparse.Namespace) -> tuple[Path, Path]:
-    """The dataset's corpora (``prepare``) and the KB of the MeSH files alone (``build-kb``
-    without ``--alias-corpus``)."""
+def prepare(args: argparse.Namespace, kb_name: str = "mesh") -> tuple[Path, Path]:
+    """The dataset's corpora (``prepare``) and a KB of ``KBS`` (``build-kb`` without
+    ``--alias-corpus``)."""
     corpus, work = Path(args.corpus), Path(args.work)
     if not (corpus / "test.spacy").exists():
         run([sys.executable, "-m", "spacy_arboel", "prepare", PREPARE[args.dataset],
              str(corpus), "--data-dir", args.data_dir])
-    kb = work / "mesh_kb.jsonl"
+    file_name, options, _ = KBS[kb_name]
+    kb = work / file_name
     if not kb.exists():
         mesh = Path(args.data_dir) / "mesh"
         run([sys.executable, "-m", "spacy_arboel", "build-kb", str(kb),
              "--mesh-descriptors", str(mesh / "mesh_descriptors_2026.csv"),
-             "--disease-synonyms", str(mesh / "mesh_disease_synonyms.tsv")])
+             "--disease-synonyms", str(mesh / "mesh_disease_synonyms.tsv"), *options])
     return corpus, kb
 
 
@@ -66,6 +78,7 @@ def linker_config(row: str, kb: Path, args: argparse.Namespace) -> dict:
     encoder = args.self_aligned if spec.pop("self_aligned", False) else BASE
     pooling = spec.pop("pooling", "mention")
     spec.pop("lexical", None)
+    spec.pop("kb", None)
     return {"kb_path": str(kb), "batch_size": args.batch_size, **spec,
             "model": {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": encoder,
                       "pooling": pooling, "share_weights": False, "mixed_precision": False}}
@@ -92,11 +105,11 @@ def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
 
     from spacy_arboel.evaluation.pipeline_eval import evaluate_linker
 
-    corpus, kb = prepare(args)
+    kb_name = ROWS[row].get("kb", "mesh")
+    corpus, kb = prepare(args, kb_name)
     config = linker_config(row, kb, args)
     key = json.dumps(config, sort_keys=True)
-    settings: dict = {"row": row, "mentions": "gold spans",
-                      "kb": "MeSH descriptors + disease synonyms (no corpus aliases)",
+    settings: dict = {"row": row, "mentions": "gold spans", "kb": KBS[kb_name][2],
                       "seen": "gold ids of the training split"}
     if key in ready:
         nlp, setup_seconds = ready[key]
@@ -131,7 +144,7 @@ def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
         config["model"]["encoder_name"] = relative_path(Path(config["model"]["encoder_name"]))
     settings["config"] = config
     return {
-        "name": f"{args.dataset}-zero-shot-{row}",
+        "name": f"{args.dataset}-zero-shot-{row}" + (f"-{args.tag}" if args.tag else ""),
         "dataset": args.dataset,
         "split": "test",
         "component": "arbo_entity_linker",
@@ -141,7 +154,8 @@ def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
         "timings": timings,
         "commands": [f"python benchmarks/zero_shot.py --dataset {args.dataset} --rows {row}"
                      + (f" --self-aligned {relative_path(Path(args.self_aligned))}"
-                        if ROWS[row].get("self_aligned") else "")],
+                        if ROWS[row].get("self_aligned") else "")
+                     + (f" --tag {args.tag}" if args.tag else "")],
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
     }
@@ -228,6 +242,8 @@ def main() -> None:
     parser.add_argument("--dataset", choices=sorted(PREPARE), default="bc5cdr")
     parser.add_argument("--rows", nargs="*", default=[], choices=sorted(ROWS))
     parser.add_argument("--self-aligned", help="pretrain-kb's output folder")
+    parser.add_argument("--tag", default="", help="suffix of the no-corpus rows' names "
+                                                   "(e.g. which pretrain-kb run)")
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--corpus", help="prepare's folder (default corpus/<dataset>)")
     parser.add_argument("--work", default=str(ROOT / "bench_runs" / "zero_shot"))

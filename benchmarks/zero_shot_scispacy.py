@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from _common import ROOT, command_line, fmt, machine, relative_path, write_result
-from zero_shot import PREPARE, corpus_ids, gold_docs, prepare
+from zero_shot import KBS, PREPARE, corpus_ids, gold_docs, prepare
 
 WORKER = ROOT / "benchmarks" / "scispacy_linker.py"
 VERSION = "0.6.2"
@@ -78,13 +78,15 @@ def scispacy_row(args: argparse.Namespace) -> dict:
     from spacy_arboel.data.ids import gold_ids
     from spacy_arboel.evaluation.metrics import MentionOutcome, linking_metrics
 
-    corpus, kb = prepare(args)
+    corpus, kb = prepare(args, args.kb)
     kb_ids = {json.loads(line)["id"] for line in kb.read_text().splitlines() if line.strip()}
     vocab = spacy.blank("en").vocab
     test = gold_docs(corpus / "test.spacy", vocab)
     seen = corpus_ids(gold_docs(corpus / "train.spacy", vocab))
     texts = [[ent.text for ent in doc.ents] for doc in test]
-    commands = [f"python benchmarks/zero_shot_scispacy.py --dataset {args.dataset}"]
+    suffix = "" if args.kb == "mesh" else f"-{args.kb}"
+    commands = [f"python benchmarks/zero_shot_scispacy.py --dataset {args.dataset}"
+                + (f" --kb {args.kb}" if suffix else "")]
     result, built = scispacy_candidates(args, kb, texts, commands)
     run = result["runs"][0]
     candidates = run.pop("candidates")
@@ -101,13 +103,13 @@ def scispacy_row(args: argparse.Namespace) -> dict:
     metrics = linking_metrics(outcomes, nil_id="NIL")
     short = sum(1 for found in candidates if len(found) < args.keep)
     return {
-        "name": f"{args.dataset}-zero-shot-scispacy",
+        "name": f"{args.dataset}-zero-shot-scispacy{suffix}",
         "dataset": args.dataset,
         "split": "test",
         "component": f"scispacy TF-IDF linker (scispacy=={VERSION})",
         "corpus_training": False,
         "settings": {
-            "kb": "MeSH descriptors + disease synonyms (no corpus aliases)",
+            "kb": KBS[args.kb][2],
             "kb_path": relative_path(kb),
             "k": args.k,
             "keep": args.keep,
@@ -155,9 +157,11 @@ def main() -> None:
     parser.add_argument("--dataset", choices=sorted(PREPARE), default="bc5cdr")
     parser.add_argument("--scispacy", default=str(ROOT / ".venv-scispacy" / "bin" / "python"),
                         help="python of an environment with scispaCy")
-    parser.add_argument("--index", default=str(ROOT / "bench_runs" / "zero_shot" /
-                                               "scispacy_index"),
-                        help="where scispaCy's built index goes (reused when built)")
+    parser.add_argument("--kb", choices=sorted(KBS), default="mesh",
+                        help="the KB: the MeSH files alone, or with installed synonyms")
+    parser.add_argument("--index", help="where scispaCy's built index goes (reused when "
+                                         "built; default bench_runs/zero_shot/"
+                                         "scispacy_index[-<kb>])")
     parser.add_argument("--k", type=int, default=256, help="alias neighbours per mention")
     parser.add_argument("--keep", type=int, default=64, help="concepts kept per mention")
     parser.add_argument("--threads", type=int, default=1,
@@ -167,6 +171,8 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / "bench_runs" / "zero_shot"))
     args = parser.parse_args()
     args.corpus = args.corpus or str(ROOT / "corpus" / args.dataset)
+    args.index = args.index or str(ROOT / "bench_runs" / "zero_shot" / (
+        "scispacy_index" + ("" if args.kb == "mesh" else f"-{args.kb}")))
     if not Path(args.scispacy).exists():
         parser.error(f"no scispaCy python at {args.scispacy} (see scispacy_linker.py)")
     Path(args.work).mkdir(parents=True, exist_ok=True)
