@@ -113,6 +113,40 @@ def test_small_mesh_kb_merges_dedupes_and_types(small_files):
     assert len(build_mesh_kb(csv_path)) == 4
 
 
+def test_synonym_rows_go_to_the_descriptor_they_name(tmp_path):
+    """A row whose id is another descriptor's (the table's D007696 "Seizures") goes to the
+    descriptor of its name; two rows on one descriptor merge; a name that no descriptor has
+    keeps the row's id."""
+    csv_path, tsv_path = tmp_path / "desc.csv", tmp_path / "syn.tsv"
+    csv_path.write_text(
+        "id,scheme,subject\n"
+        '"https://id.nlm.nih.gov/mesh/D007696",MeSH,"Kindling, Neurologic"\n'
+        "https://id.nlm.nih.gov/mesh/D012640,MeSH,Seizures\n"
+        "https://id.nlm.nih.gov/mesh/D000001,MeSH,Calcimycin\n", encoding="utf8")
+    tsv_path.write_text(
+        "mesh_id\tname\ttree_numbers\tsynonyms\n"
+        "D007696\tSeizures\tC10.597.742\tseizure|convulsions\n"
+        "D012640\tseizures\tC23.888.592.742\tfits|seizure\n"
+        "D000001\tCalcimycine\tC01\tcalcimycin a\n", encoding="utf8")
+    stats: dict = {}
+    kb = build_mesh_kb(csv_path, tsv_path, stats)
+    assert kb["D007696"].aliases == () and kb["D007696"].types == ()
+    assert kb["D012640"].aliases == ("seizure", "convulsions", "fits")
+    assert kb["D012640"].types == ("Disease",)
+    assert kb["D000001"].aliases == ("calcimycin a",)  # no descriptor is "Calcimycine"
+    assert stats["synonym_rows_placed_by_name"] == 1
+
+
+def test_real_mesh_kb_places_misfiled_synonym_rows():
+    require_data(MESH_CSV, MESH_TSV)
+    stats: dict = {}
+    kb = build_mesh_kb(MESH_CSV, MESH_TSV, stats)
+    assert stats["synonym_rows_placed_by_name"] > 1000
+    assert "seizure" in [a.lower() for a in kb["D012640"].aliases]  # Seizures
+    assert kb["D007696"].aliases == ()  # Kindling, Neurologic
+    assert "breast cancer" in kb["D001943"].aliases  # Breast Neoplasms
+
+
 def test_mesh_wrong_columns(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("identifier,label\nD1,x\n", encoding="utf8")

@@ -93,7 +93,9 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
     if report.mesh:
         stats = report.mesh
         msg.info(f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
-                 f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped")
+                 f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped, "
+                 f"{stats.get('synonym_rows_placed_by_name', 0)} placed by their name "
+                 "(their id was another descriptor's)")
     for source, stats in report.synonyms.items():
         msg.info(f"synonyms, {source}: {stats}")
     for path, shared in report.merged:

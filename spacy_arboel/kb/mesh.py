@@ -3,7 +3,9 @@
 * ``mesh_descriptors_2026.csv``: columns ``id`` (``https://id.nlm.nih.gov/mesh/D000001``),
   ``scheme`` and ``subject`` (the preferred name).
 * ``mesh_disease_synonyms.tsv``: columns ``mesh_id``, ``name``, ``tree_numbers`` and
-  ``synonyms`` (both ``|``-separated); a few rows carry ids that are not MeSH ids (e.g. ``8``).
+  ``synonyms`` (both ``|``-separated); a few rows carry ids that are not MeSH ids (e.g. ``8``),
+  and a fifth carry the id of another descriptor than the one they name: those go to the
+  descriptor of their name (:func:`place_rows_by_name`).
 """
 
 from __future__ import annotations
@@ -75,12 +77,15 @@ def build_mesh_kb(
     Aliases keep file order and are deduplicated case-insensitively against the name and each
     other. Entities in a disease tree (C, or F03 mental disorders) get ``types=("Disease",)``.
     Synonym rows for ids absent from the descriptors are not added (counted in ``stats``).
+    A row whose name is another descriptor's preferred name goes to that descriptor
+    (:func:`place_rows_by_name`).
     """
     stats = {} if stats is None else stats
     entities = read_mesh_descriptors(descriptors_csv)
     rows: dict[str, _DiseaseRow] = {}
     if disease_synonyms_tsv is not None:
-        rows = {row.id: row for row in _read_disease_rows(disease_synonyms_tsv, stats)}
+        rows = place_rows_by_name(_read_disease_rows(disease_synonyms_tsv, stats), entities,
+                                  stats)
     merged = []
     n_aliases = n_disease = 0
     for entity in entities:
@@ -101,6 +106,45 @@ def build_mesh_kb(
         synonym_ids_absent=sorted(set(rows) - known),
     )
     return KnowledgeBase(merged)
+
+
+def place_rows_by_name(rows: Iterable[_DiseaseRow], entities: Iterable[Entity],
+                       stats: dict[str, Any]) -> dict[str, _DiseaseRow]:
+    """The synonym rows by the descriptor they describe.
+
+    In the disease-synonym table a fifth of the rows (1,113 of 5,688) carry the id of another
+    descriptor than the one they name, while their synonyms and tree numbers follow the name
+    (``D007696 Seizures``: D007696 is *Kindling, Neurologic*; Seizures is D012640). A row
+    whose id's descriptor has another name, and whose name is (case-insensitively) the
+    preferred name of a descriptor, goes to that descriptor; otherwise its id is kept. Rows
+    that land on one descriptor are merged (synonyms and tree numbers in file order).
+    ``stats["synonym_rows_placed_by_name"]`` counts the moved rows.
+    """
+    names = {entity.id: entity.name.casefold() for entity in entities}
+    by_name: dict[str, str] = {}
+    for entity_id, name in names.items():
+        by_name.setdefault(name, entity_id)
+    placed: dict[str, _DiseaseRow] = {}
+    moved = 0
+    for row in rows:
+        target = row.id
+        name = row.name.casefold()
+        if names.get(row.id) != name and name in by_name:
+            target = by_name[name]
+            moved += 1
+        old = placed.get(target)
+        if old is not None:
+            row = _DiseaseRow(target, old.name, _union(old.tree_numbers, row.tree_numbers),
+                              _union(old.synonyms, row.synonyms))
+        elif target != row.id:
+            row = _DiseaseRow(target, row.name, row.tree_numbers, row.synonyms)
+        placed[target] = row
+    stats["synonym_rows_placed_by_name"] = moved
+    return placed
+
+
+def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*first, *second)))
 
 
 def dedupe_aliases(name: str, aliases: Iterable[str]) -> tuple[str, ...]:
