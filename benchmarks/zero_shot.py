@@ -44,6 +44,8 @@ ROWS: dict[str, dict] = {
     "self-aligned-lexical": {"self_aligned": True, "lexical": True},
     "base-names-synonyms": {"kb": "synonyms"},
     "self-aligned-synonyms": {"self_aligned": True, "kb": "synonyms"},
+    "base-names-synonyms-lexical": {"kb": "synonyms", "lexical": True},
+    "self-aligned-synonyms-lexical": {"self_aligned": True, "kb": "synonyms", "lexical": True},
 }
 # the KB of a row: the MeSH files alone, or with the installed vocabularies' MeSH synonyms
 # (``build-kb --synonyms``: drug-named-entity-recognition's and gilda's); neither has an alias
