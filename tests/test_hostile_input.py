@@ -15,7 +15,7 @@ from spacy_arboel.data.pubtator import read_pubtator
 from spacy_arboel.data.texts import read_texts
 from spacy_arboel.evaluation.report import read_metrics
 from spacy_arboel.kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
-from spacy_arboel.kb.mesh import read_mesh_descriptors, read_mesh_disease_synonyms
+from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
 from spacy_arboel.linking.kb_shards import EmbeddingPlan, ShardStore
 from spacy_arboel.parsing import parse_json
 
@@ -74,11 +74,13 @@ def test_mesh_files_with_a_hostile_line(tmp_path):
     csv_path.write_bytes(b"id,scheme,subject\nhttps://x/D1,MeSH,One\nhttps://x/D2,MeSH,T\xe9o\n")
     with pytest.raises(ValueError, match=r"E150.*mesh.csv, line 3: not UTF-8"):
         read_mesh_descriptors(csv_path)
+    good_csv = tmp_path / "good.csv"
+    good_csv.write_text("id,scheme,subject\nhttps://x/D000001,MeSH,One\n")
     tsv_path = tmp_path / "synonyms.tsv"
     tsv_path.write_text("mesh_id\tname\tsynonyms\nD000001\tOne\ta|b\n"
                         f"D000002\tTwo\t{'x' * 200_000}\n")
     with pytest.raises(ValueError, match=r"E150.*synonyms.tsv, line 3: field larger"):
-        read_mesh_disease_synonyms(tsv_path)
+        build_mesh_kb(good_csv, tsv_path)
 
 
 def test_hostile_manifests_are_coded_errors(tmp_path):

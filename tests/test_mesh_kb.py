@@ -13,11 +13,7 @@ from spacy_arboel.data.aliases import harvest_aliases, types_from_docs
 from spacy_arboel.data.convert import docs_to_docbin, gold_ids, pubtator_to_docs
 from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.kb import Entity, KnowledgeBase
-from spacy_arboel.kb.mesh import (
-    build_mesh_kb,
-    read_mesh_descriptors,
-    read_mesh_disease_synonyms,
-)
+from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
 
 DATA_DIR = Path(__file__).parents[1].parent / "shared" / "data"
 MESH_CSV = DATA_DIR / "mesh" / "mesh_descriptors_2026.csv"
@@ -74,20 +70,12 @@ def test_real_mesh_descriptors():
     assert len({e.id for e in entities}) == len(entities)
 
 
-def test_real_disease_synonyms():
-    require_data(MESH_TSV)
-    stats: dict = {}
-    synonyms = read_mesh_disease_synonyms(MESH_TSV, stats)
-    assert stats["skipped"] >= 1 and "8" in stats["skipped_ids"]
-    assert "8" not in synonyms
-    name, aliases = synonyms["D000008"]
-    assert name == "Abdominal Neoplasms"
-    assert "abdominal tumor" in aliases
-
-
 def test_real_mesh_kb():
     require_data(MESH_CSV, MESH_TSV)
-    kb = build_mesh_kb(MESH_CSV, MESH_TSV)
+    stats: dict = {}
+    kb = build_mesh_kb(MESH_CSV, MESH_TSV, stats)
+    assert stats["skipped"] >= 1 and "8" in stats["skipped_ids"]
+    assert "8" not in kb.ids
     assert len(kb) == 30532
     neoplasms = kb["D000008"]
     assert "abdominal tumor" in neoplasms.aliases

@@ -56,17 +56,6 @@ def read_mesh_descriptors(csv_path: str | Path) -> list[Entity]:
     return entities
 
 
-def read_mesh_disease_synonyms(
-    tsv_path: str | Path, stats: dict[str, Any] | None = None
-) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Map MeSH id -> (name, synonyms) from the disease-synonym TSV.
-
-    Rows whose id is not a MeSH id (``D000006``, ``C000123``) are skipped; their number and
-    ids go to ``stats["skipped"]`` and ``stats["skipped_ids"]`` when a dict is given.
-    """
-    return {row.id: (row.name, row.synonyms) for row in _read_disease_rows(tsv_path, stats)}
-
-
 def build_mesh_kb(
     descriptors_csv: str | Path,
     disease_synonyms_tsv: str | Path | None = None,
@@ -76,7 +65,9 @@ def build_mesh_kb(
 
     Aliases keep file order and are deduplicated case-insensitively against the name and each
     other. Entities in a disease tree (C, or F03 mental disorders) get ``types=("Disease",)``.
-    Synonym rows for ids absent from the descriptors are not added (counted in ``stats``).
+    Synonym rows for ids absent from the descriptors are not added (counted in ``stats``);
+    rows whose id is not a MeSH id (``8``) are skipped, their number and ids in
+    ``stats["skipped"]`` and ``stats["skipped_ids"]``.
     A row whose name is another descriptor's preferred name goes to that descriptor
     (:func:`place_rows_by_name`).
     """
