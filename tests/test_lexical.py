@@ -194,14 +194,31 @@ def test_best_weight_picks_the_weight_that_is_right():
     gold = np.array([[0, -1], [9, 3], [5, -1], [6, -1]])  # composite: any one counts
     weight, r1 = best_weight(dense, lexical, positions, gold)
     assert weight == 0.5
-    assert r1 == {0.0: 0.5, 0.1: 0.5, 0.25: 0.5, 0.5: 0.75, 0.75: 0.5, 1.0: 0.5, 1.5: 0.75,
-                  2.0: 0.75, 3.0: 0.75}
+    grid = {0.0: 0.5, 0.1: 0.5, 0.25: 0.5, 0.5: 0.75, 0.75: 0.5, 1.0: 0.5, 1.5: 0.75,
+            2.0: 0.75, 3.0: 0.75}
+    # the edge (3.0) ties the best: six doublings past it, none higher, so 0.5 stays
+    assert r1 == {**grid, **{3.0 * 2 ** i: 0.75 for i in range(1, 7)}}
     # a tie goes to the first weight of the grid
     assert best_weight(dense, lexical, positions, gold, grid=(3.0, 0.5))[0] == 3.0
     assert best_weight(dense, lexical, positions, gold[:, 0], grid=(0.0, 0.5))[1] == {
-        0.0: 0.5, 0.5: 0.5}
+        0.0: 0.5, 0.5: 0.5, 1.0: 0.25}  # the edge ties: one doubling, and R@1 falls
     with pytest.raises(ValueError, match=r"\[E164\]"):
         best_weight(dense, lexical[:2], positions, gold)
+
+
+def test_best_weight_searches_past_the_grid_edge_for_large_dense_scores():
+    # dot products 20x a cosine: sparse fixes mention 1 only once λ > 10 (past the grid),
+    # and mention 0 stays right until λ > 40
+    dense = 20 * np.array([[0.9, 0.6], [0.7, 0.6], [0.8, 0.2]], dtype="float32")
+    lexical = np.array([[0.2, 0.4], [0.2, 0.45], [0.9, 0.1]], dtype="float32")
+    positions = np.array([[0, 1], [2, 3], [4, 5]])
+    gold = np.array([0, 3, 4])
+    weight, r1 = best_weight(dense, lexical, positions, gold)
+    assert weight == 12.0 and r1[12.0] == 1.0
+    assert r1[0.0] == r1[3.0] == r1[6.0] == pytest.approx(2 / 3)  # flat up to the edge
+    assert r1[24.0] == 1.0 and r1[48.0] == pytest.approx(2 / 3)  # stopped after a fall
+    assert 96.0 not in r1
+    assert best_weight(dense, lexical, positions, gold, max_doublings=0)[0] == 0.0
 
 
 @pytest.mark.parametrize("settings", [{"analyzer": "word"}, {"ngram_range": (3, 2)},
