@@ -613,6 +613,13 @@ class Errors(metaclass=ErrorsWithCodes):
         "heads' after training too) or never (the span heads' proposals only)."
     )
 
+    # --- prepare's options (cli/project_commands.py): E190-E194 ---
+    E190 = (
+        "prepare {dataset}: --synonyms adds MeSH-keyed vocabulary synonyms to a MeSH KB, and "
+        "the {dataset} KB is not MeSH. Drop --synonyms, or add your own names to that KB's "
+        "JSONL (aliases of each entity)."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (

@@ -144,3 +144,33 @@ def test_prepare_ncbi_labels_every_mention_disease_unless_asked(tmp_path):
                           .get_docs(nlp.vocab)) for name in ("one", "four"))
         assert [[(e.start, e.end, e.kb_id_) for e in d.ents] for d in one] == \
             [[(e.start, e.end, e.kb_id_) for e in d.ents] for d in four]
+
+
+def test_prepare_adds_vocabulary_synonyms_to_the_mesh_kb(tmp_path):
+    data = _ncbi_data(tmp_path / "data")
+    gilda = tmp_path / "mesh_mappings.tsv"
+    gilda.write_text("MESH\tD001943\tBreast Neoplasms\tDOID\tDOID:1612\tbreast cancer\n"
+                     "MESH\tD003110\tColonic Neoplasms\tDOID\tDOID:219\tcolon cancer\n")
+    plain = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "plain"),
+                                     "--data-dir", str(data)])
+    assert plain.exit_code == 0, plain.output
+    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "out"), "--data-dir",
+                                      str(data), "--synonyms", f",gilda={gilda}"])
+    assert result.exit_code == 0, result.output
+    before = KnowledgeBase.from_jsonl(tmp_path / "plain" / "kb.jsonl")
+    after = KnowledgeBase.from_jsonl(tmp_path / "out" / "kb.jsonl")
+    assert "breast cancer" not in before["D001943"].aliases
+    assert "breast cancer" in after["D001943"].aliases
+    assert "colon cancer" in after["D003110"].aliases
+    # the corpus aliases are harvested as without --synonyms
+    assert set(before["D010051"].aliases) <= set(after["D010051"].aliases)
+
+
+def test_prepare_refuses_synonyms_for_a_kb_that_is_not_mesh(tmp_path):
+    result = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "out"), "--assets-dir",
+                                      str(ROOT / "assets"), "--synonyms", "gilda"])
+    assert result.exit_code == 1 and "E190" in result.output
+    assert not (tmp_path / "out").exists()
+    unknown = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "out"), "--assets-dir",
+                                       str(ROOT / "assets"), "--synonyms", "umls"])
+    assert unknown.exit_code == 1 and "E007" in unknown.output

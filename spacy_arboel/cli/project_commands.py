@@ -20,7 +20,7 @@ from ..errors import Errors
 from ..kb.build import without_entities
 from ..kb.knowledge_base import KnowledgeBase
 from .app import app
-from .data_commands import save_kb, write_kb
+from .data_commands import SYNONYMS_HELP, parse_synonym_sources, save_kb, write_kb
 from .outputs import atomic_file, check_outputs, write_text_atomic
 
 SPLITS = ("train", "dev", "test")
@@ -77,6 +77,8 @@ def prepare_command(
         [], "--remove-types", help="NIL setting of PEL §5.3: remove the KB entities of these "
         "types (e.g. Chemical) from the KB and from the train gold ids; their dev and test "
         "mentions become NILs"),
+    synonyms: list[str] = typer.Option(
+        [], "--synonyms", help=f"bc5cdr, ncbi: {SYNONYMS_HELP} (as build-kb)"),
     keep_ncbi_classes: bool = typer.Option(
         False, "--keep-ncbi-classes", help="ncbi: keep the four mention classes as labels "
         "instead of one Disease label"),
@@ -89,6 +91,11 @@ def prepare_command(
         check_outputs({"--data-dir": [data_dir / DATA_FOLDERS[dataset], data_dir / "mesh"]},
                       {"OUTPUT_DIR": output_dir})
     splits, kb_sources = _sources(dataset, data_dir, assets_dir)
+    sources = parse_synonym_sources(synonyms)
+    if sources and dataset is Dataset.toy:
+        msg.fail(Errors.E190.format(dataset=dataset.value), exits=1)
+    if sources:
+        kb_sources["synonym_sources"] = sources
     if dataset is Dataset.ncbi and not keep_ncbi_classes:
         splits = {split: relabel(docs, dict.fromkeys(NCBI_CLASSES, NCBI_LABEL))
                   for split, docs in splits.items()}
