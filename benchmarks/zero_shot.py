@@ -183,7 +183,8 @@ def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool)
     corpus = Path(args.corpus)
     nlp = spacy.load(model)
     settings: dict = {"model": relative_path(model), "mentions": "gold spans",
-                      "kb": "the pipeline's own (the dataset's KB with train/dev aliases)"}
+                      "kb": args.kb_note or "the pipeline's own (the dataset's KB with "
+                                            "train/dev aliases)"}
     if lexical:
         nlp.get_pipe("arbo_entity_linker").ensure_ready()
         weight, by_weight = tuned_lexical_weight(nlp, gold_docs(corpus / "dev.spacy",
@@ -209,8 +210,11 @@ def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool)
         "metrics": metrics,
         "timings": timings,
         "commands": [f"python benchmarks/zero_shot.py --dataset {args.dataset} --trained "
-                     f"{relative_path(model)} --name {name}" + (" --lexical" if lexical
-                                                                else "")],
+                     f"{relative_path(model)} --name {name}"
+                     + (f" --corpus {relative_path(Path(args.corpus))}" if args.corpus_given
+                        else "")
+                     + (f" --kb-note '{args.kb_note}'" if args.kb_note else "")
+                     + (" --lexical" if lexical else "")],
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
     }
@@ -243,7 +247,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", choices=sorted(PREPARE), default="bc5cdr")
     parser.add_argument("--rows", nargs="*", default=[], choices=sorted(ROWS))
-    parser.add_argument("--self-aligned", help="pretrain-kb's output folder")
+    parser.add_argument("--self-aligned", help="pretrain-kb's encoder (OUTPUT/encoder)")
     parser.add_argument("--tag", default="", help="suffix of the no-corpus rows' names "
                                                    "(e.g. which pretrain-kb run)")
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
@@ -256,8 +260,10 @@ def main() -> None:
                         help="--trained: add BioSyn's lexical score, its weight tuned on dev")
     parser.add_argument("--training-seconds", type=float,
                         help="--trained: how long its training took (measured alone)")
+    parser.add_argument("--kb-note", help="--trained: what its KB is, for the result file")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
+    args.corpus_given = args.corpus is not None
     args.corpus = args.corpus or str(ROOT / "corpus" / args.dataset)
     if not args.table_only:
         Path(args.work).mkdir(parents=True, exist_ok=True)

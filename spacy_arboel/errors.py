@@ -620,6 +620,14 @@ class Errors(metaclass=ErrorsWithCodes):
         "JSONL (aliases of each entity)."
     )
 
+    # --- encoder folders (encoders/loading.py): E191 ---
+    E191 = (
+        "The encoder folder {name} holds no tokenizer or transformer that transformers can "
+        "load ({error}). Give the folder that holds config.json, the weights and the "
+        "tokenizer files: for `pretrain-kb KB OUTPUT` that is OUTPUT/encoder, for a saved "
+        "pipeline its component's model folder."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (

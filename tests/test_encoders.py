@@ -84,6 +84,24 @@ def test_unknown_encoder_gives_clear_error(monkeypatch):
         load_tokenizer("no-such-org/no-such-model")
 
 
+def test_a_folder_without_tokenizer_files_names_the_folder_to_give(tiny_encoder, tmp_path):
+    # e.g. pretrain-kb's OUTPUT instead of OUTPUT/encoder, or weights without a tokenizer
+    import shutil
+
+    from spacy_arboel.encoders.loading import load_transformer
+
+    (tmp_path / "output").mkdir()
+    with pytest.raises(OSError, match=r"\[E191\].*output.*OUTPUT/encoder"):
+        load_tokenizer(str(tmp_path / "output"))
+    with pytest.raises(OSError, match=r"\[E191\]"):
+        load_transformer(str(tmp_path / "output"), 100)
+    weights_only = tmp_path / "weights"
+    weights_only.mkdir()
+    shutil.copy(f"{tiny_encoder}/config.json", weights_only)
+    with pytest.raises(OSError, match=r"\[E191\].*weights"):
+        load_tokenizer(str(weights_only))
+
+
 def test_mention_pooling_averages_the_marked_span():
     import torch
 

@@ -44,8 +44,9 @@ def load_tokenizer(name: str):
     path = resolve_encoder_path(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, trust_remote_code=False)
-    except (OSError, ValueError) as err:
-        raise OSError(Errors.E006.format(name=name, error=err)) from err
+    except (OSError, ValueError, TypeError) as err:
+        # TypeError: transformers' own failure on a folder without vocabulary files
+        raise OSError(_load_error(name, err)) from err
     missing = [m for m in MARKERS if m not in tokenizer.get_vocab()]
     if missing:
         tokenizer.add_special_tokens({"additional_special_tokens": missing})
@@ -59,13 +60,20 @@ def load_transformer(name: str, vocab_size: int):
     path = resolve_encoder_path(name)
     try:
         model = AutoModel.from_pretrained(path, trust_remote_code=False)
-    except (OSError, ValueError) as err:
-        raise OSError(Errors.E006.format(name=name, error=err)) from err
+    except (OSError, ValueError, TypeError) as err:
+        raise OSError(_load_error(name, err)) from err
     old_size = model.get_input_embeddings().num_embeddings
     if old_size < vocab_size:
         model.resize_token_embeddings(vocab_size, mean_resizing=False)
         _init_new_embeddings(model.get_input_embeddings().weight, old_size)
     return model
+
+
+def _load_error(name: str, err: Exception) -> str:
+    """E191 for a local folder that transformers cannot load, else E006."""
+    if Path(name).is_dir():
+        return Errors.E191.format(name=name, error=f"{type(err).__name__}: {err}")
+    return Errors.E006.format(name=name, error=err)
 
 
 def _init_new_embeddings(weight, start: int) -> None:
