@@ -164,6 +164,18 @@ def test_prepare_adds_vocabulary_synonyms_to_the_mesh_kb(tmp_path):
     assert "colon cancer" in after["D003110"].aliases
     # the corpus aliases are harvested as without --synonyms
     assert set(before["D010051"].aliases) <= set(after["D010051"].aliases)
+    # --synonyms default: the dataset's own list in the settings file (none for toy)
+    settings = tmp_path / "datasets.yml"
+    settings.write_text(f"ncbi:\n  synonyms: ['gilda={gilda}']\ntoy:\n  kb: toy\n")
+    default = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "default"),
+                                       "--data-dir", str(data), "--synonyms", "default",
+                                       "--settings", str(settings)])
+    assert default.exit_code == 0, default.output
+    assert list(KnowledgeBase.from_jsonl(tmp_path / "default" / "kb.jsonl")) == list(after)
+    toy = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "toy"), "--assets-dir",
+                                   str(ROOT / "assets"), "--synonyms", "default",
+                                   "--settings", str(settings)])
+    assert toy.exit_code == 0, toy.output
 
 
 def test_prepare_refuses_synonyms_for_a_kb_that_is_not_mesh(tmp_path):

@@ -23,7 +23,7 @@ from spacy_arboel.training.schedule import plan_schedule
 
 ROOT = Path(__file__).parent.parent
 DATASETS = srsly.read_yaml(ROOT / "configs" / "datasets.yml")
-STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps if s != "kb"]
+STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps if s not in ("kb", "synonyms")]
 
 
 def _training(max_steps=0, max_epochs=1, eval_frequency=250, total_steps=250):

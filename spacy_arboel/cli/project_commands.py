@@ -22,6 +22,7 @@ from ..kb.knowledge_base import KnowledgeBase
 from .app import app
 from .data_commands import SYNONYMS_HELP, parse_synonym_sources, save_kb, write_kb
 from .outputs import atomic_file, check_outputs, write_text_atomic
+from .train_commands import SETTINGS, read_datasets
 
 SPLITS = ("train", "dev", "test")
 # NCBI-disease has no public test file here: its development set is the test set and the
@@ -78,7 +79,10 @@ def prepare_command(
         "types (e.g. Chemical) from the KB and from the train gold ids; their dev and test "
         "mentions become NILs"),
     synonyms: list[str] = typer.Option(
-        [], "--synonyms", help=f"bc5cdr, ncbi: {SYNONYMS_HELP} (as build-kb)"),
+        [], "--synonyms", help=f"bc5cdr, ncbi: {SYNONYMS_HELP} (as build-kb), or default: "
+        "the dataset's `synonyms` in --settings"),
+    settings: Path = typer.Option(SETTINGS, "--settings",
+                                  help="The datasets' settings (for --synonyms default)"),
     keep_ncbi_classes: bool = typer.Option(
         False, "--keep-ncbi-classes", help="ncbi: keep the four mention classes as labels "
         "instead of one Disease label"),
@@ -91,6 +95,12 @@ def prepare_command(
         check_outputs({"--data-dir": [data_dir / DATA_FOLDERS[dataset], data_dir / "mesh"]},
                       {"OUTPUT_DIR": output_dir})
     splits, kb_sources = _sources(dataset, data_dir, assets_dir)
+    if "default" in synonyms:
+        try:
+            described = read_datasets(settings).get(dataset.value) or {}
+        except ValueError as err:  # E153: the settings file cannot be read
+            msg.fail(str(err), exits=1)
+        synonyms = [s for s in synonyms if s != "default"] + list(described.get("synonyms", []))
     sources = parse_synonym_sources(synonyms)
     if sources and dataset is Dataset.toy:
         msg.fail(Errors.E190.format(dataset=dataset.value), exits=1)
