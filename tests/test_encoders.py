@@ -79,7 +79,11 @@ def test_resolve_default_encoder_to_installed_package():
 
 
 def test_unknown_encoder_gives_clear_error(monkeypatch):
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # the hub reads the variable once, at import: without this the test waits on the network
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(OSError, match="neither a local directory"):
         load_tokenizer("no-such-org/no-such-model")
 

@@ -13,6 +13,7 @@ from spacy.util import load_config, load_model_from_config
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
+from spacy_arboel.cli.train_commands import DATASET_FIELDS
 from spacy_arboel.training.checkpoints import (
     Evaluation,
     TrainingLog,
@@ -23,7 +24,7 @@ from spacy_arboel.training.schedule import plan_schedule
 
 ROOT = Path(__file__).parent.parent
 DATASETS = srsly.read_yaml(ROOT / "configs" / "datasets.yml")
-STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps if s not in ("kb", "synonyms")]
+STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps if s not in DATASET_FIELDS]
 
 
 def _training(max_steps=0, max_epochs=1, eval_frequency=250, total_steps=250):

@@ -11,6 +11,9 @@ from .app import OVERRIDES, app
 
 SETTINGS = Path("configs") / "datasets.yml"
 LINKER_OBJECTIVE = "components.arbo_entity_linker.objective.name"
+# a dataset's entries in SETTINGS that are not training steps: its KB's description (the
+# package's meta.json) and the vocabularies of `prepare --synonyms default`
+DATASET_FIELDS = ("kb", "synonyms")
 
 
 def read_datasets(path: Path) -> dict:
