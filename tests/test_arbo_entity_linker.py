@@ -207,6 +207,7 @@ def test_factory_is_found_through_entry_points(tiny_encoder, toy_kb_path):
     assert result.stdout.strip() == "ok", result.stderr
 
 
+@pytest.mark.slow
 def test_spacy_train_with_the_project_config(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     from pathlib import Path
 

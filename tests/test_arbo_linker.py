@@ -120,6 +120,7 @@ def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples, mode)
         assert sum(reader[-3:]) < sum(reader[:3]), reader
 
 
+@pytest.mark.slow
 def test_training_links_the_toy_corpus(tiny_encoder, toy_kb_path, toy_examples):
     """Enough joint steps on six sentences make the reader find their gold links."""
     torch.manual_seed(0)

@@ -204,6 +204,7 @@ def test_quantize_reaches_the_core_and_scores_stay_close(tiny_encoder, toy_kb_pa
     assert np.allclose(quantized, exact.score(*args)[0], atol=0.1)
 
 
+@pytest.mark.slow
 def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     import subprocess
     import sys

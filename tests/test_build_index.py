@@ -158,6 +158,7 @@ def test_the_index_built_apart_finds_what_the_retriever_finds(retriever, tmp_pat
                                exact.embeddings, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_two_local_processes_embed_like_one(retriever, tmp_path):
     folder, retriever = retriever
     retriever.set_kb(_big_kb(40))
@@ -273,6 +274,7 @@ def _dying_once(marker: str) -> type:
     return DyingOnce
 
 
+@pytest.mark.slow
 def test_ray_actors_embed_like_one_process_and_survive_a_killed_actor(ray_cluster, retriever,
                                                                       tmp_path):
     folder, retriever = retriever

@@ -306,6 +306,7 @@ def ray_cluster(ray_cluster_of):
     return ray_cluster_of(sys.modules[__name__])
 
 
+@pytest.mark.slow
 def test_ray_engine_writes_what_the_local_engine_writes(ray_cluster, linker_pipeline, corpus,
                                                         tmp_path):
     local, remote = tmp_path / "local", tmp_path / "ray"
@@ -325,6 +326,7 @@ def test_ray_engine_writes_what_the_local_engine_writes(ray_cluster, linker_pipe
         _outputs(local)["a.jsonl"]
 
 
+@pytest.mark.slow
 def test_ray_engine_records_a_bad_document(ray_cluster, linker_pipeline, tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()
@@ -356,6 +358,7 @@ def _load_then_die_once(settings):
     return nlp
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_shard_is_retried_and_its_shard_written_once(
         ray_cluster, linker_pipeline, corpus, tmp_path):
     (corpus / "a.jsonl").write_text("".join(

@@ -52,6 +52,7 @@ def shipped(saved_linker, tiny_encoder, toy_examples, tmp_path):
     return model, metrics
 
 
+@pytest.mark.slow
 def test_the_package_installs_and_links_in_a_fresh_environment(shipped, tmp_path):
     model, metrics = shipped
     meta = tmp_path / "package_meta.json"
