@@ -172,6 +172,11 @@ def test_prepare_adds_vocabulary_synonyms_to_the_mesh_kb(tmp_path):
                                        "--settings", str(settings)])
     assert default.exit_code == 0, default.output
     assert list(KnowledgeBase.from_jsonl(tmp_path / "default" / "kb.jsonl")) == list(after)
+    listed = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "listed"),
+                                      "--data-dir", str(data), "--synonyms", "default,",
+                                      "--settings", str(settings)])
+    assert listed.exit_code == 0, listed.output  # default inside a comma-separated list
+    assert list(KnowledgeBase.from_jsonl(tmp_path / "listed" / "kb.jsonl")) == list(after)
     toy = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "toy"), "--assets-dir",
                                    str(ROOT / "assets"), "--synonyms", "default",
                                    "--settings", str(settings)])

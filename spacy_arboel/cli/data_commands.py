@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +72,16 @@ def build_kb_command(
              synonym_sources=parse_synonym_sources(synonyms))
 
 
-def parse_synonym_sources(values: Iterable[str]) -> dict[str, bool | str]:
+def parse_synonym_sources(values: Iterable[str], default: Callable[[], Iterable[str]] | None
+                          = None) -> dict[str, bool | str]:
     """``--synonyms`` values (``drug-ner``, ``gilda=FILE``; repeated or comma-separated, blanks
-    ignored) as ``build_kb``'s ``synonym_sources``; an unknown name exits with E007."""
+    ignored) as ``build_kb``'s ``synonym_sources``; ``default`` stands for the names that
+    ``default()`` gives (where a command has defaults); an unknown name exits with E007."""
     sources: dict[str, bool | str] = {}
-    for part in (part.strip() for value in values for part in value.split(",")):
+    parts = [part.strip() for value in values for part in value.split(",")]
+    if default is not None and "default" in parts:
+        parts = [p for p in parts if p != "default"] + [p.strip() for p in default()]
+    for part in parts:
         if not part:
             continue
         name, _, path = part.partition("=")

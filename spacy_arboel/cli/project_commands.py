@@ -95,13 +95,15 @@ def prepare_command(
         check_outputs({"--data-dir": [data_dir / DATA_FOLDERS[dataset], data_dir / "mesh"]},
                       {"OUTPUT_DIR": output_dir})
     splits, kb_sources = _sources(dataset, data_dir, assets_dir)
-    if "default" in synonyms:
+
+    def dataset_synonyms() -> list[str]:
         try:
             described = read_datasets(settings).get(dataset.value) or {}
         except ValueError as err:  # E153: the settings file cannot be read
             msg.fail(str(err), exits=1)
-        synonyms = [s for s in synonyms if s != "default"] + list(described.get("synonyms", []))
-    sources = parse_synonym_sources(synonyms)
+        return list(described.get("synonyms", []))
+
+    sources = parse_synonym_sources(synonyms, default=dataset_synonyms)
     if sources and dataset is Dataset.toy:
         msg.fail(Errors.E190.format(dataset=dataset.value), exits=1)
     if sources:
