@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-EXPECTED = Path(__file__).parent / "data" / "frozen_behaviour.json"
+EXPECTED = Path(__file__).parent / "fixtures" / "frozen_behaviour.json"
 LINKER_OBJECTIVES = {
     "in_batch": {"name": "in_batch"},
     "knn_negatives": {"name": "knn_negatives", "n_negatives": 2},

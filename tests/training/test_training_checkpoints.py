@@ -22,7 +22,7 @@ from spacy_arboel.training.checkpoints import (
 )
 from spacy_arboel.training.schedule import plan_schedule
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 DATASETS = srsly.read_yaml(ROOT / "configs" / "datasets.yml")
 STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps if s not in DATASET_FIELDS]
 

@@ -213,7 +213,7 @@ def test_spacy_train_with_the_project_config(tiny_encoder, toy_kb_path, toy_exam
 
     corpus = tmp_path / "train.spacy"
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(corpus)
-    config = Path(__file__).parents[1] / "configs" / "arbo_entity_linker.cfg"
+    config = Path(__file__).parents[2] / "configs" / "arbo_entity_linker.cfg"
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
          "--paths.train", str(corpus), "--paths.dev", str(corpus), "--paths.kb",

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from spacy_arboel.cli import app
 from spacy_arboel.cli.outputs import atomic_file, atomic_folder, save_pipeline
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PUBTATOR = ("1|t|Aspirin induced cough.\n1|a|Fever was caused by aspirin.\n"
             "1\t0\t7\tAspirin\tChemical\tD001241\n1\t16\t21\tcough\tDisease\tD003371\n\n")
 

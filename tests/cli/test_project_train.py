@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from spacy_arboel.cli import app
 from spacy_arboel.cli.train_commands import DATASET_FIELDS, SETTINGS, dataset_settings
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 DATASETS = srsly.read_yaml(ROOT / SETTINGS)
 STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps if s not in DATASET_FIELDS]
 

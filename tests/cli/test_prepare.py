@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from spacy_arboel.cli import app
 from spacy_arboel.kb import KnowledgeBase
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_prepare_toy_writes_corpora_and_kb(tmp_path):

@@ -23,7 +23,7 @@ from spacy_arboel.data.pubtator import (
     read_pubtator,
 )
 
-DATA_DIR = Path(__file__).parents[1].parent / "shared" / "data"
+DATA_DIR = Path(__file__).parents[2].parent / "shared" / "data"
 BC5CDR_TEST = DATA_DIR / "bc5cdr" / "CDR_TestSet.PubTator.txt"
 
 NCBI_SNIPPET = (

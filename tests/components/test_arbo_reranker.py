@@ -216,7 +216,7 @@ def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_exa
     linker.initialize(lambda: toy_examples)
     linker.to_disk(tmp_path / "linker")
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
-    config = Path(__file__).resolve().parents[1] / "configs" / "arbo_reranker.cfg"
+    config = Path(__file__).resolve().parents[2] / "configs" / "arbo_reranker.cfg"
     result = subprocess.run([
         sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
         "--paths.train", str(tmp_path / "train.spacy"),

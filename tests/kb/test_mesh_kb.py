@@ -15,7 +15,7 @@ from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
 
-DATA_DIR = Path(__file__).parents[1].parent / "shared" / "data"
+DATA_DIR = Path(__file__).parents[2].parent / "shared" / "data"
 MESH_CSV = DATA_DIR / "mesh" / "mesh_descriptors_2026.csv"
 MESH_TSV = DATA_DIR / "mesh" / "mesh_disease_synonyms.tsv"
 BC5CDR_TEST = DATA_DIR / "bc5cdr" / "CDR_TestSet.PubTator.txt"

@@ -11,7 +11,7 @@ from thinc.api import Adam
 
 from spacy_arboel.encoders.loading import resolve_encoder_path
 
-CONFIG = Path(__file__).parent.parent / "configs" / "ner_trf.cfg"
+CONFIG = Path(__file__).parents[2] / "configs" / "ner_trf.cfg"
 
 
 def _nlp(encoder: str, **overrides):
