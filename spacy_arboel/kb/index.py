@@ -1,10 +1,11 @@
 """A FAISS inner-product index over entity rows, with the metadata to detect staleness.
 
-Exact search (``IndexFlatIP``) by default, as BLINK's exact setting; HNSW (BLINK §5.2.3)
-and IVF (inverted lists over k-means cells, ``nprobe`` cells searched) as approximate options
-for large KBs on a CPU. Several rows may belong to one entity (alias granularity): searching returns
-entities, each scored by its best row. GPU FAISS is used when it is installed and a GPU is
-visible.
+Exact search (``IndexFlatIP``) by default, as BLINK's exact setting; HNSW (BLINK §5.2.3),
+IVF (inverted lists over k-means cells, ``nprobe`` cells searched) and IVF-PQ as approximate
+options for large KBs on a CPU, all built by ``index_builder`` through
+``faiss.index_factory``. Several rows may belong to one entity (alias granularity):
+searching returns entities, each scored by its best row. GPU FAISS is used when it is
+installed and a GPU is visible.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Errors, Warnings
+from .index_builder import build_index, choose_factory, load_index, save_index
 
-INDEX_KINDS = ("flat", "hnsw", "ivf")
 FAISS_FILE = "index.faiss"
 
 
@@ -113,7 +114,6 @@ class DenseIndex:
         owners: np.ndarray,
         meta: IndexMeta,
         *,
-        hnsw_m: int = 32,
         ef_search: int = 128,
         nprobe: int = 32,
         use_gpu: bool | None = None,
@@ -121,29 +121,13 @@ class DenseIndex:
     ) -> None:
         """``rows``: the position of each embedding in the full row layout it was taken from
         (``near_duplicate_rows`` keeps a subset); by default the embeddings are the layout."""
-        if meta.kind not in INDEX_KINDS:
-            raise ValueError(Errors.E007.format(what="index kind", value=meta.kind,
-                                                options=", ".join(INDEX_KINDS)))
         if len(embeddings) == 0:
             raise ValueError(Errors.E003)
         embeddings = np.ascontiguousarray(embeddings, dtype="float32")
-        faiss = _faiss()
-        dim = embeddings.shape[1]
-        if meta.kind == "hnsw":
-            index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = max(40, hnsw_m * 2)
-            index.hnsw.efSearch = ef_search
-        elif meta.kind == "ivf":
-            # ~4·sqrt(n) cells, but enough training points per cell (FAISS asks for 39)
-            n_cells = max(1, min(int(4 * np.sqrt(len(embeddings))), len(embeddings) // 39))
-            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, n_cells,
-                                       faiss.METRIC_INNER_PRODUCT)
-            index.train(embeddings)
-            index.nprobe = min(nprobe, n_cells)
-        else:
-            index = faiss.IndexFlatIP(dim)
-        index.add(embeddings)
-        if meta.kind == "flat" and (use_gpu or (use_gpu is None and gpu_available())):
+        factory = choose_factory(len(embeddings), embeddings.shape[1], meta.kind)
+        index = build_index(embeddings, factory, nprobe=nprobe, ef_search=ef_search)
+        if factory == "Flat" and (use_gpu or (use_gpu is None and gpu_available())):
+            faiss = _faiss()
             index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
         self._set_up(index, embeddings, owners, meta, rows)
 
@@ -243,8 +227,6 @@ class DenseIndex:
                 shutil.copyfileobj(self._source, out, 2**24)
             os.replace(partial, path / FAISS_FILE)
         else:
-            from .index_builder import save_index
-
             save_index(self.index, path / FAISS_FILE)
         np.save(path / "owners.npy", self.owners, allow_pickle=False)
         np.save(path / "rows.npy", self.rows, allow_pickle=False)
@@ -298,8 +280,6 @@ class DenseIndex:
                     nprobe: int = 32, ef_search: int = 128, use_gpu: bool | None = None,
                     **_: object) -> DenseIndex:
         """An ``index.faiss`` saved by ``build-index``, memory-mapped, with its row arrays."""
-        from .index_builder import load_index
-
         if expected is not None:
             check_meta(meta, expected)
         arrays = {}

@@ -30,7 +30,10 @@ import numpy as np
 
 from ..errors import Errors
 
-BUILD_KINDS = ("auto", "flat", "hnsw", "ivfpq")
+# the one vocabulary of index kinds (a component's ``index_kind``, ``build-index --kind``)
+INDEX_KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
+HNSW_M = 32  # graph neighbours per node (BLINK §5.2.3's HNSW setting)
+HNSW_EF_CONSTRUCTION = 2 * HNSW_M
 EXACT_MAX_ROWS = 100_000  # the MeSH index (62k rows) is searched exactly (BENCHMARKS.md)
 HNSW_MAX_ROWS = 1_000_000  # from here IVF-PQ: the fp32 vectors alone pass 1.5 GB at 384-d
 MIN_POINTS_PER_CELL = 39  # FAISS warns below this many training points per cell
@@ -46,12 +49,18 @@ def ivf_cells(n_rows: int) -> int:
     return max(1, min(cells, n_rows // MIN_POINTS_PER_CELL))
 
 
+def check_kind(kind: str) -> str:
+    """``kind`` if it is one of ``INDEX_KINDS`` (E007 otherwise)."""
+    if kind not in INDEX_KINDS:
+        raise ValueError(Errors.E007.format(what="index kind", value=kind,
+                                            options=", ".join(INDEX_KINDS)))
+    return kind
+
+
 def resolve_kind(n_rows: int, kind: str = "auto") -> str:
     """``kind``, or for ``auto`` the kind for ``n_rows``: flat up to 100k rows, HNSW up to
     1M, IVF-PQ above."""
-    if kind not in BUILD_KINDS:
-        raise ValueError(Errors.E007.format(what="index kind", value=kind,
-                                            options=", ".join(BUILD_KINDS)))
+    check_kind(kind)
     if kind != "auto":
         return kind
     return "flat" if n_rows <= EXACT_MAX_ROWS else "hnsw" if n_rows < HNSW_MAX_ROWS else "ivfpq"
@@ -60,7 +69,8 @@ def resolve_kind(n_rows: int, kind: str = "auto") -> str:
 def choose_factory(n_rows: int, dim: int, kind: str = "auto", pq_bytes: int | None = None,
                    refine: bool = True) -> str:
     """The FAISS ``index_factory`` string for ``n_rows`` vectors of ``dim`` dimensions:
-    ``flat`` (exact), ``hnsw`` (HNSW32 over the full vectors) or ``ivfpq`` (IVF cells, codes of
+    ``flat`` (exact), ``hnsw`` (HNSW32 over the full vectors), ``ivf`` (IVF cells over the full
+    vectors, ``ivf_cells``) or ``ivfpq`` (IVF cells, codes of
     ``pq_bytes`` bytes, default dim / 8, i.e. 32× smaller than fp32, and with ``refine`` the
     fetched rows re-scored from SQ8 codes); ``auto`` picks flat up to 100k rows, HNSW up to
     1M, IVF-PQ above."""
@@ -68,7 +78,9 @@ def choose_factory(n_rows: int, dim: int, kind: str = "auto", pq_bytes: int | No
     if kind == "flat":
         return "Flat"
     if kind == "hnsw":
-        return "HNSW32,Flat"
+        return f"HNSW{HNSW_M},Flat"
+    if kind == "ivf":
+        return f"IVF{ivf_cells(n_rows)},Flat"
     if n_rows < PQ_CENTROIDS:
         raise ValueError(Errors.E011.format(
             name="the number of rows for --kind ivfpq",
@@ -99,6 +111,9 @@ def build_index(vectors: np.ndarray, factory: str, *, rows: np.ndarray | None = 
         return vectors[part] if rows is None else vectors[rows[part]]
 
     index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    hnsw = getattr(faiss.downcast_index(index), "hnsw", None)
+    if hnsw is not None:
+        hnsw.efConstruction = HNSW_EF_CONSTRUCTION
     if not index.is_trained:
         ivf = faiss.extract_index_ivf(index)
         wanted = train_size or max(TRAIN_POINTS_PER_CELL * ivf.nlist, PQ_TRAIN_POINTS)

@@ -27,7 +27,8 @@ from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
 from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
 from ..errors import Errors
-from ..kb.index import INDEX_KINDS, DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
+from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
+from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from .lexical import LexicalIndex, best_weight
 

@@ -32,7 +32,7 @@ from ..encoders.span_heads import (
     span_reader_modules,
 )
 from ..errors import Errors
-from ..kb.index import INDEX_KINDS
+from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import retriever_loss
 from .abbreviation_links import link_abbreviations
