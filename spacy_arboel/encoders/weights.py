@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -36,3 +37,47 @@ def module_device(module: torch.nn.Module) -> torch.device:
 def autocast(device: torch.device, mixed_precision: bool):
     """Mixed precision on a GPU when asked for; a no-op on a CPU."""
     return torch.autocast(device.type, enabled=mixed_precision and device.type == "cuda")
+
+
+class Int8Copies:
+    """The int8 copies (``quantized_copy``) of named modules for one weights version: made
+    when first asked for, made again after the weights change (a new ``version``), one copy
+    for two names of the same module. The one cache of int8 copies of the cores."""
+
+    def __init__(self) -> None:
+        self.copies: dict[str, torch.nn.Module] = {}
+        self.version = -1
+
+    def get(self, name: str, module: torch.nn.Module, version: int,
+            modules: dict[str, torch.nn.Module] | None = None) -> torch.nn.Module:
+        """The copy of ``module`` (called ``name``; ``modules``: the other named modules, to
+        share one copy where two names are one module) for weights ``version``."""
+        if version != self.version:
+            self.copies, self.version = {}, version
+        if name not in self.copies:
+            shared = [n for n in self.copies if modules is not None and modules.get(n) is module]
+            self.copies[name] = self.copies[shared[0]] if shared else quantized_copy(module)
+        return self.copies[name]
+
+    def clear(self) -> None:
+        self.copies, self.version = {}, -1
+
+
+def to_numpy(output: Any) -> Any:
+    """A module's output (a tensor or a tuple of them) as float32 numpy arrays."""
+    if isinstance(output, tuple):
+        return tuple(o.float().cpu().numpy() for o in output)
+    return output.float().cpu().numpy()
+
+
+def forward_without_grad(module: torch.nn.Module, arrays: Sequence[Any], *,
+                         mixed_precision: bool = False, prefix: Sequence[Any] = ()) -> Any:
+    """One forward pass of ``module`` in eval mode without gradient over integer arrays
+    (token ids, masks, token types) moved to its device, mixed precision on a GPU when asked
+    for; ``prefix``: arguments passed before the tensors (an op name). Returns numpy
+    (``to_numpy``). The one no-gradient forward of the cores."""
+    device = module_device(module)
+    module.eval()
+    tensors = [torch.as_tensor(a, dtype=torch.long, device=device) for a in arrays]
+    with torch.no_grad(), autocast(device, mixed_precision):
+        return to_numpy(module(*prefix, *tensors))

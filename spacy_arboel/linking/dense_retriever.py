@@ -14,33 +14,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan, entity_rows, has_content
+from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan, has_content
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
-from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
+from ..encoders.weights import Int8Copies, forward_without_grad
 from ..errors import Errors
-from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
+from ..kb.index import DenseIndex, IndexMeta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
+from .indexed_kb import IndexedKB, RowSettings, embed_sequences, normalized
 from .lexical import LexicalIndex, best_weight
 
 GRANULARITIES = ("entity", "alias")
 SIMILARITIES = ("dot", "cosine")
 SIDES = ("mention", "entity")
-# the settings an index's rows depend on (``DenseRetriever.use_settings``)
-INDEX_FIELDS = ("pooling", "share_weights", "entity_max_length", "entity_granularity",
-                "row_dedupe_threshold", "index_kind", "similarity", "mixed_precision",
-                "inputs")
-
-
 @dataclass(frozen=True)
 class RetrieverSettings:
     """How mentions and entities become encoder inputs, and how the index is built.
@@ -101,7 +95,8 @@ class RetrieverSettings:
 
 
 class DenseRetriever:
-    """Embeds mentions and KB entities and finds each mention's nearest entities.
+    """Embeds mentions and finds each mention's nearest KB entities in ``entities`` (the
+    ``IndexedKB``: the KB, tokenizer, entity encoder and index).
 
     ``encoders``: the ``PooledEncoder`` per side (the same module twice when weights are
     shared); they may be trained elsewhere (``BiEncoderTrainer``): call ``changed()`` after
@@ -110,19 +105,11 @@ class DenseRetriever:
 
     def __init__(self, kb: KnowledgeBase, tokenizer, encoders: dict[str, torch.nn.Module],
                  settings: RetrieverSettings = RetrieverSettings()) -> None:
-        self.tokenizer = tokenizer
-        self.use_settings(settings)
         self.encoders = encoders
-        self.kb: KnowledgeBase = kb
-        self.index: DenseIndex | None = None
-        self._row_inputs: list[list[int]] | None = None
-        self.rows_of: list[list[int]] = []
-        self.version = 0
-        self._index_version = -1
-        self._quantized: dict[str, torch.nn.Module] = {}  # int8 copies by side
-        self._quantized_version = -1
-        self._fingerprints: dict[tuple[str, int], str] = {}
-        self.set_kb(kb)
+        self.entities = IndexedKB(kb, tokenizer, encoders["entity"], row_settings(settings))
+        self.use_settings(settings)
+        self._int8 = Int8Copies()
+        self._lexical: LexicalIndex | None = None
 
     @classmethod
     def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
@@ -135,64 +122,66 @@ class DenseRetriever:
                                         len(tokenizer), markers)
         return cls(kb, tokenizer, encoders, settings)
 
-    # --- the KB and the weights ------------------------------------------------------------
+    # --- the KB and the weights (held by ``entities``) ---------------------------------------
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self.entities.kb
+
+    @property
+    def tokenizer(self):
+        return self.entities.tokenizer
+
+    @property
+    def index(self) -> DenseIndex | None:
+        return self.entities.index
+
+    @property
+    def rows_of(self) -> list[list[int]]:
+        """The index rows of each entity position."""
+        return self.entities.rows_of
+
+    @property
+    def version(self) -> int:
+        """The encoders' weights version (``changed()``)."""
+        return self.entities.version
 
     def set_kb(self, kb: KnowledgeBase) -> None:
         """Use another knowledge base; its index is built by the next ``refresh()``."""
-        if len(kb) == 0:
-            raise ValueError(Errors.E003)
-        self.kb = kb
-        self.index = None
-        self._index_version = -1
-        self._row_inputs = None
-        self._lexical: LexicalIndex | None = None
+        self.entities.set_kb(kb)
+        self._lexical = None
 
     def use_settings(self, settings: RetrieverSettings) -> None:
         """Use these settings from now on (e.g. ``inputs`` switched to ``blink`` when corpus
         training starts); the index is stale until the next refresh when they change what
-        its rows are (``INDEX_FIELDS``), and kept when they change only the mentions' side
-        (``expand_abbreviations``, ``lexical_weight``, ``batch_size``, ...)."""
-        old = getattr(self, "settings", None)
+        its rows are (``IndexedKB.use_settings``), and kept when they change only the
+        mentions' side (``expand_abbreviations``, ``lexical_weight``, ``batch_size``, ...)."""
         self.settings = settings
         self.builder = InputBuilder(self.tokenizer, settings.mention_max_length,
                                     settings.entity_max_length, settings.expand_abbreviations,
                                     settings.inputs)
-        if old is not None and any(getattr(old, f) != getattr(settings, f)
-                                   for f in INDEX_FIELDS):
-            self._row_inputs = None
-            self.changed()
-            self._fingerprints = {}
+        self.entities.use_settings(row_settings(settings))
 
     def use_encoders(self, encoders: dict[str, torch.nn.Module]) -> None:
         """Encode with these modules from now on. The index stays current only if the
         entity encoder is the same module (a new mention encoder, e.g. a distilled one)."""
-        if encoders["entity"] is not self.encoders["entity"]:
-            self.changed()
         self.encoders = encoders
-        self._quantized = {}
-        self._fingerprints = {}
+        self.entities.use_encoder(encoders["entity"])
+        self._int8.clear()
 
     def changed(self) -> None:
         """Note that the encoders' weights changed: the index is stale until refreshed."""
-        self.version += 1
+        self.entities.changed()
 
     @property
     def is_current(self) -> bool:
         """Whether the index was built by the current weights for the current KB."""
-        return self.index is not None and self._index_version == self.version
+        return self.entities.is_current
 
     def fingerprint(self, side: str = "entity") -> str:
         """A hash of one encoder's weights and input settings (cached per weights version)."""
-        key = (side, self.version)
-        if key not in self._fingerprints:  # hashing the weights takes a while: once a version
-            self._fingerprints = {k: v for k, v in self._fingerprints.items()
-                                  if k[1] == self.version}
-            length = getattr(self.settings, f"{side}_max_length")
-            # ``names`` inputs are named so that no index of the other inputs passes for one
-            inputs = [self.settings.inputs] if self.settings.inputs != "blink" else []
-            self._fingerprints[key] = weights_fingerprint(
-                [length, self.settings.pooling, *inputs], self.encoders[side])
-        return self._fingerprints[key]
+        return self.entities.fingerprint(side, self.encoders[side],
+                                         getattr(self.settings, f"{side}_max_length"))
 
     @property
     def vector_width(self) -> int:
@@ -205,28 +194,15 @@ class DenseRetriever:
                 quantized: bool | None = None) -> np.ndarray:
         """Embed one padded batch without gradient (int8 copies when ``quantized``, by
         default the ``quantize`` setting); unit vectors under cosine similarity."""
-        if self.settings.quantize if quantized is None else quantized:
-            encoder, device = self.quantized_encoder(side), torch.device("cpu")
-        else:
-            encoder = self.encoders[side]
-            device = module_device(encoder)
-            encoder.eval()
-        with torch.no_grad(), autocast(device, self.settings.mixed_precision):
-            vectors = encoder(torch.as_tensor(ids, device=device),
-                              torch.as_tensor(mask, device=device)).float().cpu().numpy()
-        return self.normalized(vectors)
+        quantized = self.settings.quantize if quantized is None else quantized
+        encoder = self.quantized_encoder(side) if quantized else self.encoders[side]
+        return self.normalized(forward_without_grad(
+            encoder, (ids, mask), mixed_precision=self.settings.mixed_precision))
 
     def quantized_encoder(self, side: str) -> torch.nn.Module:
         """The int8 copy of one side's encoder for the current weights, made when first
         asked for (one copy when both sides share weights)."""
-        if self._quantized_version != self.version:
-            self._quantized, self._quantized_version = {}, self.version
-        if side not in self._quantized:
-            module = self.encoders[side]
-            shared = [s for s in self._quantized if self.encoders[s] is module]
-            self._quantized[side] = (self._quantized[shared[0]] if shared
-                                     else quantized_copy(module))
-        return self._quantized[side]
+        return self._int8.get(side, self.encoders[side], self.version, self.encoders)
 
     def prepare_inference(self) -> None:
         """Make now what linking will need (the int8 mention encoder under ``quantize``), so
@@ -237,25 +213,14 @@ class DenseRetriever:
 
     def normalized(self, vectors: np.ndarray) -> np.ndarray:
         """Unit vectors under cosine similarity, else the vectors as they are."""
-        if self.settings.scoring != "cosine":
-            return vectors
-        norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+        return normalized(vectors, self.settings.scoring == "cosine")
 
     def encode(self, side: str, sequences: Sequence[Sequence[int]],
                desc: str | None = None, quantized: bool | None = None) -> np.ndarray:
         """Embed wordpiece id sequences in length-sorted batches (no gradient; ``quantized``
         as in ``forward``)."""
-        order, batches = self.builder.sorted_batches(sequences, self.settings.batch_size)
-        if desc:
-            batches = tqdm(batches, desc=desc, unit="batch", leave=False, disable=None)
-        outputs = [self.forward(side, ids, mask, quantized) for ids, mask in batches]
-        if not outputs:
-            return np.zeros((0, 1), dtype="float32")
-        vectors = np.concatenate(outputs).astype("float32")
-        result = np.empty_like(vectors)
-        result[order] = vectors
-        return result
+        return embed_sequences(self.builder, sequences, self.settings.batch_size,
+                               lambda ids, mask: self.forward(side, ids, mask, quantized), desc)
 
     def encode_mentions(self, texts: Sequence[str], spans: Sequence[MentionSpan]) -> np.ndarray:
         """One vector per mention (``spans`` index into ``texts``)."""
@@ -265,63 +230,34 @@ class DenseRetriever:
 
     def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
         """What an index built now would be built from."""
-        return IndexMeta(self.kb.fingerprint(), self.fingerprint("entity"), dim, n_rows,
-                         self.settings.index_kind, self.settings.granularity,
-                         inputs=self.settings.inputs)
+        return self.entities.index_meta(dim, n_rows)
 
     def set_row_layout(self) -> np.ndarray:
-        """Lay the KB out in rows; returns the entity position behind each row. The rows are
-        tokenised when first needed (``row_inputs``: building the index, training), not at
-        load: a pipeline that only links never tokenises its KB."""
-        self._row_inputs = None
-        return self._entity_rows()[2]
-
-    def _entity_rows(self) -> tuple[list[str], list[str], np.ndarray]:
-        """The KB's rows (``encoders.inputs.entity_rows``); under ``names`` inputs an alias
-        that is another entity's preferred name is left to that entity."""
-        return entity_rows(list(self.kb), self.settings.granularity,
-                           drop_shadowed=self.settings.inputs == "names")
+        """Lay the KB out in rows (``IndexedKB.set_row_layout``)."""
+        return self.entities.set_row_layout()
 
     @property
     def row_inputs(self) -> list[list[int]]:
         """The wordpiece ids of each KB row, in the layout of ``set_row_layout``."""
-        if self._row_inputs is None:
-            titles, descriptions, _ = self._entity_rows()
-            self._row_inputs = self.builder.entity_ids(titles, descriptions)
-        return self._row_inputs
+        return self.entities.row_inputs
 
     def set_index(self, index: DenseIndex) -> None:
-        """Use ``index`` as built by the current weights; training addresses rows by their
-        position in it (``index.rows`` maps them back to ``row_inputs`` where near-duplicate
-        rows were dropped)."""
-        self.index = index
-        self.rows_of = rows_by_entity(index.owners)
-        self._index_version = self.version
+        """Use ``index`` as built by the current weights (``IndexedKB.set_index``)."""
+        self.entities.set_index(index)
 
     def refresh(self, desc: str | None = "Embedding KB") -> None:
-        """Re-embed the KB's rows with the current entity encoder and rebuild the index."""
-        owners = self.set_row_layout()
-        # the fp32 entity encoder even under ``quantize``: the index is what linking compares
-        # the (int8) mention vectors with, and its fingerprint names the fp32 weights
-        vectors = self.encode("entity", self.row_inputs, desc=desc, quantized=False)
-        keep = np.arange(len(owners))
-        threshold = self.settings.row_dedupe_threshold
-        if threshold is not None and len(owners) > len(self.kb):
-            keep = near_duplicate_rows(vectors, owners, threshold)
-        meta = replace(self.index_meta(vectors.shape[1], len(keep)),
-                       dedupe_threshold=threshold)
-        self.set_index(DenseIndex(vectors[keep], owners[keep], meta, rows=keep))
+        """Re-embed the KB's rows with the current entity encoder (fp32 even under
+        ``quantize``: the index is what linking compares the int8 mention vectors with, and
+        its fingerprint names the fp32 weights) and rebuild the index."""
+        self.entities.refresh(desc)
 
     def ensure_index(self) -> None:
         """Refresh the index unless it is current."""
-        if not self.is_current:
-            self.refresh()
+        self.entities.ensure_index()
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, entity positions) per query vector, -1 where fewer exist."""
-        if not self.is_current:
-            raise RuntimeError(Errors.E050)
-        return self.index.search(queries, k)
+        return self.entities.search(queries, k)
 
     def link(self, texts: Sequence[str], spans: Sequence[MentionSpan], k: int
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -356,18 +292,12 @@ class DenseRetriever:
 
     def dense_scores(self, vectors: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """The dense score of each (vector, entity position) pair: the entity's best row."""
-        index = self.index
-        try:
-            embeddings = index.embeddings
-        except ValueError:  # an index built apart: its rows as FAISS stores them
-            embeddings = None
         row_lists = [self.rows_of[int(p)] for p in positions]
         counts = np.fromiter((len(r) for r in row_lists), dtype="int64", count=len(row_lists))
         if not len(row_lists):
             return np.zeros(0, dtype="float32")
         rows = np.concatenate([np.asarray(r, dtype="int64") for r in row_lists])
-        found = (embeddings[rows] if embeddings is not None
-                 else np.stack([index.index.reconstruct(int(r)) for r in rows]))
+        found = self.entities.row_vectors(rows)
         pair_scores = np.einsum("ij,ij->i", found, np.repeat(vectors, counts, axis=0))
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
         return np.maximum.reduceat(pair_scores, starts).astype("float32")
@@ -422,14 +352,12 @@ class DenseRetriever:
     def writers(self) -> dict[str, Callable[[Path], Any]]:
         """What ``save`` writes, by entry name: the KB, tokenizer, encoders (one folder when
         weights are shared) and index (build it first: ``ensure_index``)."""
-        writers: dict[str, Callable[[Path], Any]] = {
-            "kb.jsonl": self.kb.to_jsonl,
-            "tokenizer": lambda p: self.tokenizer.save_pretrained(str(p)),
-        }
+        writers = self.entities.writers()
+        index = writers.pop("index")
         for side in SIDES[:1] if self.settings.share_weights else SIDES:
             writers[f"{side}_encoder"] = lambda p, s=side: self.encoders[
                 s].transformer.save_pretrained(str(p), safe_serialization=True)
-        writers["index"] = self.index.to_disk
+        writers["index"] = index
         return writers
 
     def save(self, path: str | Path) -> list[str]:
@@ -469,21 +397,12 @@ class DenseRetriever:
     def load_index(self, path: Path) -> None:
         """Load a saved index, checked against this KB (E012), the entity encoder and the row
         layout (E004, ``IndexFileError``)."""
-        saved = read_index_meta(path)
-        # checked before the (possibly HNSW/IVF) index is built
-        if saved.kb_fingerprint != self.kb.fingerprint():
-            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
-                                                found=self.kb.fingerprint()))
-        n_layout_rows = len(self.set_row_layout())
-        self.set_index(DenseIndex.from_disk(
-            path, expected=self.index_meta(self.vector_width, saved.n_rows),
-            kind=self.settings.index_kind, dedupe_threshold=self.settings.row_dedupe_threshold,
-            n_entities=len(self.kb), n_layout_rows=n_layout_rows))
+        self.entities.load_index(path)
 
 
-def rows_by_entity(owners: np.ndarray) -> list[list[int]]:
-    """The index rows of each entity position."""
-    rows: list[list[int]] = [[] for _ in range(int(owners.max()) + 1)]
-    for row, owner in enumerate(owners):
-        rows[int(owner)].append(row)
-    return rows
+def row_settings(settings: RetrieverSettings) -> RowSettings:
+    """What the KB's rows are built with under ``settings``."""
+    return RowSettings(settings.entity_max_length, settings.pooling, settings.granularity,
+                       settings.inputs, settings.scoring == "cosine",
+                       settings.row_dedupe_threshold, settings.index_kind,
+                       settings.mixed_precision, settings.batch_size)

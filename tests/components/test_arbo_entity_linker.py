@@ -502,7 +502,7 @@ def test_loading_does_not_tokenise_the_kb(saved_linker, toy_examples):
     nlp = spacy.load(saved_linker / "pipeline")
     retriever = nlp.get_pipe("arbo_entity_linker").retriever
     nlp(toy_examples[0].predicted.copy())
-    assert retriever._row_inputs is None
+    assert retriever.entities._row_inputs is None
     # the lazily tokenised rows are the ones the saved index was built from
     index = retriever.index
     assert (retriever.set_row_layout()[index.rows] == index.owners).all()
@@ -516,11 +516,11 @@ def test_quantized_mention_encoder_is_made_at_load(saved_linker, toy_examples):
     nlp = spacy.load(saved_linker / "pipeline",
                      config={"components.arbo_entity_linker.quantize": True})
     retriever = nlp.get_pipe("arbo_entity_linker").retriever
-    assert set(retriever._quantized) == {"mention"}
-    made = retriever._quantized["mention"]
+    assert set(retriever._int8.copies) == {"mention"}
+    made = retriever._int8.copies["mention"]
     doc = nlp(toy_examples[0].predicted.copy())
     assert all(e._.kb_candidates for e in doc.ents)
-    assert retriever._quantized == {"mention": made}
+    assert retriever._int8.copies == {"mention": made}
 
 
 def _score_moves(exact_docs, fast_docs) -> tuple[list[float], list[float]]:

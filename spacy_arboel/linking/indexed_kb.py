@@ -1,0 +1,283 @@
+"""A knowledge base with what searches it: the tokenizer, the entity encoder, the layout of
+the KB's rows, their FAISS index and the fingerprints of what built it (no spaCy).
+
+The one owner of these for every core class: the bi-encoder (``DenseRetriever``, BLINK §3.1)
+and the end-to-end readers (``SpanReader``, ``RetrieverReader``) each hold an ``IndexedKB``
+and add their own mention-side modules. Its ``version`` counts the entity encoder's weight
+updates: the index is current while it was built by the current version for the current KB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..encoders.inputs import InputBuilder, entity_rows
+from ..encoders.weights import forward_without_grad, weights_fingerprint
+from ..errors import Errors
+from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
+from ..kb.knowledge_base import KnowledgeBase
+
+
+@dataclass(frozen=True)
+class RowSettings:
+    """What the KB's rows and their index are built with.
+
+    ``granularity``: a row per entity (``name [TITLE] description``) or per name and alias;
+    ``inputs``: ``blink`` or ``names`` (``encoders.inputs``; under ``names`` an alias that is
+    another entity's preferred name is left to that entity); ``cosine``: rows are unit
+    vectors; ``dedupe_threshold``: an alias row is dropped when another row of its entity has
+    cosine similarity at least this high (``near_duplicate_rows``; None keeps every row);
+    ``batch_size``: rows per forward pass (not part of what the index depends on).
+    """
+
+    entity_max_length: int = 32
+    pooling: str = "cls"
+    granularity: str = "entity"
+    inputs: str = "blink"
+    cosine: bool = False
+    dedupe_threshold: float | None = None
+    index_kind: str = "flat"
+    mixed_precision: bool = False
+    batch_size: int = 64
+
+    def builds_same_index(self, other: RowSettings) -> bool:
+        """Whether an index built with ``other`` is one built with these settings."""
+        return replace(self, batch_size=0) == replace(other, batch_size=0)
+
+
+def normalized(vectors: np.ndarray, cosine: bool) -> np.ndarray:
+    """Unit vectors under cosine similarity, else the vectors as they are."""
+    if not cosine:
+        return vectors
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+def embed_sequences(builder: InputBuilder, sequences: Sequence[Sequence[int]], batch_size: int,
+                    forward: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                    desc: str | None = None) -> np.ndarray:
+    """``forward(ids, mask)`` over wordpiece id sequences in length-sorted padded batches,
+    the vectors returned in the input's order."""
+    order, batches = builder.sorted_batches(sequences, batch_size)
+    if desc:
+        batches = tqdm(batches, desc=desc, unit="batch", leave=False, disable=None)
+    outputs = [forward(ids, mask) for ids, mask in batches]
+    if not outputs:
+        return np.zeros((0, 1), dtype="float32")
+    vectors = np.concatenate(outputs).astype("float32")
+    result = np.empty_like(vectors)
+    result[order] = vectors
+    return result
+
+
+def rows_by_entity(owners: np.ndarray) -> list[list[int]]:
+    """The index rows of each entity position, in increasing order."""
+    rows: list[list[int]] = [[] for _ in range(int(owners.max()) + 1)]
+    for row, owner in enumerate(owners):
+        rows[int(owner)].append(row)
+    return rows
+
+
+class IndexedKB:
+    """A KB, its tokenizer and entity encoder, and the index of its rows.
+
+    ``encoder``: the pooled entity encoder (``encoder(ids, mask)`` gives one vector a row);
+    it may be trained elsewhere: call ``changed()`` after each weight update and
+    ``ensure_index()`` before searching again.
+    """
+
+    def __init__(self, kb: KnowledgeBase, tokenizer, encoder: torch.nn.Module,
+                 settings: RowSettings = RowSettings()) -> None:
+        self.tokenizer = tokenizer
+        self.encoder = encoder
+        self.settings = settings
+        self.builder = InputBuilder(tokenizer, entity_max_length=settings.entity_max_length,
+                                    inputs=settings.inputs)
+        self.version = 0
+        self._fingerprints: dict[tuple[str, int], str] = {}
+        self.set_kb(kb)
+
+    # --- the KB, the settings and the weights ------------------------------------------------
+
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Use another knowledge base (E003 when empty); its index is built by the next
+        ``refresh()``."""
+        if len(kb) == 0:
+            raise ValueError(Errors.E003)
+        self.kb = kb
+        self.index: DenseIndex | None = None
+        self.rows_of: list[list[int]] = []
+        self._index_version = -1
+        self._row_inputs: list[list[int]] | None = None
+
+    def use_settings(self, settings: RowSettings) -> None:
+        """Build rows with these settings from now on; the index is stale until the next
+        refresh unless they build the same index."""
+        old, self.settings = self.settings, settings
+        self.builder = InputBuilder(self.tokenizer, entity_max_length=settings.entity_max_length,
+                                    inputs=settings.inputs)
+        if not old.builds_same_index(settings):
+            self._row_inputs = None
+            self._fingerprints = {}
+            self.changed()
+
+    def use_encoder(self, encoder: torch.nn.Module) -> None:
+        """Embed rows with another entity encoder from now on (the index is stale unless it
+        is the same module)."""
+        if encoder is not self.encoder:
+            self.changed()
+        self.encoder = encoder
+        self._fingerprints = {}
+
+    def changed(self) -> None:
+        """Note that the encoders' weights changed: the index is stale until refreshed."""
+        self.version += 1
+
+    @property
+    def is_current(self) -> bool:
+        """Whether the index was built by the current weights for the current KB."""
+        return self.index is not None and self._index_version == self.version
+
+    def fingerprint(self, name: str = "entity", module: torch.nn.Module | None = None,
+                    max_length: int | None = None) -> str:
+        """A hash of an encoder's weights and input settings (default: the entity encoder),
+        cached per weights version: hashing the weights takes a while."""
+        key = (name, self.version)
+        if key not in self._fingerprints:
+            self._fingerprints = {k: v for k, v in self._fingerprints.items()
+                                  if k[1] == self.version}
+            settings = self.settings
+            # ``names`` inputs are named so that no index of the other inputs passes for one
+            inputs = [settings.inputs] if settings.inputs != "blink" else []
+            length = settings.entity_max_length if max_length is None else max_length
+            self._fingerprints[key] = weights_fingerprint(
+                [length, settings.pooling, *inputs],
+                self.encoder if module is None else module)
+        return self._fingerprints[key]
+
+    @property
+    def vector_width(self) -> int:
+        """The width of the entity vectors."""
+        return self.encoder.transformer.config.hidden_size
+
+    # --- rows ----------------------------------------------------------------------------------
+
+    def set_row_layout(self) -> np.ndarray:
+        """Lay the KB out in rows; returns the entity position behind each row. The rows are
+        tokenised when first needed (``row_inputs``: building the index, training), not at
+        load: a pipeline that only links never tokenises its KB."""
+        self._row_inputs = None
+        return self._entity_rows()[2]
+
+    def _entity_rows(self) -> tuple[list[str], list[str], np.ndarray]:
+        return entity_rows(list(self.kb), self.settings.granularity,
+                           drop_shadowed=self.settings.inputs == "names")
+
+    @property
+    def row_inputs(self) -> list[list[int]]:
+        """The wordpiece ids of each KB row, in the layout of ``set_row_layout``."""
+        if self._row_inputs is None:
+            titles, descriptions, _ = self._entity_rows()
+            self._row_inputs = self.builder.entity_ids(titles, descriptions)
+        return self._row_inputs
+
+    def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Embed one padded batch of rows with the (fp32) entity encoder, without gradient."""
+        return normalized(forward_without_grad(
+            self.encoder, (ids, mask), mixed_precision=self.settings.mixed_precision),
+            self.settings.cosine)
+
+    def embed_rows(self, sequences: Sequence[Sequence[int]] | None = None,
+                   desc: str | None = None) -> np.ndarray:
+        """The vectors of ``sequences`` of row inputs (default: every row)."""
+        sequences = self.row_inputs if sequences is None else sequences
+        return embed_sequences(self.builder, sequences, self.settings.batch_size,
+                               self.forward, desc)
+
+    # --- the index -----------------------------------------------------------------------------
+
+    def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
+        """What an index built now would be built from."""
+        return IndexMeta(self.kb.fingerprint(), self.fingerprint(), dim, n_rows,
+                         self.settings.index_kind, self.settings.granularity,
+                         inputs=self.settings.inputs)
+
+    def set_index(self, index: DenseIndex) -> None:
+        """Use ``index`` as built by the current weights; training addresses rows by their
+        position in it (``index.rows`` maps them back to ``row_inputs`` where near-duplicate
+        rows were dropped)."""
+        self.index = index
+        self.rows_of = rows_by_entity(index.owners)
+        self._index_version = self.version
+
+    def refresh(self, desc: str | None = "Embedding KB") -> None:
+        """Re-embed the KB's rows with the current entity encoder and rebuild the index."""
+        owners = self.set_row_layout()
+        vectors = self.embed_rows(desc=desc)
+        keep = np.arange(len(owners))
+        threshold = self.settings.dedupe_threshold
+        if threshold is not None and len(owners) > len(self.kb):
+            keep = near_duplicate_rows(vectors, owners, threshold)
+        meta = replace(self.index_meta(vectors.shape[1], len(keep)),
+                       dedupe_threshold=threshold)
+        self.set_index(DenseIndex(vectors[keep], owners[keep], meta, rows=keep))
+
+    def ensure_index(self) -> None:
+        """Refresh the index unless it is current."""
+        if not self.is_current:
+            self.refresh()
+
+    def ready_index(self) -> DenseIndex:
+        """The current index (E050 before ``ensure_index``/``load_index``)."""
+        if not self.is_current:
+            raise RuntimeError(Errors.E050)
+        return self.index
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (scores, entity positions) per query vector, -1 where fewer exist."""
+        return self.ready_index().search(queries, k)
+
+    def row_vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of index rows (reconstructed from FAISS for an index built apart)."""
+        try:
+            return self.index.embeddings[rows]
+        except ValueError:  # an index built apart: its rows as FAISS stores them
+            return np.stack([self.index.index.reconstruct(int(r)) for r in rows])
+
+    def reuse_index(self, kb: KnowledgeBase, index: DenseIndex) -> bool:
+        """Take ``index`` of ``kb`` when ``kb`` is this KB and the index was embedded by the
+        entity encoder that ours copies; returns whether it did."""
+        if kb.fingerprint() != self.kb.fingerprint():
+            return False
+        meta = self.index_meta(index.embeddings.shape[1], len(index.embeddings))
+        self.set_index(DenseIndex(index.embeddings, index.owners, meta, rows=index.rows))
+        return True
+
+    def load_index(self, path: Path, check_layout: bool = True) -> None:
+        """Load a saved index, checked against this KB (E012), the entity encoder and, with
+        ``check_layout``, the row layout (E004, ``IndexFileError``)."""
+        saved = read_index_meta(path)
+        # checked before the (possibly HNSW/IVF) index is built
+        if saved.kb_fingerprint != self.kb.fingerprint():
+            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
+                                                found=self.kb.fingerprint()))
+        n_layout_rows = len(self.set_row_layout()) if check_layout else None
+        self.set_index(DenseIndex.from_disk(
+            path, expected=self.index_meta(self.vector_width, saved.n_rows),
+            kind=self.settings.index_kind, dedupe_threshold=self.settings.dedupe_threshold,
+            n_entities=len(self.kb), n_layout_rows=n_layout_rows))
+
+    # --- saving ----------------------------------------------------------------------------------
+
+    def writers(self) -> dict[str, Callable[[Path], Any]]:
+        """What a saved core holds of it, by entry name: the KB, the tokenizer and the index
+        (build it first: ``ensure_index``)."""
+        return {"kb.jsonl": self.kb.to_jsonl,
+                "tokenizer": lambda p: self.tokenizer.save_pretrained(str(p)),
+                "index": lambda p: self.ready_index().to_disk(p)}
