@@ -30,7 +30,7 @@ from ..evaluation.end_to_end import score_end_to_end
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
 from ..kb.index import read_index_meta
 from ..kb.knowledge_base import KnowledgeBase, kb_override
-from ..linking.kb_reader import KBReader, check_saved_settings, structural_settings
+from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
 from ..linking.reader_spans import resolve_spans
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
@@ -143,7 +143,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
                                     "ents": ents, "verify_files": verify_mode(verify_files),
                                     "dictionary_spans": dictionary_spans}
         self.core_class = CORES[model.attrs["reader"]][0]
-        self.reader: KBReader | None = None
+        self.reader: ReaderBase | None = None
         # whether the heads were trained (the first update sets it; saved in cfg.json)
         self.trained = False
         self.dictionary: DictionaryLinker | None = None
@@ -300,7 +300,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         if found.settings.entity_max_length == self.settings.entity_max_length:
             self.reader.reuse_index(found.kb, found.ready_index())
 
-    def _require(self) -> KBReader:
+    def _require(self) -> ReaderBase:
         if self.reader is None or self.reader.index is None:
             raise ValueError(Errors.E051.format(name=self.name, what="encoders or index"))
         return self.reader

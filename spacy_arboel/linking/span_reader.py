@@ -37,7 +37,7 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import retriever_loss
 from .abbreviation_links import link_abbreviations
 from .dense_retriever import GRANULARITIES, DenseRetriever
-from .kb_reader import KBReader
+from .reader_base import ReaderBase
 from .reader_spans import LinkedSpan
 from .retriever_reader import DocLinks, pad_rows, with_gold
 from .span_scores import (
@@ -127,7 +127,7 @@ class Proposals:
     p_entity: np.ndarray  # (S, K)
 
 
-class SpanReader(KBReader):
+class SpanReader(ReaderBase):
     """The KB and its fixed entity index, the passage encoder with mention heads and,
     with ``cross_reread``, the cross reader.
 

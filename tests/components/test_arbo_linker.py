@@ -542,7 +542,7 @@ def test_a_trained_span_reader_starts_the_cross_reread_setting(tiny_encoder, toy
                                                                toy_examples, tmp_path,
                                                                monkeypatch):
     """reader_path: train on from a saved span reader, here adding the cross re-read."""
-    from spacy_arboel.linking.kb_reader import KBReader
+    from spacy_arboel.linking.indexed_kb import IndexedKB
     from spacy_arboel.ml.torch_layers import torch_modules
 
     torch.manual_seed(0)
@@ -555,7 +555,8 @@ def test_a_trained_span_reader_starts_the_cross_reread_setting(tiny_encoder, toy
                  model={"cross_reread": 2}, top_k=4)
     linker = cross.get_pipe(LINKER)
     with monkeypatch.context() as patch:  # the saved index is taken, not built again
-        patch.setattr(KBReader, "build_index", lambda self: pytest.fail("index built again"))
+        patch.setattr(IndexedKB, "refresh",
+                      lambda self, desc=None: pytest.fail("index built again"))
         linker.initialize(lambda: toy_examples, nlp=cross, reader_path=str(tmp_path / "span"))
     np.testing.assert_array_equal(linker.reader.index.embeddings, trained.reader.index.embeddings)
     old, new = torch_modules(trained.model)["spans"], torch_modules(linker.model)["spans"]

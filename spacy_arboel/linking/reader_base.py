@@ -1,8 +1,8 @@
-"""What both end-to-end readers share: the KB, its fixed entity index, entity labels and
-no-gradient forward passes (numpy/torch/faiss; no spaCy).
+"""What both end-to-end readers share: the KB and its fixed entity index (an ``IndexedKB``),
+entity labels, the modules' forward passes, saving and loading (numpy/torch/faiss; no spaCy).
 
 ``RetrieverReader`` (EntQA / BEER², a reader pass per passage and candidate) and
-``SpanReader`` (ELQ-style, one pass per passage) subclass ``KBReader``.
+``SpanReader`` (ELQ-style, one pass per passage) subclass ``ReaderBase``.
 """
 
 from __future__ import annotations
@@ -17,20 +17,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..encoders.inputs import InputBuilder, entity_rows
+from ..encoders.inputs import InputBuilder
 from ..encoders.loading import load_tokenizer
 from ..encoders.passages import PassageBuilder
-from ..encoders.weights import autocast, module_device, quantized_copy, weights_fingerprint
+from ..encoders.weights import Int8Copies, autocast, forward_without_grad, module_device
 from ..errors import Errors
-from ..kb.index import DenseIndex, IndexMeta, read_index_meta
+from ..kb.index import DenseIndex
 from ..kb.knowledge_base import KnowledgeBase
+from .indexed_kb import IndexedKB, RowSettings
 
 ENTITY_BATCH = 64
 
 
-class KBReader:
-    """The KB and its fixed entity index, the tokenizer, passages and the PyTorch modules
-    (``modules["entity"]`` is the pooled, frozen entity encoder).
+class ReaderBase:
+    """The KB and its fixed entity index (``entities``, an ``IndexedKB`` over
+    ``modules["entity"]``, the pooled, frozen entity encoder), the passages and the PyTorch
+    modules of a reader.
 
     ``settings`` needs ``passage_length``, ``passage_stride``, ``entity_max_length``,
     ``entity_pooling``, ``entity_granularity``, ``index_kind``, ``quantize`` and
@@ -45,28 +47,35 @@ class KBReader:
     def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
                  settings: Any) -> None:
         self.settings = settings
-        self.tokenizer = tokenizer
         self.passages = PassageBuilder(tokenizer, settings.passage_length,
                                        settings.passage_stride, settings.entity_max_length)
         self.modules = modules
-        self.kb = kb
-        self.index: DenseIndex | None = None
+        self.entities = IndexedKB(kb, tokenizer, modules["entity"], RowSettings(
+            settings.entity_max_length, settings.entity_pooling, settings.entity_granularity,
+            index_kind=settings.index_kind, mixed_precision=settings.mixed_precision,
+            batch_size=ENTITY_BATCH))
         self.updates = 0
         self.entity_labels: dict[str, str] = {}
-        self._row_groups: list[np.ndarray] = []
         self._entity_text: dict[int, list[int]] = {}
-        self._quantized: dict[str, tuple[int, torch.nn.Module]] = {}
-        self.set_kb(kb)
+        self._int8 = Int8Copies()
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self.entities.kb
+
+    @property
+    def tokenizer(self):
+        return self.entities.tokenizer
+
+    @property
+    def index(self) -> DenseIndex | None:
+        return self.entities.index
 
     def reuse_index(self, kb: KnowledgeBase, index: DenseIndex) -> bool:
         """Take ``index`` of ``kb`` when ``kb`` is this KB and the index was embedded by the
         entity encoder that ours copies (a bi-encoder's after ``modules_from``, a span
         reader's after ``modules_from_reader``); returns whether it did."""
-        if kb.fingerprint() != self.kb.fingerprint():
-            return False
-        meta = self.index_meta(index.embeddings.shape[1], len(index.embeddings))
-        self.set_index(DenseIndex(index.embeddings, index.owners, meta, rows=index.rows))
-        return True
+        return self.entities.reuse_index(kb, index)
 
     # --- labels --------------------------------------------------------------------------------
 
@@ -85,49 +94,25 @@ class KBReader:
         types = self.kb[kb_id].types
         return types[0] if types else self.entity_labels.get(kb_id, default)
 
-    # --- the KB and its index ----------------------------------------------------------------
+    # --- the KB and its index (held by ``entities``) -----------------------------------------
 
     def set_kb(self, kb: KnowledgeBase) -> None:
-        """Use another KB; its index is built by the next ``build_index()``."""
-        if len(kb) == 0:
-            raise ValueError(Errors.E003)
-        self.kb = kb
-        self.index = None
+        """Use another KB; its index is built by the next ``ensure_index()``."""
+        self.entities.set_kb(kb)
         self._entity_text = {}
-
-    def entity_fingerprint(self) -> str:
-        return weights_fingerprint([self.settings.entity_max_length,
-                                    self.settings.entity_pooling], self.modules["entity"])
-
-    def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
-        return IndexMeta(self.kb.fingerprint(), self.entity_fingerprint(), dim, n_rows,
-                         self.settings.index_kind, self.settings.entity_granularity)
-
-    def set_index(self, index: DenseIndex) -> None:
-        self.index = index
-        order = np.argsort(index.owners, kind="stable")
-        bounds = np.flatnonzero(np.diff(index.owners[order])) + 1
-        self._row_groups = [np.empty(0, "int64")] * index.n_entities
-        for rows in np.split(order, bounds):
-            self._row_groups[int(index.owners[rows[0]])] = rows
-        self._entity_text = {}
-
-    def build_index(self) -> None:
-        """Embed the KB's rows with the (fixed) entity encoder."""
-        builder = InputBuilder(self.tokenizer, 32, self.settings.entity_max_length)
-        titles, descriptions, owners = entity_rows(list(self.kb),
-                                                   self.settings.entity_granularity)
-        sequences = builder.entity_ids(titles, descriptions)
-        order, batches = builder.sorted_batches(sequences, ENTITY_BATCH)
-        outputs = [self.run(("entity", ids, mask)) for ids, mask in batches]
-        vectors = np.empty((len(sequences), outputs[0].shape[1]), dtype="float32")
-        vectors[order] = np.concatenate(outputs)
-        self.set_index(DenseIndex(vectors, owners, self.index_meta(vectors.shape[1],
-                                                                    len(vectors))))
 
     def ensure_index(self) -> None:
-        if self.index is None:
-            self.build_index()
+        """Embed the KB's rows with the (fixed) entity encoder unless the index is current."""
+        self.entities.ensure_index()
+
+    def ready_index(self) -> DenseIndex:
+        """The entity index (E050 before ``ensure_index``/``load_index``)."""
+        return self.entities.ready_index()
+
+    def load_index(self, path: Path) -> None:
+        """Load a saved index, checked against this KB (E012) and the entity encoder (its
+        rows may come from a bi-encoder's layout: ``initialize``'s ``linker_path``)."""
+        self.entities.load_index(path, check_layout=False)
 
     def entity_text(self, position: int) -> list[int]:
         """The reader's entity side, ``name [TITLE] description`` (cached)."""
@@ -141,14 +126,15 @@ class KBReader:
         """Q of each query (P, d) with its candidate entities (P, C): the best of the
         entity's rows (one row per entity, or one per alias); -inf at padding (-1)."""
         n_queries, n_candidates = candidates.shape
+        rows_of = self.entities.rows_of
         pair_index, row_index = [], []
         for flat, position in enumerate(candidates.ravel()):
             if position >= 0:
-                rows = self._row_groups[int(position)]
+                rows = rows_of[int(position)]
                 pair_index.extend([flat] * len(rows))
-                row_index.extend(rows.tolist())
+                row_index.extend(rows)
         device = queries.device
-        rows = torch.as_tensor(self.index.embeddings[np.asarray(row_index, "int64")],
+        rows = torch.as_tensor(self.entities.row_vectors(np.asarray(row_index, "int64")),
                                device=device)
         pair_t = torch.as_tensor(pair_index, dtype=torch.long, device=device)
         values = (queries[pair_t // n_candidates] * rows).sum(-1)
@@ -161,18 +147,18 @@ class KBReader:
         """Top-k entity positions per query. Where a KB with many rows per entity yields
         fewer than k distinct entities, the lowest positions not yet present fill the row
         (extra negatives), so every passage has exactly k candidates."""
-        if self.index is None:
-            raise RuntimeError(Errors.E050)
-        found = self.index.search(queries, k)[1]
+        index = self.ready_index()
+        found = index.search(queries, k)[1]
         for i in np.flatnonzero((found < 0).any(axis=1)):
             present = set(found[i][found[i] >= 0].tolist())
-            fill = (e for e in range(self.index.n_entities) if e not in present)
+            fill = (e for e in range(index.n_entities) if e not in present)
             found[i] = [c if c >= 0 else next(fill) for c in found[i]]
         return found
 
     # --- forward passes ---------------------------------------------------------------------
 
     def _forward(self, module: torch.nn.Module, inputs: tuple, train: bool):
+        """A forward pass of ``(op, *arrays)`` with gradient (training)."""
         op, *arrays = inputs
         device = module_device(module)
         module.train(train)
@@ -185,30 +171,13 @@ class KBReader:
         """A forward pass without gradient of ``(op, *arrays)`` (``OP_MODULES`` says which
         module runs an op), as numpy; int8 copies of the trained modules when ``quantize``
         is set (the entity encoder is fixed and only builds the index)."""
-        name = self.OP_MODULES[inputs[0]]
+        op, *arrays = inputs
+        name = self.OP_MODULES[op]
         module = self.modules[name]
         if self.settings.quantize and name != "entity":
-            version, copy = self._quantized.get(name, (-1, None))
-            if copy is None or version != self.updates:
-                copy = quantized_copy(module)
-                self._quantized[name] = (self.updates, copy)
-            module = copy
-        with torch.no_grad():
-            out = self._forward(module, inputs, train=False)
-        if isinstance(out, tuple):
-            return tuple(o.float().cpu().numpy() for o in out)
-        return out.float().cpu().numpy()
-
-    def load_index(self, path: Path) -> None:
-        """Load a saved index, checked against this KB (E012) and the entity encoder."""
-        saved = read_index_meta(path)
-        if saved.kb_fingerprint != self.kb.fingerprint():
-            raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
-                                                found=self.kb.fingerprint()))
-        width = self.modules["entity"].transformer.config.hidden_size
-        self.set_index(DenseIndex.from_disk(path, expected=self.index_meta(width, saved.n_rows),
-                                            kind=self.settings.index_kind,
-                                            n_entities=len(self.kb)))
+            module = self._int8.get(name, module, self.updates)
+        return forward_without_grad(module, arrays, mixed_precision=self.settings.mixed_precision,
+                                    prefix=() if op in self.PLAIN_OPS else (op,))
 
     @classmethod
     def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str, settings: Any = None):
@@ -223,12 +192,6 @@ class KBReader:
         """A subclass's modules, every transformer from the base encoder ``name``."""
         raise NotImplementedError
 
-    def ready_index(self) -> DenseIndex:
-        """The entity index (E050 before ``ensure_index``/``load_index``)."""
-        if self.index is None:
-            raise RuntimeError(Errors.E050)
-        return self.index
-
     # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
 
     @staticmethod
@@ -242,9 +205,9 @@ class KBReader:
 
     def writers(self) -> dict[str, Callable[[Path], Any]]:
         """What ``save`` writes, by entry name (build the index first)."""
-        return {"kb.jsonl": self.kb.to_jsonl,
-                "tokenizer": lambda p: self.tokenizer.save_pretrained(str(p)),
-                **self.module_writers(), "index": self.ready_index().to_disk}
+        writers = self.entities.writers()
+        index = writers.pop("index")
+        return {**writers, **self.module_writers(), "index": index}
 
     def save(self, path: str | Path) -> list[str]:
         """Write ``writers()``, the settings, update count and learnt labels
