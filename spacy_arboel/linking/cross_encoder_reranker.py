@@ -26,7 +26,7 @@ from safetensors.torch import save_file
 from ..encoders.cross_scorer import CrossScorer, load_scorer
 from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
 from ..encoders.loading import load_tokenizer
-from ..encoders.weights import autocast, module_device, quantized_copy
+from ..encoders.weights import Int8Copies, autocast, forward_without_grad, module_device
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from .reader_spans import softmax
@@ -121,8 +121,7 @@ class CrossEncoderReranker:
         self.entity_type = max(tokenizer.create_token_type_ids_from_sequences([1], [2]))
         self.scorer = scorer
         self.version = 0
-        self._quantized: torch.nn.Module | None = None
-        self._quantized_version = -1
+        self._int8 = Int8Copies()
         self._entity_cache: dict[int, list[int]] = {}
         self.kb: KnowledgeBase = kb
         self.set_kb(kb)
@@ -185,17 +184,10 @@ class CrossEncoderReranker:
     def forward(self, batch: PairBatch) -> np.ndarray:
         """s_cross of one padded batch of pairs (BLINK eq. 5–6) without gradient, from the
         int8 copy when ``quantize`` is set."""
-        if self.settings.quantize:
-            if self._quantized is None or self._quantized_version != self.version:
-                self._quantized = quantized_copy(self.scorer)
-                self._quantized_version = self.version
-            with torch.inference_mode():
-                return self._quantized(*(torch.from_numpy(a) for a in batch)).numpy()
-        device = module_device(self.scorer)
-        self.scorer.eval()
-        with torch.no_grad(), autocast(device, self.settings.mixed_precision):
-            scores = self.scorer(*(torch.as_tensor(a, device=device) for a in batch))
-        return scores.float().cpu().numpy()
+        scorer = (self._int8.get("scorer", self.scorer, self.version)
+                  if self.settings.quantize else self.scorer)
+        return forward_without_grad(scorer, batch,
+                                    mixed_precision=self.settings.mixed_precision)
 
     def score(self, texts: Sequence[str], spans: Sequence[MentionSpan],
               candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
