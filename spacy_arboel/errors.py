@@ -628,6 +628,16 @@ class Errors(metaclass=ErrorsWithCodes):
         "pipeline its component's model folder."
     )
 
+    # --- the pipeline API (spacy_arboel/pipeline/) and its command options: E210-E219 ---
+    E210 = (
+        "{where} {problem} {factories}; its components are: {present}. Give a pipeline "
+        "with one, or the component's name with --component where there are several."
+    )
+    E211 = (
+        "Invalid config override '{option}': {problem}. Give config settings as "
+        "--section.key value, e.g. --components.arbo_coref.k 4."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (

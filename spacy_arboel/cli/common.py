@@ -44,12 +44,14 @@ def check_corpus(path: Path, limit: int = 0) -> None:
 
 def save_with_setting(model: Path, overrides: dict[str, Any], key: str, value: Any,
                       output_model: Path) -> None:
-    """Load ``model`` with ``key = value`` in its config (so the saved pipeline keeps it)
-    and save it to ``output_model`` (atomically: a failed save leaves it as it was)."""
-    import spacy
+    """``spacy_arboel.pipeline.save_with_setting`` (exit with E046 where ``output_model``
+    is a folder that is not a pipeline), and say so."""
     from wasabi import msg
 
-    from .outputs import save_pipeline
+    from ..pipeline.loading import save_with_setting as save
 
-    save_pipeline(spacy.load(model, config={**overrides, key: value}), output_model)
+    try:
+        save(model, overrides, key, value, output_model)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
     msg.good(f"Saved {output_model} with {key} = {value}")

@@ -12,6 +12,7 @@ from ..parsing import parse_json
 from .app import OVERRIDES, app
 from .common import check_corpus
 from .outputs import atomic_file, check_outputs, same_path, save_pipeline
+from .overrides import command_overrides
 
 TUNED = "JSON written by tune-coref: its best k, threshold and directed are used"
 
@@ -21,15 +22,15 @@ def tuned_settings(path: Path | None) -> dict:
     E151 when it is no such file)."""
     from wasabi import msg
 
+    from ..pipeline.coref_settings import read_tuned_settings
+
     if path is None:
         return {}
     try:
-        best = parse_json(Path(path).read_bytes())["best"]
-        settings = {key: best[key] for key in ("k", "threshold", "directed")}
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        msg.fail(Errors.E151.format(path=path, problem=f"{type(err).__name__}: {err}"),
-                 exits=1)
-    return settings
+        return read_tuned_settings(path)
+    except ValueError as err:
+        msg.fail(str(err))
+        raise SystemExit(1) from None
 
 
 def heldout_ids(path: Path) -> set[str]:
@@ -48,25 +49,12 @@ def heldout_ids(path: Path) -> set[str]:
 
 def _load(model: Path, ctx: typer.Context | None, component: str, settings_file=None,
           **settings):
-    """The pipeline, with `--components.x.y value` overrides (after the tuned settings of
-    ``settings_file``); ``arbo_coref`` is added if the pipeline has none."""
-    import spacy
-    from spacy.cli._util import parse_config_overrides
-    from spacy.util import load_config
+    """``load_with_coref``: the pipeline with ``component`` configured by the tuned settings
+    of ``settings_file``, ``settings`` and the `--components.x.y value` overrides."""
+    from ..pipeline.coref_settings import load_with_coref
 
-    prefix = f"components.{component}."
-    overrides = parse_config_overrides(ctx.args) if ctx is not None else {}
-    settings = {**tuned_settings(settings_file),
-                **{k: v for k, v in settings.items() if v is not None}}
-    settings.update({k[len(prefix):]: v for k, v in overrides.items() if k.startswith(prefix)})
-    others = {k: v for k, v in overrides.items() if not k.startswith(prefix)}
-    if component in load_config(Path(model) / "config.cfg")["nlp"]["pipeline"]:
-        # through the config, so that a saved pipeline keeps the settings
-        return spacy.load(model, config={**others,
-                                         **{prefix + k: v for k, v in settings.items()}})
-    nlp = spacy.load(model, config=others)
-    nlp.add_pipe("arbo_coref", name=component, config=settings)
-    return nlp
+    return load_with_coref(model, component, command_overrides(ctx),
+                           tuned=tuned_settings(settings_file), **settings)
 
 
 @app.command("cluster", context_settings=OVERRIDES)
@@ -137,24 +125,16 @@ def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path
                     model: Path, component: str, settings_file: Path | None,
                     recall_sample: int) -> None:
     """``cluster`` over a ``link-corpus --vectors`` output folder."""
-    from spacy.cli._util import parse_config_overrides
-    from spacy.util import load_config
     from wasabi import msg
 
     from ..corpus.linked_clusters import cluster_linked
+    from ..pipeline.coref_settings import linked_corpus_settings
 
-    settings = {"k": 8, "threshold": None, "directed": True, "nil_prefix": "NIL_"}
-    if (model / "config.cfg").exists():
-        found = load_config(model / "config.cfg")["components"].get(component, {})
-        settings.update({key: found[key] for key in settings if key in found})
-        if found.get("same_doc_only"):
-            msg.warn(f"{component} has same_doc_only = true: clustering a linked corpus "
-                     "links mentions across documents, so it is not applied here")
-    settings.update(tuned_settings(settings_file))
-    prefix = f"components.{component}."
-    overrides = parse_config_overrides(ctx.args) if ctx is not None else {}
-    settings.update({key[len(prefix):]: value for key, value in overrides.items()
-                     if key.startswith(prefix) and key[len(prefix):] in settings})
+    settings, same_doc_only = linked_corpus_settings(
+        model, component, command_overrides(ctx), tuned=tuned_settings(settings_file))
+    if same_doc_only:
+        msg.warn(f"{component} has same_doc_only = true: clustering a linked corpus "
+                 "links mentions across documents, so it is not applied here")
     try:
         summary = cluster_linked(input_dir, output_dir, recall_sample=recall_sample,
                                  on_stage=msg.info, **settings)

@@ -129,9 +129,12 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
 
 def save_kb(kb: KnowledgeBase, path: Path) -> None:
     """Write ``kb`` to ``path`` (atomically), or exit with E036 when it is empty."""
-    if not len(kb):
-        msg.fail(Errors.E036.format(path=path), exits=1)
-    kb.to_jsonl(path)
+    from ..pipeline.datasets import save_kb as save
+
+    try:
+        save(kb, path)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
 
 
 def read_corpus_docs(paths: Iterable[Path], nlp: Language) -> Iterator[Doc]:

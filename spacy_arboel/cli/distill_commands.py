@@ -10,6 +10,7 @@ import typer
 from .app import OVERRIDES, app
 from .common import read_docs, save_with_setting
 from .outputs import check_outputs, save_pipeline
+from .overrides import command_overrides
 
 
 @app.command("distill-mentions", context_settings=OVERRIDES)
@@ -40,14 +41,14 @@ def distill_mentions_command(
     """Distil the linker's mention encoder into one with fewer layers (the fast CPU setting,
     BENCHMARKS.md); the entity encoder and its index are kept, so the saved pipeline links
     against the same KB vectors. `--components.x.y value` overrides apply at load."""
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from spacy.util import load_config
     from wasabi import msg
 
-    from ..components.common import gold_mentions
     from ..errors import Errors
-    from ..linking.mention_distiller import DistillSettings, MentionDistiller, shrink_encoder
+    from ..linking.mention_distiller import DistillSettings
+    from ..pipeline.components import ENTITY_LINKER, find_component
+    from ..pipeline.loading import load_pipeline
+    from ..pipeline.mention_encoders import distill_mention_encoder
 
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output},
                   pipelines=("--output",))
@@ -55,36 +56,29 @@ def distill_mentions_command(
         msg.fail(Errors.E011.format(name="--mention-max-length", condition=">= 8 (24 is the "
                                     "measured fast setting)", value=mention_max_length),
                  exits=1)
-    overrides = parse_config_overrides(ctx.args)
-    pipeline = load_config(model / "config.cfg")["nlp"]["pipeline"]
-    if component not in pipeline:
-        msg.fail(f"{model} has no component '{component}' (it has {pipeline}): give a "
-                 "pipeline with a trained arbo_entity_linker, or its name with --component",
-                 exits=1)
-    nlp = spacy.load(model, config={**overrides, f"components.{component}.quantize": quantize})
-    linker = nlp.get_pipe(component)
+    overrides = command_overrides(ctx)
+    try:
+        find_component(load_config(model / "config.cfg"), ENTITY_LINKER, component,
+                       where=str(model))
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    nlp = load_pipeline(model, {**overrides, f"components.{component}.quantize": quantize})
     try:
         settings = DistillSettings(layers=layers, epochs=epochs, batch_size=batch_size,
                                    learn_rate=learn_rate, top_k=top_k, temperature=temperature,
                                    vector_weight=vector_weight, seed=seed)
-        linker.ensure_ready()
-        student = shrink_encoder(linker.retriever.encoders["mention"], layers)
-        texts, spans, _ = gold_mentions(read_docs(corpus, nlp.vocab, limit))
-        distiller = MentionDistiller(linker.retriever, student, settings)
-        msg.info(f"Distilling {len(spans)} mentions into {layers} layers")
-        distiller.fit(texts, spans,
-                      on_epoch=lambda epoch, loss: msg.text(f"epoch {epoch}: loss {loss:.4f}"))
-        linker.use_mention_encoder(student)
+        cleared = distill_mention_encoder(
+            nlp, component, read_docs(corpus, nlp.vocab, limit), settings,
+            on_start=lambda n: msg.info(f"Distilling {n} mentions into {layers} layers"),
+            on_epoch=lambda epoch, loss: msg.text(f"epoch {epoch}: loss {loss:.4f}"))
     except ValueError as err:
         msg.fail(str(err), exits=1)
-    for name, pipe in nlp.pipeline:
-        if getattr(pipe, "cfg", {}).get("linker") == component and hasattr(pipe, "clear_state"):
-            # its remembered mentions were embedded by the teacher, and its λ is on the
-            # teacher's score scale
-            pipe.clear_state()
-            msg.warn(f"{name} clusters the student's vectors now: its remembered mentions "
-                     "are cleared; run tune-coref on the saved pipeline to choose its k and "
-                     "λ again")
+    for name in cleared:
+        # its remembered mentions were embedded by the teacher, and its λ is on the
+        # teacher's score scale
+        msg.warn(f"{name} clusters the student's vectors now: its remembered mentions "
+                 "are cleared; run tune-coref on the saved pipeline to choose its k and "
+                 "λ again")
     save_pipeline(nlp, output)
     msg.good(f"Saved {output}: mention encoder with {layers} layers, quantize = {quantize}")
     if mention_max_length is not None:

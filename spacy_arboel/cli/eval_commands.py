@@ -13,6 +13,7 @@ from ..evaluation.report import markdown_table, plot_recall_at_k, read_metrics
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
 from .outputs import check_outputs, write_text_atomic
+from .overrides import command_overrides
 
 
 def _load_run(path: Path) -> tuple[str, dict[str, Any]]:
@@ -82,14 +83,13 @@ def evaluate(
     Further settings override the pipeline's config as in `spacy train`, e.g.
     `--components.arbo_entity_linker.expand_abbreviations true`.
     """
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from spacy.tokens import DocBin
     from wasabi import msg
 
     from ..data.ids import gold_ids
     from ..evaluation.pipeline_eval import evaluate_linker
     from ..evaluation.report import write_json
+    from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--seen-from": seen_from},
                   {"--output": output})
@@ -97,8 +97,8 @@ def evaluate(
     overrides = {k: v for k, v in (("index_kind", index_kind), ("quantize", quantize))
                  if v is not None}
     config = {f"components.{component}.{k}": v for k, v in overrides.items()}
-    config.update(parse_config_overrides(ctx.args))
-    nlp = spacy.load(model, config=config)
+    config.update(command_overrides(ctx))
+    nlp = load_pipeline(model, config)
     docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
     if limit:
         docs = docs[:limit]
@@ -136,15 +136,14 @@ def evaluate_e2e(
     Further settings override the pipeline's config, e.g.
     `--components.arbo_linker.top_k 8`.
     """
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
     from ..evaluation.end_to_end_eval import evaluate_end_to_end
+    from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
     check_corpus(corpus, limit)
-    nlp = spacy.load(model, config=parse_config_overrides(ctx.args), disable=disable or [])
+    nlp = load_pipeline(model, command_overrides(ctx), disable=disable or [])
     metrics = evaluate_end_to_end(nlp, read_docs(corpus, nlp.vocab, limit),
                                   batch_size=batch_size)
     if not metrics["in_kb"]["n_predicted"]:
@@ -176,16 +175,14 @@ def evaluate_rerank(
     accuracy before and after, normalised accuracy, seen/unseen, pairs/s, one run per oracle
     and K (arboEL's oracle settings). Further settings override the config, e.g.
     `--components.arbo_reranker.batch_size 32`."""
-    import spacy
-    from spacy.cli._util import parse_config_overrides
-
     from ..evaluation.rerank_eval import evaluate_reranker
+    from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--union-with": union_with},
                   {"--output": output})
     check_corpus(corpus, limit)
-    nlp = spacy.load(model, config=parse_config_overrides(ctx.args))
-    others = [spacy.load(path) for path in union_with or []]
+    nlp = load_pipeline(model, command_overrides(ctx))
+    others = [load_pipeline(path) for path in union_with or []]
     metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit),
                                 oracles=oracle or ["none"], top_ks=top_k or [],
                                 union_with=others)
@@ -214,25 +211,34 @@ def tune_e2e(
     arbo_linker's on its link score (p(m)·p(e | m), or p_span × p_rank for the passage
     reader), or, after a ner, arbo_entity_linker's NIL threshold on the best candidate's score
     (default candidates: quantiles of the linked ents' scores)."""
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
     from ..evaluation.end_to_end_eval import THRESHOLDS, tune_linker_threshold, tune_threshold
     from ..evaluation.report import write_json
+    from ..pipeline.components import (
+        ENTITY_LINKER,
+        LINKER,
+        LINKER_FACTORIES,
+        find_component,
+        find_components,
+    )
+    from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "DEV": dev},
                   {"--output": output, "--output-model": output_model}, ["--output-model"])
     check_corpus(dev, limit)
-    overrides = parse_config_overrides(ctx.args)
-    nlp = spacy.load(model, config=overrides)
-    component = component or next(
-        (name for name in ("arbo_linker", "arbo_entity_linker") if name in nlp.pipe_names), "")
-    if component not in nlp.pipe_names:
-        msg.fail(f"{model} has no linker to tune (it has {nlp.pipe_names}): give a pipeline "
-                 "with arbo_linker, or a ner with arbo_entity_linker", exits=1)
+    overrides = command_overrides(ctx)
+    nlp = load_pipeline(model, overrides)
+    if component:
+        factories = LINKER_FACTORIES
+    else:  # arbo_linker where the pipeline has one, else the arbo_entity_linker after a ner
+        factories = LINKER if find_components(nlp, LINKER) else ENTITY_LINKER
+    try:
+        component = find_component(nlp, factories, component or None, where=str(model))
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
     gold_docs = read_docs(dev, nlp.vocab, limit)
-    if nlp.get_pipe_meta(component).factory == "arbo_entity_linker":
+    if component in find_components(nlp, ENTITY_LINKER):
         best, rows = tune_linker_threshold(nlp, gold_docs, component, thresholds)
     else:
         best, rows = tune_threshold(nlp.get_pipe(component), gold_docs,

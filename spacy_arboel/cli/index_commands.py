@@ -11,9 +11,7 @@ import typer
 
 from .app import OVERRIDES, app
 from .outputs import check_outputs, save_pipeline
-
-LINKER_FACTORY = "arbo_entity_linker"
-KB_FACTORIES = ("arbo_reranker",)  # components that keep their own copy of the linker's KB
+from .overrides import command_overrides
 
 
 @app.command("build-index", context_settings=OVERRIDES)
@@ -52,30 +50,24 @@ def build_index_command(
     the shards already in --work-dir), build the FAISS index chosen by size, and save the
     pipeline with it: the linker then loads index.faiss memory-mapped instead of embedding
     the KB. Extra --section.key value options override the pipeline's config."""
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from spacy.util import load_config
     from wasabi import msg
 
+    from ..jobs.build_index import EmbedderSource, build_kb_index
+    from ..jobs.engines import LocalEngine, RayEngine, import_ray
     from ..kb.knowledge_base import KnowledgeBase
-    from ..linking.kb_index_build import (
-        EmbedderSource,
-        LocalEmbedding,
-        RayEmbedding,
-        build_kb_index,
-    )
-    from ..ray_cluster import import_ray
+    from ..pipeline.components import ENTITY_LINKER, find_component
+    from ..pipeline.knowledge_bases import swap_kb, without_kb_paths
+    from ..pipeline.loading import load_pipeline
 
     work_dir = work_dir or output.with_name(output.name + ".shards")
     check_outputs({"MODEL": model, "--kb": kb}, {"OUTPUT": output, "--work-dir": work_dir},
                   pipelines=("OUTPUT",))
     config = load_config(model / "config.cfg")
-    linkers = [name for name in config["nlp"]["pipeline"]
-               if config["components"][name].get("factory") == LINKER_FACTORY]
-    if component is None and len(linkers) != 1 or component and component not in linkers:
-        msg.fail(f"{model} has arbo_entity_linker components {linkers}: build-index needs "
-                 "one, named with --component when there are several", exits=1)
-    component = component or linkers[0]
+    try:
+        component = find_component(config, ENTITY_LINKER, component, where=str(model))
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
     if engine not in ("local", "ray"):
         msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
     if engine == "ray":
@@ -83,33 +75,20 @@ def build_index_command(
             import_ray()
         except ImportError as err:
             msg.fail(str(err), exits=1)
-    # the saved pipeline links against the KB it holds, not a kb_path of the training machine
-    holders = [component] + [name for name in config["nlp"]["pipeline"]
-                             if config["components"][name].get("factory") in KB_FACTORIES]
-    overrides = {**parse_config_overrides(ctx.args),
-                 **{f"components.{name}.kb_path": None for name in holders}}
-    nlp = spacy.load(model, config=overrides)
+    nlp = load_pipeline(model, {**command_overrides(ctx), **without_kb_paths(config, component)})
     linker = nlp.get_pipe(component)
     try:
         linker.ensure_ready()
         retriever = linker.retriever
         if kb is not None:
-            new_kb = KnowledgeBase.from_jsonl(kb)
-            linker.set_kb(new_kb)
-            for name in holders[1:]:
-                nlp.get_pipe(name).ensure_ready()
-                nlp.get_pipe(name).reranker.set_kb(new_kb)
-            for name, pipe in nlp.pipeline:
-                if getattr(pipe, "cfg", {}).get("linker") == component and hasattr(
-                        pipe, "clear_state"):
-                    pipe.clear_state()
-                    msg.warn(f"{name}'s remembered mentions were linked to the old KB: "
-                             "cleared")
+            for name in swap_kb(nlp, KnowledgeBase.from_jsonl(kb), component):
+                msg.warn(f"{name}'s remembered mentions were linked to the old KB: cleared")
         source = EmbedderSource.of(model / component, retriever)
-        embedding = (RayEmbedding(source, num_workers, address=address, num_gpus=num_gpus)
-                     if engine == "ray" else LocalEmbedding(source, num_workers))
+        embedding = (RayEngine(num_workers, address=address, num_gpus=num_gpus)
+                     if engine == "ray" else LocalEngine(num_workers))
         progress = Progress(len(retriever.set_row_layout()))
-        index = build_kb_index(retriever, embedding, work_dir, kind=kind, pq_bytes=pq_bytes,
+        index = build_kb_index(retriever, source, embedding, work_dir, kind=kind,
+                               pq_bytes=pq_bytes,
                                refine=refine, shard_rows=shard_rows,
                                on_rows=progress.update, on_stage=progress.stage)
     except ValueError as err:

@@ -11,6 +11,7 @@ import typer
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, save_with_setting
 from .outputs import check_outputs
+from .overrides import command_overrides
 
 
 @app.command("tune-lexical", context_settings=OVERRIDES)
@@ -29,22 +30,19 @@ def tune_lexical_command(
     (BioSyn), maximising in-KB recall@1 on DEV's gold mentions over the union of the dense
     and lexical top-k, and save the pipeline with it (lexical_weight in its config). A
     weight of 0 means the lexical candidates join the dense ones but do not change scores."""
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
-    from ..components.common import gold_mentions
     from ..evaluation.report import write_json
+    from ..pipeline.loading import load_pipeline
+    from ..pipeline.tuning import tune_lexical_weight
 
     check_outputs({"MODEL": model, "DEV": dev},
                   {"--output-model": output_model, "--output": output}, ["--output-model"])
     check_corpus(dev, limit)
-    overrides = parse_config_overrides(ctx.args)
-    nlp = spacy.load(model, config=overrides)
-    linker = nlp.get_pipe(component)
-    linker.ensure_ready()
-    texts, spans, gold_ids = gold_mentions(read_docs(dev, nlp.vocab, limit))
-    weight, by_weight = linker.retriever.tune_lexical_weight(texts, spans, gold_ids, top_k)
+    overrides = command_overrides(ctx)
+    nlp = load_pipeline(model, overrides)
+    weight, by_weight = tune_lexical_weight(nlp, component, read_docs(dev, nlp.vocab, limit),
+                                            top_k)
     msg.table([(f"{w:g}", f"{r:.4f}") for w, r in by_weight.items()],
               header=("lexical_weight", "dev in-KB R@1"), aligns=("r", "r"))
     msg.good(f"lexical_weight {weight:g}: dev in-KB R@1 {by_weight[weight]:.4f}")

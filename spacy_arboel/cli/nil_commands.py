@@ -10,6 +10,7 @@ import typer
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, save_with_setting
 from .outputs import check_outputs
+from .overrides import command_overrides
 
 
 @app.command("tune-nil", context_settings=OVERRIDES)
@@ -30,12 +31,11 @@ def tune_nil_command(
     """Tune the score threshold below which a mention gets the NIL id, to maximise NIL F1 on
     DEV; report NIL P/R/F1 and auPR (and accuracy over all mentions, NIL included) on dev and
     TEST, plot the NIL PR curve, and save the pipeline with the threshold in its config."""
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
     from ..evaluation.nil import nil_scores, plot_nil_pr_curves, tune_nil_threshold
     from ..evaluation.report import write_json
+    from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "DEV": dev, "--test": test},
                   {"--output-model": output_model, "--output": output, "--plot": plot},
@@ -43,8 +43,8 @@ def tune_nil_command(
     for corpus in (dev, test):
         if corpus is not None:
             check_corpus(corpus, limit)
-    overrides = parse_config_overrides(ctx.args)
-    nlp = spacy.load(model, config=overrides)
+    overrides = command_overrides(ctx)
+    nlp = load_pipeline(model, overrides)
 
     def read(path: Path):
         return nil_scores(nlp, read_docs(path, nlp.vocab, limit), component=component)

@@ -88,8 +88,9 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
 
 
 def save_pipeline(nlp: Language, path: str | Path) -> None:
-    """``nlp.to_disk(path)`` through :func:`atomic_folder` (exit with E046 where it
-    would replace a folder that is not a pipeline)."""
+    """``spacy_arboel.pipeline.save_pipeline``: ``nlp`` saved to ``path`` atomically (exit
+    with E046 where it would replace a folder that is not a pipeline)."""
+    from ..pipeline.loading import save_pipeline as save
+
     _check_pipeline_output(Path(path))
-    with atomic_folder(path) as temp:
-        nlp.to_disk(temp)
+    save(nlp, path)

@@ -49,6 +49,7 @@ def pretrain_kb_command(
 
     from ..kb.knowledge_base import KnowledgeBase
     from ..linking.self_alignment import SelfAlignmentSettings, pretrain_encoder
+    from ..pipeline.zero_shot import zero_shot_linker
 
     encoder_dir, linker_dir = output / ENCODER_FOLDER, output / LINKER_FOLDER
     check_outputs({"KB": kb, "--encoder": Path(encoder) if Path(encoder).exists() else None},
@@ -63,24 +64,5 @@ def pretrain_kb_command(
     msg.good(f"Saved the self-aligned encoder to {encoder_dir}: {report['steps']} steps, "
              f"{report['pairs_seen']} pairs in {report['seconds'] / 60:.1f} min")
     if linker:
-        save_zero_shot_linker(kb, encoder_dir, linker_dir, gpu_id)
+        save_pipeline(zero_shot_linker(kb, encoder_dir, gpu_id), linker_dir)
         msg.good(f"Saved a linker over {kb.name} to {linker_dir} (spacy.load)")
-
-
-def save_zero_shot_linker(kb: Path, encoder: Path, output: Path, gpu_id: int = -1) -> None:
-    """A blank English pipeline with ``arbo_entity_linker`` over ``kb`` and ``encoder``,
-    initialised without a corpus (names inputs, its index built) and saved to ``output``;
-    the KB is saved inside it (its config names no KB file)."""
-    import spacy
-
-    from ..kb.knowledge_base import KnowledgeBase
-
-    if gpu_id >= 0:
-        spacy.require_gpu(gpu_id)
-    nlp = spacy.blank("en")
-    linker = nlp.add_pipe("arbo_entity_linker", config={
-        "model": {"@architectures": "spacy_arboel.BiEncoder.v1",
-                  "encoder_name": str(encoder.resolve()), "pooling": "mention",
-                  "share_weights": False, "mixed_precision": False}})
-    linker.initialize(lambda: [], nlp=nlp, kb_loader=lambda _: KnowledgeBase.from_jsonl(kb))
-    save_pipeline(nlp, output)

@@ -2,51 +2,19 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
-from enum import StrEnum
 from pathlib import Path
 
 import spacy
 import typer
-from spacy.tokens import DocBin
 from wasabi import msg
 
-from ..data.convert import docs_to_docbin, pubtator_to_docs
-from ..data.discovery import choose_heldout, without_ids
-from ..data.pubtator import PubtatorDocument
-from ..data.readers import read_pubtator_documents
 from ..errors import Errors
-from ..kb.build import without_entities
-from ..kb.knowledge_base import KnowledgeBase
+from ..pipeline import datasets
+from ..pipeline.datasets import Dataset
 from .app import app
-from .data_commands import SYNONYMS_HELP, parse_synonym_sources, save_kb, write_kb
-from .outputs import atomic_file, check_outputs, write_text_atomic
+from .data_commands import SYNONYMS_HELP, parse_synonym_sources, write_kb
+from .outputs import check_outputs
 from .train_commands import SETTINGS, read_datasets
-
-SPLITS = ("train", "dev", "test")
-# NCBI-disease has no public test file here: its development set is the test set and the
-# last NCBI_DEV_FRACTION of the training documents become the dev set.
-NCBI_DEV_FRACTION = 0.1
-
-# NCBI-disease annotates four mention classes; the standard NCBI-disease NER task (BioBERT,
-# BLURB) and `prepare ncbi` by default collapse them into one: a transformer `ner` does not
-# learn the four on this CPU budget (BENCHMARKS.md, issue 17), and linking ignores labels.
-NCBI_CLASSES = ("SpecificDisease", "DiseaseClass", "Modifier", "CompositeMention")
-NCBI_LABEL = "Disease"
-
-MESH_DESCRIPTORS = "mesh/mesh_descriptors_2026.csv"
-MESH_SYNONYMS = "mesh/mesh_disease_synonyms.tsv"
-
-
-class Dataset(StrEnum):
-    toy = "toy"
-    bc5cdr = "bc5cdr"
-    ncbi = "ncbi"
-
-
-DATA_FOLDERS = {Dataset.bc5cdr: "bc5cdr", Dataset.ncbi: "ncbi_disease"}
-
 
 PREPARE_HELP = (
     "Write train.spacy, dev.spacy, test.spacy and kb.jsonl for a dataset to OUTPUT_DIR.\n\n"
@@ -92,9 +60,14 @@ def prepare_command(
     if dataset is Dataset.toy:
         check_outputs({"--assets-dir": assets_dir / "toy"}, {"OUTPUT_DIR": output_dir})
     else:
-        check_outputs({"--data-dir": [data_dir / DATA_FOLDERS[dataset], data_dir / "mesh"]},
-                      {"OUTPUT_DIR": output_dir})
-    splits, kb_sources = _sources(dataset, data_dir, assets_dir)
+        check_outputs({"--data-dir": [data_dir / datasets.DATA_FOLDERS[dataset],
+                                      data_dir / "mesh"]}, {"OUTPUT_DIR": output_dir})
+    try:
+        files = datasets.read_dataset(dataset, data_dir, assets_dir)
+    except ValueError as err:  # E104: a missing file or folder
+        msg.fail(str(err), exits=1)
+    for note in files.notes:
+        msg.info(note)
 
     def dataset_synonyms() -> list[str]:
         try:
@@ -107,25 +80,23 @@ def prepare_command(
     if sources and dataset is Dataset.toy:
         msg.fail(Errors.E190.format(dataset=dataset.value), exits=1)
     if sources:
-        kb_sources["synonym_sources"] = sources
+        files.kb_sources["synonym_sources"] = sources
+    splits = files.splits
     if dataset is Dataset.ncbi and not keep_ncbi_classes:
-        splits = {split: relabel(docs, dict.fromkeys(NCBI_CLASSES, NCBI_LABEL))
-                  for split, docs in splits.items()}
-        msg.info(f"NCBI-disease's mention classes ({', '.join(NCBI_CLASSES)}) are labelled "
-                 f"{NCBI_LABEL} (--keep-ncbi-classes keeps them)")
-    output_dir.mkdir(parents=True, exist_ok=True)
+        splits = datasets.merge_ncbi_classes(splits)
+        msg.info(f"NCBI-disease's mention classes ({', '.join(datasets.NCBI_CLASSES)}) are "
+                 f"labelled {datasets.NCBI_LABEL} (--keep-ncbi-classes keeps them)")
     nlp = spacy.blank("en")
-    rows = []
-    for split in SPLITS:
-        summary = docs_to_docbin(pubtator_to_docs(splits[split], nlp),
-                                 output_dir / f"{split}.spacy")
-        rows.append((split, summary["docs"], summary["mentions"], summary["ents"],
-                     summary["dropped_overlaps"], summary["misaligned"]))
-    msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in SPLITS)} to {output_dir}")
+    summaries = datasets.write_splits(splits, output_dir, nlp)
+    rows = [(split, s["docs"], s["mentions"], s["ents"], s["dropped_overlaps"],
+             s["misaligned"]) for split, s in summaries.items()]
+    msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in datasets.SPLITS)} to "
+             f"{output_dir}")
     msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
               aligns=("l", "r", "r", "r", "r", "r"))
     write_kb(output_dir / "kb.jsonl",
-             alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"], **kb_sources)
+             alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"],
+             **files.kb_sources)
     if holdout:
         hold_out_entities(output_dir, holdout, seed, nlp)
     if remove_types:
@@ -133,96 +104,23 @@ def prepare_command(
 
 
 def remove_entity_types(output_dir: Path, types: list[str], nlp) -> None:
-    """PEL's NIL setting: drop every KB entity typed with one of ``types`` from kb.jsonl and
-    from the gold ids of train.spacy (ids go to removed_ids.json). Only typed entities can be
-    removed: the MeSH KB types those that the corpora or the disease synonyms type."""
-    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-    removed = sorted(e.id for e in kb if set(e.types) & set(types))
-    if not removed:
-        known = sorted({t for e in kb for t in e.types})
-        msg.fail(Errors.E113.format(types=", ".join(types), known=", ".join(known) or "none"),
-                 exits=1)
-    _drop_entities(output_dir, set(removed), nlp)
-    write_text_atomic(output_dir / "removed_ids.json", json.dumps(
-        {"types": types, "ids": removed}, indent=2) + "\n")
+    """``spacy_arboel.pipeline.datasets.remove_entity_types`` (exit with E113 or E036),
+    and say what it removed."""
+    try:
+        removed = datasets.remove_entity_types(output_dir, types, nlp)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
     msg.good(f"Removed the {len(removed)} KB entities of type {', '.join(types)} from the KB "
              f"and the train gold ids: {output_dir}/removed_ids.json")
 
 
-def _drop_entities(output_dir: Path, ids: set[str], nlp) -> None:
-    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-    save_kb(without_entities(kb, ids), output_dir / "kb.jsonl")
-    train = [without_ids(doc, ids)
-             for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
-    with atomic_file(output_dir / "train.spacy") as temp:
-        DocBin(docs=train, store_user_data=True).to_disk(temp)
-
-
 def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None:
-    """The discovery setting of arboEL-discovery §4: remove a sample of the entities mentioned
-    in test, and one of those mentioned in dev, from kb.jsonl and from the gold ids of
-    train.spacy. Dev and test keep their gold ids, so that dev tuning (λ, k) sees mentions
-    whose entity is missing from the KB, as test does. The ids go to heldout_ids.json."""
-    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-
-    def split_docs(split: str) -> list:
-        return list(DocBin().from_disk(output_dir / f"{split}.spacy").get_docs(nlp.vocab))
-
-    test_ids = choose_heldout(split_docs("test"), kb, fraction, seed)
-    dev_ids = choose_heldout(split_docs("dev"), kb, fraction, seed)
-    heldout = sorted(set(test_ids) | set(dev_ids))
-    _drop_entities(output_dir, set(heldout), nlp)
-    write_text_atomic(output_dir / "heldout_ids.json", json.dumps(
-        {"fraction": fraction, "seed": seed, "ids": heldout, "test_ids": test_ids,
-         "dev_ids": dev_ids}, indent=2) + "\n")
-    msg.good(f"Held out {len(test_ids)} of the test set's and {len(dev_ids)} of the dev set's "
-             f"KB entities ({fraction:.0%}, seed {seed}; {len(heldout)} in all) from the KB "
-             f"and the train gold ids: {output_dir}/heldout_ids.json")
-
-
-def _sources(
-    dataset: Dataset, data_dir: Path, assets_dir: Path
-) -> tuple[dict[str, list[PubtatorDocument]], dict]:
-    """The documents of each split and the KB sources (keyword arguments of ``build_kb``)."""
-    if dataset is Dataset.toy:
-        root = _require(assets_dir / "toy", "folder", "toy")
-        files = {split: _require(root / f"{split}.txt", "file", "toy") for split in SPLITS}
-        splits = {split: _read(path) for split, path in files.items()}
-        return splits, {"jsonl": [_require(root / "kb.jsonl", "file", "toy")]}
-    _require(data_dir, "folder", dataset.value)
-    root = _require(data_dir / DATA_FOLDERS[dataset], "folder", dataset.value)
-    mesh = {
-        "mesh_descriptors": _require(data_dir / MESH_DESCRIPTORS, "file", "mesh"),
-        "disease_synonyms": _require(data_dir / MESH_SYNONYMS, "file", "mesh"),
-    }
-    if dataset is Dataset.bc5cdr:
-        names = {"train": "Training", "dev": "Development", "test": "Test"}
-        files = {split: _require(root / f"CDR_{name}Set.PubTator.txt", "file", "bc5cdr")
-                 for split, name in names.items()}
-        return {split: _read(path) for split, path in files.items()}, mesh
-    train = _read(_require(root / "NCBItrainset_corpus.txt", "file", "ncbi"))
-    test = _read(_require(root / "NCBIdevelopset_corpus.txt", "file", "ncbi"))
-    n_dev = max(1, round(len(train) * NCBI_DEV_FRACTION))
-    msg.info(f"NCBI-disease has no test file: its development set ({len(test)} docs) is the "
-             f"test set, the last {n_dev} of its {len(train)} training docs the dev set")
-    return {"train": train[:-n_dev], "dev": train[-n_dev:], "test": test}, mesh
-
-
-def relabel(documents: list[PubtatorDocument],
-            labels: dict[str, str]) -> list[PubtatorDocument]:
-    """The documents with each mention label found in ``labels`` replaced by its value."""
-    return [replace(document, mentions=[replace(m, label=labels.get(m.label, m.label))
-                                        for m in document.mentions])
-            for document in documents]
-
-
-def _read(path: Path) -> list[PubtatorDocument]:
-    return list(read_pubtator_documents(path))
-
-
-def _require(path: Path, kind: str, origin: str) -> Path:
-    exists = path.is_dir() if kind == "folder" else path.is_file()
-    if not exists:
-        msg.fail(Errors.E104.format(path=path.resolve(), kind=kind,
-                                    origin=getattr(Errors, f"E104_{origin.upper()}")), exits=1)
-    return path
+    """``spacy_arboel.pipeline.datasets.hold_out_entities`` (exit with E036), and say what
+    it held out."""
+    try:
+        held = datasets.hold_out_entities(output_dir, fraction, seed, nlp)
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
+    msg.good(f"Held out {len(held.test_ids)} of the test set's and {len(held.dev_ids)} of the "
+             f"dev set's KB entities ({fraction:.0%}, seed {seed}; {len(held.ids)} in all) "
+             f"from the KB and the train gold ids: {output_dir}/heldout_ids.json")

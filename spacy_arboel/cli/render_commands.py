@@ -7,6 +7,7 @@ import typer
 
 from .app import OVERRIDES, app
 from .outputs import check_outputs, write_text_atomic
+from .overrides import command_overrides
 
 
 @app.command("render", context_settings=OVERRIDES)
@@ -30,12 +31,11 @@ def render_command(
     Extra --section.key value options override the pipeline's config."""
     from itertools import islice
 
-    import spacy
-    from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
     from ..data.texts import read_texts
-    from ..evaluation.end_to_end_eval import pipeline_kb
+    from ..pipeline.components import pipeline_kb
+    from ..pipeline.loading import load_pipeline
     from ..render import check_url_template, default_url_template, render_page
 
     check_outputs({"MODEL": model, "INPUT_PATH": input_path}, {"--output": output})
@@ -45,7 +45,7 @@ def render_command(
         records = list(islice(read_texts(input_path), limit or None))
     except ValueError as err:
         msg.fail(str(err), exits=1)
-    nlp = spacy.load(model, config=parse_config_overrides(ctx.args))
+    nlp = load_pipeline(model, command_overrides(ctx))
     kb = pipeline_kb(nlp)
     names = {e.id: e.name for e in kb} if kb is not None else {}
     if kb_url_template is None:

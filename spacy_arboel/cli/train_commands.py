@@ -58,10 +58,10 @@ def project_train_command(
     recorded in OUTPUT/evaluations.jsonl, and after the last step the final model is
     evaluated on dev and becomes model-best where it scores best: a finished training
     never leaves its step-0 model as model-best."""
-    from spacy.cli._util import parse_config_overrides
     from wasabi import msg
 
     from ..training.run import train_to_best
+    from .overrides import command_overrides
 
     try:
         config, overrides = dataset_settings(settings, step, dataset)
@@ -71,7 +71,7 @@ def project_train_command(
         if step != "linker":
             msg.fail(f"--objective applies to the linker step, not to '{step}'", exits=1)
         overrides[LINKER_OBJECTIVE] = objective
-    overrides.update(parse_config_overrides(ctx.args))
+    overrides.update(command_overrides(ctx))
     shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
     msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")
     train_to_best(config, output, use_gpu=gpu_id, overrides=overrides)
@@ -89,17 +89,17 @@ def package_meta_command(
 ) -> None:
     """Write the meta.json entries of a package: the metrics its run measured, and its KB
     (description from --settings, size, types, fingerprint)."""
-    import spacy
     import srsly
     from wasabi import msg
 
-    from ..evaluation.end_to_end_eval import pipeline_kb
     from ..evaluation.package_meta import package_meta
+    from ..pipeline.components import pipeline_kb
+    from ..pipeline.loading import load_pipeline
     from .outputs import check_outputs, write_text_atomic
 
     check_outputs({"MODEL": model, "METRICS_DIR": metrics_dir, "--settings": settings},
                   {"--output": output})
-    kb = pipeline_kb(spacy.load(model))
+    kb = pipeline_kb(load_pipeline(model))
     if kb is None:
         msg.fail(Errors.E119.format(path=model), exits=1)
     try:

@@ -11,6 +11,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..pipeline.components import LINKER, find_components, pipeline_kb
 from .end_to_end import (
     inkb_gold_mentions,
     kb_contains,
@@ -23,15 +24,6 @@ from .gold import check_gold
 
 RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
 WARMUP_DOCS = 5
-
-
-def pipeline_kb(nlp: Language):
-    """The KB of the pipeline's linker (``arbo_linker`` or ``arbo_entity_linker``)."""
-    for _, pipe in nlp.pipeline:
-        if hasattr(pipe, "kb") and hasattr(pipe, "ensure_ready"):
-            pipe.ensure_ready()
-            return pipe.kb
-    return None
 
 
 def evaluate_end_to_end(
@@ -63,7 +55,8 @@ def evaluate_end_to_end(
         "retriever_final": {"mention_recall": scores["e2e_retriever_mention_recall"],
                             "passage_recall": scores["e2e_retriever_passage_recall"]},
     }
-    linker = nlp.get_pipe("arbo_linker") if "arbo_linker" in nlp.pipe_names else None
+    linkers = [name for name in find_components(nlp, LINKER) if name in nlp.pipe_names]
+    linker = nlp.get_pipe(linkers[0]) if linkers else None
     # an untrained arbo_linker links dictionary proposals: its heads' retrieval is not used
     # (``retriever_final`` scores the candidates of what it linked)
     if linker is not None and getattr(linker, "uses_heads", True):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,6 @@ def train_to_best(config_path: Path, output: Path, *, use_gpu: int = -1,
                   overrides: dict[str, Any] | None = None) -> Choice:
     """``spacy train config_path --output output`` with ``overrides``, then the final
     model evaluated and kept as model-best where :func:`choose_model_best` says so."""
-    from spacy.cli._util import setup_gpu, show_validation_error
     from spacy.training.initialize import init_nlp
     from spacy.training.loop import train as train_nlp
     from spacy.util import load_config
@@ -72,6 +73,43 @@ def train_to_best(config_path: Path, output: Path, *, use_gpu: int = -1,
     msg.divider("Training pipeline")
     nlp, _ = train_nlp(nlp, output, use_gpu=use_gpu, stdout=sys.stdout, stderr=sys.stderr)
     return keep_best(nlp, output)
+
+
+def setup_gpu(use_gpu: int) -> None:
+    """Use GPU ``use_gpu`` (-1: the CPU) and say which, as ``spacy train`` does."""
+    from thinc.api import require_gpu
+    from thinc.util import gpu_is_available
+
+    if use_gpu >= 0:
+        msg.info(f"Using GPU: {use_gpu}")
+        require_gpu(use_gpu)
+    else:
+        msg.info("Using CPU")
+        if gpu_is_available():
+            msg.info("To switch to GPU 0, use the option: --gpu-id 0")
+
+
+@contextmanager
+def show_validation_error(config_path: Path, *, hint_fill: bool = True) -> Iterator[None]:
+    """Exit (1) with the config's validation errors printed, as ``spacy train`` does,
+    where the block raises one."""
+    from configparser import InterpolationError
+
+    from confection import ConfigValidationError
+
+    try:
+        yield
+    except ConfigValidationError as err:
+        msg.fail(err.title)
+        print(err.from_error(err, title="").text.strip())
+        if hint_fill and "value_error.missing" in err.error_types:
+            msg.text("If your config contains missing values, you can run the 'init "
+                     "fill-config' command to fill in all the defaults, if possible:",
+                     spaced=True)
+            print(f"python -m spacy init fill-config {config_path} {config_path} \n")
+        sys.exit(1)
+    except InterpolationError as err:
+        msg.fail("Config validation error", err, exits=1)
 
 
 def report_schedule(schedule: Schedule) -> None:

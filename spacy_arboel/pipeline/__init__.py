@@ -1,0 +1,33 @@
+"""The pipeline operations behind the commands, for use from Python: load a pipeline with
+config overrides, find its components by factory, swap its KB or its mention encoder,
+merge arbo_coref's settings, prepare a dataset. The commands parse arguments and call
+these (as spaCy's ``evaluate_cli`` calls ``evaluate``).
+
+Names are imported from their modules on first use, so that the command line starts
+without torch."""
+
+from importlib import import_module
+from typing import Any
+
+_MODULES = {
+    "components": ("COREF", "ENTITY_LINKER", "KB_FACTORIES", "LINKER", "LINKER_FACTORIES",
+                   "RERANKER", "component_factories", "find_component", "find_components",
+                   "pipeline_kb"),
+    "coref_settings": ("coref_defaults", "linked_corpus_settings", "load_with_coref",
+                       "merge_coref_settings", "read_tuned_settings"),
+    "datasets": ("Dataset", "hold_out_entities", "merge_ncbi_classes", "read_dataset",
+                 "remove_entity_types", "write_splits"),
+    "knowledge_bases": ("clear_coref_memory", "kb_holders", "swap_kb", "without_kb_paths"),
+    "loading": ("load_pipeline", "save_pipeline", "save_with_setting"),
+    "mention_encoders": ("distill_mention_encoder", "swap_mention_encoder"),
+    "tuning": ("tune_lexical_weight",),
+    "zero_shot": ("zero_shot_linker",),
+}
+_OWNER = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_OWNER)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _OWNER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_OWNER[name]}", __name__), name)

@@ -1,0 +1,186 @@
+"""The datasets of ``prepare`` (toy, BC5CDR, NCBI-disease): where their files lie, how
+their splits are made, and the KB settings (held-out entities, removed types) that change
+a prepared dataset."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from spacy.language import Language
+from spacy.tokens import DocBin
+
+from ..atomic import atomic_file, write_text_atomic
+from ..data.convert import docs_to_docbin, pubtator_to_docs
+from ..data.discovery import choose_heldout, without_ids
+from ..data.pubtator import PubtatorDocument
+from ..data.readers import read_pubtator_documents
+from ..errors import Errors
+from ..kb.build import without_entities
+from ..kb.knowledge_base import KnowledgeBase
+
+SPLITS = ("train", "dev", "test")
+# NCBI-disease has no public test file here: its development set is the test set and the
+# last NCBI_DEV_FRACTION of the training documents become the dev set.
+NCBI_DEV_FRACTION = 0.1
+
+# NCBI-disease annotates four mention classes; the standard NCBI-disease NER task (BioBERT,
+# BLURB) and `prepare ncbi` by default collapse them into one: a transformer `ner` does not
+# learn the four on this CPU budget (BENCHMARKS.md, issue 17), and linking ignores labels.
+NCBI_CLASSES = ("SpecificDisease", "DiseaseClass", "Modifier", "CompositeMention")
+NCBI_LABEL = "Disease"
+
+MESH_DESCRIPTORS = "mesh/mesh_descriptors_2026.csv"
+MESH_SYNONYMS = "mesh/mesh_disease_synonyms.tsv"
+
+
+class Dataset(StrEnum):
+    toy = "toy"
+    bc5cdr = "bc5cdr"
+    ncbi = "ncbi"
+
+
+DATA_FOLDERS = {Dataset.bc5cdr: "bc5cdr", Dataset.ncbi: "ncbi_disease"}
+
+
+@dataclass
+class DatasetFiles:
+    """A dataset's documents by split, its KB sources (keyword arguments of ``build_kb``)
+    and notes on how its splits were made."""
+
+    splits: dict[str, list[PubtatorDocument]]
+    kb_sources: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetFiles:
+    """The documents of each split and the KB sources of ``dataset``: toy from
+    ``assets_dir/toy``, BC5CDR and NCBI-disease with MeSH from ``data_dir``. Raises a
+    ValueError (E104) naming a missing file or folder and where to get it."""
+    dataset = Dataset(dataset)
+    if dataset is Dataset.toy:
+        root = _require(assets_dir / "toy", "folder", "toy")
+        files = {split: _require(root / f"{split}.txt", "file", "toy") for split in SPLITS}
+        splits = {split: _read(path) for split, path in files.items()}
+        return DatasetFiles(splits, {"jsonl": [_require(root / "kb.jsonl", "file", "toy")]})
+    _require(data_dir, "folder", dataset.value)
+    root = _require(data_dir / DATA_FOLDERS[dataset], "folder", dataset.value)
+    mesh = {
+        "mesh_descriptors": _require(data_dir / MESH_DESCRIPTORS, "file", "mesh"),
+        "disease_synonyms": _require(data_dir / MESH_SYNONYMS, "file", "mesh"),
+    }
+    if dataset is Dataset.bc5cdr:
+        names = {"train": "Training", "dev": "Development", "test": "Test"}
+        files = {split: _require(root / f"CDR_{name}Set.PubTator.txt", "file", "bc5cdr")
+                 for split, name in names.items()}
+        return DatasetFiles({split: _read(path) for split, path in files.items()}, mesh)
+    train = _read(_require(root / "NCBItrainset_corpus.txt", "file", "ncbi"))
+    test = _read(_require(root / "NCBIdevelopset_corpus.txt", "file", "ncbi"))
+    n_dev = max(1, round(len(train) * NCBI_DEV_FRACTION))
+    return DatasetFiles({"train": train[:-n_dev], "dev": train[-n_dev:], "test": test}, mesh,
+                        [f"NCBI-disease has no test file: its development set ({len(test)} "
+                         f"docs) is the test set, the last {n_dev} of its {len(train)} "
+                         "training docs the dev set"])
+
+
+def merge_ncbi_classes(splits: dict[str, list[PubtatorDocument]]
+                       ) -> dict[str, list[PubtatorDocument]]:
+    """NCBI-disease's splits with its four mention classes labelled ``NCBI_LABEL``."""
+    return {split: relabel(docs, dict.fromkeys(NCBI_CLASSES, NCBI_LABEL))
+            for split, docs in splits.items()}
+
+
+def write_splits(splits: dict[str, list[PubtatorDocument]], output_dir: Path,
+                 nlp: Language) -> dict[str, dict[str, Any]]:
+    """Write each split to ``output_dir/<split>.spacy`` (tokenised by ``nlp``); return the
+    summary of each (``docs_to_docbin``)."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    return {split: docs_to_docbin(pubtator_to_docs(splits[split], nlp),
+                                  output_dir / f"{split}.spacy") for split in SPLITS}
+
+
+def relabel(documents: list[PubtatorDocument],
+            labels: dict[str, str]) -> list[PubtatorDocument]:
+    """The documents with each mention label found in ``labels`` replaced by its value."""
+    return [replace(document, mentions=[replace(m, label=labels.get(m.label, m.label))
+                                        for m in document.mentions])
+            for document in documents]
+
+
+def save_kb(kb: KnowledgeBase, path: Path) -> None:
+    """Write ``kb`` to ``path`` (atomically); a ValueError (E036) when it is empty."""
+    if not len(kb):
+        raise ValueError(Errors.E036.format(path=path))
+    kb.to_jsonl(path)
+
+
+def remove_entity_types(output_dir: Path, types: list[str], nlp: Language) -> list[str]:
+    """PEL's NIL setting: drop every KB entity typed with one of ``types`` from
+    ``output_dir``'s kb.jsonl and from the gold ids of its train.spacy; the ids go to
+    removed_ids.json and are returned. Only typed entities can be removed: the MeSH KB types
+    those that the corpora or the disease synonyms type (E113 when none has the types)."""
+    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
+    removed = sorted(e.id for e in kb if set(e.types) & set(types))
+    if not removed:
+        known = sorted({t for e in kb for t in e.types})
+        raise ValueError(Errors.E113.format(types=", ".join(types),
+                                            known=", ".join(known) or "none"))
+    _drop_entities(output_dir, set(removed), nlp)
+    write_text_atomic(output_dir / "removed_ids.json", json.dumps(
+        {"types": types, "ids": removed}, indent=2) + "\n")
+    return removed
+
+
+@dataclass
+class HeldOut:
+    """The entities held out of a prepared dataset's KB."""
+
+    test_ids: list[str]
+    dev_ids: list[str]
+
+    @property
+    def ids(self) -> list[str]:
+        return sorted(set(self.test_ids) | set(self.dev_ids))
+
+
+def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp: Language) -> HeldOut:
+    """The discovery setting of arboEL-discovery §4: remove a sample of the entities mentioned
+    in test, and one of those mentioned in dev, from kb.jsonl and from the gold ids of
+    train.spacy. Dev and test keep their gold ids, so that dev tuning (λ, k) sees mentions
+    whose entity is missing from the KB, as test does. The ids go to heldout_ids.json."""
+    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
+
+    def split_docs(split: str) -> list:
+        return list(DocBin().from_disk(output_dir / f"{split}.spacy").get_docs(nlp.vocab))
+
+    held = HeldOut(choose_heldout(split_docs("test"), kb, fraction, seed),
+                   choose_heldout(split_docs("dev"), kb, fraction, seed))
+    _drop_entities(output_dir, set(held.ids), nlp)
+    write_text_atomic(output_dir / "heldout_ids.json", json.dumps(
+        {"fraction": fraction, "seed": seed, "ids": held.ids, "test_ids": held.test_ids,
+         "dev_ids": held.dev_ids}, indent=2) + "\n")
+    return held
+
+
+def _drop_entities(output_dir: Path, ids: set[str], nlp: Language) -> None:
+    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
+    save_kb(without_entities(kb, ids), output_dir / "kb.jsonl")
+    train = [without_ids(doc, ids)
+             for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
+    with atomic_file(output_dir / "train.spacy") as temp:
+        DocBin(docs=train, store_user_data=True).to_disk(temp)
+
+
+def _read(path: Path) -> list[PubtatorDocument]:
+    return list(read_pubtator_documents(path))
+
+
+def _require(path: Path, kind: str, origin: str) -> Path:
+    exists = path.is_dir() if kind == "folder" else path.is_file()
+    if not exists:
+        raise ValueError(Errors.E104.format(path=path.resolve(), kind=kind,
+                                            origin=getattr(Errors, f"E104_{origin.upper()}")))
+    return path
