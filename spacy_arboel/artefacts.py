@@ -17,7 +17,6 @@ one core, less from disk: a 2.1 GB ``index.faiss`` adds 1.5 s to each load); a c
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import tempfile
 import warnings
@@ -29,32 +28,16 @@ from typing import Any
 import srsly
 
 from .errors import Errors, Warnings, is_coded
+from .jobs.ledger import MANIFEST, Ledger, LedgerError, changed, digest, stamp
 from .kb.index import FAISS_FILE
-from .parsing import parse_json
 
-MANIFEST = "manifest.json"
+FILES = "files"  # the key of a manifest's entries
 # how from_disk checks the listed files: the components' ``verify_files`` setting
 VERIFY_MODES = ("sha256", "quick")
 # "quick": files up to QUICK_WHOLE bytes are hashed whole, larger ones only their first and
 # last QUICK_ENDS bytes
 QUICK_WHOLE = 16 * 2**20
 QUICK_ENDS = 2**20
-
-
-def _digest(path: Path) -> str:
-    with path.open("rb") as file_:
-        return hashlib.file_digest(file_, "sha256").hexdigest()
-
-
-def _ends_digest(path: Path) -> str:
-    """The SHA-256 of the first and last ``QUICK_ENDS`` bytes of a file larger than
-    ``QUICK_WHOLE``."""
-    hasher = hashlib.sha256()
-    with path.open("rb") as file_:
-        hasher.update(file_.read(QUICK_ENDS))
-        file_.seek(-QUICK_ENDS, 2)
-        hasher.update(file_.read(QUICK_ENDS))
-    return hasher.hexdigest()
 
 
 def verify_mode(value: str) -> str:
@@ -66,20 +49,20 @@ def verify_mode(value: str) -> str:
 
 
 def write_manifest(folder: Path, names: Iterable[str]) -> None:
-    """Record in ``manifest.json`` the size and SHA-256 of every file under the top-level
-    entries ``names`` of ``folder`` that this save wrote (names that do not exist, such as
-    optional files, are skipped; other files of the folder are not listed), and for files
-    larger than ``QUICK_WHOLE`` the SHA-256 of their ends (``ends_sha256``)."""
+    """Record in ``manifest.json`` (a ledger with no settings, its entries under
+    ``files``) the size and SHA-256 of every file under the top-level entries ``names`` of
+    ``folder`` that this save wrote (names that do not exist, such as optional files, are
+    skipped; other files of the folder are not listed), and for files larger than
+    ``QUICK_WHOLE`` the SHA-256 of their ends (``ends_sha256``)."""
     found: list[Path] = []
     for path in (folder / name for name in names):
         found += [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
     files: dict[str, dict[str, Any]] = {}
     for path in sorted(found):
-        entry = files[path.relative_to(folder).as_posix()] = {
-            "size": path.stat().st_size, "sha256": _digest(path)}
+        entry = files[path.relative_to(folder).as_posix()] = stamp(path)
         if entry["size"] > QUICK_WHOLE:
-            entry["ends_sha256"] = _ends_digest(path)
-    (folder / MANIFEST).write_text(json.dumps({"files": files}, indent=1) + "\n")
+            entry["ends_sha256"] = digest(path, QUICK_ENDS)
+    Ledger(folder / MANIFEST, FILES, entries=files).save()
 
 
 def clear_saved(folder: Path, names: Iterable[str]) -> None:
@@ -93,14 +76,14 @@ def clear_saved(folder: Path, names: Iterable[str]) -> None:
             path.unlink(missing_ok=True)
 
 
-def _manifest_files(text: str | bytes) -> tuple[dict[str, dict[str, Any]], str | None]:
+def _manifest_files(path: Path, text: bytes) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The ``files`` map of a manifest and None, or an empty map and why it is malformed
     (the callers put the reason into E030 or E031)."""
     try:
-        files = parse_json(text)["files"]
-    except (ValueError, KeyError, TypeError) as err:
-        return {}, f"{type(err).__name__}: {err}"
-    if not isinstance(files, dict) or not files:
+        files = Ledger.read(path, FILES, settings=False, text=text).entries
+    except LedgerError as err:
+        return {}, err.problem
+    if not files:
         return {}, '"files" is not a non-empty map'
     for name, entry in files.items():
         problem = unsafe_name(name)
@@ -145,7 +128,7 @@ def check_folder(folder: Path, component: str, required: Iterable[str],
                  f"{faiss_file.relative_to(folder).as_posix()} writes one")
         warnings.warn(Warnings.W003.format(component=component, path=folder), stacklevel=3)
         return
-    files, problem = _manifest_files(manifest.read_bytes())
+    files, problem = _manifest_files(manifest, manifest.read_bytes())
     if problem:
         fail(f"{MANIFEST} is malformed ({problem})")
     root = folder.resolve()
@@ -156,18 +139,11 @@ def check_folder(folder: Path, component: str, required: Iterable[str],
                 if name not in files and not any(f.startswith(f"{name}/") for f in files)]
     if unlisted:
         fail(f"{MANIFEST} does not list {', '.join(unlisted)}")
+    quick = (QUICK_WHOLE, QUICK_ENDS) if verify == "quick" else None
     for name, expected in files.items():
-        path = folder / name
-        if not path.is_file():
-            fail(f"{name} is missing")
-        size = path.stat().st_size
-        if size != expected["size"]:
-            fail(f"{name} has {size} bytes, {expected['size']} were saved")
-        if verify == "sha256" or size <= QUICK_WHOLE:
-            if _digest(path) != expected["sha256"]:
-                fail(f"{name} is not the file that was saved (its checksum differs)")
-        elif "ends_sha256" in expected and _ends_digest(path) != expected["ends_sha256"]:
-            fail(f"{name} is not the file that was saved (the checksum of its ends differs)")
+        problem = changed(expected, folder / name, name, quick=quick)
+        if problem:
+            fail(problem)
 
 
 @contextmanager
@@ -250,7 +226,7 @@ def folder_from_bytes(data: bytes, from_disk: Callable[..., Any], *, component: 
             refuse(name, problem)
     if MANIFEST not in files:
         refuse(MANIFEST, "it is missing, and to_bytes always writes it")
-    listed, problem = _manifest_files(files[MANIFEST])
+    listed, problem = _manifest_files(Path(MANIFEST), files[MANIFEST])
     if problem:
         refuse(MANIFEST, f"it is malformed ({problem})")
     unlisted = sorted(set(files) - set(listed) - {MANIFEST})
@@ -288,13 +264,13 @@ def pipeline_fingerprint(folder: str | Path) -> str:
     descriptions) is left out. A rename, copy or move keeps it; a retrained or
     re-configured pipeline changes it."""
     folder = Path(folder)
-    digest = hashlib.sha256()
+    hasher = hashlib.sha256()
     paths = [p for p in sorted(folder.rglob("*")) if p.is_file()
              and p.relative_to(folder).as_posix() != "meta.json"]
     covered = {p.parent for p in paths if p.name == MANIFEST}
     for path in paths:
         if path.name != MANIFEST and any(c in path.parents for c in covered):
             continue  # listed by its component's manifest
-        digest.update(path.relative_to(folder).as_posix().encode("utf8") + b"\0")
-        digest.update(_digest(path).encode("ascii") + b"\0")
-    return digest.hexdigest()
+        hasher.update(path.relative_to(folder).as_posix().encode("utf8") + b"\0")
+        hasher.update(digest(path).encode("ascii") + b"\0")
+    return hasher.hexdigest()

@@ -10,13 +10,13 @@ import pytest
 from spacy_arboel.artefacts import check_folder
 from spacy_arboel.cli.coref_commands import heldout_ids, tuned_settings
 from spacy_arboel.cli.train_commands import dataset_settings, read_datasets
-from spacy_arboel.corpus.shards import Manifest
+from spacy_arboel.corpus.shards import open_manifest
 from spacy_arboel.data.pubtator import read_pubtator
 from spacy_arboel.data.texts import read_texts
 from spacy_arboel.evaluation.report import read_metrics
+from spacy_arboel.jobs.kb_vectors import EmbeddingPlan, ShardStore
 from spacy_arboel.kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
 from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
-from spacy_arboel.linking.kb_shards import EmbeddingPlan, ShardStore
 from spacy_arboel.parsing import parse_json
 
 DEEP = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
@@ -86,18 +86,26 @@ def test_mesh_files_with_a_hostile_line(tmp_path):
 def test_hostile_manifests_are_coded_errors(tmp_path):
     (tmp_path / "manifest.json").write_text(DEEP)
     with pytest.raises(ValueError, match="E126.*nested too deeply"):
-        Manifest.open(tmp_path, {"model": "m", "format": "jsonl"})
+        open_manifest(tmp_path, {"model": "m", "format": "jsonl"})
     (tmp_path / "component").mkdir()
     (tmp_path / "component" / "manifest.json").write_text(DEEP)
     with pytest.raises(ValueError, match="E030.*nested too deeply"):
         check_folder(tmp_path / "component", "thing", [])
 
 
-@pytest.mark.parametrize("name", ["plan.json", "done.json"])
+@pytest.mark.parametrize("name", ["manifest.json", "plan.json", "done.json"])
 def test_a_build_index_work_folder_with_a_hostile_file(tmp_path, name):
+    """Its ledger, or the plan.json and done.json of the version before, which a resume
+    takes over."""
+    from dataclasses import asdict
+
     plan = EmbeddingPlan.cut(np.arange(6), 2, kb_fingerprint="k", encoder_fingerprint="e", **SAME,
                              granularity="entity", dim=4)
     ShardStore(tmp_path / "work", plan)
+    if name != "manifest.json":  # a work folder as the version before wrote it
+        (tmp_path / "work" / "manifest.json").unlink()
+        (tmp_path / "work" / "plan.json").write_text(json.dumps(asdict(plan)))
+        (tmp_path / "work" / "done.json").write_text("[]")
     (tmp_path / "work" / name).write_text(DEEP)
     with pytest.raises(ValueError, match=f"E132.*{name} that cannot be read.*nested"):
         ShardStore(tmp_path / "work", plan)

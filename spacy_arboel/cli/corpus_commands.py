@@ -9,6 +9,7 @@ import typer
 
 from .app import OVERRIDES, app
 from .outputs import check_outputs
+from .overrides import command_overrides
 
 
 @app.command("link-corpus", context_settings=OVERRIDES)
@@ -46,20 +47,14 @@ def link_corpus_command(
     shard (atomically, with a manifest of finished shards: a rerun resumes), the documents
     that raised in <shard>.errors.jsonl. Extra --section.key value options override the
     pipeline's config."""
-    from spacy.cli._util import parse_config_overrides
     from spacy.util import load_config
     from tqdm import tqdm
     from wasabi import msg
 
-    from ..corpus.engines import (
-        LinkSettings,
-        LocalEngine,
-        RayEngine,
-        cross_document_pipes,
-    )
     from ..corpus.link_corpus import link_corpus
+    from ..corpus.worker import LinkSettings, cross_document_pipes
     from ..errors import Warnings
-    from ..ray_cluster import import_ray
+    from ..jobs.engines import LocalEngine, RayEngine, import_ray
 
     check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output})
     skipped = cross_document_pipes(load_config(model / "config.cfg"))
@@ -70,15 +65,15 @@ def link_corpus_command(
     if vectors and fmt != "jsonl":
         msg.fail("--vectors writes vectors beside JSONL shards: use --format jsonl", exits=1)
     settings = LinkSettings(str(model), fmt, batch_size, top_k,
-                            parse_config_overrides(ctx.args), vectors)
+                            command_overrides(ctx), vectors)
     if engine == "ray":
         try:
             import_ray()
         except ImportError as err:
             msg.fail(str(err), exits=1)
-        runner = RayEngine(settings, num_workers, address=address, num_gpus=num_gpus)
+        runner = RayEngine(num_workers, address=address, num_gpus=num_gpus)
     elif engine == "local":
-        runner = LocalEngine(settings)
+        runner = LocalEngine()
     else:
         msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
     with tqdm(unit="doc", desc="link-corpus", disable=None) as bar:

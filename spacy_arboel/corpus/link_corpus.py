@@ -1,24 +1,30 @@
 """``link_corpus``: the driver of ``link-corpus``. It plans the shards, skips the finished
-ones (the manifest), checks that the others can be read, lets an engine link them, writes
-each shard atomically as it completes and records it in the manifest. An interrupted run
-loses at most the shards in flight; run it again to finish."""
+ones (the manifest), checks that the others can be read, lets an engine
+(``jobs.engines``) link their documents batch by batch, spills the outcomes to disk as they
+come (in any order), writes each shard atomically once all its documents are in and
+records it in the manifest. An interrupted run loses at most the shards in flight; run it
+again to finish."""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..artefacts import pipeline_fingerprint
 from ..data.texts import read_texts
 from ..errors import Errors
-from .engines import LinkSettings
+from ..jobs.engines import LocalEngine, RayEngine
 from .shard_writer import ShardWriter
-from .shards import Manifest, Shard, plan_shards
+from .shards import Shard, is_done, mark_done, open_manifest, plan_shards
+from .worker import LinkSettings, LinkTask, PipelineLinker
 
 
 @dataclass
@@ -91,19 +97,22 @@ def job_settings(settings: LinkSettings) -> dict:
 
 
 def link_corpus(input_path: str | Path, output_dir: str | Path, settings: LinkSettings,
-                engine, on_docs: Callable[[int], None] = lambda n: None,
-                on_total: Callable[[int], None] = lambda n: None) -> CorpusSummary:
-    """Link the shards of ``input_path`` into ``output_dir`` with ``engine`` (a
-    ``LocalEngine`` or ``RayEngine``). ``on_total`` gets the number of documents to link,
-    ``on_docs`` each increment (a progress bar)."""
+                engine: LocalEngine | RayEngine,
+                on_docs: Callable[[int], None] = lambda n: None,
+                on_total: Callable[[int], None] = lambda n: None,
+                load: Callable[[LinkSettings], Any] | None = None) -> CorpusSummary:
+    """Link the shards of ``input_path`` into ``output_dir`` with ``engine``, each of its
+    workers loading the pipeline once (``load``: how, default ``worker.load_pipeline``).
+    ``on_total`` gets the number of documents to link, ``on_docs`` each increment (a
+    progress bar)."""
     output_dir = Path(output_dir)
     shards = plan_shards(input_path, output_dir, settings.fmt)
-    manifest = Manifest.open(output_dir, job_settings(settings), shards)
+    manifest = open_manifest(output_dir, job_settings(settings), shards)
     summary = CorpusSummary()
     pending: list[tuple[Shard, int]] = []
     ids: dict[str, np.ndarray] = {}
     for shard in shards:
-        if manifest.is_done(shard) and (not settings.vectors or shard.vectors.exists()):
+        if is_done(manifest, shard) and (not settings.vectors or shard.vectors.exists()):
             summary.skipped.append(shard.name)
             continue
         try:
@@ -117,24 +126,47 @@ def link_corpus(input_path: str | Path, output_dir: str | Path, settings: LinkSe
     for stale in output_dir.glob(".*spill-*"):  # left by a run that was killed
         stale.unlink()
     start = time.perf_counter()
-    writers: dict[Path, ShardWriter] = {}
+    left = {i: n for i, (_, n) in enumerate(pending)}
+    writers: dict[int, ShardWriter] = {}  # opened at a shard's first outcome
+
+    def writer(i: int) -> ShardWriter:
+        if i not in writers:
+            writers[i] = ShardWriter(pending[i][0], settings.fmt, settings.vectors)
+        return writers[i]
+
+    def finish(i: int) -> None:
+        shard = pending[i][0]
+        counts = writer(i).finish()
+        del writers[i]
+        mark_done(manifest, shard, counts)
+        summary.linked.append(shard.name)
+        summary.docs += counts["docs"]
+        summary.mentions += counts["mentions"]
+        summary.errors += counts["errors"]
+
     try:
-        for shard, outcomes, finished in engine.run(pending, on_docs):
-            writer = writers.get(shard.output)
-            if writer is None:
-                writer = writers[shard.output] = ShardWriter(shard, settings.fmt,
-                                                             settings.vectors)
-            writer.add(outcomes)
-            if not finished:
-                continue
-            counts = writers.pop(shard.output).finish()
-            manifest.mark_done(shard, counts)
-            summary.linked.append(shard.name)
-            summary.docs += counts["docs"]
-            summary.mentions += counts["mentions"]
-            summary.errors += counts["errors"]
+        for i in [i for i, n in left.items() if n == 0]:
+            finish(i)
+        make_worker = partial(PipelineLinker, settings, load)
+        for i, outcomes in engine.map(make_worker, link_tasks(pending, settings.batch_size)):
+            writer(i).add(outcomes)
+            on_docs(len(outcomes))
+            left[i] -= len(outcomes)
+            if left[i] == 0:
+                finish(i)
     finally:
         for writer in writers.values():
             writer.discard()
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def link_tasks(pending: list[tuple[Shard, int]], batch_size: int) -> Iterator[LinkTask]:
+    """The documents of the ``pending`` shards in batches of ``batch_size``, read as the
+    engine takes them."""
+    for i, (shard, _) in enumerate(pending):
+        records = iter(read_texts(shard.source))
+        start = 0
+        while batch := list(islice(records, batch_size)):
+            yield i, start, batch
+            start += len(batch)

@@ -1,5 +1,5 @@
 """link-corpus (issue 19): shards in, one output shard each, resumable, a document that
-raises costs only itself; the local engine and Ray Data on a local 2-CPU cluster."""
+raises costs only itself; the local engine and Ray actors on a local 2-CPU cluster."""
 
 import json
 import os
@@ -13,9 +13,10 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
-from spacy_arboel.corpus.engines import LinkSettings, LocalEngine, RayEngine
 from spacy_arboel.corpus.link_corpus import link_corpus
 from spacy_arboel.corpus.outcomes import doc_record
+from spacy_arboel.corpus.worker import LinkSettings
+from spacy_arboel.jobs.engines import LocalEngine, RayEngine
 
 TEXTS = ["Aspirin induced cough.", "Fever in patients with heart failure.",
          "Naloxone reverses the effect of clonidine.", "", "Delirium after famotidine."]
@@ -94,7 +95,7 @@ def test_a_rerun_skips_finished_shards_and_redoes_changed_or_missing_ones(
     (corpus / "b.txt").write_text("Cough and fever.")  # changed source
     (out / "c.jsonl").unlink()  # lost output
     settings = LinkSettings(str(linker_pipeline))
-    summary = link_corpus(corpus, out, settings, LocalEngine(settings))
+    summary = link_corpus(corpus, out, settings, LocalEngine())
     assert sorted(summary.linked) == ["b.jsonl", "c.jsonl"]
     assert sorted(summary.skipped) == ["a.jsonl", "d.jsonl"]
     assert _outputs(out) == _expected(linker_pipeline, corpus)
@@ -126,7 +127,7 @@ def test_an_unreadable_shard_is_reported_and_the_others_are_written(linker_pipel
     assert set(_outputs(out)) == {"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"}
     (corpus / "e.jsonl").write_text('{"text": "fine"}\n')
     settings = LinkSettings(str(linker_pipeline))
-    assert link_corpus(corpus, out, settings, LocalEngine(settings)).linked == ["e.jsonl"]
+    assert link_corpus(corpus, out, settings, LocalEngine()).linked == ["e.jsonl"]
 
 
 def test_a_shard_with_a_deeply_nested_line_is_reported_and_the_others_are_written(
@@ -135,7 +136,7 @@ def test_a_shard_with_a_deeply_nested_line_is_reported_and_the_others_are_writte
     (corpus / "e.jsonl").write_text('{"text": "fine"}\n' + "[" * 100_000 + "]" * 100_000)
     (corpus / "f.jsonl").write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
     settings = LinkSettings(str(linker_pipeline))
-    summary = link_corpus(corpus, tmp_path / "out", settings, LocalEngine(settings))
+    summary = link_corpus(corpus, tmp_path / "out", settings, LocalEngine())
     assert sorted(summary.linked) == ["a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"]
     assert set(_outputs(tmp_path / "out")) == set(summary.linked)
     assert sorted(summary.unreadable) == ["e.jsonl", "f.jsonl"]
@@ -298,7 +299,7 @@ def test_ray_engine_without_ray_says_how_to_install_it(linker_pipeline, corpus, 
     assert "E128" in result.output and "spacy-arboel[ray]" in result.output
 
 
-# --- Ray Data on a local cluster of 2 CPUs ----------------------------------------------------
+# --- Ray actors on a local cluster of 2 CPUs ----------------------------------------------------
 
 @pytest.fixture(scope="module")
 def ray_cluster(ray_cluster_of):
@@ -311,15 +312,15 @@ def test_ray_engine_writes_what_the_local_engine_writes(ray_cluster, linker_pipe
                                                         tmp_path):
     local, remote = tmp_path / "local", tmp_path / "ray"
     settings = LinkSettings(str(linker_pipeline), batch_size=2)
-    link_corpus(corpus, local, settings, LocalEngine(settings))
-    summary = link_corpus(corpus, remote, settings, RayEngine(settings, num_workers=2))
+    link_corpus(corpus, local, settings, LocalEngine())
+    summary = link_corpus(corpus, remote, settings, RayEngine(num_workers=2))
     assert summary.docs == 8 and sorted(summary.linked) == sorted(_outputs(local))
     assert _outputs(remote) == _outputs(local)
-    again = link_corpus(corpus, remote, settings, RayEngine(settings, num_workers=2))
+    again = link_corpus(corpus, remote, settings, RayEngine(num_workers=2))
     assert again.linked == [] and len(again.skipped) == 4
     # DocBin shards travel through Ray as bytes
     as_docs = LinkSettings(str(linker_pipeline), fmt="spacy", batch_size=3)
-    link_corpus(corpus, tmp_path / "ray-spacy", as_docs, RayEngine(as_docs, num_workers=1))
+    link_corpus(corpus, tmp_path / "ray-spacy", as_docs, RayEngine(num_workers=1))
     nlp = spacy.load(linker_pipeline)
     docs = list(DocBin().from_disk(tmp_path / "ray-spacy" / "a.spacy").get_docs(nlp.vocab))
     assert [_comparable(doc_record(d, d.user_data["id"], 5)) for d in docs] == \
@@ -335,7 +336,7 @@ def test_ray_engine_records_a_bad_document(ray_cluster, linker_pipeline, tmp_pat
                                                          ("bad", "x" * 1_000_001),
                                                          ("ok2", TEXTS[1])]))
     settings = LinkSettings(str(linker_pipeline), batch_size=3)
-    summary = link_corpus(folder, tmp_path / "out", settings, RayEngine(settings, 1))
+    summary = link_corpus(folder, tmp_path / "out", settings, RayEngine(1))
     assert (summary.docs, summary.errors) == (2, 1)
     errors = (tmp_path / "out" / "s.errors.jsonl").read_text()
     assert '"bad"' in errors and "E088" in errors
@@ -368,7 +369,7 @@ def test_a_worker_killed_mid_shard_is_retried_and_its_shard_written_once(
     settings = LinkSettings(str(linker_pipeline), batch_size=2,
                             overrides={"marker": str(marker)})
     summary = link_corpus(corpus, tmp_path / "out", settings,
-                          RayEngine(settings, num_workers=2, load=_load_then_die_once))
+                          RayEngine(num_workers=2), load=_load_then_die_once)
     assert marker.exists()  # a worker did die
     outputs = _outputs(tmp_path / "out")
     assert [r["id"] for r in outputs["a.jsonl"]] == ["a0", "a1", "a2", "a3", "a4"]
@@ -379,7 +380,7 @@ def test_a_worker_killed_mid_shard_is_retried_and_its_shard_written_once(
 
 def test_cross_document_components_are_named_for_disabling():
     """arbo_coref would cluster each batch apart: link-corpus disables it."""
-    from spacy_arboel.corpus.engines import cross_document_pipes
+    from spacy_arboel.corpus.worker import cross_document_pipes
 
     config = {"nlp": {"pipeline": ["ner", "arbo_entity_linker", "coref"]},
               "components": {"ner": {"factory": "ner"},

@@ -14,19 +14,18 @@ import spacy
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
-from spacy_arboel.kb.entity import Entity
-from spacy_arboel.kb.index import FAISS_FILE
-from spacy_arboel.kb.knowledge_base import KnowledgeBase
-from spacy_arboel.linking.dense_retriever import DenseRetriever
-from spacy_arboel.linking.kb_index_build import (
+from spacy_arboel.jobs.build_index import (
     EmbedderSource,
-    LocalEmbedding,
-    RayEmbedding,
     ShardEmbedder,
     build_kb_index,
     embed_kb,
 )
-from spacy_arboel.linking.kb_shards import EmbeddingPlan, ShardStore
+from spacy_arboel.jobs.engines import LocalEngine, RayEngine
+from spacy_arboel.jobs.kb_vectors import EmbeddingPlan, ShardStore
+from spacy_arboel.kb.entity import Entity
+from spacy_arboel.kb.index import FAISS_FILE
+from spacy_arboel.kb.knowledge_base import KnowledgeBase
+from spacy_arboel.linking.dense_retriever import DenseRetriever
 
 WORDS = ["acute", "chronic", "renal", "hepatic", "cardiac", "pulmonary", "toxicity",
          "failure", "injury", "disease", "syndrome", "pain", "fever", "cough", "aspirin"]
@@ -58,7 +57,7 @@ def retriever(saved_linker):
 def _settings(retriever: DenseRetriever, granularity: str = "alias") -> DenseRetriever:
     from dataclasses import replace
 
-    retriever.settings = replace(retriever.settings, entity_granularity=granularity)
+    retriever.use_settings(replace(retriever.settings, entity_granularity=granularity))
     return retriever
 
 
@@ -99,15 +98,15 @@ def test_a_work_folder_is_reopened_only_for_its_own_plan(tmp_path):
     assert (tmp_path / "foreign" / "notes.txt").read_text() == "mine"
 
 
-class _Failing(LocalEmbedding):
+class _Failing(LocalEngine):
     """Embeds the first ``n`` shards it is given, then fails as a killed run would."""
 
-    def __init__(self, source, n):
-        super().__init__(source)
+    def __init__(self, n):
+        super().__init__()
         self.n, self.seen = n, []
 
-    def run(self, tasks):
-        for i, result in enumerate(super().run(tasks)):
+    def map(self, make_worker, tasks):
+        for i, result in enumerate(super().map(make_worker, tasks)):
             self.seen.append(result[0])
             if i == self.n:
                 raise KeyboardInterrupt
@@ -120,9 +119,9 @@ def test_embedding_in_shards_gives_the_retrievers_vectors_and_resumes(retriever,
     retriever.set_kb(_big_kb(60))
     source = EmbedderSource.of(folder, retriever)
     with pytest.raises(KeyboardInterrupt):
-        embed_kb(retriever, _Failing(source, 2), tmp_path / "work", shard_rows=16)
-    resumed = _Failing(source, 10**6)
-    store, owners = embed_kb(retriever, resumed, tmp_path / "work", shard_rows=16)
+        embed_kb(retriever, source, _Failing(2), tmp_path / "work", shard_rows=16)
+    resumed = _Failing(10**6)
+    store, owners = embed_kb(retriever, source, resumed, tmp_path / "work", shard_rows=16)
     assert resumed.seen == list(range(2, len(store.plan.shards)))  # shards 0, 1 were kept
     retriever.refresh(desc=None)
     whole = retriever.encode("entity", retriever.row_inputs, quantized=False)
@@ -136,7 +135,7 @@ def test_the_index_built_apart_finds_what_the_retriever_finds(retriever, tmp_pat
     retriever.set_kb(_big_kb(120))
     retriever.refresh(desc=None)
     exact = retriever.index
-    built = build_kb_index(retriever, LocalEmbedding(EmbedderSource.of(folder, retriever)),
+    built = build_kb_index(retriever, EmbedderSource.of(folder, retriever), LocalEngine(),
                            tmp_path / "work", kind="flat", shard_rows=50)
     assert built.meta.factory == "Flat" and (built.rows == exact.rows).all()  # same dedupe
     assert (built.owners == exact.owners).all() and built.meta.kb_fingerprint == \
@@ -151,7 +150,7 @@ def test_the_index_built_apart_finds_what_the_retriever_finds(retriever, tmp_pat
                                rtol=1e-5)
     with pytest.raises(ValueError, match="E131"):
         built.embeddings  # noqa: B018
-    hnsw = build_kb_index(retriever, LocalEmbedding(EmbedderSource.of(folder, retriever)),
+    hnsw = build_kb_index(retriever, EmbedderSource.of(folder, retriever), LocalEngine(),
                           tmp_path / "work", kind="hnsw", shard_rows=50)
     assert hnsw.meta.kind == "hnsw" and hnsw.meta.factory == "HNSW32,Flat"
     np.testing.assert_allclose(hnsw.index.reconstruct_n(0, hnsw.index.ntotal),
@@ -163,8 +162,8 @@ def test_two_local_processes_embed_like_one(retriever, tmp_path):
     folder, retriever = retriever
     retriever.set_kb(_big_kb(40))
     source = EmbedderSource.of(folder, retriever)
-    one, _ = embed_kb(retriever, LocalEmbedding(source), tmp_path / "one", shard_rows=10)
-    two, _ = embed_kb(retriever, LocalEmbedding(source, num_workers=2), tmp_path / "two",
+    one, _ = embed_kb(retriever, source, LocalEngine(), tmp_path / "one", shard_rows=10)
+    two, _ = embed_kb(retriever, source, LocalEngine(num_workers=2), tmp_path / "two",
                       shard_rows=10)
     np.testing.assert_allclose(one.vectors, two.vectors, atol=1e-5)
 
@@ -192,7 +191,7 @@ def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_l
     embedded = int(re.search(r"Embedded (\d+) rows in", said)[1])
     assert embedded >= 400 and "0 rows were embedded before" in said
     assert not (out / "arbo_entity_linker/index/embeddings.npy").exists()
-    assert (tmp_path / "big-pipeline.shards" / "done.json").exists()
+    assert (tmp_path / "big-pipeline.shards" / "manifest.json").exists()
     nlp = spacy.load(out)
     linker = nlp.get_pipe("arbo_entity_linker")
     assert len(linker.kb) == 400 and linker.retriever.index.meta.factory.startswith("IVF")
@@ -280,12 +279,13 @@ def test_ray_actors_embed_like_one_process_and_survive_a_killed_actor(ray_cluste
     folder, retriever = retriever
     retriever.set_kb(_big_kb(40))
     source = EmbedderSource.of(folder, retriever)
-    local, _ = embed_kb(retriever, LocalEmbedding(source), tmp_path / "local", shard_rows=10)
-    remote, _ = embed_kb(retriever, RayEmbedding(source, 2), tmp_path / "ray", shard_rows=10)
+    local, _ = embed_kb(retriever, source, LocalEngine(), tmp_path / "local", shard_rows=10)
+    remote, _ = embed_kb(retriever, source, RayEngine(2), tmp_path / "ray", shard_rows=10)
     np.testing.assert_allclose(local.vectors, remote.vectors, atol=1e-5)
     marker = tmp_path / "killed"
-    dying = RayEmbedding(source, 1, embedder=_dying_once(str(marker)))
-    killed, _ = embed_kb(retriever, dying, tmp_path / "killed-run", shard_rows=10)
+    killed, _ = embed_kb(retriever, source, RayEngine(1), tmp_path / "killed-run",
+                         shard_rows=10, embedder=_dying_once(str(marker)))
     assert marker.exists() and killed.pending == []
-    assert json.loads((tmp_path / "killed-run" / "done.json").read_text()) == [0, 1, 2, 3]
+    ledger = json.loads((tmp_path / "killed-run" / "manifest.json").read_text())
+    assert sorted(ledger["shards"]) == ["0", "1", "2", "3"]
     np.testing.assert_allclose(local.vectors, killed.vectors, atol=1e-5)

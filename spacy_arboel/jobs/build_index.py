@@ -1,24 +1,22 @@
 """``build-index``'s library call (issue 19): embed a KB's rows shard by shard with the
-entity encoder of a saved linker, on local processes or Ray actors, into a work folder that a
-rerun resumes (``kb_shards``); drop near-duplicate alias rows as the retriever does; build
-the FAISS index the guidelines choose by size (``kb.index_builder``). The result is a
-``DenseIndex`` built apart, which the linker saves as ``index.faiss`` and loads
-memory-mapped. No spaCy here::
+entity encoder of a saved linker, on an engine (``jobs.engines``: local processes or Ray
+actors), into a work folder that a rerun resumes (``jobs.kb_vectors``); drop near-duplicate
+alias rows as the retriever does; build the FAISS index the guidelines choose by size
+(``kb.index_builder``). The result is a ``DenseIndex`` built apart, which the linker saves
+as ``index.faiss`` and loads memory-mapped. No spaCy here::
 
     retriever = DenseRetriever.load(folder)          # or a loaded linker's retriever
     retriever.set_kb(big_kb)
-    index = build_kb_index(retriever, LocalEmbedding(EmbedderSource.of(folder, retriever)),
+    index = build_kb_index(retriever, EmbedderSource.of(folder, retriever), LocalEngine(),
                            "work/")
     retriever.set_index(index)
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from multiprocessing import get_context
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +31,9 @@ from ..kb.entity import Entity
 from ..kb.index import DenseIndex, near_duplicate_rows
 from ..kb.index_builder import build_index, choose_factory, resolve_kind
 from ..kb.knowledge_base import KnowledgeBase
-from .dense_retriever import DenseRetriever, RetrieverSettings
-from .kb_shards import EmbeddingPlan, ShardStore
+from ..linking.dense_retriever import DenseRetriever, RetrieverSettings
+from .engines import LocalEngine, RayEngine
+from .kb_vectors import EmbeddingPlan, ShardStore
 
 # a task: a shard number and the entities whose rows it holds; a result: the shard number,
 # its row vectors and the fingerprint of the encoder that embedded them
@@ -56,13 +55,11 @@ class EmbedderSource:
 
 
 class ShardEmbedder:
-    """The entity side of a saved linker, loaded once per worker: embeds the rows of a list
-    of entities exactly as ``DenseRetriever.refresh`` embeds a whole KB (fp32 weights, on
-    the GPU when one is visible)."""
+    """The entity side of a saved linker, loaded once per worker (the engines' worker):
+    embeds the rows of a list of entities exactly as ``DenseRetriever.refresh`` embeds a
+    whole KB (fp32 weights, on the GPU when one is visible)."""
 
-    def __init__(self, source: EmbedderSource, threads: int | None = None) -> None:
-        if threads:
-            torch.set_num_threads(threads)
+    def __init__(self, source: EmbedderSource) -> None:
         self.settings = RetrieverSettings(**source.settings)
         folder = Path(source.folder)
         self.tokenizer = load_tokenizer(str(folder / "tokenizer"))
@@ -75,6 +72,9 @@ class ShardEmbedder:
                 encoder.to("cuda")
         self.fingerprint: str | None = None
 
+    def __call__(self, task: Task) -> Result:
+        return self.embed(*task)
+
     def embed(self, shard: int, entities: Sequence[Entity]) -> Result:
         retriever = DenseRetriever(KnowledgeBase(entities), self.tokenizer, self.encoders,
                                    self.settings)
@@ -85,84 +85,15 @@ class ShardEmbedder:
         return shard, vectors, self.fingerprint
 
 
-class LocalEmbedding:
-    """Shards embedded in this process (``num_workers`` 1) or in ``num_workers`` spawned
-    processes, each loading the encoder once and using its share of the CPU threads."""
-
-    def __init__(self, source: EmbedderSource, num_workers: int = 1) -> None:
-        if num_workers < 1:
-            raise ValueError(Errors.E011.format(name="num_workers", condition=">= 1",
-                                                value=num_workers))
-        self.source, self.num_workers = source, num_workers
-
-    def run(self, tasks: Iterable[Task]) -> Iterator[Result]:
-        if self.num_workers == 1:
-            embedder = ShardEmbedder(self.source)
-            for task in tasks:
-                yield embedder.embed(*task)
-            return
-        threads = max(1, (os.cpu_count() or 1) // self.num_workers)
-        with ProcessPoolExecutor(self.num_workers, mp_context=get_context("spawn"),
-                                 initializer=_start_worker,
-                                 initargs=(self.source, threads)) as pool:
-            tasks = iter(tasks)
-            running: set = set()
-            while True:  # at most two shards per worker in flight: the rest stay unread
-                while len(running) < 2 * self.num_workers and (task := next(tasks, None)):
-                    running.add(pool.submit(_embed_in_worker, *task))
-                if not running:
-                    return
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    yield future.result()
-
-
-_WORKER: ShardEmbedder | None = None
-
-
-def _start_worker(source: EmbedderSource, threads: int) -> None:
-    global _WORKER
-    _WORKER = ShardEmbedder(source, threads)
-
-
-def _embed_in_worker(shard: int, entities: Sequence[Entity]) -> Result:
-    return _WORKER.embed(shard, entities)
-
-
-RAY_RETRIES = 3  # restarts of a dead actor, retries of its shard
-
-
-class RayEmbedding:
-    """Shards embedded by ``num_workers`` Ray actors (``num_gpus`` each), each loading the
-    encoder once; an actor that dies is restarted and its shard embedded again (Ray's
-    ``max_restarts`` and ``max_task_retries``, ``RAY_RETRIES`` times: a shard that kills
-    every actor fails the run, whose rerun resumes), and the driver stores each shard once.
-    ``address``: an existing cluster to join; the saved linker must then be on storage every
-    node sees. ``embedder``: the actor class (tests pass one that dies)."""
-
-    def __init__(self, source: EmbedderSource, num_workers: int = 1, *,
-                 address: str | None = None, num_cpus: int | None = None,
-                 num_gpus: float = 0.0, embedder: type = ShardEmbedder) -> None:
-        self.source, self.num_workers = source, num_workers
-        self.address, self.num_cpus, self.num_gpus = address, num_cpus, num_gpus
-        self.embedder = embedder
-
-    def run(self, tasks: Iterable[Task]) -> Iterator[Result]:
-        from ..ray_cluster import start_ray
-
-        ray = start_ray(self.address, self.num_cpus)
-        actor = ray.remote(num_cpus=1, num_gpus=self.num_gpus, max_restarts=RAY_RETRIES,
-                           max_task_retries=RAY_RETRIES)(self.embedder)
-        pool = ray.util.ActorPool([actor.remote(self.source, 1)
-                                   for _ in range(self.num_workers)])
-        yield from pool.map_unordered(lambda a, task: a.embed.remote(*task), tasks)
-
-
-def embed_kb(retriever: DenseRetriever, embedding: LocalEmbedding | RayEmbedding,
+def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEngine | RayEngine,
              work_dir: str | Path, *, shard_rows: int = 50_000,
-             on_rows: Callable[[int], object] | None = None) -> tuple[ShardStore, np.ndarray]:
-    """Embed the rows of ``retriever``'s KB into the work folder, skipping the shards it
-    already holds; returns the store and the entity position behind each row."""
+             on_rows: Callable[[int], object] | None = None,
+             embedder: Callable[[EmbedderSource], ShardEmbedder] = ShardEmbedder
+             ) -> tuple[ShardStore, np.ndarray]:
+    """Embed the rows of ``retriever``'s KB into the work folder on ``engine``, each of its
+    workers loading the encoder of ``source`` once (``embedder``: the worker class; tests
+    pass one that dies), skipping the shards the folder already holds; returns the store
+    and the entity position behind each row."""
     owners = retriever.set_row_layout()
     plan = EmbeddingPlan.cut(owners, shard_rows, kb_fingerprint=retriever.kb.fingerprint(),
                              encoder_fingerprint=retriever.fingerprint("entity"),
@@ -177,7 +108,7 @@ def embed_kb(retriever: DenseRetriever, embedding: LocalEmbedding | RayEmbedding
                     if i in store.done))
     tasks = ((i, entities[owners[plan.shards[i][0]]:owners[plan.shards[i][1] - 1] + 1])
              for i in store.pending)
-    for shard, vectors, fingerprint in embedding.run(tasks):
+    for shard, vectors, fingerprint in engine.map(partial(embedder, source), tasks):
         if fingerprint != plan.encoder_fingerprint:
             raise ValueError(Errors.E134.format(shard=shard, found=fingerprint,
                                                 expected=plan.encoder_fingerprint))
@@ -198,17 +129,18 @@ def kept_rows(store: ShardStore, owners: np.ndarray, threshold: float | None) ->
     return np.concatenate(keep)
 
 
-def build_kb_index(retriever: DenseRetriever, embedding: LocalEmbedding | RayEmbedding,
-                   work_dir: str | Path, *, kind: str = "auto", pq_bytes: int | None = None,
-                   refine: bool = True, shard_rows: int = 50_000, nprobe: int = 32,
-                   ef_search: int = 128,
+def build_kb_index(retriever: DenseRetriever, source: EmbedderSource,
+                   engine: LocalEngine | RayEngine, work_dir: str | Path, *, kind: str = "auto",
+                   pq_bytes: int | None = None, refine: bool = True, shard_rows: int = 50_000,
+                   nprobe: int = 32, ef_search: int = 128,
                    on_rows: Callable[[int], object] | None = None,
                    on_stage: Callable[[str], object] | None = None) -> DenseIndex:
-    """Embed ``retriever``'s KB (``embed_kb``), keep the rows the retriever's dedupe
+    """Embed ``retriever``'s KB with the encoder of ``source`` on ``engine``
+    (``embed_kb``), keep the rows the retriever's dedupe
     threshold keeps, and build the FAISS index of ``kind`` (``auto``: by size; ``pq_bytes``
     and ``refine``: see ``choose_factory``); returns it as
     a ``DenseIndex`` built apart, with the metadata that ties it to this KB and encoder."""
-    store, owners = embed_kb(retriever, embedding, work_dir, shard_rows=shard_rows,
+    store, owners = embed_kb(retriever, source, engine, work_dir, shard_rows=shard_rows,
                              on_rows=on_rows)
     threshold = retriever.settings.row_dedupe_threshold
     keep = kept_rows(store, owners, threshold)
