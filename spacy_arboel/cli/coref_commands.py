@@ -91,7 +91,7 @@ def cluster_command(
     from spacy.tokens import DocBin
     from wasabi import msg
 
-    from ..extensions import CLUSTER_EXT, VECTOR_EXT
+    from ..pipeline.clustering import cluster_docs, discovered_clusters
 
     check_outputs({"INPUT_PATH": input_path, "--model": model, "--settings": settings},
                   {"OUTPUT_PATH": output_path})
@@ -100,25 +100,14 @@ def cluster_command(
                         recall_sample)
         return
     nlp = _load(model, ctx, component, settings, buffer_size=buffer_size, keep_state=True)
-    docs = DocBin().from_disk(input_path).get_docs(nlp.vocab)
-    disable = ["ner"] if gold_mentions and "ner" in nlp.pipe_names else []
-    out = DocBin(store_user_data=True)
-    clusters: set[str] = set()
-    n_mentions = 0
-    with nlp.select_pipes(disable=disable):
-        for doc in nlp.pipe(nlp.make_doc(d.text) if not gold_mentions else _mentions(nlp, d)
-                            for d in docs):
-            for ent in doc.ents:
-                clusters.add(ent._.get(CLUSTER_EXT))
-                ent._.set(VECTOR_EXT, None)  # not worth storing
-                n_mentions += 1
-            out.add(doc)
+    out = cluster_docs(nlp, DocBin().from_disk(input_path).get_docs(nlp.vocab), component,
+                       gold_mentions=gold_mentions)
     with atomic_file(output_path) as temp:
-        out.to_disk(temp)
-    discovered = sum(1 for c in clusters if c and c.startswith(
-        nlp.get_pipe(component).cfg["nil_prefix"]))
-    msg.good(f"Clustered {n_mentions} mentions of {len(out)} docs into {len(clusters)} "
-             f"clusters ({discovered} without a KB entity); saved {output_path}")
+        out.docs.to_disk(temp)
+    discovered = discovered_clusters(nlp, component, out.clusters)
+    msg.good(f"Clustered {out.mentions} mentions of {len(out.docs)} docs into "
+             f"{len(out.clusters)} clusters ({discovered} without a KB entity); saved "
+             f"{output_path}")
 
 
 def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path,
@@ -149,12 +138,6 @@ def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path
     msg.table(rows, title=f"cluster: {output_dir}")
 
 
-def _mentions(nlp, gold):
-    from ..data.readers import with_gold_mentions
-
-    return with_gold_mentions(nlp.make_doc(gold.text), gold)
-
-
 @app.command("evaluate-coref", context_settings=OVERRIDES)
 def evaluate_coref_command(
     ctx: typer.Context,
@@ -175,13 +158,14 @@ def evaluate_coref_command(
 
     from ..evaluation.coref_eval import evaluate_coref, gold_mention_examples
     from ..evaluation.report import write_json
+    from ..pipeline.components import NER, find_components
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--settings": settings,
                    "--heldout": heldout}, {"--output": output})
     check_corpus(corpus)
     nlp = _load(model, ctx, component, settings)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
-    with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
+    with nlp.select_pipes(disable=find_components(nlp, NER)):
         metrics = evaluate_coref(
             nlp, examples, component=component,
             heldout=heldout_ids(heldout) if heldout else None)
@@ -239,12 +223,13 @@ def tune_coref_command(
 
     from ..evaluation.coref_eval import gold_mention_examples, tune_coref
     from ..evaluation.report import write_json
+    from ..pipeline.components import NER, find_components
 
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
     check_corpus(corpus)
     nlp = _load(model, ctx, component)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
-    with nlp.select_pipes(disable=[p for p in ("ner",) if p in nlp.pipe_names]):
+    with nlp.select_pipes(disable=find_components(nlp, NER)):
         best, rows = tune_coref(nlp, examples, component=component, ks=ks or (1, 2, 4, 8, 16),
                                 metric=metric,
                                 max_accuracy_loss=max_accuracy_loss if max_accuracy_loss >= 0

@@ -11,8 +11,9 @@ from typing import Any
 
 _MODULES = {
     "components": ("COREF", "ENTITY_LINKER", "KB_FACTORIES", "LINKER", "LINKER_FACTORIES",
-                   "RERANKER", "component_factories", "find_component", "find_components",
+                   "NER", "RERANKER", "component_factories", "find_component", "find_components",
                    "pipeline_kb"),
+    "clustering": ("ClusteredDocs", "cluster_docs", "discovered_clusters"),
     "coref_settings": ("coref_defaults", "linked_corpus_settings", "load_with_coref",
                        "merge_coref_settings", "read_tuned_settings"),
     "datasets": ("Dataset", "hold_out_entities", "merge_ncbi_classes", "read_dataset",

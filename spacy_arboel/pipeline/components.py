@@ -14,6 +14,7 @@ ENTITY_LINKER = "arbo_entity_linker"
 LINKER = "arbo_linker"
 RERANKER = "arbo_reranker"
 COREF = "arbo_coref"
+NER = "ner"  # spaCy's, which finds the mentions that the linkers link
 # the components that link a doc's mentions to a KB, and those that hold a KB
 LINKER_FACTORIES = (LINKER, ENTITY_LINKER)
 KB_FACTORIES = (ENTITY_LINKER, LINKER, RERANKER)
