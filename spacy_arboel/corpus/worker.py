@@ -65,5 +65,6 @@ def load_pipeline(settings: LinkSettings) -> Any:
 
 def cross_document_pipes(config: dict) -> list[str]:
     """The components of a pipeline config that cluster across documents."""
-    return [name for name in config["nlp"]["pipeline"]
-            if config["components"].get(name, {}).get("factory") in CROSS_DOCUMENT_FACTORIES]
+    from ..pipeline.components import find_components
+
+    return find_components(config, CROSS_DOCUMENT_FACTORIES)
