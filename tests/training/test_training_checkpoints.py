@@ -153,3 +153,19 @@ def test_project_train_keeps_a_trained_model_best(dataset, step, small_corpus, t
             if path.is_file():
                 assert path.read_bytes() == (best / name / path.relative_to(last / name)
                                              ).read_bytes(), path
+
+
+def test_an_invalid_config_exits_with_its_validation_errors(tmp_path, capsys):
+    from confection import ConfigValidationError
+
+    from spacy_arboel.training.run import show_validation_error
+
+    error = ConfigValidationError(config={"training": {}}, errors=[
+        {"loc": ["training", "max_steps"], "msg": "field required",
+         "type": "value_error.missing"}])
+    with pytest.raises(SystemExit) as exit_, show_validation_error(tmp_path / "x.cfg"):
+        raise error
+    assert exit_.value.code == 1
+    output = capsys.readouterr().out
+    assert "training -> max_steps" in output and "field required" in output
+    assert f"init fill-config {tmp_path / 'x.cfg'}" in output
