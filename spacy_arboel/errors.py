@@ -453,7 +453,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E128 = (
         "--engine ray needs Ray, an optional dependency: pip install \"spacy-arboel[ray]\" "
-        "(or pip install \"ray[data]\"), or use --engine local."
+        "(or pip install ray), or use --engine local."
     )
     E129 = (
         "{n} of {total} shards could not be read and were not linked ({names}): {first}. The "

@@ -24,7 +24,7 @@ def link_corpus_command(
     output: Annotated[Path, typer.Argument(
         help="Folder for one output shard per input shard, its errors files and "
              "manifest.json (a rerun skips the shards it lists)")],
-    engine: Annotated[str, typer.Option(help="local (this process) or ray (Ray Data)")] =
+    engine: Annotated[str, typer.Option(help="local (this process) or ray (Ray actors)")] =
         "local",
     fmt: Annotated[str, typer.Option("--format", help="jsonl (id, entities with offsets, "
                                      "label, kb_id, score, candidates) or spacy (DocBin)")] =
