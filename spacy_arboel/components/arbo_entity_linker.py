@@ -7,15 +7,13 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import srsly
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
-from spacy.util import ensure_path, from_disk
+from spacy.util import ensure_path
 from thinc.api import Config, Model, Optimizer
 
-from ..artefacts import SavedAsFolder, check_folder, reading, verify_mode
+from ..artefacts import verify_mode
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
@@ -23,18 +21,17 @@ from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
 from ..extensions import CANDIDATES_EXT, VECTOR_EXT, register_extensions
 from ..kb.index import read_index_meta
-from ..kb.knowledge_base import KnowledgeBase, kb_override
+from ..kb.knowledge_base import KnowledgeBase
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..ml.bi_encoder import torch_encoders
 from ..ml.torch_layers import initialize_with
 from ..objectives import Objective
+from .base import KBComponent
 from .common import (
     candidate_loss,
-    config_kb,
     gold_mentions,
     run_update,
     settings_from,
-    write_folder,
 )
 from .concurrency import one_thread_at_a_time
 
@@ -99,7 +96,7 @@ def resolve_inputs(inputs: str, corpus_trained: bool) -> str:
     return "blink" if corpus_trained else "names"
 
 
-class ArboEntityLinker(SavedAsFolder, TrainablePipe):
+class ArboEntityLinker(KBComponent):
     """Links each span of ``doc.ents`` to a KB entity by dense retrieval.
 
     Each mention's top-``top_k`` entities come from the retriever's FAISS index; the best
@@ -119,6 +116,7 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
     """
 
     saved_files = SAVED_FILES
+    core_attribute = "retriever"
 
     def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None = None,
@@ -138,10 +136,6 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
         register_extensions()
-
-    @property
-    def kb(self) -> KnowledgeBase | None:
-        return self.retriever.kb if self.retriever is not None else None
 
     @property
     def seen_ids(self) -> set[str]:
@@ -185,17 +179,12 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         retriever.use_encoders(torch_encoders(self.model))
         retriever.prepare_inference()
 
-    def ensure_ready(self) -> None:
-        """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
-        ``kb_path``, the base encoder) and bring the index up to date with the encoders."""
-        if self.retriever is None:
-            self._set_up(config_kb(self.cfg["kb_path"], self.name))
-        self.retriever.ensure_index()
+    def _set_up_from_config(self) -> None:
+        self._set_up(self._config_kb())
 
-    def _require(self, what: str) -> DenseRetriever:
-        if self.retriever is None:
-            raise ValueError(Errors.E051.format(name=self.name, what=what))
-        return self.retriever
+    def _make_current(self) -> None:
+        """Bring the index up to date with the encoders."""
+        self.retriever.ensure_index()
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -204,7 +193,7 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         gold training mentions and build the index. Gold mentions mean corpus training
         follows: ``inputs = "auto"`` switches to BLINK's inputs before they are read."""
         kb = kb_loader(nlp) if kb_loader is not None else None
-        self._set_up(kb if kb is not None else config_kb(self.cfg["kb_path"], self.name))
+        self._set_up(kb if kb is not None else self._config_kb())
         texts, spans, gold_ids = gold_mentions(eg.reference for eg in get_examples())
         if any(gold_ids):
             self._corpus_training()
@@ -300,46 +289,36 @@ class ArboEntityLinker(SavedAsFolder, TrainablePipe):
         """Save the KB, tokenizer, encoders, index and training state; ``exclude`` leaves
         out any of ``cfg``, ``kb``, ``tokenizer``, ``mention_encoder``, ``entity_encoder``,
         ``index``."""
-        self.ensure_ready()
-        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
-            "seen_ids": sorted(self.seen_ids), "inputs": self.settings.inputs,
-            "n_missing_gold_ids": self.trainer.n_missing_gold_ids}),
-            **self.retriever.writers()}, SAVED_FILES, exclude)
+        self._write(path, lambda: {"seen_ids": sorted(self.seen_ids),
+                                   "inputs": self.settings.inputs,
+                                   "n_missing_gold_ids": self.trainer.n_missing_gold_ids},
+                    exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
         """Load a saved linker; every file is checked first (E030, as ``verify_files``
         says). A ``kb_path`` in the config naming another KB than the saved one is honoured:
         the index is rebuilt for it with the trained entity encoder (W004)."""
-        path = ensure_path(path)
-        exclude = set(exclude)
+        path, exclude = ensure_path(path), set(exclude)
         sources = DenseRetriever.saved_sources(path, self.settings)
-        check_folder(path, self.name, [n for n in ("cfg.json", "kb.jsonl", "tokenizer",
-                                                   *{p.name for p in sources.values()}, "index")
-                                       if n.split(".")[0] not in exclude],
-                     self.cfg["verify_files"])
-        with reading(path, self.name):
-            state: dict[str, Any] = {"seen_ids": [], "n_missing_gold_ids": 0}
-            from_disk(path, {
-                "cfg.json": lambda p: state.update(srsly.read_json(p)),
-                "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
-                "tokenizer": lambda p: state.update(tokenizer=p),
-            }, exclude)
+        required = ("cfg.json", "kb.jsonl", "tokenizer", *{p.name for p in sources.values()},
+                    "index")
+        with self._reading(path, exclude, required) as state:
+            cfg = {"seen_ids": [], "n_missing_gold_ids": 0, **state["cfg"]}
             sources = {side: (self.model.attrs["encoder_name"] if p.name in exclude else p)
                        for side, p in sources.items()}
             # the inputs it was saved with: its index's (its cfg.json's when the index is
             # left out); a linker saved before ``inputs`` existed read BLINK's
-            saved_inputs = state.pop("inputs", "blink")
+            saved_inputs = cfg.get("inputs", "blink")
             if "index" not in exclude:
                 saved_inputs = read_index_meta(path / "index").inputs
             if self.cfg["inputs"] == "auto":
                 self.settings = replace(self.settings, inputs=saved_inputs)
-            kb = state["kb"] if "kb" in state else config_kb(self.cfg["kb_path"], self.name)
-            self._set_up(kb, state.get("tokenizer"), sources)
-            self.trainer.seen_ids = set(state["seen_ids"])
-            self.trainer.n_missing_gold_ids = state["n_missing_gold_ids"]
+            self._set_up(state["kb"], state["tokenizer"], sources)
+            self.trainer.seen_ids = set(cfg["seen_ids"])
+            self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]
             if "index" not in exclude:
                 self.retriever.load_index(path / "index")
-        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        kb = self._kb_override()
         if kb is not None:
             self.set_kb(kb)
         self.retriever.ensure_index()

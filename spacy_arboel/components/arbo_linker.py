@@ -13,36 +13,33 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import srsly
 import torch
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
-from spacy.util import ensure_path, from_disk
+from spacy.util import ensure_path
 from thinc.api import Config, Model, Optimizer
 
-from ..artefacts import SavedAsFolder, check_folder, reading, verify_mode
+from ..artefacts import reading, verify_mode
 from ..data.ids import gold_ids
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..evaluation.end_to_end import score_end_to_end
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
 from ..kb.index import read_index_meta
-from ..kb.knowledge_base import KnowledgeBase, kb_override
+from ..kb.knowledge_base import KnowledgeBase
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
 from ..linking.reader_spans import resolve_spans
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..ml.torch_layers import initialize_with, torch_modules
 from .arbo_entity_linker import ArboEntityLinker
+from .base import KBComponent
 from .common import (
     add_linked_ents,
-    config_kb,
     gold_mentions,
     run_update,
     settings_from,
-    write_folder,
 )
 from .concurrency import one_thread_at_a_time
 from .dictionary_spans import DICTIONARY_MODES, DictionaryLinker
@@ -102,7 +99,7 @@ def make_linker(
                       dictionary_spans=dictionary_spans, nlp=nlp, scorer=scorer)
 
 
-class ArboLinker(SavedAsFolder, TrainablePipe):
+class ArboLinker(KBComponent):
     """Finds and links entity mentions in raw text with a retriever and a reader.
 
     ``ents``: ``replace`` the doc's ents, or ``keep`` them and add the non-overlapping new
@@ -125,6 +122,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
     """
 
     saved_files = SAVED_FILES
+    core_attribute = "reader"
 
     def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None = None,
@@ -151,10 +149,6 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         register_extensions()
 
     @property
-    def kb(self) -> KnowledgeBase | None:
-        return self.reader.kb if self.reader is not None else None
-
-    @property
     def uses_dictionary(self) -> bool:
         """Whether dictionary proposals are linked now (``dictionary_spans``)."""
         mode = self.cfg["dictionary_spans"]
@@ -176,18 +170,19 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         self.reader = self.core_class(kb, tokenizer, torch_modules(self.model), self.settings)
         self.dictionary = None
 
-    def ensure_ready(self) -> None:
-        """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
-        ``kb_path``, the base encoder) and build its entity index, and its dictionary and
-        names index while dictionary proposals are in use."""
-        self._ensure_reader()
+    def _set_up_from_config(self) -> None:
+        self._set_up(self._config_kb(), load_tokenizer(self.model.attrs["encoder_name"]))
+
+    def _make_current(self) -> None:
+        """Build the entity index, and the dictionary and its names index while dictionary
+        proposals are in use."""
+        self.reader.ensure_index()
         if self.uses_dictionary:
             self._ensure_dictionary()
 
     def _ensure_reader(self) -> None:
         if self.reader is None:
-            self._set_up(config_kb(self.cfg["kb_path"], self.name),
-                         load_tokenizer(self.model.attrs["encoder_name"]))
+            self._set_up_from_config()
         self.reader.ensure_index()
 
     def _ensure_dictionary(self, index_path: Path | None = None) -> DictionaryLinker:
@@ -246,7 +241,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         elif linker_path:
             self._from_linker(Path(linker_path), kb)
         else:
-            self._set_up(kb or config_kb(self.cfg["kb_path"], self.name),
+            self._set_up(kb or self._config_kb(),
                          load_tokenizer(self.model.attrs["encoder_name"]))
         self._ensure_reader()
         mentions = [(gold_ids(ent.kb_id_), ent.label_)
@@ -275,7 +270,7 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
                 name=self.name, path=path, found=retriever.settings.entity_granularity,
                 configured=self.settings.entity_granularity))
         if kb is None and self.cfg["kb_path"]:
-            kb = config_kb(self.cfg["kb_path"], self.name)
+            kb = self._config_kb()
         self._set_up(kb or retriever.kb, retriever.tokenizer,
                      partial(self.core_class.modules_from, retriever, self.settings))
         self.reader.reuse_index(retriever.kb, retriever.index)
@@ -293,17 +288,19 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
             raise ValueError(Errors.E029.format(name=self.name, problem=f"reader_path '{path}' "
                                                 f"({found and asdict(found.settings)})"))
         if kb is None and self.cfg["kb_path"]:
-            kb = config_kb(self.cfg["kb_path"], self.name)
+            kb = self._config_kb()
         self._set_up(kb or found.kb, found.tokenizer,
                      partial(SpanReader.modules_from_reader, found, self.settings))
         self.trained = source.trained  # its trained heads are ours
         if found.settings.entity_max_length == self.settings.entity_max_length:
             self.reader.reuse_index(found.kb, found.ready_index())
 
-    def _require(self) -> ReaderBase:
-        if self.reader is None or self.reader.index is None:
-            raise ValueError(Errors.E051.format(name=self.name, what="encoders or index"))
-        return self.reader
+    def _require(self, what: str = "encoders or index") -> ReaderBase:
+        """The reader with its index (E051 before either is there)."""
+        reader = super()._require(what)
+        if reader.index is None:
+            raise ValueError(Errors.E051.format(name=self.name, what=what))
+        return reader
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optimizer | None = None,
@@ -373,15 +370,12 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         """Save the KB, tokenizer, encoders, heads and index (and, while dictionary
         proposals are in use, the names index as ``names_index``); ``exclude`` leaves out any
         of ``cfg``, ``kb``, ``tokenizer``, ``index`` (both indexes)."""
-        self.ensure_ready()
-        core = self.reader
-        writers = {"cfg.json": lambda p: srsly.write_json(p, {
-            "labels": core.entity_labels, "updates": core.updates, "trained": self.trained,
-            "reader": self.model.attrs["reader"], **structural_settings(self.settings)}),
-            **core.writers()}
-        if self.uses_dictionary and "index" not in exclude:
-            writers["names_index"] = self.dictionary.write_index
-        write_folder(ensure_path(path), writers, SAVED_FILES, exclude)
+        self._write(path, lambda: {
+            "labels": self.reader.entity_labels, "updates": self.reader.updates,
+            "trained": self.trained, "reader": self.model.attrs["reader"],
+            **structural_settings(self.settings)}, exclude,
+            lambda: ({"names_index": self.dictionary.write_index}
+                     if self.uses_dictionary and "index" not in exclude else {}))
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboLinker":
         """Load a saved arbo_linker; every file is checked first (E030), and saved settings
@@ -389,31 +383,23 @@ class ArboLinker(SavedAsFolder, TrainablePipe):
         config (``kb``: its ``kb_path``; ``tokenizer``: the base encoder's; ``index``: built
         again). A ``kb_path`` naming another KB than the saved one is honoured (W004)."""
         path, exclude = ensure_path(path), set(exclude)
-        check_folder(path, self.name, [n for n in ("cfg.json", "kb.jsonl", "tokenizer",
-                                                   "passage_encoder", "entity_encoder",
-                                                   "heads.safetensors", "index")
-                                       if n.split(".")[0] not in exclude],
-                     self.cfg["verify_files"])
-        with reading(path, self.name):
-            state: dict[str, Any] = {"labels": {}, "updates": 0}
-            from_disk(path, {
-                "cfg.json": lambda p: state.update(srsly.read_json(p)),
-                "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
-                "tokenizer": lambda p: state.update(tokenizer=load_tokenizer(str(p))),
-            }, exclude)
-            check_saved_settings(state, {"reader": self.model.attrs["reader"],
-                                         **structural_settings(self.settings)}, self.name, path)
-            tokenizer = state.get("tokenizer") or load_tokenizer(self.model.attrs["encoder_name"])
-            kb = state["kb"] if "kb" in state else config_kb(self.cfg["kb_path"], self.name)
-            self._set_up(kb, tokenizer, partial(self.core_class.load_modules, path,
-                                                len(tokenizer), self.settings))
-            self.reader.entity_labels = dict(state["labels"])
-            self.reader.updates = int(state["updates"])
+        required = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "entity_encoder",
+                    "heads.safetensors", "index")
+        with self._reading(path, exclude, required) as state:
+            cfg = {"labels": {}, "updates": 0, **state["cfg"]}
+            check_saved_settings(cfg, {"reader": self.model.attrs["reader"],
+                                       **structural_settings(self.settings)}, self.name, path)
+            tokenizer = load_tokenizer(str(state["tokenizer"]
+                                           or self.model.attrs["encoder_name"]))
+            self._set_up(state["kb"], tokenizer, partial(self.core_class.load_modules, path,
+                                                         len(tokenizer), self.settings))
+            self.reader.entity_labels = dict(cfg["labels"])
+            self.reader.updates = int(cfg["updates"])
             # saves before the flag: trained once updated
-            self.trained = bool(state.get("trained", self.reader.updates > 0))
+            self.trained = bool(cfg.get("trained", self.reader.updates > 0))
             if "index" not in exclude:
                 self.reader.load_index(path / "index")
-        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+        kb = self._kb_override()
         names = path / "names_index"
         if kb is not None:
             self.reader.set_kb(kb)

@@ -12,15 +12,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-import srsly
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
-from spacy.util import ensure_path, from_disk
+from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
-from ..artefacts import SavedAsFolder, check_folder, reading, verify_mode
+from ..artefacts import verify_mode
 from ..data.ids import gold_ids
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
@@ -28,11 +26,12 @@ from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..evaluation.scorer import score_entity_linking
 from ..extensions import CANDIDATES_EXT, register_extensions
-from ..kb.knowledge_base import KnowledgeBase, kb_override
+from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
 from ..ml.torch_layers import initialize_with
-from .common import candidate_loss, config_kb, run_update, write_folder
+from .base import KBComponent
+from .common import candidate_loss, run_update
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
@@ -68,7 +67,7 @@ def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: 
                         scorer=scorer)
 
 
-class ArboReranker(SavedAsFolder, TrainablePipe):
+class ArboReranker(KBComponent):
     """Re-ranks each ent's top ``top_k`` linker candidates with a cross-encoder.
 
     ``train_top_k`` candidates per mention are scored in training (softmax loss, BLINK eq. 4
@@ -80,6 +79,7 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
     """
 
     saved_files = SAVED_FILES
+    core_attribute = "reranker"
 
     def __init__(self, vocab, model: Model, name: str = "arbo_reranker", *,
                  settings: RerankerSettings | None = None,
@@ -101,10 +101,6 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         self.seen_ids: set[str] = set()  # the training corpus's gold ids (seen/unseen scores)
         register_extensions()
 
-    @property
-    def kb(self) -> KnowledgeBase | None:
-        return self.reranker.kb if self.reranker is not None else None
-
     def _set_up(self, kb: KnowledgeBase, tokenizer: Any = None, encoder: Any = None,
                 head: Any = None) -> None:
         """The core over ``kb`` with the scorer (by default the base encoder and a new head)
@@ -116,17 +112,11 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         self.reranker = CrossEncoderReranker(kb, tokenizer, torch_scorer(self.model),
                                              self.settings)
 
-    def _require(self) -> CrossEncoderReranker:
-        if self.reranker is None:
-            raise ValueError(Errors.E051.format(name=self.name,
-                                                what="knowledge base or cross-encoder"))
-        return self.reranker
+    def _require(self, what: str = "knowledge base or cross-encoder") -> CrossEncoderReranker:
+        return super()._require(what)
 
-    def ensure_ready(self) -> None:
-        """Set up a component used without ``initialize`` or ``from_disk``: the KB from
-        ``kb_path`` and the base encoder."""
-        if self.reranker is None:
-            self._set_up(config_kb(self.cfg["kb_path"], self.name))
+    def _set_up_from_config(self) -> None:
+        self._set_up(self._config_kb())
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -139,7 +129,7 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
         if kb is None and not self.cfg["kb_path"] and nlp and linker in nlp.component_names:
             nlp.get_pipe(linker).ensure_ready()
             kb = nlp.get_pipe(linker).kb
-        self._set_up(kb if kb is not None else config_kb(self.cfg["kb_path"], self.name))
+        self._set_up(kb if kb is not None else self._config_kb())
         self.seen_ids = {i for eg in get_examples() for ent in eg.reference.ents
                          for i in gold_ids(ent.kb_id_)}
 
@@ -224,33 +214,23 @@ class ArboReranker(SavedAsFolder, TrainablePipe):
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         """Save the KB, tokenizer, transformer, head W and training state; ``exclude`` leaves
         out any of ``cfg``, ``kb``, ``tokenizer``, ``encoder``, ``head``."""
-        self.ensure_ready()
-        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, {
-            "seen_ids": sorted(self.seen_ids), **self.reranker.state()}),
-            **self.reranker.writers()}, SAVED_FILES, exclude)
+        self._write(path, lambda: {"seen_ids": sorted(self.seen_ids), **self.reranker.state()},
+                    exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboReranker":
         """Load a saved re-ranker, every file checked first (E030); a saved input setting the
         config contradicts is E071. Excluded, ``kb`` comes from ``kb_path`` (another KB there
         is honoured anyway, W004), ``tokenizer``/``encoder`` from the base, ``head`` is new."""
-        path = ensure_path(path)
-        exclude = set(exclude)
-        check_folder(path, self.name, [n for n in SAVED_FILES if n.split(".")[0] not in exclude],
-                     self.cfg["verify_files"])
-        files: dict[str, Any] = {"cfg": {}, "tokenizer": None, "encoder": None, "head": None}
-        with reading(path, self.name):
-            from_disk(path, {
-                "cfg.json": lambda p: files.update(cfg=srsly.read_json(p)),
-                "kb.jsonl": lambda p: files.update(kb=KnowledgeBase.from_jsonl(p)),
-                "tokenizer": lambda p: files.update(tokenizer=p),
+        path, exclude = ensure_path(path), set(exclude)
+        files: dict[str, Any] = {"encoder": None, "head": None}
+        with self._reading(path, exclude, SAVED_FILES, {
                 "encoder": lambda p: files.update(encoder=p),
-                "head.safetensors": lambda p: files.update(head=p),
-            }, exclude)
-            check_state(files["cfg"], files.get("kb"), self.settings, f"'{self.name}' ({path})")
-            kb = files["kb"] if "kb" in files else config_kb(self.cfg["kb_path"], self.name)
-            self._set_up(kb, files["tokenizer"], files["encoder"], files["head"])
-        self.seen_ids = set(files["cfg"].get("seen_ids", []))
-        kb = kb_override(self.cfg["kb_path"], self.kb, self.name)
+                "head.safetensors": lambda p: files.update(head=p)}) as state:
+            check_state(state["cfg"], state["kb"] if "kb" not in exclude else None,
+                        self.settings, f"'{self.name}' ({path})")
+            self._set_up(state["kb"], state["tokenizer"], files["encoder"], files["head"])
+        self.seen_ids = set(state["cfg"].get("seen_ids", []))
+        kb = self._kb_override()
         if kb is not None:
             self.reranker.set_kb(kb)
         return self

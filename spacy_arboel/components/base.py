@@ -1,0 +1,97 @@
+"""The adapter base of the components that drive a core over a KB (``arbo_entity_linker``,
+``arbo_linker``, ``arbo_reranker``): the setup verbs they share, written once."""
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import srsly
+from spacy.pipeline import TrainablePipe
+from spacy.util import ensure_path, from_disk
+
+from ..artefacts import SavedAsFolder, check_folder, reading
+from ..errors import Errors
+from ..kb.knowledge_base import KnowledgeBase, kb_override
+from .common import config_kb, write_folder
+
+
+class KBComponent(SavedAsFolder, TrainablePipe):
+    """A trainable pipe over a core that holds a KB (``core``: a ``DenseRetriever``, a
+    reader or a ``CrossEncoderReranker``, None until set up).
+
+    Subclasses set ``core_attribute`` (the public name of their core) and ``saved_files``,
+    and write ``_set_up_from_config`` (the KB of ``kb_path`` and the base encoder) and
+    ``_make_current`` (what ``ensure_ready`` brings up to date once set up).
+    """
+
+    core_attribute: str = "core"
+    saved_files: tuple[str, ...] = ()
+
+    @property
+    def core(self) -> Any:
+        return getattr(self, self.core_attribute)
+
+    @property
+    def kb(self) -> KnowledgeBase | None:
+        return self.core.kb if self.core is not None else None
+
+    def _require(self, what: str) -> Any:
+        """The core, or E051 naming ``what`` is missing when the component is not set up."""
+        if self.core is None:
+            raise ValueError(Errors.E051.format(name=self.name, what=what))
+        return self.core
+
+    def _config_kb(self) -> KnowledgeBase:
+        """The KB at the config's ``kb_path`` (E008 when it has none)."""
+        return config_kb(self.cfg["kb_path"], self.name)
+
+    def ensure_ready(self) -> None:
+        """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
+        ``kb_path``, the base encoder), then bring what it links with up to date."""
+        if self.core is None:
+            self._set_up_from_config()
+        self._make_current()
+
+    def _set_up_from_config(self) -> None:
+        raise NotImplementedError
+
+    def _make_current(self) -> None:
+        """Nothing by default."""
+
+    def _write(self, path, state: Callable[[], dict[str, Any]], exclude: Iterable[str],
+               extra: Callable[[], dict[str, Callable[[Path], Any]]] | None = None) -> None:
+        """``to_disk``: set up if needed, then write ``state()`` (``cfg.json``), the core's
+        files and the ``extra()`` entries, minus ``exclude``, with the folder's manifest."""
+        self.ensure_ready()
+        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, state()),
+                                         **self.core.writers(), **(extra() if extra else {})},
+                     self.saved_files, exclude)
+
+    @contextmanager
+    def _reading(self, path: Path, exclude: set[str], required: Iterable[str],
+                 readers: dict[str, Callable[[Path], Any]] | None = None
+                 ) -> Iterator[dict[str, Any]]:
+        """``from_disk``'s frame: the ``required`` files not excluded are checked first (E030,
+        as ``verify_files`` says); inside, a problem reading them is E030 too. Yields the
+        state read: ``cfg`` (``cfg.json``, {} when excluded), ``kb`` (the saved KB, else the
+        config's), ``tokenizer`` (its saved folder or None) and what ``readers`` (by entry
+        name) put in it."""
+        check_folder(path, self.name, [n for n in required if n.split(".")[0] not in exclude],
+                     self.cfg["verify_files"])
+        state: dict[str, Any] = {"cfg": {}, "tokenizer": None}
+        with reading(path, self.name):
+            from_disk(path, {
+                "cfg.json": lambda p: state.update(cfg=srsly.read_json(p)),
+                "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
+                "tokenizer": lambda p: state.update(tokenizer=p),
+                **(readers or {}),
+            }, exclude)
+            if "kb" not in state:
+                state["kb"] = self._config_kb()
+            yield state
+
+    def _kb_override(self) -> KnowledgeBase | None:
+        """After loading: the KB at ``kb_path`` when the config names another KB than the
+        saved one (W004), else None."""
+        return kb_override(self.cfg["kb_path"], self.kb, self.name)
