@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -53,10 +53,10 @@ def build_index_command(
     from spacy.util import load_config
     from wasabi import msg
 
-    from ..jobs.build_index import EmbedderSource, build_kb_index
     from ..jobs.engines import LocalEngine, RayEngine, import_ray
     from ..kb.knowledge_base import KnowledgeBase
     from ..pipeline.components import ENTITY_LINKER, find_component
+    from ..pipeline.indexes import build_linker_index
     from ..pipeline.knowledge_bases import swap_kb, without_kb_paths
     from ..pipeline.loading import load_pipeline
 
@@ -76,41 +76,39 @@ def build_index_command(
         except ImportError as err:
             msg.fail(str(err), exits=1)
     nlp = load_pipeline(model, {**command_overrides(ctx), **without_kb_paths(config, component)})
-    linker = nlp.get_pipe(component)
+    progress = Progress()
     try:
-        linker.ensure_ready()
-        retriever = linker.retriever
         if kb is not None:
             for name in swap_kb(nlp, KnowledgeBase.from_jsonl(kb), component):
                 msg.warn(f"{name}'s remembered mentions were linked to the old KB: cleared")
-        source = EmbedderSource.of(model / component, retriever)
-        embedding = (RayEngine(num_workers, address=address, num_gpus=num_gpus)
-                     if engine == "ray" else LocalEngine(num_workers))
-        progress = Progress(len(retriever.set_row_layout()))
-        index = build_kb_index(retriever, source, embedding, work_dir, kind=kind,
-                               pq_bytes=pq_bytes,
-                               refine=refine, shard_rows=shard_rows,
-                               on_rows=progress.update, on_stage=progress.stage)
+        runner = (RayEngine(num_workers, address=address, num_gpus=num_gpus)
+                  if engine == "ray" else LocalEngine(num_workers))
+        index = build_linker_index(nlp, component, model, runner, work_dir, kind=kind,
+                                   pq_bytes=pq_bytes, refine=refine, shard_rows=shard_rows,
+                                   on_total=progress.start_bar, on_rows=progress.update,
+                                   on_stage=progress.stage)
     except ValueError as err:
         msg.fail(str(err), exits=1)
-    retriever.set_index(index)
     save_pipeline(nlp, output)
     msg.good(f"Saved {output}: {index.meta.factory} over {index.meta.n_rows} rows of "
-             f"{len(retriever.kb)} entities (shards kept in {work_dir}; delete them when "
-             "done)")
+             f"{len(nlp.get_pipe(component).kb)} entities (shards kept in {work_dir}; delete "
+             "them when done)")
 
 
 class Progress:
     """A progress bar over the KB's rows (those embedded before, by an interrupted run,
     first), and the embedding rate of this run when the index is being built."""
 
-    def __init__(self, total: int) -> None:
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, unit="row", desc="Embedding KB", disable=None)
+    def __init__(self) -> None:
+        self.bar: Any = None
         self.before: int | None = None
         self.done = 0  # counted here: a bar disabled off a terminal counts nothing
         self.start = time.perf_counter()
+
+    def start_bar(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="row", desc="Embedding KB", disable=None)
 
     def update(self, rows: int) -> None:
         if self.before is None:  # the first call: the rows done before

@@ -18,6 +18,7 @@ _MODULES = {
                        "merge_coref_settings", "read_tuned_settings"),
     "datasets": ("Dataset", "hold_out_entities", "merge_ncbi_classes", "read_dataset",
                  "remove_entity_types", "write_splits"),
+    "indexes": ("build_linker_index",),
     "knowledge_bases": ("clear_coref_memory", "kb_holders", "swap_kb", "without_kb_paths"),
     "loading": ("load_pipeline", "save_pipeline", "save_with_setting"),
     "mention_encoders": ("distill_mention_encoder", "swap_mention_encoder"),

@@ -1,0 +1,37 @@
+"""Building a linker's KB index with a jobs engine (what ``build-index`` does): the KB's
+rows embedded in resumable shards, the FAISS index chosen by size set as the linker's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from spacy.language import Language
+
+
+def build_linker_index(nlp: Language, linker: str, model: str | Path, engine: Any,
+                       work_dir: str | Path, *, kind: str = "auto", pq_bytes: int | None = None,
+                       refine: bool = True, shard_rows: int = 50_000,
+                       on_total: Callable[[int], object] | None = None,
+                       on_rows: Callable[[int], object] | None = None,
+                       on_stage: Callable[[str], object] | None = None) -> Any:
+    """Embed the KB rows of ``nlp``'s ``linker`` on ``engine`` (a ``jobs.engines`` engine,
+    whose workers load the entity encoder saved in ``model/linker``) in shards kept in
+    ``work_dir`` (a rerun resumes), build the FAISS index of ``kind`` (``auto``: by size;
+    see ``jobs.build_index.build_kb_index``) and set it as the linker's index; return it.
+    ``on_total`` gets the number of rows, ``on_rows`` the rows of each shard embedded,
+    ``on_stage`` a message before the index is built. Raises a ValueError (coded) on a
+    bad ``kind``, ``pq_bytes`` or work folder."""
+    from ..jobs.build_index import EmbedderSource, build_kb_index
+
+    pipe = nlp.get_pipe(linker)
+    pipe.ensure_ready()
+    retriever = pipe.retriever
+    if on_total is not None:
+        on_total(len(retriever.set_row_layout()))
+    index = build_kb_index(retriever, EmbedderSource.of(Path(model) / linker, retriever), engine,
+                           work_dir, kind=kind, pq_bytes=pq_bytes, refine=refine,
+                           shard_rows=shard_rows, on_rows=on_rows, on_stage=on_stage)
+    retriever.set_index(index)
+    return index
