@@ -8,6 +8,7 @@ import shlex
 from typing import Any
 
 import srsly
+import typer
 from click import NoSuchOption
 
 from ..errors import Errors
@@ -59,7 +60,7 @@ def parse_overrides(args: list[str]) -> dict[str, Any]:
     return {**_parse(args, from_cli=True), **from_env}
 
 
-def command_overrides(ctx: Any) -> dict[str, Any]:
+def command_overrides(ctx: typer.Context | None) -> dict[str, Any]:
     """:func:`parse_overrides` of a typer context's extra arguments (none without a
     context); a malformed override exits with E211."""
     from wasabi import msg
