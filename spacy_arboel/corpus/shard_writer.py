@@ -47,7 +47,7 @@ class ShardWriter:
         self._failed: list[Outcome] = []
 
     def add(self, outcomes: Iterable[Outcome]) -> None:
-        """Spill ``outcomes`` (each document once: the engines drop rows Ray retried)."""
+        """Spill ``outcomes`` (each document once: an engine delivers one result a task)."""
         for outcome in outcomes:
             if outcome.error is not None:
                 self._failed.append(outcome)
