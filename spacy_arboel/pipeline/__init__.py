@@ -1,7 +1,8 @@
 """The pipeline operations behind the commands, for use from Python: load a pipeline with
 config overrides, find its components by factory, swap its KB or its mention encoder,
-merge arbo_coref's settings, prepare a dataset. The commands parse arguments and call
-these (as spaCy's ``evaluate_cli`` calls ``evaluate``).
+build a linker's index, merge arbo_coref's settings, cluster a corpus, prepare a dataset.
+The commands parse arguments and call these (as spaCy's ``evaluate_cli`` calls
+``evaluate``).
 
 Names are imported from their modules on first use, so that the command line starts
 without torch."""
