@@ -628,6 +628,13 @@ class Errors(metaclass=ErrorsWithCodes):
         "pipeline its component's model folder."
     )
 
+    # --- the KB-and-index runtime and the component adapters: E220-E229 ---
+    E220 = (
+        "'{name}' was saved without a KB of its own: it links with the KB of the linker "
+        "'{linker}', which this pipeline lacks. Load it in the pipeline it was saved with, "
+        "or give [components.{name}] kb_path."
+    )
+
     # --- the pipeline API (spacy_arboel/pipeline/) and its command options: E210-E219 ---
     E210 = (
         "{where} {problem} {factories}; its components are: {present}. Give a pipeline "

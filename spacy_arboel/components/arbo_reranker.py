@@ -8,10 +8,12 @@ by ``spacy train`` with the linker frozen and annotating: its candidates are the
 negatives, the gold entity injected where retrieval missed it (``inject_gold``).
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import srsly
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
@@ -64,15 +66,16 @@ def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: 
     return ArboReranker(nlp.vocab, model, name, settings=settings, linker=linker,
                         kb_path=kb_path, top_k=top_k, train_top_k=train_top_k,
                         inject_gold=inject_gold, nil_id=nil_id, verify_files=verify_files,
-                        scorer=scorer)
+                        scorer=scorer, nlp=nlp)
 
 
 class ArboReranker(KBComponent):
     """Re-ranks each ent's top ``top_k`` linker candidates with a cross-encoder.
 
     ``train_top_k`` candidates per mention are scored in training (softmax loss, BLINK eq. 4
-    over the scores of eq. 5–6); ``kb_path`` is the KB (default: the ``linker``'s, taken at
-    initialize and saved with this component); ``settings`` are the factory's input and
+    over the scores of eq. 5–6); ``kb_path`` is the KB (default: the ``linker``'s, shared
+    with it: saved once, in the linker's folder, and followed when the linker's KB is
+    swapped); ``settings`` are the factory's input and
     scoring settings (``batch_size``: pairs per forward pass; ``quantize``: int8, CPU only).
     ``verify_files``: how ``from_disk`` checks the saved files (``sha256`` or ``quick``, see
     ``artefacts.check_folder``).
@@ -86,7 +89,8 @@ class ArboReranker(KBComponent):
                  linker: str = "arbo_entity_linker", kb_path: str | None = None,
                  top_k: int = 4, train_top_k: int = 8, inject_gold: bool = True,
                  nil_id: str = "NIL", verify_files: str = "sha256",
-                 scorer: Callable | None = score_entity_linking) -> None:
+                 scorer: Callable | None = score_entity_linking,
+                 nlp: Language | None = None) -> None:
         for key, value in (("top_k", top_k), ("train_top_k", train_top_k)):
             if value < 1:
                 raise ValueError(Errors.E011.format(name=key, condition=">= 1", value=value))
@@ -98,6 +102,7 @@ class ArboReranker(KBComponent):
                                     "inject_gold": inject_gold,
                                     "verify_files": verify_mode(verify_files)}
         self.reranker: CrossEncoderReranker | None = None
+        self._nlp = nlp  # where the linker whose KB it shares is
         self.seen_ids: set[str] = set()  # the training corpus's gold ids (seen/unseen scores)
         register_extensions()
 
@@ -118,17 +123,56 @@ class ArboReranker(KBComponent):
     def _set_up_from_config(self) -> None:
         self._set_up(self._config_kb())
 
+    def _linker(self) -> Any:
+        """The ``linker`` component when the pipeline has it (disabled or not), else None."""
+        name = self.cfg["linker"]
+        if self._nlp is None or name not in self._nlp.component_names:
+            return None
+        return self._nlp.get_pipe(name)
+
+    def _config_kb(self) -> KnowledgeBase:
+        """The KB at ``kb_path``, else the linker's (shared: the same object)."""
+        linker = self._linker()
+        if self.cfg["kb_path"] or linker is None:
+            return super()._config_kb()
+        linker.ensure_ready()
+        return linker.kb
+
+    @property
+    def shares_linker_kb(self) -> bool:
+        """Whether it links with the linker's KB (no ``kb_path``, the linker's KB taken):
+        saved once, in the linker's folder."""
+        linker = self._linker()
+        if self.cfg["kb_path"] or linker is None or linker.kb is None or self.kb is None:
+            return False
+        return self.kb is linker.kb or self.kb.fingerprint() == linker.kb.fingerprint()
+
+    @one_thread_at_a_time
+    def _follow_linker_kb(self) -> None:
+        """Before docs are processed, take the linker's KB again where it was swapped
+        (``set_kb``, ``build-index``); ``predict`` itself changes nothing."""
+        linker = self._linker()
+        if self.reranker is None or self.cfg["kb_path"] or linker is None:
+            return
+        if linker.kb is not None and linker.kb is not self.reranker.kb:
+            self.reranker.set_kb(linker.kb)
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._follow_linker_kb()
+        return super().__call__(doc)
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        self._follow_linker_kb()
+        yield from super().pipe(stream, batch_size=batch_size)
+
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
         """Take the KB (``kb_loader``, else ``kb_path``, else the linker's), load the base
         encoder and note the training corpus's gold ids (for seen/unseen scores)."""
         kb = kb_loader(nlp) if kb_loader is not None else None
-        linker = self.cfg["linker"]
-        # component_names: spacy train disables the frozen linker during initialize
-        if kb is None and not self.cfg["kb_path"] and nlp and linker in nlp.component_names:
-            nlp.get_pipe(linker).ensure_ready()
-            kb = nlp.get_pipe(linker).kb
+        if nlp is not None:
+            self._nlp = nlp  # component_names: spacy train disables the frozen linker here
         self._set_up(kb if kb is not None else self._config_kb())
         self.seen_ids = {i for eg in get_examples() for ent in eg.reference.ents
                          for i in gold_ids(ent.kb_id_)}
@@ -190,6 +234,7 @@ class ArboReranker(KBComponent):
                losses: dict[str, float] | None = None) -> dict[str, float]:
         """Softmax loss over each gold mention's candidates (BLINK §4.2)."""
         reranker = self._require()
+        self._follow_linker_kb()
         return run_update(self, examples, lambda egs: reranker.step(
             *self._training_mentions(egs)), sgd, losses)
 
@@ -212,16 +257,23 @@ class ArboReranker(KBComponent):
                            seen_ids=self.seen_ids or None, nil_id=self.cfg["nil_id"])
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
-        """Save the KB, tokenizer, transformer, head W and training state; ``exclude`` leaves
-        out any of ``cfg``, ``kb``, ``tokenizer``, ``encoder``, ``head``."""
-        self._write(path, lambda: {"seen_ids": sorted(self.seen_ids), **self.reranker.state()},
-                    exclude)
+        """Save the KB (unless it is the linker's, saved there), tokenizer, transformer, head
+        W and training state; ``exclude`` leaves out any of ``cfg``, ``kb``, ``tokenizer``,
+        ``encoder``, ``head``."""
+        shared = self.shares_linker_kb
+        self._write(path, lambda: {"seen_ids": sorted(self.seen_ids), **self.reranker.state(),
+                                   **({"kb_from": self.cfg["linker"]} if shared else {})},
+                    {*exclude, "kb"} if shared else exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboReranker":
         """Load a saved re-ranker, every file checked first (E030); a saved input setting the
         config contradicts is E071. Excluded, ``kb`` comes from ``kb_path`` (another KB there
         is honoured anyway, W004), ``tokenizer``/``encoder`` from the base, ``head`` is new."""
         path, exclude = ensure_path(path), set(exclude)
+        if "kb" not in exclude and saved_with_linker_kb(path):  # the KB is in the linker's
+            exclude.add("kb")                                      # folder
+            if not self.cfg["kb_path"] and self._linker() is None:
+                raise ValueError(Errors.E220.format(name=self.name, linker=self.cfg["linker"]))
         files: dict[str, Any] = {"encoder": None, "head": None}
         with self._reading(path, exclude, SAVED_FILES, {
                 "encoder": lambda p: files.update(encoder=p),
@@ -234,6 +286,18 @@ class ArboReranker(KBComponent):
         if kb is not None:
             self.reranker.set_kb(kb)
         return self
+
+
+def saved_with_linker_kb(path: Path) -> bool:
+    """Whether the re-ranker saved at ``path`` shares its linker's KB (``kb_from`` in its
+    ``cfg.json``, no ``kb.jsonl``); a cfg.json that cannot be read is left to
+    ``check_folder`` (E030)."""
+    if (path / "kb.jsonl").exists():
+        return False
+    try:
+        return bool(srsly.read_json(path / "cfg.json").get("kb_from"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def teacher_loader(path: str):

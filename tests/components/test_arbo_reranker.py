@@ -17,9 +17,9 @@ LINKER = "arbo_entity_linker"
 RERANKER = "arbo_reranker"
 
 
-def _nlp(tiny_encoder, kb_path, linker=None, **config):
+def _nlp(tiny_encoder, linker_kb, linker=None, **config):
     nlp = spacy.blank("en")
-    nlp.add_pipe(LINKER, config={"kb_path": str(kb_path), "top_k": 4,
+    nlp.add_pipe(LINKER, config={"kb_path": str(linker_kb), "top_k": 4,
                                  "model": {"encoder_name": tiny_encoder}, **(linker or {})})
     nlp.add_pipe(RERANKER, config={"top_k": 3, "train_top_k": 3,
                                    "model": {"encoder_name": tiny_encoder}, **config})
@@ -83,9 +83,28 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
             assert id_a == id_b
             assert np.allclose([p for _, p in cands_a], [p for _, p in cands_b], atol=1e-5)
     reranker = loaded.get_pipe(RERANKER)
-    restored = type(reranker)(loaded.vocab, reranker.model, RERANKER).from_bytes(
+    # the KB is the linker's, saved once in its folder and shared after loading
+    assert not (tmp_path / "pipeline" / RERANKER / "kb.jsonl").exists()
+    assert reranker.kb is loaded.get_pipe(LINKER).kb
+    restored = type(reranker)(loaded.vocab, reranker.model, RERANKER, nlp=loaded).from_bytes(
         reranker.to_bytes())
-    assert restored.kb.fingerprint() == reranker.kb.fingerprint()
+    assert restored.kb is loaded.get_pipe(LINKER).kb
+    alone = type(reranker)(loaded.vocab, reranker.model, RERANKER)
+    with pytest.raises(ValueError, match="E220"):
+        alone.from_bytes(reranker.to_bytes())
+
+
+def test_a_reranker_follows_the_linkers_swapped_kb(tiny_encoder, toy_kb_path, toy_examples):
+    from spacy_arboel.kb import KnowledgeBase
+
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp.initialize(lambda: toy_examples)
+    linker, reranker = nlp.get_pipe(LINKER), nlp.get_pipe(RERANKER)
+    assert reranker.kb is linker.kb
+    smaller = KnowledgeBase(list(linker.kb)[:-1])
+    linker.set_kb(smaller)
+    nlp(toy_examples[0].predicted.text)
+    assert reranker.kb is smaller
 
 
 TEXTS = ["Aspirin induced cough in patients."]
@@ -94,7 +113,8 @@ CANDIDATES = [["D001241", "D003371", "D005334"], ["D003371", "D010146"]]
 
 
 def _trained(tiny_encoder, toy_kb_path, toy_examples):
-    nlp = _nlp(tiny_encoder, toy_kb_path)
+    """A trained arbo_reranker with a KB of its own (``kb_path``: saved with it)."""
+    nlp = _nlp(tiny_encoder, toy_kb_path, kb_path=str(toy_kb_path))
     nlp.initialize(lambda: toy_examples)
     nlp.update(toy_examples, sgd=Adam(0.01), annotates=[LINKER], exclude=[LINKER])
     return nlp.get_pipe(RERANKER)
