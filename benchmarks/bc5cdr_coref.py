@@ -87,14 +87,14 @@ def string_baseline(corpus: Path, tag: str) -> None:
 
 def partition_speed(n_mentions: int = 100_000, k: int = 8, dim: int = 384) -> None:
     """The k-NN graph (exact FAISS) and the partition of ``n_mentions`` random mentions."""
-    from spacy_arboel.coref.graph import build_graph, nearest_mentions
+    from spacy_arboel.coref.graph import build_graph, knn_graph
     from spacy_arboel.coref.partition import partition_graph
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((n_mentions, dim)).astype("float32")
     n_entities = n_mentions // 5
     start = time.perf_counter()
-    neighbours, scores = nearest_mentions(vectors, k)
+    neighbours, scores = knn_graph(vectors, k)
     knn_seconds = time.perf_counter() - start
     entities = rng.integers(0, n_entities, size=n_mentions)
     graph = build_graph(neighbours, scores, entities, rng.standard_normal(n_mentions))

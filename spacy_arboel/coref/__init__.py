@@ -2,10 +2,10 @@
 
 The spaCy-free core of ``arbo_coref``: :class:`MentionMemory` (the mentions clustered and
 remembered across batches), :func:`cluster_mentions` (their clustering), the graph
-(:func:`nearest_mentions`, :func:`build_graph`) and its partition (:func:`partition_graph`).
+(:func:`knn_graph`, :func:`build_graph`) and its partition (:func:`partition_graph`).
 """
 
-from .graph import MentionGraph, build_graph, nearest_mentions
+from .graph import MentionGraph, build_graph, knn_graph
 from .mention_memory import (
     MemoryFormatError,
     Mention,
@@ -23,7 +23,7 @@ __all__ = [
     "Partition",
     "build_graph",
     "cluster_mentions",
-    "nearest_mentions",
+    "knn_graph",
     "partition_graph",
     "text_key",
 ]

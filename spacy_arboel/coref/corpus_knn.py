@@ -1,10 +1,11 @@
-"""The mention k-NN graph of a corpus too large for one exact search (issue 19): the mention
-vectors stay in memory-mapped ``.npy`` shards and are read block by block.
+"""A corpus's mention vectors for the k-NN graph (``graph.knn_graph``) when they are too many
+for one exact search (issue 19): they stay in memory-mapped ``.npy`` shards, read block by
+block (``ShardedVectors``).
 
-Up to ``EXACT_MAX`` mentions the search is exact (``IndexFlatIP``, as ``nearest_mentions``).
-Above, an inverted-file index with 8-bit scalar-quantised codes (FAISS ``IVF{K},SQ8``: K =
-4·√N cells as the guidelines advise, ``nprobe`` of them searched; a quarter of the float
-vectors' memory) proposes ``2k`` neighbours per mention, which are re-scored exactly from the
+Up to ``EXACT_MAX`` mentions the search is exact (``IndexFlatIP``). Above, an inverted-file
+index with 8-bit scalar-quantised codes (FAISS ``IVF{K},SQ8``: K = 4·√N cells as the
+guidelines advise, ``nprobe`` of them searched; a quarter of the float vectors' memory)
+proposes ``2k`` neighbours per mention, which ``knn_graph`` re-scores exactly from the
 shards: edge weights stay the dot products of arboEL's graph (eq. 2-4), only which
 neighbours are found is approximate, and ``edge_recall`` measures that against exact k-NN
 on a sample. No spaCy here.
@@ -12,17 +13,15 @@ on a sample. No spaCy here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import Errors
-from ..kb.index import blas_search
 from ..kb.index_builder import build_index, exact_top, ivf_cells
 
 EXACT_MAX = 100_000
-RESCORE_BLOCK = 4_096
 
 
 def _open_vectors(path: Path) -> np.ndarray:
@@ -98,50 +97,6 @@ def mention_index(vectors: ShardedVectors, *, exact_max: int = EXACT_MAX, nprobe
     n = len(vectors)
     factory = "Flat" if n <= exact_max else f"IVF{ivf_cells(n)},SQ8"
     return build_index(vectors, factory, nprobe=nprobe, seed=seed)
-
-
-def knn_graph(vectors: ShardedVectors, k: int, *, index=None, batch_size: int = 16_384,
-              on_rows: Callable[[int], object] | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest other mentions of each mention by dot product and the exact scores
-    (-1 and -inf where fewer exist; mentions with a zero vector neither have nor are
-    neighbours). ``index``: from ``mention_index`` (built here by default)."""
-    n = len(vectors)
-    neighbours = np.full((n, k), -1, dtype="int64")
-    scores = np.full((n, k), -np.inf, dtype="float32")
-    if n < 2 or k < 1:
-        return neighbours, scores
-    index = index if index is not None else mention_index(vectors)
-    approximate = hasattr(index, "nprobe")
-    fetch = min(n, 2 * k + 1 if approximate else k + 1)
-    for start in range(0, n, batch_size):
-        queries = vectors[start:start + batch_size]
-        with blas_search():
-            _, found = index.search(queries, fetch)
-        for low in range(0, len(queries), RESCORE_BLOCK):
-            block = slice(low, low + RESCORE_BLOCK)
-            rows = np.arange(start + low, start + low + len(queries[block]))
-            _keep_best(queries[block], found[block], rows, vectors, k, neighbours, scores)
-        if on_rows is not None:
-            on_rows(len(queries))
-    return neighbours, scores
-
-
-def _keep_best(queries: np.ndarray, found: np.ndarray, rows: np.ndarray,
-               vectors: ShardedVectors, k: int, neighbours: np.ndarray,
-               scores: np.ndarray) -> None:
-    """Re-score the proposed neighbours exactly, drop the mention itself, unfound slots and
-    zero vectors, and write the best ``k`` into ``neighbours`` and ``scores`` at ``rows``."""
-    candidates = vectors.take(np.maximum(found, 0).ravel()).reshape(*found.shape, -1)
-    exact = np.einsum("qd,qfd->qf", queries, candidates)
-    valid = ((found >= 0) & (found != rows[:, None])
-             & (np.abs(candidates).sum(-1) > 0) & (np.abs(queries).sum(-1) > 0)[:, None])
-    exact = np.where(valid, exact, -np.inf)
-    order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
-    best = np.take_along_axis(exact, order, axis=1)
-    neighbours[rows, :order.shape[1]] = np.where(np.isfinite(best),
-                                                 np.take_along_axis(found, order, axis=1), -1)
-    scores[rows, :order.shape[1]] = best
 
 
 def edge_recall(vectors: ShardedVectors, neighbours: np.ndarray, *, sample: int = 1_000,

@@ -18,7 +18,7 @@ import numpy as np
 import srsly
 
 from ..errors import Errors
-from .graph import MentionGraph, build_graph, nearest_mentions
+from .graph import MentionGraph, build_graph, knn_graph
 from .partition import Partition, partition_graph
 
 ARRAYS = ("vectors", "entity_positions", "entity_scores")
@@ -222,7 +222,7 @@ def cluster_mentions(
     """
     mentions, slots = memory.merged(batch)
     n_remembered = len(memory)
-    neighbours, scores = nearest_mentions(
+    neighbours, scores = knn_graph(
         mentions.vectors, k, groups=mentions.doc_codes() if same_doc_only else None)
     graph = build_graph(neighbours, scores, mentions.entity_positions, mentions.entity_scores)
     part = partition_graph(

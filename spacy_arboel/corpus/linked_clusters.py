@@ -19,8 +19,8 @@ import numpy as np
 
 from ..artefacts import unsafe_name
 from ..atomic import write_text_atomic
-from ..coref.corpus_knn import ShardedVectors, edge_recall, knn_graph, mention_index
-from ..coref.graph import build_graph
+from ..coref.corpus_knn import ShardedVectors, edge_recall, mention_index
+from ..coref.graph import build_graph, knn_graph
 from ..coref.mention_memory import cluster_names
 from ..coref.partition import partition_graph
 from ..errors import Errors

@@ -13,7 +13,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..coref.graph import nearest_mentions
+from ..coref.graph import knn_graph
 from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
 from ..errors import Errors
@@ -76,7 +76,7 @@ def evaluate_coref(
     recall = None
     if with_mention_recall:  # depends on the linker's vectors only, not on the clustering
         gold_labels, vectors = gold_vectors(examples)
-        recall = mention_recall(nearest_mentions(vectors, MENTION_RECALL_K)[0], gold_labels)
+        recall = mention_recall(knn_graph(vectors, MENTION_RECALL_K)[0], gold_labels)
     return {
         f"mention_recall@{MENTION_RECALL_K}": recall,
         "clustering": linking_metrics(outcomes, nil_id=nil_id),

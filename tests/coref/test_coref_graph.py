@@ -2,22 +2,22 @@
 
 import numpy as np
 
-from spacy_arboel.coref.graph import build_graph, nearest_mentions
+from spacy_arboel.coref.graph import build_graph, knn_graph
 
 
-def test_nearest_mentions_exclude_self_and_respect_groups():
+def test_knn_graph_exclude_self_and_respect_groups():
     vectors = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], dtype="float32")
-    neighbours, scores = nearest_mentions(vectors, 1)
+    neighbours, scores = knn_graph(vectors, 1)
     assert neighbours[:, 0].tolist() == [1, 0, 3, 2]
     assert np.allclose(scores[0, 0], 0.9)
     # mentions 0 and 2 in one document, 1 and 3 in another
-    grouped, _ = nearest_mentions(vectors, 2, groups=np.array([0, 1, 0, 1]))
+    grouped, _ = knn_graph(vectors, 2, groups=np.array([0, 1, 0, 1]))
     assert grouped.tolist() == [[2, -1], [3, -1], [0, -1], [1, -1]]
 
 
 def test_single_and_identical_mentions():
-    assert nearest_mentions(np.ones((1, 4), "float32"), 3)[0].tolist() == [[-1, -1, -1]]
-    neighbours, _ = nearest_mentions(np.ones((3, 4), "float32"), 5)
+    assert knn_graph(np.ones((1, 4), "float32"), 3)[0].tolist() == [[-1, -1, -1]]
+    neighbours, _ = knn_graph(np.ones((3, 4), "float32"), 5)
     for i, row in enumerate(neighbours.tolist()):
         assert sorted(row[:2]) == sorted({0, 1, 2} - {i}) and row[2:] == [-1, -1, -1]
 

@@ -9,13 +9,8 @@ import spacy
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
-from spacy_arboel.coref import Mention, MentionMemory, cluster_mentions, nearest_mentions
-from spacy_arboel.coref.corpus_knn import (
-    ShardedVectors,
-    edge_recall,
-    knn_graph,
-    mention_index,
-)
+from spacy_arboel.coref import Mention, MentionMemory, cluster_mentions, knn_graph
+from spacy_arboel.coref.corpus_knn import ShardedVectors, edge_recall, mention_index
 from spacy_arboel.corpus.linked_clusters import cluster_linked
 
 
@@ -51,13 +46,19 @@ def test_sharded_vectors_read_like_one_matrix(tmp_path):
         ShardedVectors([paths[0], tmp_path / "other.npy"])
 
 
-def test_the_exact_graph_is_nearest_mentions(tmp_path):
+def test_the_exact_graph_over_shards_is_brute_force_knn(tmp_path):
     vectors = _clustered(300)
     sharded = ShardedVectors(_shards(vectors, tmp_path, [100, 200]))
-    neighbours, scores = knn_graph(sharded, 5)
-    expected, expected_scores = nearest_mentions(sharded[0:300], 5)
-    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5)
+    neighbours, scores = knn_graph(sharded, 5, batch_size=64)
+    vectors = sharded[0:300]  # as stored
+    dots = vectors @ vectors.T
+    np.fill_diagonal(dots, -np.inf)
+    expected = np.argsort(-dots, axis=1, kind="stable")[:, :5]
+    np.testing.assert_allclose(scores, np.take_along_axis(dots, expected, axis=1), rtol=1e-4)
     assert np.mean(neighbours == expected) > 0.99  # float ties aside
+    in_memory, in_memory_scores = knn_graph(vectors, 5)
+    assert (in_memory == neighbours).all()
+    np.testing.assert_allclose(in_memory_scores, scores, rtol=1e-5)
     assert edge_recall(sharded, neighbours, sample=100) > 0.99
 
 
