@@ -40,7 +40,8 @@ class Errors(metaclass=ErrorsWithCodes):
     E004 = (
         "The dense index does not match the pipeline: it was built for {found}, the pipeline "
         "has {expected}. Rebuild it after changing the KB or the encoder: call the "
-        "component's `refresh()` (arbo_entity_linker) or run `nlp.initialize()` again."
+        "component's `ensure_ready()`, run `nlp.initialize()` again, or rebuild a saved "
+        "pipeline's index with `python -m spacy_arboel build-index`."
     )
     E005 = (
         "Unknown entity id '{entity_id}'. It is not in the knowledge base of {size} entities; "
@@ -317,6 +318,17 @@ class Errors(metaclass=ErrorsWithCodes):
         "The model's PyTorch module has no weights yet: initialise the pipeline "
         "(`nlp.initialize()`), load a trained one (`spacy.load`), or call the component's "
         "`ensure_ready()` before using it."
+    )
+    E058 = (
+        "The thinc model '{name}' holds its component's PyTorch modules and computes "
+        "nothing: the component's core runs them. Link through the pipeline (`nlp(text)`, "
+        "the component's `predict`), or run the modules that "
+        "`spacy_arboel.ml.module_holder.torch_modules(model)` returns."
+    )
+    E059 = (
+        "A spacy_arboel thinc model is not serialised on its own: its component writes the "
+        "weights (safetensors) in its own folder. Save and load the pipeline (`nlp.to_disk`, "
+        "`spacy.load`) or the component (`to_disk`/`from_disk`, `to_bytes`/`from_bytes`)."
     )
     # the cross-encoder re-ranker (spacy_arboel.linking.CrossEncoderReranker, arbo_reranker)
     E070 = (

@@ -17,14 +17,11 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import Errors
-
-
-def _f1(precision: float, recall: float) -> float:
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+from .metrics import f1_score
 
 
 def _prf(precision: float, recall: float) -> dict[str, float]:
-    return {"p": precision, "r": recall, "f": _f1(precision, recall)}
+    return {"p": precision, "r": recall, "f": f1_score(precision, recall)}
 
 
 def _codes(labels: Sequence[Hashable]) -> np.ndarray:

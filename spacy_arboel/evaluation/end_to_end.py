@@ -15,33 +15,15 @@ from spacy.training import Example
 
 from ..data.ids import gold_ids
 from ..data.pubtator import NO_ID
-from .metrics import KbIds, kb_contains
-
-PASSAGE_CANDIDATES_EXT = "passage_candidates"
+from ..extensions import PASSAGE_CANDIDATES_EXT, register_extensions
+from .metrics import KbIds, f1_score, kb_contains
 
 # (start_char, end_char, gold ids) of an InKB gold mention
 Mention = tuple[int, int, tuple[str, ...]]
 
 
-def ensure_passage_candidates_extension() -> None:
-    """Register ``Doc._.passage_candidates``: one ``(start_char, end_char, [(kb_id, score),
-    ...])`` per passage, the retriever's final candidates (``None``: not retrieved)."""
-    if not Doc.has_extension(PASSAGE_CANDIDATES_EXT):
-        Doc.set_extension(PASSAGE_CANDIDATES_EXT, default=None)
-
-
-ensure_passage_candidates_extension()
-
-
 def _ratio(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
-
-
-def _f1(precision: float | None, recall: float | None) -> float | None:
-    if precision is None or recall is None:
-        return None
-    total = precision + recall
-    return 2 * precision * recall / total if total else 0.0
 
 
 def micro_prf(tp: int, n_predicted: int, n_gold: int
@@ -51,7 +33,8 @@ def micro_prf(tp: int, n_predicted: int, n_gold: int
     score weight for good when its first evaluation gives ``None``)."""
     recall = _ratio(tp, n_gold)
     precision = _ratio(tp, n_predicted) if n_predicted or not n_gold else 0.0
-    return precision, recall, _f1(precision, recall)
+    f1 = None if precision is None or recall is None else f1_score(precision, recall)
+    return precision, recall, f1
 
 
 def inkb_gold_mentions(doc: Doc, in_kb: Callable[[str], bool], nil_id: str) -> list[Mention]:
@@ -121,7 +104,7 @@ def score_end_to_end(
     a predicate (``None``: every id is in the KB). Without gold mentions the scores are
     ``None``; without predictions on gold mentions P and F are 0.
     """
-    ensure_passage_candidates_extension()
+    register_extensions()
     in_kb = kb_contains(kb_ids)
     n_gold = n_predicted = tp = 0
     retrieved = mentions_found = mentions_retrieved = passages = passage_hits = 0
@@ -162,5 +145,5 @@ def score_end_to_end(
 @spacy.registry.scorers("spacy_arboel.end_to_end_scorer.v1")
 def make_end_to_end_scorer() -> Callable[..., dict[str, Any]]:
     """The registered scorer factory (``spacy_arboel.end_to_end_scorer.v1``)."""
-    ensure_passage_candidates_extension()
+    register_extensions()
     return score_end_to_end

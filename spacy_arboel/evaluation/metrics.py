@@ -16,12 +16,37 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..data.ids import gold_ids
 from ..extensions import CANDIDATES_EXT
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
 KbIds = Container[str] | Callable[[str], bool]
+
+
+def f1_score(precision, recall):
+    """The harmonic mean of precision and recall, 0 where both are 0 (scalars or arrays)."""
+    p, r = np.asarray(precision, dtype=float), np.asarray(recall, dtype=float)
+    total = p + r
+    f1 = np.divide(2 * p * r, total, out=np.zeros_like(total), where=total > 0)
+    return float(f1) if f1.ndim == 0 else f1
+
+
+def prf(tp, predicted, actual):
+    """Precision (``tp / predicted``, 0 where nothing is predicted), recall (``tp / actual``, 0
+    where nothing is to find) and F1, for scalars or arrays of counts: the one P/R/F of the
+    metrics (end-to-end linking, NIL detection, coreference)."""
+    tp, predicted, actual = (np.asarray(x, dtype=float) for x in (tp, predicted, actual))
+    precision = np.divide(tp, predicted, out=np.zeros(np.broadcast(tp, predicted).shape),
+                          where=predicted > 0)
+    recall = np.divide(tp, actual, out=np.zeros(np.broadcast(tp, actual).shape),
+                       where=actual > 0)
+    f1 = f1_score(precision, recall)
+    if precision.ndim == 0:
+        return float(precision), float(recall), float(f1)
+    return precision, recall, f1
 
 
 @dataclass

@@ -22,6 +22,7 @@ from ..data.ids import gold_ids
 from ..data.readers import with_gold_mentions
 from ..errors import Errors
 from .gold import check_gold
+from .metrics import f1_score, prf
 
 NO_CANDIDATE = -1e9  # the score of a mention without candidates (finite, for sklearn)
 
@@ -34,15 +35,6 @@ class NilThreshold:
     precision: float
     recall: float
     f1: float
-
-
-def _prf(tp: np.ndarray, predicted: np.ndarray, actual: int):
-    precision = np.divide(tp, predicted, out=np.zeros(len(tp)), where=predicted > 0)
-    recall = tp / actual if actual else np.zeros(len(tp))
-    denominator = precision + recall
-    f1 = np.divide(2 * precision * recall, denominator, out=np.zeros(len(tp)),
-                   where=denominator > 0)
-    return precision, recall, f1
 
 
 def _check(scores: Sequence[float], is_nil: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
@@ -58,20 +50,25 @@ def _check(scores: Sequence[float], is_nil: Sequence[bool]) -> tuple[np.ndarray,
 def tune_nil_threshold(scores: Sequence[float], is_nil: Sequence[bool]) -> NilThreshold:
     """The threshold t maximising NIL F1 when every mention scoring below t is NIL.
 
-    Candidate thresholds lie midway between consecutive distinct scores (and below the
-    lowest or above the highest); of equally good ones the lowest is returned. ``scores``:
-    each mention's best candidate score; ``is_nil``: whether its gold entity is absent from
-    the KB."""
+    The NIL precision and recall of every cut come from scikit-learn's
+    ``precision_recall_curve`` (the NIL score being the negated best-candidate score);
+    thresholds lie midway between consecutive distinct scores (and below the lowest or above
+    the highest); of equally good ones the lowest is returned. ``scores``: each mention's
+    best candidate score; ``is_nil``: whether its gold entity is absent from the KB."""
+    from sklearn.metrics import precision_recall_curve
+
     s, nil = _check(scores, is_nil)
-    order = np.argsort(s, kind="stable")
-    s, nil = s[order], nil[order]
+    precision, recall, negated = precision_recall_curve(nil, -s)
+    # point i: NIL when s <= -negated[i]; the last point (nothing NIL) has no threshold
     distinct = np.unique(s)
-    cuts = np.concatenate([[distinct[0] - 1.0], (distinct[:-1] + distinct[1:]) / 2,
-                           [distinct[-1] + 1.0]])
-    predicted = np.searchsorted(s, cuts, side="left")  # mentions with score < cut
-    tp = np.concatenate([[0], np.cumsum(nil)])[predicted]
-    precision, recall, f1 = _prf(tp.astype(float), predicted.astype(float), int(nil.sum()))
-    best = int(np.argmax(f1))
+    upper = np.append(distinct[1:], distinct[-1] + 2.0)  # the next distinct score up
+    cut_of = dict(zip(distinct.tolist(), ((distinct + upper) / 2).tolist(), strict=True))
+    cuts = np.array([distinct[0] - 1.0] + [cut_of[-t] for t in negated])
+    precision = np.concatenate([[0.0], precision[:-1]])  # nothing NIL: precision 0
+    recall = np.concatenate([[0.0], recall[:-1]])
+    f1 = f1_score(precision, recall)
+    order = np.argsort(cuts, kind="stable")
+    best = order[int(np.argmax(f1[order]))]
     return NilThreshold(float(cuts[best]), float(precision[best]), float(recall[best]),
                         float(f1[best]))
 
@@ -85,8 +82,7 @@ def nil_metrics(scores: Sequence[float], is_nil: Sequence[bool],
     s, nil = _check(scores, is_nil)
     predicted = s < threshold
     tp = float((predicted & nil).sum())
-    precision, recall, f1 = (float(x[0]) for x in _prf(
-        np.array([tp]), np.array([float(predicted.sum())]), int(nil.sum())))
+    precision, recall, f1 = prf(tp, float(predicted.sum()), int(nil.sum()))
     return {"threshold": threshold, "precision": precision, "recall": recall, "f1": f1,
             "au_pr": float(average_precision_score(nil, -s)), "n": int(len(s)),
             "n_nil": int(nil.sum())}

@@ -333,9 +333,14 @@ def test_a_kb_path_given_at_load_time_is_honoured(tiny_encoder, toy_kb_path, toy
 
 
 def test_index_errors_give_advice_that_exists():
+    from spacy_arboel.cli import app
+    from spacy_arboel.components.arbo_entity_linker import ArboEntityLinker
     from spacy_arboel.errors import Errors
 
-    assert "build-index" not in Errors.E004 and "refresh()" in Errors.E004
+    assert "`ensure_ready()`" in Errors.E004 and hasattr(ArboEntityLinker, "ensure_ready")
+    assert "refresh()" not in Errors.E004  # the component has none
+    assert "build-index" in Errors.E004
+    assert "build-index" in {c.name for c in app.registered_commands}
 
 
 def test_a_nil_id_in_the_kb_is_refused(tiny_encoder, toy_kb_path):

@@ -6,11 +6,10 @@ import pytest
 import spacy
 from spacy.training import Example
 
-from spacy_arboel.evaluation.end_to_end import (
-    PASSAGE_CANDIDATES_EXT,
-    score_end_to_end,
-    strong_matches,
-)
+from spacy_arboel.evaluation.end_to_end import score_end_to_end, strong_matches
+from spacy_arboel.extensions import PASSAGE_CANDIDATES_EXT, register_extensions
+
+register_extensions()
 
 TEXT = "Aspirin induced cough and heart failure with fever ."
 # Aspirin (0, 7), cough (16, 21), heart failure (26, 39), failure (32, 39), fever (45, 50)
