@@ -21,6 +21,7 @@ from spacy_arboel.pipeline import (
     merge_coref_settings,
     read_dataset,
     read_tuned_settings,
+    save_pipeline,
     swap_kb,
     without_kb_paths,
 )
@@ -140,7 +141,7 @@ def test_a_tuned_settings_file_that_is_not_one_is_a_coded_error(tmp_path):
 
 
 def test_a_swapped_kb_is_used_by_every_component_that_holds_one(
-        tiny_encoder, toy_kb_path, toy_examples):
+        tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_entity_linker", name="linker", config={
         "kb_path": str(toy_kb_path), "top_k": 4, "model": {"encoder_name": tiny_encoder}})
@@ -162,6 +163,11 @@ def test_a_swapped_kb_is_used_by_every_component_that_holds_one(
     doc = nlp(toy_examples[0].predicted.copy())
     assert {e.kb_id_ for e in doc.ents} == {"X1"}
     assert all([c for c, _ in e._.kb_candidates] == ["X1"] for e in doc.ents)
+    save_pipeline(nlp, tmp_path / "swapped")
+    loaded = load_pipeline(tmp_path / "swapped", without_kb_paths(nlp, "linker"))
+    for name in ("linker", "arbo_reranker"):
+        loaded.get_pipe(name).ensure_ready()
+        assert loaded.get_pipe(name).kb.fingerprint() == new_kb.fingerprint()
 
 
 def test_a_dataset_is_read_from_its_files_or_named_where_to_get_them(tmp_path):
