@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,17 +49,25 @@ def _fmt(value: Any) -> str:
     return _DASH if value is None else f"{value:.3f}"
 
 
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table (wasabi's), the first column left-aligned and the others right;
+    ``|`` inside a cell is escaped."""
+    from wasabi import MarkdownRenderer
+
+    cells = [[str(c).replace("|", "\\|") for c in row] for row in rows]
+    aligns = ("l", *("r" for _ in headers[1:]))
+    return MarkdownRenderer().table(cells, list(headers), aligns=aligns) + "\n"
+
+
 def markdown_table(runs: Mapping[str, Mapping[str, Any]]) -> str:
     """A Markdown table with one row per run (name -> linking metrics); "–" marks no value."""
     headers = ["run", *(header for header, _, _ in _COLUMNS), "n"]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(["---"] + ["---:"] * 8) + "|"]
+    rows = []
     for name, metrics in runs.items():
-        cells = [str(name).replace("|", "\\|")]
-        cells += [_fmt(metrics.get(group, {}).get(key)) for _, group, key in _COLUMNS]
         n = metrics.get("all", {}).get("n")
-        cells.append(_DASH if n is None else str(n))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        rows.append([name, *(_fmt(metrics.get(group, {}).get(key)) for _, group, key in _COLUMNS),
+                     _DASH if n is None else n])
+    return table(headers, rows)
 
 
 def _recall_curve(metrics: Mapping[str, Any]) -> list[tuple[int, float]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..atomic import atomic_file, write_text_atomic
 from ..errors import Errors
-from .report import _DASH, markdown_table, plot_recall_at_k, read_metrics
+from .report import _DASH, markdown_table, plot_recall_at_k, read_metrics, table
 
 RECALL_KS = (1, 8, 64)
 RECALL_PLOT = "recall_at_k.png"
@@ -32,13 +32,6 @@ def _num(value: Any, scale: float = 1.0, digits: int = 3) -> str:
     return f"{value * scale:.{digits}f}"
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|"]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
 def _files(folder: Path, pattern: str, skip: tuple[str, ...] = ()) -> dict[str, dict]:
     return {p.stem: read_metrics(p)[1] for p in sorted(folder.glob(pattern))
             if p.stem not in skip}
@@ -54,7 +47,7 @@ def _linking(runs: dict[str, dict], report: RunReport, folder: Path,
         groups += [(f"type {t}", v) for t, v in sorted(m.get("per_type", {}).items())]
         rows = [[g, str(v.get("n", _DASH)), *(_num(v.get(f"recall@{k}")) for k in RECALL_KS),
                  _num(v.get("accuracy"))] for g, v in groups if v]
-        text += f"\n{name}, by group:\n\n" + _table(
+        text += f"\n{name}, by group:\n\n" + table(
             ["group", "n", *(f"R@{k}" for k in RECALL_KS), "accuracy"], rows)
         timings = m.get("timings", {})
         if timings.get("linking_mentions_per_s"):
@@ -73,7 +66,7 @@ def _pipeline(runs: dict[str, dict], report: RunReport, folder: Path,
         rows = [["all", _num(m.get("ents_p")), _num(m.get("ents_r")), _num(m.get("ents_f"))]]
         rows += [[t, _num(v.get("p")), _num(v.get("r")), _num(v.get("f"))]
                  for t, v in sorted((m.get("ents_per_type") or {}).items())]
-        text += f"{name}, NER by type:\n\n" + _table(["type", "P", "R", "F"], rows)
+        text += f"{name}, NER by type:\n\n" + table(["type", "P", "R", "F"], rows)
         text += "\nLinking of the predicted ents: " + ", ".join(
             f"{k} {_num(m.get(k))}" for k in ("nel_inkb_acc", "nel_acc", "nel_seen_acc",
                                               "nel_unseen_acc") if k in m)
@@ -95,7 +88,7 @@ def _end_to_end(runs: dict[str, dict], report: RunReport, folder: Path,
                      _num(in_kb.get("recall"), 100, 1), _num(in_kb.get("f1"), 100, 1),
                      str(in_kb.get("n_gold", _DASH)), _num(timings.get("docs_per_s"), 1, 2)])
     return ("## End-to-end linking of the raw test text (`evaluate-e2e`; InKB micro, strong "
-            "matching)\n\n" + _table(["run", "P", "R", "F1", "gold", "docs/s"], rows) + "\n")
+            "matching)\n\n" + table(["run", "P", "R", "F1", "gold", "docs/s"], rows) + "\n")
 
 
 def _coref(runs: dict[str, dict], report: RunReport, folder: Path,
@@ -110,7 +103,7 @@ def _coref(runs: dict[str, dict], report: RunReport, folder: Path,
                      *(_num(c.get(k, {}).get("f")) for k in ("muc", "b3", "ceafe")),
                      _num(c.get("conll_f1")), *acc,
                      _num(m.get("timings", {}).get("mentions_per_s"), 1, 1)])
-    return ("## Clustering mentions across documents (`evaluate-coref`)\n\n" + _table(
+    return ("## Clustering mentions across documents (`evaluate-coref`)\n\n" + table(
         ["run", "NMI", "ARI", "MUC F", "B3 F", "CEAF-e F", "CoNLL F1", "acc with clustering",
          "acc alone", "mentions/s"], rows) + "\n")
 
@@ -129,7 +122,7 @@ def _rerank(runs: dict[str, dict], report: RunReport, folder: Path,
                          _num(run.get("bi_encoder", {}).get("accuracy")),
                          _num(cross.get("accuracy")), _num(cross.get("candidate_recall")),
                          _num(run.get("timings", {}).get("mentions_per_s"), 1, 1)])
-    return ("## Re-ranking the linker's candidates (`evaluate-rerank`)\n\n" + _table(
+    return ("## Re-ranking the linker's candidates (`evaluate-rerank`)\n\n" + table(
         ["run", "oracle", "top k", "bi-encoder acc", "cross-encoder acc", "gold in top k",
          "mentions/s"], rows) + "\n")
 
@@ -151,7 +144,7 @@ def _nil(runs: dict[str, dict], report: RunReport, folder: Path,
                     shutil.copyfile(folder / plot, temp)
             report.plots.append(plot)
             text += f"![NIL PR curve]({plot})\n\n"
-    return text + _table(["run", "threshold", "NIL P", "NIL R", "NIL F1", "auPR",
+    return text + table(["run", "threshold", "NIL P", "NIL R", "NIL F1", "auPR",
                           "accuracy incl. NIL"], rows) + "\n"
 
 
@@ -183,7 +176,7 @@ def build_report(folder: str | Path, title: str = "", plots: str | Path | None =
             sections.append(section(runs, report, folder, plots))
     if not sections:
         raise ValueError(Errors.E116.format(path=folder))
-    head = _table(["what", "value"], [list(r) for r in report.headline])
+    head = table(["what", "value"], [list(r) for r in report.headline])
     report.markdown = (f"# {title or folder.name}: results\n\nFrom the metric files in "
                        f"`{folder.name}/`.\n\n## At a glance\n\n{head}\n" + "\n".join(sections))
     return report
