@@ -29,6 +29,8 @@ from _common import (
     run,
 )
 
+from spacy_arboel.ml.objectives import objective_block
+
 
 def prepare(corpus: Path, data_dir: Path) -> None:
     if not (corpus / "kb.jsonl").exists():
@@ -45,7 +47,9 @@ def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
     overrides = [
         "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
         "--paths.kb", str(corpus / "kb.jsonl"), "--paths.encoder", args.encoder,
-        "--components.arbo_entity_linker.objective.name", objective,
+        # the objective's versioned function, with the config's n_negatives
+        "--components.arbo_entity_linker.objective",
+        json.dumps(objective_block(objective, {"n_negatives": 4})),
         "--training.max_epochs", str(args.epochs), "--corpora.dev.limit", str(args.dev_limit),
         *args.overrides,
     ]

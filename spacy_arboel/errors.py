@@ -714,6 +714,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "punctuation is never proposed as an entity. Give such entities a name with letters "
         "or digits if they matter."
     )
+    # --- settings and objectives: W040-W044 ---
+    W040 = (
+        "spacy_arboel.Objective.v1 (name = \"{name}\") is deprecated and will be removed: "
+        "the pipeline still loads. Select the objective by its own function, "
+        "[components.arbo_entity_linker.objective] @misc = \"{function}\" (its settings as "
+        "they are), or `project-train linker DATASET --objective {name}`."
+    )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "
         "document text there is {found!r}. The mention is kept with its offsets; check the "

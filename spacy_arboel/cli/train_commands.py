@@ -10,7 +10,7 @@ from ..errors import Errors
 from .app import OVERRIDES, app
 
 SETTINGS = Path("configs") / "datasets.yml"
-LINKER_OBJECTIVE = "components.arbo_entity_linker.objective.name"
+LINKER_OBJECTIVE = "components.arbo_entity_linker.objective"
 # a dataset's entries in SETTINGS that are not training steps: its KB's description (the
 # package's meta.json) and the vocabularies of `prepare --synonyms default`
 DATASET_FIELDS = ("kb", "synonyms")
@@ -60,6 +60,7 @@ def project_train_command(
     never leaves its step-0 model as model-best."""
     from wasabi import msg
 
+    from ..ml.objectives import switched_objective
     from ..training.run import train_to_best
     from .overrides import command_overrides
 
@@ -70,7 +71,10 @@ def project_train_command(
     if objective != "default":
         if step != "linker":
             msg.fail(f"--objective applies to the linker step, not to '{step}'", exits=1)
-        overrides[LINKER_OBJECTIVE] = objective
+        try:
+            overrides[LINKER_OBJECTIVE] = switched_objective(objective, config, overrides)
+        except ValueError as err:
+            msg.fail(str(err), exits=1)
     overrides.update(command_overrides(ctx))
     shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
     msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")

@@ -1,12 +1,20 @@
 """The registered objective functions (``[components.arbo_entity_linker.objective]``): one
-versioned function per objective, FGSM and distillation as wrappers of another, and
-``spacy_arboel.Objective.v1`` to pick any of them by name on the command line."""
+versioned function per objective, FGSM and distillation as wrappers of another.
+``objective_block`` is the config block of an objective chosen by name (``project-train
+--objective``); ``spacy_arboel.Objective.v1``, the by-name function of earlier versions, is
+kept only so that their saved pipelines load."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
+from inspect import signature
+from pathlib import Path
+from typing import Any
+
 from spacy.util import registry
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from ..objectives import (
     FGSM,
     Arborescence,
@@ -17,7 +25,12 @@ from ..objectives import (
     Proxy,
 )
 
-OBJECTIVES = ("in_batch", "knn_negatives", "arborescence", "proxy", "distill")
+# the registered function of each objective name; distill wraps knn_negatives
+FUNCTIONS = {"in_batch": "spacy_arboel.InBatchObjective.v1",
+             "knn_negatives": "spacy_arboel.KnnNegativesObjective.v1",
+             "arborescence": "spacy_arboel.ArborescenceObjective.v1",
+             "proxy": "spacy_arboel.ProxyObjective.v1",
+             "distill": "spacy_arboel.DistillationObjective.v1"}
 
 
 @registry.misc("spacy_arboel.InBatchObjective.v1")
@@ -65,6 +78,31 @@ def make_distillation(objective: Objective, teacher_path: str, temperature: floa
     return Distillation(objective, teacher_loader(teacher_path), temperature, alpha)
 
 
+def objective_block(name: str, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The config block of the objective ``name`` (a key of ``FUNCTIONS``; E007 otherwise)
+    with those of ``settings`` its registered function takes, e.g. the ``n_negatives`` of
+    the block it replaces; ``distill`` distils over ``knn_negatives`` (its ``teacher_path``,
+    ``temperature`` and ``alpha`` from ``settings``)."""
+    if name not in FUNCTIONS:
+        raise ValueError(Errors.E007.format(what="objective", value=name,
+                                            options=", ".join(FUNCTIONS)))
+    settings = dict(settings or {})
+    if name == "distill":
+        return {"@misc": FUNCTIONS[name],
+                "objective": objective_block("knn_negatives", settings),
+                "teacher_path": settings.get("teacher_path") or "",
+                **_taken("distill", settings, ("temperature", "alpha"))}
+    return {"@misc": FUNCTIONS[name], **_taken(name, settings)}
+
+
+def _taken(name: str, settings: Mapping[str, Any], names: tuple[str, ...] | None = None
+           ) -> dict[str, Any]:
+    """The entries of ``settings`` that the function of objective ``name`` takes."""
+    takes = signature(registry.misc.get(FUNCTIONS[name])).parameters
+    return {k: v for k, v in settings.items() if k in takes and k in (names or takes)
+            and k != "objective"}
+
+
 @registry.misc("spacy_arboel.Objective.v1")
 def make_objective(
     name: str = "knn_negatives", variant: str = "full", n_negatives: int = 8,
@@ -73,34 +111,35 @@ def make_objective(
     fgsm_lambda: float = 1.0, teacher_path: str | None = None, temperature: float = 2.0,
     distill_alpha: float = 0.5,
 ) -> Objective:
-    """Any objective by name, so one config switches between them on the command line
-    (``--components.arbo_entity_linker.objective.name arborescence``); the same objects as
-    the per-objective functions above.
-
-    ``negatives`` (``hard``/``random``/``mixed``, default hard for knn_negatives and distill,
-    mixed for proxy) and ``hard_fraction`` apply to knn_negatives, proxy and distill;
-    ``alpha`` and ``margin`` to proxy; ``teacher_path``, ``temperature`` and
-    ``distill_alpha`` to distill (over knn_negatives); ``fgsm_epsilon`` > 0 wraps any
-    objective in FGSM with weight ``fgsm_lambda``."""
+    """Deprecated (W040): the by-name objective of pipelines saved by earlier versions; it
+    builds the versioned function's objective, e.g. ``name = "proxy"`` is
+    ``spacy_arboel.ProxyObjective.v1``, and ``fgsm_epsilon`` > 0 wraps it in
+    ``FGSMObjective.v1``."""
     if negatives is not None and name not in ("knn_negatives", "proxy", "distill"):
         raise ValueError(Errors.E054.format(negatives=negatives, name=name))
     if fgsm_epsilon < 0:
         raise ValueError(Errors.E011.format(name="fgsm_epsilon", condition=">= 0 (0 turns "
                                             "FGSM off)", value=fgsm_epsilon))
-    if name == "in_batch":
-        objective = make_in_batch()
-    elif name in ("knn_negatives", "distill"):
-        objective = make_knn_negatives(n_negatives, negatives or "hard", hard_fraction)
-    elif name == "arborescence":
-        objective = make_arborescence(variant, n_negatives, max_cluster)
-    elif name == "proxy":
-        objective = make_proxy(n_negatives, negatives or "mixed", hard_fraction, alpha, margin)
-    else:
-        raise ValueError(Errors.E007.format(what="objective", value=name,
-                                            options=", ".join(OBJECTIVES)))
-    if name == "distill":
-        objective = make_distillation(objective, teacher_path or "", temperature,
-                                      distill_alpha)
+    given = {"variant": variant, "n_negatives": n_negatives, "max_cluster": max_cluster,
+             "hard_fraction": hard_fraction, "margin": margin, "teacher_path": teacher_path,
+             "temperature": temperature, "alpha": distill_alpha if name == "distill" else alpha}
+    if negatives is not None:  # else each objective's own default
+        given["negatives"] = negatives
+    block = objective_block(name, given)
     if fgsm_epsilon > 0:
-        objective = make_fgsm(objective, fgsm_epsilon, fgsm_lambda)
-    return objective
+        block = {"@misc": "spacy_arboel.FGSMObjective.v1", "objective": block,
+                 "epsilon": fgsm_epsilon, "weight": fgsm_lambda}
+    warnings.warn(Warnings.W040.format(name=name, function=FUNCTIONS[name]),
+                  DeprecationWarning, stacklevel=2)
+    return registry.resolve({"objective": block})["objective"]
+
+
+def switched_objective(name: str, config_path: Path, overrides: Mapping[str, Any]
+                       ) -> dict[str, Any]:
+    """The block of objective ``name`` for the ``arbo_entity_linker`` of the training config
+    at ``config_path`` with ``overrides``, keeping those settings of its current block that
+    the function of ``name`` takes (``project-train linker DATASET --objective NAME``)."""
+    from spacy.util import load_config
+
+    config = load_config(config_path, overrides=dict(overrides), interpolate=False)
+    return objective_block(name, config["components"]["arbo_entity_linker"]["objective"])

@@ -68,15 +68,24 @@ def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch
     seen = []
     monkeypatch.setattr(spacy_arboel.training.run, "train_to_best",
                         lambda config, output, use_gpu, overrides: seen.append(overrides))
-    key = "components.arbo_entity_linker.objective.name"
-    for dataset, extra, expected in (("toy", [], "arborescence"),
-                                     ("bc5cdr", [], "knn_negatives"),
-                                     ("toy", ["--objective", "in_batch"], "in_batch"),
-                                     ("ncbi", ["--objective", "default"], "knn_negatives")):
+    key = "components.arbo_entity_linker.objective"
+    arborescence = {"@misc": "spacy_arboel.ArborescenceObjective.v1", "n_negatives": 4}
+    knn = {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 4}
+    for dataset, extra, expected in (
+            ("toy", [], arborescence), ("bc5cdr", [], knn),
+            ("toy", ["--objective", "in_batch"], {"@misc": "spacy_arboel.InBatchObjective.v1"}),
+            ("bc5cdr", ["--objective", "arborescence"], arborescence),  # n_negatives kept
+            ("toy", ["--objective", "proxy"],
+             {"@misc": "spacy_arboel.ProxyObjective.v1", "n_negatives": 4}),
+            ("ncbi", ["--objective", "default"], knn)):
         result = CliRunner().invoke(app, ["project-train", "linker", dataset, "--output",
                                           str(tmp_path / "out"), *extra])
         assert result.exit_code == 0, result.output
         assert seen[-1][key] == expected
+        load_config(ROOT / "configs" / "arbo_entity_linker.cfg", overrides=seen[-1])
+    result = CliRunner().invoke(app, ["project-train", "linker", "toy", "--output",
+                                      str(tmp_path / "out"), "--objective", "softmax"])
+    assert result.exit_code == 1 and "E007" in result.output and "knn_negatives" in result.output
     result = CliRunner().invoke(app, ["project-train", "ner", "toy", "--output",
                                       str(tmp_path / "out"), "--objective", "in_batch"])
     assert result.exit_code == 1 and "linker step" in result.output

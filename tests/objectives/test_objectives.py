@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from spacy_arboel.ml.objectives import make_objective
+from spacy_arboel.ml.objectives import FUNCTIONS, make_objective, objective_block
 from spacy_arboel.objectives import (
     FGSM,
     Arborescence,
@@ -227,17 +227,38 @@ def test_random_negatives_are_uniform_over_entities():
     assert not objective.needs_entity_index
 
 
-def test_objective_factory_settings_are_checked():
-    assert make_objective("proxy").negatives == "mixed"
-    assert make_objective("knn_negatives").negatives == "hard"
-    wrapped = make_objective("in_batch", fgsm_epsilon=0.01)
+def test_objective_blocks_select_the_versioned_functions():
+    from spacy.util import registry
+
+    assert objective_block("in_batch", {"n_negatives": 4}) == {"@misc": FUNCTIONS["in_batch"]}
+    assert objective_block("arborescence", {"n_negatives": 4, "negatives": "hard"}) == {
+        "@misc": "spacy_arboel.ArborescenceObjective.v1", "n_negatives": 4}
+    distill = objective_block("distill", {"n_negatives": 3, "teacher_path": "x", "alpha": 0.2})
+    assert distill == {"@misc": "spacy_arboel.DistillationObjective.v1", "teacher_path": "x",
+                       "alpha": 0.2, "objective": {
+                           "@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 3}}
+    built = registry.resolve({"o": objective_block("proxy", {"n_negatives": 2})})["o"]
+    assert isinstance(built, Proxy) and built.n_negatives == 2 and built.negatives == "mixed"
+    with pytest.raises(ValueError, match=r"E007.*softmax.*knn_negatives"):
+        objective_block("softmax")
+
+
+def test_the_deprecated_by_name_objective_builds_the_versioned_ones():
+    """``spacy_arboel.Objective.v1`` stays only for saved pipelines: W040 names the fix."""
+    with pytest.warns(DeprecationWarning, match=r"W040.*ProxyObjective\.v1"):
+        assert make_objective("proxy").negatives == "mixed"
+    with pytest.warns(DeprecationWarning):
+        assert make_objective("knn_negatives").negatives == "hard"
+        wrapped = make_objective("in_batch", fgsm_epsilon=0.01)
+        arbo = make_objective("arborescence", variant="1nn", n_negatives=3)
     assert isinstance(wrapped, FGSM) and wrapped.epsilon == 0.01
     assert isinstance(wrapped.objective, InBatch) and wrapped.captures_entity_embeddings
+    assert isinstance(arbo, Arborescence) and (arbo.variant, arbo.n_negatives) == ("1nn", 3)
     with pytest.raises(ValueError, match="proxy and distill only"):
         make_objective("arborescence", negatives="random")
     with pytest.raises(ValueError, match="fgsm_epsilon"):
         make_objective("proxy", fgsm_epsilon=-1)
-    with pytest.raises(ValueError, match="Unknown negatives"):
+    with pytest.raises(ValueError, match="Unknown negatives"), pytest.warns(DeprecationWarning):
         make_objective("proxy", negatives="some")
 
 
@@ -261,9 +282,14 @@ def test_distillation_loss_matches_blink_eq_8_to_10():
 
 
 def test_distill_needs_a_teacher():
+    from spacy.util import registry
+
     with pytest.raises(ValueError, match="teacher_path"):
+        registry.resolve({"o": objective_block("distill")})
+    with pytest.raises(ValueError, match="teacher_path"), pytest.warns(DeprecationWarning):
         make_objective("distill")
-    distill = make_objective("distill", teacher_path="x", n_negatives=3)
+    distill = registry.resolve({"o": objective_block("distill", {"teacher_path": "x",
+                                                                 "n_negatives": 3})})["o"]
     assert isinstance(distill, Distillation) and distill.objective.negatives == "hard"
     assert distill.teacher is None  # loaded on the first training step
 
