@@ -158,7 +158,7 @@ def evaluate_coref_command(
 
     from ..evaluation.coref_eval import evaluate_coref, gold_mention_examples
     from ..evaluation.report import write_json
-    from ..pipeline.components import NER, find_components
+    from ..factories import NER, find_components
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--settings": settings,
                    "--heldout": heldout}, {"--output": output})
@@ -223,7 +223,7 @@ def tune_coref_command(
 
     from ..evaluation.coref_eval import gold_mention_examples, tune_coref
     from ..evaluation.report import write_json
-    from ..pipeline.components import NER, find_components
+    from ..factories import NER, find_components
 
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
     check_corpus(corpus)

@@ -45,8 +45,8 @@ def distill_mentions_command(
     from wasabi import msg
 
     from ..errors import Errors
+    from ..factories import ENTITY_LINKER, find_component
     from ..linking.mention_distiller import DistillSettings
-    from ..pipeline.components import ENTITY_LINKER, find_component
     from ..pipeline.loading import load_pipeline
     from ..pipeline.mention_encoders import distill_mention_encoder
 

@@ -215,7 +215,7 @@ def tune_e2e(
 
     from ..evaluation.end_to_end_eval import THRESHOLDS, tune_linker_threshold, tune_threshold
     from ..evaluation.report import write_json
-    from ..pipeline.components import (
+    from ..factories import (
         ENTITY_LINKER,
         LINKER,
         LINKER_FACTORIES,

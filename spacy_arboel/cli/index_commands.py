@@ -53,9 +53,9 @@ def build_index_command(
     from spacy.util import load_config
     from wasabi import msg
 
+    from ..factories import ENTITY_LINKER, find_component
     from ..jobs.engines import LocalEngine, RayEngine, import_ray
     from ..kb.knowledge_base import KnowledgeBase
-    from ..pipeline.components import ENTITY_LINKER, find_component
     from ..pipeline.indexes import build_linker_index
     from ..pipeline.knowledge_bases import swap_kb, without_kb_paths
     from ..pipeline.loading import load_pipeline

@@ -34,7 +34,7 @@ def render_command(
     from wasabi import msg
 
     from ..data.texts import read_texts
-    from ..pipeline.components import pipeline_kb
+    from ..factories import pipeline_kb
     from ..pipeline.loading import load_pipeline
     from ..render import check_url_template, default_url_template, render_page
 

@@ -97,7 +97,7 @@ def package_meta_command(
     from wasabi import msg
 
     from ..evaluation.package_meta import package_meta
-    from ..pipeline.components import pipeline_kb
+    from ..factories import pipeline_kb
     from ..pipeline.loading import load_pipeline
     from .outputs import check_outputs, write_text_atomic
 

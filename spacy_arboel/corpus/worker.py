@@ -65,6 +65,6 @@ def load_pipeline(settings: LinkSettings) -> Any:
 
 def cross_document_pipes(config: dict) -> list[str]:
     """The components of a pipeline config that cluster across documents."""
-    from ..pipeline.components import find_components
+    from ..factories import find_components
 
     return find_components(config, CROSS_DOCUMENT_FACTORIES)

@@ -11,7 +11,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..pipeline.components import LINKER, find_components, pipeline_kb
+from ..factories import LINKER, find_components, pipeline_kb
 from .end_to_end import (
     inkb_gold_mentions,
     kb_contains,

@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import Any
 
 _MODULES = {
-    "components": ("COREF", "ENTITY_LINKER", "KB_FACTORIES", "LINKER", "LINKER_FACTORIES",
+    "..factories": ("COREF", "ENTITY_LINKER", "KB_FACTORIES", "LINKER", "LINKER_FACTORIES",
                    "NER", "RERANKER", "component_factories", "find_component", "find_components",
                    "pipeline_kb"),
     "clustering": ("ClusteredDocs", "cluster_docs", "discovered_clusters"),
@@ -33,4 +33,6 @@ __all__ = sorted(_OWNER)
 def __getattr__(name: str) -> Any:
     if name not in _OWNER:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_OWNER[name]}", __name__), name)
+    module = _OWNER[name]
+    return getattr(import_module(module if module.startswith(".") else f".{module}",
+                                 __name__), name)

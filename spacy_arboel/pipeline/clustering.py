@@ -11,7 +11,7 @@ from spacy.tokens import Doc, DocBin
 
 from ..data.readers import with_gold_mentions
 from ..extensions import CLUSTER_EXT, VECTOR_EXT
-from .components import NER, find_components
+from ..factories import NER, find_components
 
 
 @dataclass

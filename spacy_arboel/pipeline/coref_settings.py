@@ -11,8 +11,8 @@ from typing import Any
 from spacy.language import Language
 
 from ..errors import Errors
+from ..factories import COREF
 from ..parsing import parse_json
-from .components import COREF
 from .loading import load_pipeline
 
 TUNED = ("k", "threshold", "directed")  # what a tune-coref file chooses

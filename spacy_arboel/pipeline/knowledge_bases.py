@@ -9,8 +9,8 @@ from typing import Any
 
 from spacy.language import Language
 
+from ..factories import COREF, RERANKER, find_components
 from ..kb.knowledge_base import KnowledgeBase
-from .components import COREF, RERANKER, find_components
 
 # components that keep their own copy of the linker's KB
 KB_COPY_FACTORIES = (RERANKER,)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from spacy.language import Language
 
+from ..factories import ENTITY_LINKER
 from ..kb.knowledge_base import KnowledgeBase
-from .components import ENTITY_LINKER
 
 
 def zero_shot_linker(kb: str | Path, encoder: str | Path, gpu_id: int = -1) -> Language:

@@ -9,6 +9,7 @@ from click import NoSuchOption
 from spacy.language import Language
 
 from spacy_arboel.cli.overrides import parse_overrides
+from spacy_arboel.factories import pipeline_kb
 from spacy_arboel.kb.knowledge_base import Entity, KnowledgeBase
 from spacy_arboel.pipeline import (
     component_factories,
@@ -25,7 +26,6 @@ from spacy_arboel.pipeline import (
     swap_kb,
     without_kb_paths,
 )
-from spacy_arboel.pipeline.components import pipeline_kb
 
 
 def _two_linkers() -> Language:

@@ -1,5 +1,7 @@
-"""Finding a pipeline's components by the factory that made them: the one way the commands
-and the evaluation find a linker, a re-ranker or a coref component."""
+"""Our components' factory names, and finding a pipeline's components by the factory that
+made them: the one way the commands, the pipeline API, the evaluation and the components
+themselves find a linker, a re-ranker or a coref component (spaCy and ``errors`` only, so
+that every layer can use it)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 from spacy.language import Language
 
-from ..errors import Errors
+from .errors import Errors
 
 ENTITY_LINKER = "arbo_entity_linker"
 LINKER = "arbo_linker"
