@@ -179,7 +179,8 @@ def names_settings(settings) -> RetrieverSettings:
     length = max(9, settings.entity_max_length)  # the mention side needs 8
     return RetrieverSettings(
         pooling="mean", share_weights=True, mention_max_length=length - 1,
-        entity_max_length=length, index_kind=settings.index_kind, batch_size=ENCODER_BATCH,
+        entity_max_length=length, expand_abbreviations=False,
+        index_kind=settings.index_kind, batch_size=ENCODER_BATCH,
         quantize=settings.quantize, mixed_precision=settings.mixed_precision, inputs="names")
 
 

@@ -29,6 +29,7 @@ from ..encoders.loading import load_tokenizer
 from ..encoders.weights import Int8Copies, autocast, forward_without_grad, module_device
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
+from ..settings import PositiveInt, check_fields
 from .reader_spans import softmax
 
 PairBatch = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -39,7 +40,8 @@ SETTINGS_FILE = "reranker.json"
 
 @dataclass(frozen=True)
 class RerankerSettings:
-    """How mentions and entities become pair inputs, and how the pairs are scored.
+    """How mentions and entities become pair inputs, and how the pairs are scored; the
+    defaults are ``arbo_reranker``'s (its factory takes them from here).
 
     ``mention_max_length`` / ``entity_max_length``: wordpieces of each side of a pair;
     ``expand_abbreviations``: an abbreviation defined in its document is read as its long
@@ -51,14 +53,11 @@ class RerankerSettings:
     mention_max_length: int = 32
     entity_max_length: int = 32
     expand_abbreviations: bool = False
-    batch_size: int = 64
+    batch_size: PositiveInt = 64
     quantize: bool = False
     mixed_precision: bool = False
 
-    def __post_init__(self) -> None:
-        if self.batch_size < 1:
-            raise ValueError(Errors.E011.format(name="batch_size", condition=">= 1",
-                                                value=self.batch_size))
+    __post_init__ = check_fields
 
     def conflicts(self, saved: dict[str, Any]) -> list[tuple[str, Any, Any]]:
         """``(name, saved value, own value)`` of each input setting in ``saved`` (those a

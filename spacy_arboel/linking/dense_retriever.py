@@ -29,15 +29,19 @@ from ..errors import Errors
 from ..kb.index import DenseIndex, IndexMeta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
-from .indexed_kb import IndexedKB, RowSettings, embed_sequences, normalized
+from ..settings import NonNegativeFloat, PositiveInt, check_fields, choices
+from .indexed_kb import IndexedKB, OverIndexedKB, RowSettings, embed_sequences, normalized
 from .lexical import LexicalIndex, best_weight
 
 GRANULARITIES = ("entity", "alias")
 SIMILARITIES = ("dot", "cosine")
 SIDES = ("mention", "entity")
+
+
 @dataclass(frozen=True)
 class RetrieverSettings:
-    """How mentions and entities become encoder inputs, and how the index is built.
+    """How mentions and entities become encoder inputs, and how the index is built; the
+    defaults are ``arbo_entity_linker``'s (its factory takes them from here).
 
     ``similarity``: ``dot`` (BLINK eq. 1) or ``cosine`` (vectors are normalised; PEL's proxy
     loss). ``row_dedupe_threshold``: an alias row is dropped from the index when another row
@@ -49,20 +53,20 @@ class RetrieverSettings:
     ``encoders.inputs``). ``granularity`` and ``scoring`` are what the index is built with.
     """
 
-    pooling: str = "cls"
+    pooling: choices(POOLINGS) = "mention"
     share_weights: bool = False
     mention_max_length: int = 32
     entity_max_length: int = 32
-    entity_granularity: str = "entity"
-    expand_abbreviations: bool = False
+    entity_granularity: choices(GRANULARITIES) = "entity"
+    expand_abbreviations: bool = True
     row_dedupe_threshold: float | None = 0.97
-    index_kind: str = "flat"
-    batch_size: int = 64
+    index_kind: choices(INDEX_KINDS) = "flat"
+    batch_size: PositiveInt = 64
     quantize: bool = False
-    similarity: str = "dot"
+    similarity: choices(SIMILARITIES) = "dot"
     mixed_precision: bool = False
-    inputs: str = "blink"
-    lexical_weight: float | None = None
+    inputs: choices(INPUT_FORMATS) = "blink"
+    lexical_weight: NonNegativeFloat | None = None
 
     @property
     def granularity(self) -> str:
@@ -74,27 +78,10 @@ class RetrieverSettings:
         """The similarity the index searches with: cosine under ``names`` inputs."""
         return "cosine" if self.inputs == "names" else self.similarity
 
-    def __post_init__(self) -> None:
-        for what, value, options in (
-            ("inputs", self.inputs, INPUT_FORMATS),
-            ("pooling", self.pooling, POOLINGS),
-            ("entity_granularity", self.entity_granularity, GRANULARITIES),
-            ("index kind", self.index_kind, INDEX_KINDS),
-            ("similarity", self.similarity, SIMILARITIES),
-        ):
-            if value not in options:
-                raise ValueError(Errors.E007.format(what=what, value=value,
-                                                    options=", ".join(options)))
-        if self.batch_size < 1:
-            raise ValueError(Errors.E011.format(name="batch_size", condition=">= 1",
-                                                value=self.batch_size))
-        if self.lexical_weight is not None and not self.lexical_weight >= 0:
-            raise ValueError(Errors.E011.format(name="lexical_weight",
-                                                condition=">= 0 or null",
-                                                value=self.lexical_weight))
+    __post_init__ = check_fields
 
 
-class DenseRetriever:
+class DenseRetriever(OverIndexedKB):
     """Embeds mentions and finds each mention's nearest KB entities in ``entities`` (the
     ``IndexedKB``: the KB, tokenizer, entity encoder and index).
 
@@ -123,18 +110,6 @@ class DenseRetriever:
         return cls(kb, tokenizer, encoders, settings)
 
     # --- the KB and the weights (held by ``entities``) ---------------------------------------
-
-    @property
-    def kb(self) -> KnowledgeBase:
-        return self.entities.kb
-
-    @property
-    def tokenizer(self):
-        return self.entities.tokenizer
-
-    @property
-    def index(self) -> DenseIndex | None:
-        return self.entities.index
 
     @property
     def rows_of(self) -> list[list[int]]:

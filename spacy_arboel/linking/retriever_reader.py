@@ -34,8 +34,17 @@ from ..encoders.reader_heads import (
     save_reader_modules,
 )
 from ..errors import Errors
+from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import reader_loss, retriever_loss
+from ..settings import (
+    Fraction,
+    NonNegativeInt,
+    PositiveInt,
+    Probability,
+    check_fields,
+    choices,
+)
 from .dense_retriever import GRANULARITIES, DenseRetriever
 from .reader_base import ReaderBase
 from .reader_spans import LinkedSpan, candidates_by_span, decode_spans, softmax
@@ -45,7 +54,9 @@ MODES = ("joint", "pipeline")
 
 @dataclass(frozen=True)
 class ReaderSettings:
-    """Passages, retrieval, reading and training of the retriever-reader.
+    """Passages, retrieval, reading and training of the retriever-reader; the defaults are
+    those of ``arbo_linker`` with ``spacy_arboel.RetrieverReader.v1`` (its factory takes the
+    shared ones from ``SpanReaderSettings``, equal here).
 
     ``top_k`` candidates per passage at inference, ``train_top_k`` in training (gold entities
     are put among them); ``empty_passage_rate``: the share of passages without a gold mention
@@ -55,51 +66,29 @@ class ReaderSettings:
     ``share_weights = false``). Pairs with p_span × p_rank > ``threshold`` are kept.
     """
 
-    passage_length: int = 32
-    passage_stride: int = 24
+    passage_length: int = 128
+    passage_stride: int = 96
     entity_max_length: int = 32
-    entity_granularity: str = "entity"
-    top_k: int = 16
-    train_top_k: int = 8
-    empty_passage_rate: float = 1.0
+    entity_granularity: choices(GRANULARITIES) = "entity"
+    top_k: PositiveInt = 16
+    train_top_k: PositiveInt = 8
+    empty_passage_rate: Fraction = 1.0
     span_retrieval: bool = True
-    threshold: float = 0.03
-    max_span_length: int = 16
-    mode: str = "joint"
-    warmup_retriever_steps: int = 50
-    warmup_reader_steps: int = 50
-    index_kind: str = "flat"
-    batch_size: int = 16
+    threshold: Probability = 0.3
+    max_span_length: PositiveInt = 24
+    mode: choices(MODES) = "joint"
+    warmup_retriever_steps: NonNegativeInt = 50
+    warmup_reader_steps: NonNegativeInt = 50
+    index_kind: choices(INDEX_KINDS) = "flat"
+    batch_size: PositiveInt = 8
     quantize: bool = False
-    query_pooling: str = "cls"
-    entity_pooling: str = "mean"
+    query_pooling: choices(QUERY_POOLINGS) = "cls"
+    entity_pooling: choices(ENTITY_POOLINGS) = "mean"
     share_weights: bool = True
     mixed_precision: bool = False
 
     def __post_init__(self) -> None:
-        for key, value, ok, condition in (
-            ("top_k", self.top_k, self.top_k >= 1, ">= 1"),
-            ("train_top_k", self.train_top_k, self.train_top_k >= 1, ">= 1"),
-            ("batch_size", self.batch_size, self.batch_size >= 1, ">= 1"),
-            ("max_span_length", self.max_span_length, self.max_span_length >= 1, ">= 1"),
-            ("warmup_retriever_steps", self.warmup_retriever_steps,
-             self.warmup_retriever_steps >= 0, ">= 0"),
-            ("warmup_reader_steps", self.warmup_reader_steps, self.warmup_reader_steps >= 0,
-             ">= 0"),
-            ("threshold", self.threshold, 0 <= self.threshold < 1, "in [0, 1)"),
-            ("empty_passage_rate", self.empty_passage_rate,
-             0 <= self.empty_passage_rate <= 1, "in [0, 1]"),
-        ):
-            if not ok:
-                raise ValueError(Errors.E011.format(name=key, condition=condition, value=value))
-        for what, value, options in (("mode", self.mode, MODES),
-                                     ("entity_granularity", self.entity_granularity,
-                                      GRANULARITIES),
-                                     ("query_pooling", self.query_pooling, QUERY_POOLINGS),
-                                     ("entity_pooling", self.entity_pooling, ENTITY_POOLINGS)):
-            if value not in options:
-                raise ValueError(Errors.E007.format(what=what, value=value,
-                                                    options=", ".join(options)))
+        check_fields(self)
         if self.mode == "pipeline" and self.share_weights:
             raise ValueError(Errors.E020)
 

@@ -35,6 +35,7 @@ from ..errors import Errors
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import retriever_loss
+from ..settings import NonNegativeInt, PositiveInt, Probability, check_fields, choices
 from .abbreviation_links import link_abbreviations
 from .dense_retriever import GRANULARITIES, DenseRetriever
 from .reader_base import ReaderBase
@@ -54,55 +55,40 @@ from .span_scores import (
 
 @dataclass(frozen=True)
 class SpanReaderSettings:
-    """Passages, span proposal, per-span retrieval and scoring of the one-pass reader.
+    """Passages, span proposal, per-span retrieval and scoring of the one-pass reader; the
+    defaults are ``arbo_linker``'s (its factory takes them from here).
 
     ``span_threshold``: the p(m) a span needs to retrieve candidates (at most ``max_spans``
     per passage); ``top_k``: candidates per span; ``threshold``: the p(m)·p(e | m) a link
     needs. ``train_top_k``: retrieved negatives per gold span in training (the gold entity
-    is added). ``cross_reread``: candidates per span the cross reader re-reads (0: off).
-    ``abbreviations``: a short form the text defines links through its long form's link
-    (``abbreviation_links``).
+    is added). ``cross_reread``: candidates per span the cross reader re-reads (0: off; at
+    most ``top_k``). ``abbreviations``: a short form the text defines links through its long
+    form's link (``abbreviation_links``).
     """
 
     passage_length: int = 128
     passage_stride: int = 96
     entity_max_length: int = 32
-    entity_granularity: str = "entity"
-    top_k: int = 16
-    train_top_k: int = 8
-    max_span_length: int = 24
-    span_threshold: float = 0.05
-    max_spans: int = 64
-    threshold: float = 0.3
-    cross_reread: int = 0
+    entity_granularity: choices(GRANULARITIES) = "entity"
+    top_k: PositiveInt = 16
+    train_top_k: PositiveInt = 8
+    max_span_length: PositiveInt = 24
+    span_threshold: Probability = 0.05
+    max_spans: PositiveInt = 64
+    threshold: Probability = 0.3
+    cross_reread: NonNegativeInt = 0
     abbreviations: bool = True
-    index_kind: str = "flat"
-    batch_size: int = 8
+    index_kind: choices(INDEX_KINDS) = "flat"
+    batch_size: PositiveInt = 8
     quantize: bool = False
-    entity_pooling: str = "mean"
+    entity_pooling: choices(ENTITY_POOLINGS) = "mean"
     mixed_precision: bool = False
 
     def __post_init__(self) -> None:
-        for key, ok, condition in (
-            ("top_k", self.top_k >= 1, ">= 1"),
-            ("train_top_k", self.train_top_k >= 1, ">= 1"),
-            ("max_span_length", self.max_span_length >= 1, ">= 1"),
-            ("max_spans", self.max_spans >= 1, ">= 1"),
-            ("batch_size", self.batch_size >= 1, ">= 1"),
-            ("cross_reread", 0 <= self.cross_reread <= self.top_k, "in [0, top_k]"),
-            ("threshold", 0 <= self.threshold < 1, "in [0, 1)"),
-            ("span_threshold", 0 <= self.span_threshold < 1, "in [0, 1)"),
-        ):
-            if not ok:
-                raise ValueError(Errors.E011.format(name=key, condition=condition,
-                                                    value=getattr(self, key)))
-        for what, value, options in (("entity_granularity", self.entity_granularity,
-                                      GRANULARITIES),
-                                     ("entity_pooling", self.entity_pooling, ENTITY_POOLINGS),
-                                     ("index kind", self.index_kind, INDEX_KINDS)):
-            if value not in options:
-                raise ValueError(Errors.E007.format(what=what, value=value,
-                                                    options=", ".join(options)))
+        check_fields(self)
+        if self.cross_reread > self.top_k:
+            raise ValueError(Errors.E011.format(name="cross_reread", condition="in [0, top_k]",
+                                                value=self.cross_reread))
 
 
 @dataclass

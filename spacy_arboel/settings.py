@@ -1,0 +1,82 @@
+"""The types of the settings, declared once (no spaCy here).
+
+The core's settings dataclasses (``RetrieverSettings``, ``ReaderSettings``,
+``SpanReaderSettings``, ``RerankerSettings``) annotate their fields with these types and hold
+the defaults; the component factories take their ``default_config`` from those defaults
+(``defaults``) and annotate their arguments with the same types, which confection checks
+when a pipeline is created or loaded (``ConfigValidationError`` naming the setting). A
+dataclass built without spaCy checks its own fields against them once (``check_fields``:
+E007 for a choice, E011 for a range). Ranges are pydantic's constrained types (its v1 API,
+the one confection checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import MISSING, fields
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from pydantic.v1 import ValidationError, confloat, conint, parse_obj_as
+
+from .errors import Errors
+
+PositiveInt = conint(strict=True, ge=1)
+NonNegativeInt = conint(strict=True, ge=0)
+NonNegativeFloat = confloat(ge=0)
+# a probability a threshold is compared with: 1 would keep nothing
+Probability = confloat(ge=0, lt=1)
+Fraction = confloat(ge=0, le=1)
+
+
+def choices(options: Iterable[str]) -> Any:
+    """``Literal[...]`` of the ``options`` a module lists in a tuple."""
+    return Literal[tuple(options)]
+
+
+def defaults(settings_class: type, names: Iterable[str]) -> dict[str, Any]:
+    """The defaults of the fields ``names`` of the dataclass ``settings_class``, in that
+    order: what a factory's ``default_config`` takes from its core."""
+    declared = {f.name: f.default for f in fields(settings_class)}
+    return {name: declared[name] for name in names if declared[name] is not MISSING}
+
+
+def check_fields(settings: Any) -> None:
+    """Check each field of the dataclass ``settings`` against its annotation: E007 naming
+    the choices of a ``Literal``, E011 naming the range of a constrained number; other
+    annotations are not checked."""
+    hints = get_type_hints(type(settings))
+    for field in fields(settings):
+        problem = _refusal(field.name, hints[field.name], getattr(settings, field.name))
+        if problem:
+            raise ValueError(problem)
+
+
+def _refusal(name: str, kind: Any, value: Any) -> str | None:
+    """Why ``value`` is no ``kind`` (None when it is, or when ``kind`` is not checked)."""
+    if get_origin(kind) in (Union, UnionType):  # ``X | None``
+        arms = [a for a in get_args(kind) if a is not type(None)]
+        if value is None and len(arms) < len(get_args(kind)):
+            return None
+        kind = arms[0] if len(arms) == 1 else Any
+    if get_origin(kind) is Literal:
+        if value in get_args(kind):
+            return None
+        return Errors.E007.format(what=name, value=value,
+                                  options=", ".join(map(str, get_args(kind))))
+    if hasattr(kind, "__get_validators__"):
+        try:
+            parse_obj_as(kind, value)
+        except ValidationError:
+            return Errors.E011.format(name=name, condition=_condition(kind), value=value)
+    return None
+
+
+def _condition(kind: Any) -> str:
+    """The range of a constrained number in words: ">= 1", "in [0, 1)"."""
+    low, high = getattr(kind, "ge", None), getattr(kind, "lt", None) or getattr(kind, "le", None)
+    if low is not None and high is not None:
+        return f"in [{low}, {high}{')' if getattr(kind, 'lt', None) is not None else ']'}"
+    if getattr(kind, "strict", False):
+        return f"an integer >= {low}"
+    return f">= {low}"
