@@ -24,7 +24,7 @@ from ..kb.index import read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..ml.bi_encoder import torch_encoders
-from ..ml.torch_layers import initialize_with
+from ..ml.module_holder import initialize_with
 from ..objectives import Objective
 from .base import KBComponent
 from .common import (

@@ -1,8 +1,8 @@
 """Components shared by threads: one lock per component around what must not interleave.
 
-thinc's ``PyTorchShim.predict`` puts the torch module in eval mode for the forward pass and
-back in training mode after it, so a second thread inside the same component would run its
-forward pass with dropout on; Hugging Face fast tokenizers also refuse concurrent use, and
+The cores put a torch module in eval mode for a forward pass (``forward_without_grad``) and
+in training mode for a training step, so a second thread inside the same component could run
+its forward pass with dropout on; Hugging Face fast tokenizers also refuse concurrent use, and
 ``arbo_coref`` updates its memory. Each component's ``predict`` (``cluster`` for
 ``arbo_coref``) therefore runs one thread at a time: threads may share an ``nlp`` and get
 exactly the results of a sequential run, while PyTorch's own threads do the parallel work.

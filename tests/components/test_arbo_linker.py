@@ -235,7 +235,7 @@ def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_exam
         nlp.get_pipe("arbo_linker").initialize(lambda: toy_examples, nlp=nlp,
                                                linker_path=str(tmp_path / "linker"))
     from spacy_arboel.ml.bi_encoder import torch_encoders
-    from spacy_arboel.ml.torch_layers import torch_modules
+    from spacy_arboel.ml.module_holder import torch_modules
 
     mention = torch_encoders(bi_encoder.model)["mention"].transformer.state_dict()
     for reader, passage_encoder in (("span", lambda m: m["spans"].encoder),
@@ -543,7 +543,7 @@ def test_a_trained_span_reader_starts_the_cross_reread_setting(tiny_encoder, toy
                                                                monkeypatch):
     """reader_path: train on from a saved span reader, here adding the cross re-read."""
     from spacy_arboel.linking.indexed_kb import IndexedKB
-    from spacy_arboel.ml.torch_layers import torch_modules
+    from spacy_arboel.ml.module_holder import torch_modules
 
     torch.manual_seed(0)
     nlp = _nlp(tiny_encoder, toy_kb_path, reader="span", ready=False)

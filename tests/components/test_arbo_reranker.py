@@ -184,7 +184,7 @@ def test_a_saved_setting_the_config_contradicts_is_an_error(tiny_encoder, toy_kb
 
 
 def test_predict_loads_nothing(tiny_encoder, toy_kb_path):
-    from spacy_arboel.ml.torch_layers import is_loaded
+    from spacy_arboel.ml.module_holder import is_loaded
 
     reranker = _fresh(tiny_encoder, kb_path=str(toy_kb_path))
     assert Span.has_extension("kb_candidates")
