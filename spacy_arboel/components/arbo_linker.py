@@ -32,7 +32,7 @@ from ..linking.reader_base import ReaderBase, check_saved_settings, structural_s
 from ..linking.reader_spans import resolve_spans
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
-from ..ml.torch_layers import initialize_with, torch_modules
+from ..ml.module_holder import initialize_with, torch_modules
 from .arbo_entity_linker import ArboEntityLinker
 from .base import KBComponent
 from .common import (

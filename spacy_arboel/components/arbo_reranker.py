@@ -31,7 +31,7 @@ from ..extensions import CANDIDATES_EXT, register_extensions
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
-from ..ml.torch_layers import initialize_with
+from ..ml.module_holder import initialize_with
 from .base import KBComponent
 from .common import candidate_loss, run_update
 from .concurrency import one_thread_at_a_time
