@@ -274,6 +274,26 @@ def _flat(value) -> list[float]:
     return []
 
 
+def _core_parameters(value, seen: set[int] | None = None) -> list[torch.nn.Parameter]:
+    """The parameters of every PyTorch module a core (a ``spacy_arboel`` object) holds,
+    found through its attributes and their containers."""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if isinstance(value, torch.nn.Module):
+        return list(value.parameters())
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    elif type(value).__module__.startswith("spacy_arboel") and hasattr(value, "__dict__"):
+        items = list(vars(value).values())
+    else:
+        return []
+    return [p for item in items for p in _core_parameters(item, seen)]
+
+
 def _pipeline(kind: str, tiny_encoder: str, kb_path) -> tuple[spacy.Language, str]:
     nlp = spacy.blank("en")
     model = {"encoder_name": tiny_encoder}
@@ -299,7 +319,8 @@ def test_the_optimizer_steps_the_modules_the_core_computes_with(kind, tiny_encod
                                                                 toy_kb_path, toy_examples):
     """Through spaCy: the core's training loss leaves its gradients on the modules the thinc
     model holds, and the component's ``finish_update`` (spaCy's optimizer over the model's
-    shims) moves exactly those parameters and changes what the core predicts."""
+    shims) moves exactly those parameters and changes what the core predicts. Every
+    parameter the core trains is one the model holds."""
     torch.manual_seed(0)
     nlp, name = _pipeline(kind, tiny_encoder, toy_kb_path)
     nlp.initialize(lambda: toy_examples)
@@ -316,6 +337,10 @@ def test_the_optimizer_steps_the_modules_the_core_computes_with(kind, tiny_encod
     assert losses[name] > 0
     stepped = {n for n, p in params.items() if p.grad is not None and p.grad.any()}
     assert stepped  # the core's loss reached the held modules
+    # and no module beside them: every parameter of the core with a gradient is held
+    held = {id(p) for p in params.values()}
+    trained = [p for p in _core_parameters(pipe.core) if p.grad is not None and p.grad.any()]
+    assert trained and all(id(p) in held for p in trained)
     assert all(torch.equal(p, start[n]) for n, p in params.items())  # no step without sgd
     pipe.finish_update(Adam(0.01))
     moved = {n for n, p in params.items() if not torch.equal(p.detach(), start[n])}
