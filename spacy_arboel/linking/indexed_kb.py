@@ -281,3 +281,21 @@ class IndexedKB:
         return {"kb.jsonl": self.kb.to_jsonl,
                 "tokenizer": lambda p: self.tokenizer.save_pretrained(str(p)),
                 "index": lambda p: self.ready_index().to_disk(p)}
+
+
+class OverIndexedKB:
+    """A core over an ``IndexedKB`` (``entities``): its KB, tokenizer and index."""
+
+    entities: IndexedKB
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self.entities.kb
+
+    @property
+    def tokenizer(self):
+        return self.entities.tokenizer
+
+    @property
+    def index(self) -> DenseIndex | None:
+        return self.entities.index

@@ -24,12 +24,12 @@ from ..encoders.weights import Int8Copies, autocast, forward_without_grad, modul
 from ..errors import Errors
 from ..kb.index import DenseIndex
 from ..kb.knowledge_base import KnowledgeBase
-from .indexed_kb import IndexedKB, RowSettings
+from .indexed_kb import IndexedKB, OverIndexedKB, RowSettings
 
 ENTITY_BATCH = 64
 
 
-class ReaderBase:
+class ReaderBase(OverIndexedKB):
     """The KB and its fixed entity index (``entities``, an ``IndexedKB`` over
     ``modules["entity"]``, the pooled, frozen entity encoder), the passages and the PyTorch
     modules of a reader.
@@ -58,18 +58,6 @@ class ReaderBase:
         self.entity_labels: dict[str, str] = {}
         self._entity_text: dict[int, list[int]] = {}
         self._int8 = Int8Copies()
-
-    @property
-    def kb(self) -> KnowledgeBase:
-        return self.entities.kb
-
-    @property
-    def tokenizer(self):
-        return self.entities.tokenizer
-
-    @property
-    def index(self) -> DenseIndex | None:
-        return self.entities.index
 
     def reuse_index(self, kb: KnowledgeBase, index: DenseIndex) -> bool:
         """Take ``index`` of ``kb`` when ``kb`` is this KB and the index was embedded by the
