@@ -86,6 +86,7 @@ def test_bad_and_odd_text(tiny_encoder, toy_kb_path, text):
         assert doc.ents == () and not doc._.passage_candidates
 
 
+@pytest.mark.slow
 def test_long_doc_is_linked_in_bounded_passages(tiny_encoder, toy_kb_path):
     nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=1, span_retrieval=False,
                batch_size=64)

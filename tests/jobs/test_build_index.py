@@ -179,6 +179,7 @@ def _write_kb(kb: KnowledgeBase, path):
     return path
 
 
+@pytest.mark.slow
 def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_linker,
                                                                          tmp_path):
     pipeline = saved_linker / "pipeline"

@@ -45,8 +45,10 @@ def test_exact_top_scans_in_batches_like_one_search():
     assert np.array_equal(whole[:, 0], np.argmax(queries @ vectors.T, axis=1))
 
 
-@pytest.mark.parametrize("kind,refine", [("flat", False), ("hnsw", False),
-                                         ("ivfpq", False), ("ivfpq", True)])
+@pytest.mark.parametrize("kind,refine", [
+    ("flat", False), ("hnsw", False),
+    pytest.param("ivfpq", False, marks=pytest.mark.slow),  # PQ codebooks: k-means, seconds
+    pytest.param("ivfpq", True, marks=pytest.mark.slow)])
 def test_an_index_built_from_a_memory_map_saves_loads_mapped_and_searches_alike(
         kind, refine, tmp_path):
     vectors = _clustered(8_000)
@@ -67,6 +69,7 @@ def test_an_index_built_from_a_memory_map_saves_loads_mapped_and_searches_alike(
         assert 0.5 < recall["recall@1"] <= recall["recall@64"] <= 1.0
 
 
+@pytest.mark.slow
 def test_the_refine_stage_re_ranks_pq_candidates_by_finer_codes(tmp_path):
     import faiss
 
