@@ -17,16 +17,68 @@ from dataclasses import MISSING, fields
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from pydantic.v1 import ValidationError, confloat, conint, parse_obj_as
+from pydantic.v1 import ConstrainedFloat, ConstrainedInt, ValidationError, parse_obj_as
 
 from .errors import Errors
 
-PositiveInt = conint(strict=True, ge=1)
-NonNegativeInt = conint(strict=True, ge=0)
-NonNegativeFloat = confloat(ge=0)
-# a probability a threshold is compared with: 1 would keep nothing
-Probability = confloat(ge=0, lt=1)
-Fraction = confloat(ge=0, le=1)
+
+class PositiveInt(ConstrainedInt):
+    """An integer >= 1 (a bool is none)."""
+
+    strict = True
+    ge = 1
+
+
+class NonNegativeInt(ConstrainedInt):
+    """An integer >= 0 (a bool is none)."""
+
+    strict = True
+    ge = 0
+
+
+class AtLeastThree(ConstrainedInt):
+    """An integer >= 3: a wordpiece window with room for [CLS], [SEP] and a piece."""
+
+    strict = True
+    ge = 3
+
+
+class NonNegativeFloat(ConstrainedFloat):
+    """A finite number >= 0."""
+
+    allow_inf_nan = False
+    ge = 0
+
+
+class PositiveFloat(ConstrainedFloat):
+    """A finite number > 0."""
+
+    allow_inf_nan = False
+    gt = 0
+
+
+class Probability(ConstrainedFloat):
+    """A probability that a threshold keeps: in [0, 1) (1 would keep nothing)."""
+
+    allow_inf_nan = False
+    ge = 0
+    lt = 1
+
+
+class Fraction(ConstrainedFloat):
+    """A share: in [0, 1]."""
+
+    allow_inf_nan = False
+    ge = 0
+    le = 1
+
+
+class Cosine(ConstrainedFloat):
+    """A cosine: in [-1, 1]."""
+
+    allow_inf_nan = False
+    ge = -1
+    le = 1
 
 
 def choices(options: Iterable[str]) -> Any:
@@ -73,10 +125,10 @@ def _refusal(name: str, kind: Any, value: Any) -> str | None:
 
 
 def _condition(kind: Any) -> str:
-    """The range of a constrained number in words: ">= 1", "in [0, 1)"."""
-    low, high = getattr(kind, "ge", None), getattr(kind, "lt", None) or getattr(kind, "le", None)
-    if low is not None and high is not None:
-        return f"in [{low}, {high}{')' if getattr(kind, 'lt', None) is not None else ']'}"
-    if getattr(kind, "strict", False):
-        return f"an integer >= {low}"
-    return f">= {low}"
+    """The range of a constrained number in words: ">= 1", "in [0, 1)", "> 0"."""
+    high = kind.lt if kind.lt is not None else kind.le
+    if kind.ge is not None and high is not None:
+        return f"in [{kind.ge}, {high}{')' if kind.lt is not None else ']'}"
+    if kind.gt is not None:
+        return f"> {kind.gt}"
+    return f"{'an integer ' if getattr(kind, 'strict', False) else ''}>= {kind.ge}"

@@ -92,6 +92,15 @@ from ..encoders.transformer import PooledEncoder
 from ..encoders.weights import autocast
 from ..errors import Errors, Warnings
 from ..kb.knowledge_base import KnowledgeBase
+from ..settings import (
+    AtLeastThree,
+    Cosine,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    check_fields,
+    choices,
+)
 
 REPORT_FILE = "self_alignment.json"
 SHUFFLE_BUFFER = 10_000  # pairs held for shuffling (bounded memory)
@@ -114,52 +123,23 @@ class SelfAlignmentSettings:
     (SapBERT's); ``mixed_precision``: fp16 autocast with loss scaling on a GPU (SapBERT
     trains with ``--amp``), ignored on a CPU."""
 
-    batch_size: int = 128
-    learning_rate: float = 2e-5
-    max_length: int = 25
-    epochs: int = 1
-    max_pairs_per_entity: int = 50
-    alpha: float = 2.0
-    beta: float = 50.0
-    base: float = 0.5
-    margin: float = 0.2
-    weight_decay: float = 0.01
+    batch_size: PositiveInt = 128
+    learning_rate: PositiveFloat = 2e-5
+    max_length: AtLeastThree = 25
+    epochs: PositiveInt = 1
+    max_pairs_per_entity: PositiveInt = 50
+    alpha: PositiveFloat = 2.0
+    beta: PositiveFloat = 50.0
+    base: Cosine = 0.5
+    margin: NonNegativeFloat = 0.2
+    weight_decay: NonNegativeFloat = 0.01
     seed: int = 0
-    max_steps: int | None = None
-    time_limit_s: float | None = None
-    pooling: str = "mean"
+    max_steps: PositiveInt | None = None
+    time_limit_s: PositiveFloat | None = None
+    pooling: choices(POOLINGS) = "mean"
     mixed_precision: bool = False
 
-    def __post_init__(self) -> None:
-        minimum = {"batch_size": 1, "max_length": 3, "epochs": 1, "max_pairs_per_entity": 1}
-        for name, low in minimum.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(Errors.E011.format(name=name, condition=f"an integer >= {low}",
-                                                    value=value))
-        for name in ("learning_rate", "alpha", "beta"):
-            if not getattr(self, name) > 0:
-                raise ValueError(Errors.E011.format(name=name, condition="> 0",
-                                                    value=getattr(self, name)))
-        for name in ("margin", "weight_decay"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(Errors.E011.format(name=name, condition=">= 0",
-                                                    value=getattr(self, name)))
-        if not -1.0 <= self.base <= 1.0:
-            raise ValueError(Errors.E011.format(name="base", condition="a cosine in [-1, 1]",
-                                                value=self.base))
-        if self.max_steps is not None and (isinstance(self.max_steps, bool)
-                                           or not isinstance(self.max_steps, int)
-                                           or self.max_steps < 1):
-            raise ValueError(Errors.E011.format(name="max_steps",
-                                                condition="null or an integer >= 1",
-                                                value=self.max_steps))
-        if self.time_limit_s is not None and not self.time_limit_s > 0:
-            raise ValueError(Errors.E011.format(name="time_limit_s", condition="null or > 0",
-                                                value=self.time_limit_s))
-        if self.pooling not in POOLINGS:
-            raise ValueError(Errors.E007.format(what="pooling", value=self.pooling,
-                                                options=", ".join(POOLINGS)))
+    __post_init__ = check_fields
 
 
 # --- names and positive pairs ------------------------------------------------------------
