@@ -37,6 +37,7 @@ from ..encoders.inputs import MentionSpan
 from ..encoders.transformer import PooledEncoder
 from ..encoders.weights import module_device
 from ..errors import Errors
+from ..settings import NonNegativeFloat, PositiveFloat, PositiveInt, check_fields
 from .dense_retriever import DenseRetriever
 
 
@@ -45,27 +46,16 @@ class DistillSettings:
     """``layers``: the student's transformer layers; ``top_k``: teacher candidates (index
     rows) the soft term ranks; ``temperature``: T; ``vector_weight``: β."""
 
-    layers: int = 3
-    epochs: int = 4
-    batch_size: int = 32
-    learn_rate: float = 1e-4
-    top_k: int = 64
-    temperature: float = 2.0
-    vector_weight: float = 1.0
+    layers: PositiveInt = 3
+    epochs: PositiveInt = 4
+    batch_size: PositiveInt = 32
+    learn_rate: PositiveFloat = 1e-4
+    top_k: PositiveInt = 64
+    temperature: PositiveFloat = 2.0
+    vector_weight: NonNegativeFloat = 1.0
     seed: int = 0
 
-    def __post_init__(self) -> None:
-        for name in ("layers", "epochs", "batch_size", "top_k"):
-            if getattr(self, name) < 1:
-                raise ValueError(Errors.E011.format(name=name, condition=">= 1",
-                                                    value=getattr(self, name)))
-        for name in ("learn_rate", "temperature"):
-            if not getattr(self, name) > 0:
-                raise ValueError(Errors.E011.format(name=name, condition="> 0",
-                                                    value=getattr(self, name)))
-        if self.vector_weight < 0:
-            raise ValueError(Errors.E011.format(name="vector_weight", condition=">= 0",
-                                                value=self.vector_weight))
+    __post_init__ = check_fields
 
 
 def kept_layers(n_layers: int, keep: int) -> list[int]:
