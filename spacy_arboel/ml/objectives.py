@@ -129,8 +129,7 @@ def make_objective(
     if fgsm_epsilon > 0:
         block = {"@misc": "spacy_arboel.FGSMObjective.v1", "objective": block,
                  "epsilon": fgsm_epsilon, "weight": fgsm_lambda}
-    warnings.warn(Warnings.W040.format(name=name, function=FUNCTIONS[name]),
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(Warnings.W040.format(name=name, function=FUNCTIONS[name]), stacklevel=2)
     return registry.resolve({"objective": block})["objective"]
 
 

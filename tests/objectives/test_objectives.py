@@ -245,9 +245,9 @@ def test_objective_blocks_select_the_versioned_functions():
 
 def test_the_deprecated_by_name_objective_builds_the_versioned_ones():
     """``spacy_arboel.Objective.v1`` stays only for saved pipelines: W040 names the fix."""
-    with pytest.warns(DeprecationWarning, match=r"W040.*ProxyObjective\.v1"):
+    with pytest.warns(UserWarning, match=r"W040.*ProxyObjective\.v1"):
         assert make_objective("proxy").negatives == "mixed"
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(UserWarning):
         assert make_objective("knn_negatives").negatives == "hard"
         wrapped = make_objective("in_batch", fgsm_epsilon=0.01)
         arbo = make_objective("arborescence", variant="1nn", n_negatives=3)
@@ -258,7 +258,7 @@ def test_the_deprecated_by_name_objective_builds_the_versioned_ones():
         make_objective("arborescence", negatives="random")
     with pytest.raises(ValueError, match="fgsm_epsilon"):
         make_objective("proxy", fgsm_epsilon=-1)
-    with pytest.raises(ValueError, match="Unknown negatives"), pytest.warns(DeprecationWarning):
+    with pytest.raises(ValueError, match="Unknown negatives"), pytest.warns(UserWarning):
         make_objective("proxy", negatives="some")
 
 
@@ -286,7 +286,7 @@ def test_distill_needs_a_teacher():
 
     with pytest.raises(ValueError, match="teacher_path"):
         registry.resolve({"o": objective_block("distill")})
-    with pytest.raises(ValueError, match="teacher_path"), pytest.warns(DeprecationWarning):
+    with pytest.raises(ValueError, match="teacher_path"), pytest.warns(UserWarning):
         make_objective("distill")
     distill = registry.resolve({"o": objective_block("distill", {"teacher_path": "x",
                                                                  "n_negatives": 3})})["o"]
