@@ -617,14 +617,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "that file, or install gilda (or gilda-slim) and let its own file be found."
     )
 
-    # --- arbo_linker's dictionary proposals (components/dictionary_spans.py): E185-E189 ---
-    E185 = (
-        "Unknown dictionary_spans '{value}' for '{name}'. Choose one of: untrained (the KB's "
-        "names and aliases found in the text, linked by the zero-shot encoder, until the "
-        "component is trained; the default), always (those proposals added to the span "
-        "heads' after training too) or never (the span heads' proposals only)."
-    )
-
     # --- prepare's options (cli/project_commands.py): E190-E194 ---
     E190 = (
         "prepare {dataset}: --synonyms adds MeSH-keyed vocabulary synonyms to a MeSH KB, and "

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import spacy
 import srsly
+from confection import ConfigValidationError
 
 from spacy_arboel import artefacts
 from spacy_arboel.artefacts import check_folder, clear_saved, unsafe_entry, write_manifest
@@ -392,7 +393,7 @@ def test_verify_files_is_a_setting_of_each_component(factory, tiny_encoder, toy_
     nlp = spacy.blank("en")
     config = _config(factory, toy_kb_path, tiny_encoder)
     assert nlp.add_pipe(factory, config=config).cfg["verify_files"] == "sha256"
-    with pytest.raises(ValueError, match="E007.*verify_files.*sha256, quick"):
+    with pytest.raises(ConfigValidationError, match=r"verify_files.*'sha256', 'quick'"):
         nlp.add_pipe(factory, name="other", config={**config, "verify_files": "none"})
 
 

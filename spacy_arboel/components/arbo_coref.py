@@ -18,7 +18,6 @@ from spacy.util import ensure_path, from_disk, minibatch, to_bytes, to_disk
 from ..artefacts import MANIFEST, check_folder, clear_saved, reading, write_manifest
 from ..coref import MemoryFormatError, Mention, MentionMemory, cluster_mentions, text_key
 from ..errors import Errors
-from ..evaluation.coref_scorer import score_coref
 from ..extensions import CANDIDATES_EXT, CLUSTER_EXT, VECTOR_EXT, register_extensions
 from .concurrency import in_worker_process, one_thread_at_a_time
 
@@ -73,10 +72,9 @@ class ArboCoref(Pipe):
     """
 
     def __init__(
-        self, nlp: Language, name: str = "arbo_coref", *, linker: str = "arbo_entity_linker",
-        k: int = 8, threshold: float | None = None, directed: bool = True,
-        same_doc_only: bool = False, buffer_size: int = 1000, nil_prefix: str = "NIL_",
-        keep_state: bool = False, scorer: Callable | None = score_coref,
+        self, nlp: Language, name: str = "arbo_coref", *, linker: str, k: int,
+        threshold: float | None, directed: bool, same_doc_only: bool, buffer_size: int,
+        nil_prefix: str, keep_state: bool, scorer: Callable | None,
     ) -> None:
         self.nlp, self.name, self.scorer = nlp, name, scorer
         self.cfg: dict[str, Any] = {}

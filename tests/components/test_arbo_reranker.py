@@ -10,11 +10,20 @@ import srsly
 from spacy.tokens import DocBin, Span
 from thinc.api import Adam
 
+from spacy_arboel.components.arbo_reranker import make_reranker
 from spacy_arboel.encoders.inputs import MentionSpan
 from spacy_arboel.linking import CrossEncoderReranker
 
 LINKER = "arbo_entity_linker"
 RERANKER = "arbo_reranker"
+
+
+def _same_model(reranker, nlp):
+    """A new re-ranker over the model of ``reranker``, with the factory's defaults, in
+    ``nlp`` (not added to its pipeline)."""
+    config = spacy.blank("en").get_factory_meta("arbo_reranker").default_config
+    return make_reranker(nlp, RERANKER, reranker.model, scorer=None,
+                         **{k: v for k, v in config.items() if k not in ("model", "scorer")})
 
 
 def _nlp(tiny_encoder, linker_kb, linker=None, **config):
@@ -86,10 +95,9 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     # the KB is the linker's, saved once in its folder and shared after loading
     assert not (tmp_path / "pipeline" / RERANKER / "kb.jsonl").exists()
     assert reranker.kb is loaded.get_pipe(LINKER).kb
-    restored = type(reranker)(loaded.vocab, reranker.model, RERANKER, nlp=loaded).from_bytes(
-        reranker.to_bytes())
+    restored = _same_model(reranker, loaded).from_bytes(reranker.to_bytes())
     assert restored.kb is loaded.get_pipe(LINKER).kb
-    alone = type(reranker)(loaded.vocab, reranker.model, RERANKER)
+    alone = _same_model(reranker, spacy.blank("en"))
     with pytest.raises(ValueError, match="E220"):
         alone.from_bytes(reranker.to_bytes())
 
@@ -264,6 +272,17 @@ def test_oracle_candidates():
         oracle_candidates(["a"], ["a"], "best", 1)
 
 
+def _distill(teacher_path: str, fgsm_epsilon: float) -> dict:
+    """Distillation over knn_negatives, in FGSM with ``fgsm_epsilon`` > 0."""
+    block = {"@misc": "spacy_arboel.DistillationObjective.v1", "teacher_path": teacher_path,
+             "temperature": 2.0, "alpha": 0.5,
+             "objective": {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 2}}
+    if fgsm_epsilon:
+        return {"@misc": "spacy_arboel.FGSMObjective.v1", "objective": block,
+                "epsilon": fgsm_epsilon}
+    return block
+
+
 @pytest.mark.parametrize("fgsm_epsilon", [0.0, 0.01])
 def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_kb_path,
                                                             toy_examples, tmp_path, fgsm_epsilon):
@@ -276,9 +295,7 @@ def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_k
     student = spacy.blank("en")
     student.add_pipe(LINKER, config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
-        "objective": {"@misc": "spacy_arboel.Objective.v1", "name": "distill",
-                      "teacher_path": str(tmp_path / "teacher"), "n_negatives": 2,
-                      "temperature": 2.0, "distill_alpha": 0.5, "fgsm_epsilon": fgsm_epsilon}})
+        "objective": _distill(str(tmp_path / "teacher"), fgsm_epsilon)})
     student.initialize(lambda: toy_examples)
     optimizer = Adam(0.002)
     losses = [student.update(toy_examples, sgd=optimizer)[LINKER] for _ in range(10)]

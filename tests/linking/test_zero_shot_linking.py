@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 import spacy
+from confection import ConfigValidationError
 from spacy.tokens import Doc
 
 from spacy_arboel.encoders.inputs import InputBuilder, MentionSpan
@@ -92,7 +93,7 @@ def test_untrained_component_reads_names_and_switches_to_blink_for_corpus_traini
     fixed_linker = _linker(fixed, tiny_encoder, toy_kb_path, inputs="names")
     fixed.initialize(lambda: toy_examples)
     assert fixed_linker.retriever.settings.inputs == "names"
-    with pytest.raises(ValueError, match="E007"):
+    with pytest.raises(ConfigValidationError, match=r"inputs.*'auto', 'blink', 'names'"):
         _linker(spacy.blank("en"), tiny_encoder, toy_kb_path, inputs="context")
 
 
