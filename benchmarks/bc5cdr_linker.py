@@ -29,7 +29,7 @@ from _common import (
     run,
 )
 
-from spacy_arboel.ml.objectives import objective_block
+from spacy_arboel.ml.objectives import named_objective_block
 
 
 def prepare(corpus: Path, data_dir: Path) -> None:
@@ -42,16 +42,37 @@ def _work_dir(objective: str, args: argparse.Namespace) -> Path:
     return Path(args.work) / "-".join([objective, *([args.tag] if args.tag else [])])
 
 
+OBJECTIVE_KEY = "--components.arbo_entity_linker.objective."
+
+
+def objective_overrides(objective: str, overrides: list[str]) -> tuple[list[str], list[str]]:
+    """The override of the linker's objective block (the versioned function of
+    ``objective``, with the config's n_negatives and the ``OBJECTIVE_KEY``KEY=VALUE
+    entries of ``overrides`` in the flat by-name settings the commands of BENCHMARKS.md
+    give, e.g. fgsm_epsilon), and the other overrides."""
+    flat: dict = {"n_negatives": 4}
+    rest = []
+    for entry in overrides:
+        if entry.startswith(OBJECTIVE_KEY) and "=" in entry:
+            key, value = entry[len(OBJECTIVE_KEY):].split("=", 1)
+            try:
+                flat[key] = json.loads(value)
+            except json.JSONDecodeError:
+                flat[key] = value
+        else:
+            rest.append(entry)
+    block = named_objective_block(objective, **flat)
+    return [OBJECTIVE_KEY.rstrip("."), json.dumps(block)], rest
+
+
 def train_and_evaluate(objective: str, args: argparse.Namespace) -> dict:
     corpus, out = Path(args.corpus), _work_dir(objective, args)
+    selected, others = objective_overrides(objective, args.overrides)
     overrides = [
         "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
-        "--paths.kb", str(corpus / "kb.jsonl"), "--paths.encoder", args.encoder,
-        # the objective's versioned function, with the config's n_negatives
-        "--components.arbo_entity_linker.objective",
-        json.dumps(objective_block(objective, {"n_negatives": 4})),
+        "--paths.kb", str(corpus / "kb.jsonl"), "--paths.encoder", args.encoder, *selected,
         "--training.max_epochs", str(args.epochs), "--corpora.dev.limit", str(args.dev_limit),
-        *args.overrides,
+        *others,
     ]
     train_cmd = [sys.executable, "-m", "spacy", "train",
                  str(ROOT / "configs" / "arbo_entity_linker.cfg"), "--output", str(out),

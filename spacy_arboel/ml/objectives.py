@@ -112,25 +112,34 @@ def make_objective(
     distill_alpha: float = 0.5,
 ) -> Objective:
     """Deprecated (W040): the by-name objective of pipelines saved by earlier versions; it
-    builds the versioned function's objective, e.g. ``name = "proxy"`` is
-    ``spacy_arboel.ProxyObjective.v1``, and ``fgsm_epsilon`` > 0 wraps it in
-    ``FGSMObjective.v1``."""
+    builds the versioned function's objective (``named_objective_block``)."""
+    block = named_objective_block(**locals())
+    warnings.warn(Warnings.W040.format(name=name, function=FUNCTIONS[name]), stacklevel=2)
+    return registry.resolve({"objective": block})["objective"]
+
+
+def named_objective_block(name: str, negatives: str | None = None, fgsm_epsilon: float = 0.0,
+                          fgsm_lambda: float = 1.0, distill_alpha: float | None = None,
+                          **settings: Any) -> dict[str, Any]:
+    """The config block of the versioned objective that ``Objective.v1``'s flat settings
+    name (also what ``--components.arbo_entity_linker.objective.KEY`` overrides written for
+    it mean): ``name = "proxy"`` is ``ProxyObjective.v1`` with the settings it takes,
+    ``negatives`` applies to knn_negatives, proxy and distill (E054 otherwise),
+    ``fgsm_epsilon`` > 0 wraps it in ``FGSMObjective.v1`` with weight ``fgsm_lambda``, and
+    ``distill_alpha`` is distill's ``alpha`` (``alpha`` is proxy's)."""
     if negatives is not None and name not in ("knn_negatives", "proxy", "distill"):
         raise ValueError(Errors.E054.format(negatives=negatives, name=name))
     if fgsm_epsilon < 0:
         raise ValueError(Errors.E011.format(name="fgsm_epsilon", condition=">= 0 (0 turns "
                                             "FGSM off)", value=fgsm_epsilon))
-    given = {"variant": variant, "n_negatives": n_negatives, "max_cluster": max_cluster,
-             "hard_fraction": hard_fraction, "margin": margin, "teacher_path": teacher_path,
-             "temperature": temperature, "alpha": distill_alpha if name == "distill" else alpha}
-    if negatives is not None:  # else each objective's own default
-        given["negatives"] = negatives
-    block = objective_block(name, given)
+    if name == "distill":
+        settings["alpha"] = distill_alpha
+    settings["negatives"] = negatives  # None: each objective's own default
+    block = objective_block(name, {k: v for k, v in settings.items() if v is not None})
     if fgsm_epsilon > 0:
         block = {"@misc": "spacy_arboel.FGSMObjective.v1", "objective": block,
                  "epsilon": fgsm_epsilon, "weight": fgsm_lambda}
-    warnings.warn(Warnings.W040.format(name=name, function=FUNCTIONS[name]), stacklevel=2)
-    return registry.resolve({"objective": block})["objective"]
+    return block
 
 
 def switched_objective(name: str, config_path: Path, overrides: Mapping[str, Any]

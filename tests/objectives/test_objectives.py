@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from spacy_arboel.ml.objectives import FUNCTIONS, make_objective, objective_block
+from spacy_arboel.ml.objectives import (
+    FUNCTIONS,
+    make_objective,
+    named_objective_block,
+    objective_block,
+)
 from spacy_arboel.objectives import (
     FGSM,
     Arborescence,
@@ -241,6 +246,20 @@ def test_objective_blocks_select_the_versioned_functions():
     assert isinstance(built, Proxy) and built.n_negatives == 2 and built.negatives == "mixed"
     with pytest.raises(ValueError, match=r"E007.*softmax.*knn_negatives"):
         objective_block("softmax")
+
+
+def test_flat_by_name_settings_become_the_versioned_block():
+    """What Objective.v1's flat settings (and overrides written for it) mean."""
+    assert named_objective_block("distill", teacher_path="t", distill_alpha=0.3, alpha=32.0,
+                                 n_negatives=4, negatives="random") == {
+        "@misc": "spacy_arboel.DistillationObjective.v1", "teacher_path": "t", "alpha": 0.3,
+        "objective": {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 4,
+                      "negatives": "random"}}
+    assert named_objective_block("proxy", fgsm_epsilon=0.01, alpha=16.0) == {
+        "@misc": "spacy_arboel.FGSMObjective.v1", "epsilon": 0.01, "weight": 1.0,
+        "objective": {"@misc": "spacy_arboel.ProxyObjective.v1", "alpha": 16.0}}
+    with pytest.raises(ValueError, match="E054"):
+        named_objective_block("in_batch", negatives="hard")
 
 
 def test_the_deprecated_by_name_objective_builds_the_versioned_ones():
