@@ -13,7 +13,7 @@ from thinc.api import Model
 from ..encoders.inputs import InputBuilder
 from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.transformer import POOLINGS, PooledEncoder, load_pooled_encoders
-from ..errors import Errors
+from ..settings import choices
 from .module_holder import module_holder, torch_modules
 
 SIDES = ("mention", "entity")
@@ -22,14 +22,11 @@ SIDES = ("mention", "entity")
 @registry.architectures("spacy_arboel.BiEncoder.v1")
 def build_bi_encoder(
     encoder_name: str = DEFAULT_ENCODER,
-    pooling: str = "cls",
+    pooling: choices(POOLINGS) = "cls",
     share_weights: bool = False,
     mixed_precision: bool = False,
 ) -> Model:
     """Separate mention and entity transformers (BLINK), or one shared if ``share_weights``."""
-    if pooling not in POOLINGS:
-        raise ValueError(Errors.E007.format(what="pooling", value=pooling,
-                                            options=", ".join(POOLINGS)))
     return module_holder(
         "arbo_bi_encoder", list(SIDES[:1] if share_weights else SIDES), _base_encoders,
         {"encoder_name": encoder_name, "pooling": pooling, "share_weights": share_weights,

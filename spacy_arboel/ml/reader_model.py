@@ -14,17 +14,18 @@ from thinc.api import Model
 
 from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS, QUERY_POOLINGS, base_reader_modules
-from ..errors import Errors
+from ..linking.retriever_reader import MODES
+from ..settings import choices
 from .module_holder import module_holder
 
 
 @registry.architectures("spacy_arboel.RetrieverReader.v1")
 def build_retriever_reader(
     encoder_name: str = DEFAULT_ENCODER,
-    entity_pooling: str = "mean",
-    query_pooling: str = "cls",
+    entity_pooling: choices(ENTITY_POOLINGS) = "mean",
+    query_pooling: choices(QUERY_POOLINGS) = "cls",
     share_weights: bool = True,
-    mode: str = "joint",
+    mode: choices(MODES) = "joint",
     warmup_retriever_steps: int = 50,
     warmup_reader_steps: int = 50,
     span_retrieval: bool = True,
@@ -37,11 +38,6 @@ def build_retriever_reader(
     ``arbo_entity_linker`` trained with ``mention`` pooling, whose index can be reused).
     ``mode``, the warm-ups, ``span_retrieval`` and ``empty_passage_rate``: how it trains and
     reads (``spacy_arboel.linking.ReaderSettings``)."""
-    for what, value, options in (("entity_pooling", entity_pooling, ENTITY_POOLINGS),
-                                 ("query_pooling", query_pooling, QUERY_POOLINGS)):
-        if value not in options:
-            raise ValueError(Errors.E007.format(what=what, value=value,
-                                                options=", ".join(options)))
     return module_holder(
         "arbo_retriever_reader", ["heads", "entity"], _base_modules,
         {"encoder_name": encoder_name, "reader": "passage",

@@ -15,14 +15,14 @@ from thinc.api import Model
 from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.span_heads import base_span_reader_modules
-from ..errors import Errors
+from ..settings import choices
 from .module_holder import module_holder
 
 
 @registry.architectures("spacy_arboel.SpanReader.v1")
 def build_span_reader(
     encoder_name: str = DEFAULT_ENCODER,
-    entity_pooling: str = "mean",
+    entity_pooling: choices(ENTITY_POOLINGS) = "mean",
     span_threshold: float = 0.05,
     max_spans: int = 64,
     cross_reread: int = 0,
@@ -35,9 +35,6 @@ def build_span_reader(
     per passage; ``abbreviations``: a short form the text defines is linked through its long
     form's link; ``entity_pooling``: ``mean`` matches an ``arbo_entity_linker`` trained with
     ``mention`` pooling, whose index is then reused."""
-    if entity_pooling not in ENTITY_POOLINGS:
-        raise ValueError(Errors.E007.format(what="entity_pooling", value=entity_pooling,
-                                            options=", ".join(ENTITY_POOLINGS)))
     return module_holder(
         "arbo_span_reader", ["spans", "entity"] + (["cross"] if cross_reread > 0 else []),
         _base_modules,

@@ -69,6 +69,11 @@ def test_an_architectures_defaults_are_its_cores(architecture, core):
         {"pooling"} if architecture == "spacy_arboel.BiEncoder.v1" else set())
     assert shared
     assert {k: parameters[k].default for k in shared} == {k: defaults[k] for k in shared}
+    # a choice both take has one type
+    types, core_types = get_type_hints(registry.architectures.get(architecture)), \
+        get_type_hints(core)
+    choices = {k for k in set(parameters) & set(defaults) if "Literal" in str(core_types[k])}
+    assert {k: types[k] for k in choices} == {k: core_types[k] for k in choices}
 
 
 def test_the_cores_alone_get_the_components_defaults():
@@ -111,6 +116,11 @@ def test_a_core_used_alone_checks_its_settings_once(core, bad, code):
     ("arbo_reranker", {"train_top_k": -1}, r"train_top_k.*PositiveInt"),
     ("arbo_reranker", {"batch_size": 0}, r"batch_size.*PositiveInt"),
     ("arbo_entity_linker", {"inputs": "context"}, r"inputs.*'auto', 'blink', 'names'"),
+    # the settings the model's architecture holds are typed there
+    ("arbo_entity_linker", {"model": {"pooling": "max"}}, r"pooling.*'cls', 'mean', 'mention'"),
+    ("arbo_linker", {"model": {"entity_pooling": "mention"}}, r"entity_pooling.*'cls', 'mean'"),
+    ("arbo_linker", {"model": {"@architectures": "spacy_arboel.RetrieverReader.v1",
+                               "query_pooling": "max"}}, r"query_pooling.*'cls', 'mean'"),
 ])
 def test_a_bad_factory_setting_is_refused_when_the_pipe_is_added(factory, config, named):
     with pytest.raises(ConfigValidationError, match=named):
