@@ -2,7 +2,7 @@
 trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -230,19 +230,11 @@ class ArboEntityLinker(KBComponent):
         self.retriever.changed()
 
     @one_thread_at_a_time
-    def _index_after_updates(self) -> None:
+    def _before_docs(self) -> None:
         """After training updates or ``set_kb``, bring the index up to date before processing
         docs (spacy train's evaluation); ``predict`` itself never builds anything."""
         if self.retriever is not None:
             self.retriever.ensure_index()
-
-    def __call__(self, doc: Doc) -> Doc:
-        self._index_after_updates()
-        return super().__call__(doc)
-
-    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        self._index_after_updates()
-        yield from super().pipe(stream, batch_size=batch_size)
 
     @one_thread_at_a_time
     def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

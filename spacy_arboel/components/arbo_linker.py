@@ -7,7 +7,7 @@ with per-span retrieval, ``linking.SpanReader``) or ``spacy_arboel.RetrieverRead
 aliases found in the text instead, linked by the zero-shot encoder (``dictionary_spans``,
 see ``dictionary_spans.py``)."""
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -25,6 +25,7 @@ from ..data.ids import gold_ids
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
+from ..factories import ENTITY_LINKER, LINKER, find_components
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
@@ -35,7 +36,6 @@ from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..ml.module_holder import initialize_with, torch_modules
 from ..settings import PositiveInt, Probability, choices, defaults
-from .arbo_entity_linker import ArboEntityLinker
 from .base import KBComponent
 from .common import (
     add_linked_ents,
@@ -194,20 +194,12 @@ class ArboLinker(KBComponent):
         return self.dictionary
 
     @one_thread_at_a_time
-    def _dictionary_before_docs(self) -> None:
+    def _before_docs(self) -> None:
         """Before docs are processed (``nlp(...)``, ``nlp.pipe``), build the dictionary where
         it is in use and missing (``initialize`` on a training corpus leaves it out);
         ``predict`` itself never builds anything."""
         if self.reader is not None and self.reader.index is not None and self.uses_dictionary:
             self._ensure_dictionary()
-
-    def __call__(self, doc: Doc) -> Doc:
-        self._dictionary_before_docs()
-        return super().__call__(doc)
-
-    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        self._dictionary_before_docs()
-        yield from super().pipe(stream, batch_size=batch_size)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -249,8 +241,8 @@ class ArboLinker(KBComponent):
         import spacy
 
         pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
-        linkers = [p for _, p in pipeline.pipeline
-                   if isinstance(p, ArboEntityLinker)] if pipeline else []
+        linkers = ([pipeline.get_pipe(n) for n in find_components(pipeline, ENTITY_LINKER)]
+                   if pipeline else [])
         if not linkers:
             raise ValueError(Errors.E021.format(path=path))
         pooling = linkers[0].model.attrs["pooling"]
@@ -274,8 +266,8 @@ class ArboLinker(KBComponent):
         import spacy
 
         pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
-        source = next((p for _, p in pipeline.pipeline if isinstance(p, ArboLinker)),
-                      None) if pipeline else None
+        names = find_components(pipeline, LINKER) if pipeline else []
+        source = pipeline.get_pipe(names[0]) if names else None
         found = source.reader if source is not None else None
         same = ("entity_granularity", "entity_pooling")
         if not (isinstance(found, SpanReader) and self.core_class is SpanReader

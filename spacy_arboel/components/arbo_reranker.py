@@ -8,7 +8,7 @@ by ``spacy train`` with the linker frozen and annotating: its candidates are the
 negatives, the gold entity injected where retrieval missed it (``inject_gold``).
 """
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..encoders.inputs import MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, register_extensions
+from ..factories import RERANKER, find_components
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
@@ -145,7 +146,7 @@ class ArboReranker(KBComponent):
         return self.kb is linker.kb or self.kb.fingerprint() == linker.kb.fingerprint()
 
     @one_thread_at_a_time
-    def _follow_linker_kb(self) -> None:
+    def _before_docs(self) -> None:
         """Before docs are processed, take the linker's KB again where it was swapped
         (``set_kb``, ``build-index``); ``predict`` itself changes nothing."""
         linker = self._linker()
@@ -153,14 +154,6 @@ class ArboReranker(KBComponent):
             return
         if linker.kb is not None and linker.kb is not self.reranker.kb:
             self.reranker.set_kb(linker.kb)
-
-    def __call__(self, doc: Doc) -> Doc:
-        self._follow_linker_kb()
-        return super().__call__(doc)
-
-    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        self._follow_linker_kb()
-        yield from super().pipe(stream, batch_size=batch_size)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -231,7 +224,7 @@ class ArboReranker(KBComponent):
                losses: dict[str, float] | None = None) -> dict[str, float]:
         """Softmax loss over each gold mention's candidates (BLINK §4.2)."""
         reranker = self._require()
-        self._follow_linker_kb()
+        self._before_docs()
         return run_update(self, examples, lambda egs: reranker.step(
             *self._training_mentions(egs)), sgd, losses)
 
@@ -304,10 +297,11 @@ def teacher_loader(path: str):
     def load(kb: KnowledgeBase) -> ArboReranker:
         import spacy
 
-        teacher = next((pipe for _, pipe in spacy.load(path).pipeline
-                        if isinstance(pipe, ArboReranker)), None)
-        if teacher is None:
+        nlp = spacy.load(path)
+        names = find_components(nlp, RERANKER)
+        if not names:
             raise ValueError(Errors.E055.format(path=path))
+        teacher = nlp.get_pipe(names[0])
         teacher.ensure_ready()
         check_state(teacher.reranker.state(), kb, teacher.settings, f"{path} ({teacher.name})")
         return teacher

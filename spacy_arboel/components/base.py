@@ -8,6 +8,7 @@ from typing import Any
 
 import srsly
 from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
 from spacy.util import ensure_path, from_disk
 
 from ..artefacts import SavedAsFolder, check_folder, reading
@@ -58,6 +59,18 @@ class KBComponent(SavedAsFolder, TrainablePipe):
 
     def _make_current(self) -> None:
         """Nothing by default."""
+
+    def _before_docs(self) -> None:
+        """What ``__call__`` and ``pipe`` bring up to date before docs are processed, so that
+        ``predict`` itself never builds or changes anything; nothing by default."""
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._before_docs()
+        return super().__call__(doc)
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        self._before_docs()
+        yield from super().pipe(stream, batch_size=batch_size)
 
     def _write(self, path, state: Callable[[], dict[str, Any]], exclude: Iterable[str],
                extra: Callable[[], dict[str, Callable[[Path], Any]]] | None = None) -> None:
