@@ -27,7 +27,6 @@ from ..encoders.inputs import MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, register_extensions
-from ..factories import RERANKER, find_components
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
@@ -288,22 +287,3 @@ def saved_with_linker_kb(path: Path) -> bool:
         return bool(srsly.read_json(path / "cfg.json").get("kb_from"))
     except (OSError, ValueError, AttributeError):
         return False
-
-
-def teacher_loader(path: str):
-    """For distillation: a function giving the ``arbo_reranker`` of the pipeline at ``path``,
-    checked to use the given KB (E012)."""
-
-    def load(kb: KnowledgeBase) -> ArboReranker:
-        import spacy
-
-        nlp = spacy.load(path)
-        names = find_components(nlp, RERANKER)
-        if not names:
-            raise ValueError(Errors.E055.format(path=path))
-        teacher = nlp.get_pipe(names[0])
-        teacher.ensure_ready()
-        check_state(teacher.reranker.state(), kb, teacher.settings, f"{path} ({teacher.name})")
-        return teacher
-
-    return load

@@ -7,7 +7,7 @@ kept only so that their saved pipelines load."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from inspect import signature
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,9 @@ from typing import Any
 from spacy.util import registry
 
 from ..errors import Errors, Warnings
+from ..factories import RERANKER, find_components
+from ..kb.knowledge_base import KnowledgeBase
+from ..linking.cross_encoder_reranker import check_state
 from ..objectives import (
     FGSM,
     Arborescence,
@@ -66,13 +69,30 @@ def make_fgsm(objective: Objective, epsilon: float = 0.01, weight: float = 1.0) 
     return FGSM(objective, epsilon, weight)
 
 
+def teacher_loader(path: str) -> Callable[[KnowledgeBase], Any]:
+    """For distillation: a function giving the ``arbo_reranker`` of the pipeline at ``path``
+    (found by its factory), checked to use the given KB (E012)."""
+
+    def load(kb: KnowledgeBase) -> Any:
+        import spacy
+
+        nlp = spacy.load(path)
+        names = find_components(nlp, RERANKER)
+        if not names:
+            raise ValueError(Errors.E055.format(path=path))
+        teacher = nlp.get_pipe(names[0])
+        teacher.ensure_ready()
+        check_state(teacher.reranker.state(), kb, teacher.settings, f"{path} ({teacher.name})")
+        return teacher
+
+    return load
+
+
 @registry.misc("spacy_arboel.DistillationObjective.v1")
 def make_distillation(objective: Objective, teacher_path: str, temperature: float = 2.0,
                       alpha: float = 0.5) -> Objective:
     """BLINK §4.3: distil the ``arbo_reranker`` of the pipeline at ``teacher_path`` over the
     candidates ``objective`` plans (e.g. knn_negatives)."""
-    from ..components.arbo_reranker import teacher_loader
-
     if not teacher_path:
         raise ValueError(Errors.E053)
     return Distillation(objective, teacher_loader(teacher_path), temperature, alpha)

@@ -305,8 +305,8 @@ def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_k
 def test_teacher_with_another_kb_is_refused(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     import json
 
-    from spacy_arboel.components.arbo_reranker import teacher_loader
     from spacy_arboel.kb import KnowledgeBase
+    from spacy_arboel.ml.objectives import teacher_loader
 
     teacher = _nlp(tiny_encoder, toy_kb_path)
     teacher.initialize(lambda: toy_examples)

@@ -3,8 +3,6 @@ saving and loading, driven from texts and character spans only."""
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -31,28 +29,6 @@ def reranker(tiny_encoder, toy_kb_path) -> CrossEncoderReranker:
     torch.manual_seed(0)  # the head W starts from PyTorch's initialisation
     return CrossEncoderReranker.from_pretrained(KnowledgeBase.from_jsonl(toy_kb_path),
                                                 tiny_encoder, RerankerSettings(batch_size=2))
-
-
-def test_the_linking_core_imports_neither_spacy_nor_thinc(tiny_encoder, toy_kb_path, tmp_path):
-    code = (
-        "import sys\n"
-        "import spacy_arboel.linking\n"
-        "assert not {'spacy', 'thinc'} & set(sys.modules), 'imported by spacy_arboel.linking'\n"
-        "from spacy_arboel.encoders.inputs import MentionSpan\n"
-        "from spacy_arboel.kb import KnowledgeBase\n"
-        "from spacy_arboel.linking import CrossEncoderReranker\n"
-        f"kb = KnowledgeBase.from_jsonl({str(toy_kb_path)!r})\n"
-        f"r = CrossEncoderReranker.from_pretrained(kb, {tiny_encoder!r})\n"
-        "spans = [MentionSpan(0, 0, 7)]\n"
-        "r.step(['Aspirin.'], spans, [['D001241', 'D003371']], ['D001241'])\n"
-        "r.score(['Aspirin.'], spans, [['D001241', 'D003371']])\n"
-        f"r.save({str(tmp_path / 'r')!r})\n"
-        f"CrossEncoderReranker.load({str(tmp_path / 'r')!r})\n"
-        "print(sorted(m for m in ('spacy', 'thinc') if m in sys.modules))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_pair_inputs_join_each_mention_with_each_candidate(reranker):

@@ -1,0 +1,86 @@
+"""The package map of docs/architecture.md, checked: imports go down the layers, and the core
+packages import neither spaCy nor thinc."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "spacy_arboel"
+# top to bottom (docs/architecture.md): a package imports only packages of lower layers
+LAYERS = (
+    ("__main__",),
+    ("cli",),
+    ("pipeline",),
+    ("components", "corpus", "evaluation", "training", "render"),
+    ("ml", "artefacts"),
+    ("jobs",),
+    ("linking", "coref"),
+    ("objectives", "encoders"),
+    ("kb", "data"),
+    ("atomic", "parsing", "settings", "factories", "extensions", "__init__"),
+    ("errors",),
+)
+LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
+# no spaCy or thinc in these (data/readers.py holds spaCy's corpus readers, corpus/worker.py
+# loads a pipeline in each worker: both import spaCy inside their functions)
+SPACY_FREE = ("kb", "linking", "coref", "objectives", "encoders", "jobs", "data",
+              "corpus.link_corpus", "corpus.linked_clusters", "corpus.shards")
+
+
+def _package(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0].removesuffix(".py")
+
+
+def _imported_packages(path: Path) -> set[str]:
+    """The spacy_arboel packages a module imports (relative or absolute, anywhere in it)."""
+    found = set()
+    inside = path.relative_to(PACKAGE).parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level == 0:
+            if (node.module or "").startswith("spacy_arboel."):
+                found.add(node.module.split(".")[1])
+            continue
+        base = list(inside[: len(inside) - (node.level - 1)])
+        parts = base + [p for p in (node.module or "").split(".") if p]
+        found.update([parts[0]] if parts else [alias.name for alias in node.names])
+    return found
+
+
+def test_imports_go_down_the_layers():
+    assert {_package(p) for p in PACKAGE.rglob("*.py")} <= set(LAYER), "a package not mapped"
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _package(path)
+        for target in _imported_packages(path) - {source}:
+            if LAYER[target] <= LAYER[source]:
+                upward.append(f"{path.relative_to(PACKAGE)} imports {target}")
+    assert not upward, upward
+
+
+def test_the_core_imports_neither_spacy_nor_thinc(tiny_encoder, toy_kb_path, tmp_path):
+    """Importing every spaCy-free package, and training, scoring, saving and loading a core
+    (the cross-encoder) with it, loads neither spaCy nor thinc."""
+    imports = "\n".join(f"import spacy_arboel.{name}" for name in SPACY_FREE)
+    code = (
+        "import sys\n"
+        f"{imports}\n"
+        "assert not {'spacy', 'thinc'} & set(sys.modules), 'imported by the core'\n"
+        "from spacy_arboel.encoders.inputs import MentionSpan\n"
+        "from spacy_arboel.kb import KnowledgeBase\n"
+        "from spacy_arboel.linking import CrossEncoderReranker\n"
+        f"kb = KnowledgeBase.from_jsonl({str(toy_kb_path)!r})\n"
+        f"r = CrossEncoderReranker.from_pretrained(kb, {tiny_encoder!r})\n"
+        "spans = [MentionSpan(0, 0, 7)]\n"
+        "r.step(['Aspirin.'], spans, [['D001241', 'D003371']], ['D001241'])\n"
+        "r.score(['Aspirin.'], spans, [['D001241', 'D003371']])\n"
+        f"r.save({str(tmp_path / 'r')!r})\n"
+        f"CrossEncoderReranker.load({str(tmp_path / 'r')!r})\n"
+        "print(sorted(m for m in ('spacy', 'thinc') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
