@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
@@ -45,3 +46,21 @@ def test_an_untrained_linker_not_set_up_says_what_to_call(tiny_encoder, toy_kb_p
     doc.ents = [doc.char_span(6, 13, label="Chemical")]
     with pytest.raises(ValueError, match=r"E051.*nlp\.initialize\(\).*ensure_ready\(\)"):
         nlp(doc)
+
+
+def test_the_pipeline_api_example_swaps_the_kb(saved_linker, tmp_path, monkeypatch):
+    """The "From Python" example, run in a folder holding its paths: a pipeline saved with
+    a smaller KB that links only with it."""
+    code = _python_block("### From Python: `spacy_arboel.pipeline`")
+    (tmp_path / "training").mkdir()
+    (saved_linker / "pipeline").rename(tmp_path / "training" / "model-best")
+    smaller = TOY_ENTITIES[:3]
+    (tmp_path / "my_kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in smaller))
+    monkeypatch.chdir(tmp_path)
+    exec(code, {})
+    nlp = spacy.load(tmp_path / "my-pipeline")
+    linker = nlp.get_pipe("arbo_entity_linker")
+    assert linker.kb.ids == [e["id"] for e in smaller] and linker.cfg["top_k"] == 8
+    doc = nlp.make_doc("Daily aspirin.")
+    doc.ents = [doc.char_span(6, 13, label="Chemical")]
+    assert nlp(doc).ents[0].kb_id_ in {e["id"] for e in smaller}

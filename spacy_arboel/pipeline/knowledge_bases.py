@@ -41,7 +41,9 @@ def clear_coref_memory(nlp: Language, linker: str) -> list[str]:
 def swap_kb(nlp: Language, kb: KnowledgeBase, linker: str) -> list[str]:
     """Link with ``kb``: the linker ``linker`` and the components that keep a copy of its
     KB take it (their indexes are rebuilt by ``ensure_ready``, or set by ``build-index``),
-    and the coref memory of its old KB is cleared. Returns the names of the coref
+    their ``kb_path`` is cleared (the pipeline saves the KB it holds, and a path to the old
+    KB file would bring it back when loaded), and the coref memory of its old KB is
+    cleared. Returns the names of the coref
     components whose memory was cleared. Raises a ValueError (E035) where ``kb`` holds the
     linker's NIL id."""
     pipe = nlp.get_pipe(linker)
@@ -51,4 +53,7 @@ def swap_kb(nlp: Language, kb: KnowledgeBase, linker: str) -> list[str]:
         holder = nlp.get_pipe(name)
         holder.ensure_ready()
         holder.reranker.set_kb(kb)
+    for name in kb_holders(nlp, linker):  # a kb_path would bring the old KB back at load
+        nlp.get_pipe_config(name)["kb_path"] = None
+        nlp.get_pipe(name).cfg["kb_path"] = None
     return clear_coref_memory(nlp, linker)
