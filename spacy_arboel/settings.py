@@ -22,63 +22,23 @@ from pydantic.v1 import ConstrainedFloat, ConstrainedInt, ValidationError, parse
 from .errors import Errors
 
 
-class PositiveInt(ConstrainedInt):
-    """An integer >= 1 (a bool is none)."""
-
-    strict = True
-    ge = 1
-
-
-class NonNegativeInt(ConstrainedInt):
-    """An integer >= 0 (a bool is none)."""
-
-    strict = True
-    ge = 0
+def _constrained(name: str, base: type, doc: str, **bounds: Any) -> Any:
+    """A named pydantic constrained number (integers strict: a bool is none; floats
+    finite), so that confection's message names what is allowed."""
+    extra = {"strict": True} if base is ConstrainedInt else {"allow_inf_nan": False}
+    return type(name, (base,), {"__doc__": doc, "__module__": __name__, **extra, **bounds})
 
 
-class AtLeastThree(ConstrainedInt):
-    """An integer >= 3: a wordpiece window with room for [CLS], [SEP] and a piece."""
-
-    strict = True
-    ge = 3
-
-
-class NonNegativeFloat(ConstrainedFloat):
-    """A finite number >= 0."""
-
-    allow_inf_nan = False
-    ge = 0
-
-
-class PositiveFloat(ConstrainedFloat):
-    """A finite number > 0."""
-
-    allow_inf_nan = False
-    gt = 0
-
-
-class Probability(ConstrainedFloat):
-    """A probability that a threshold keeps: in [0, 1) (1 would keep nothing)."""
-
-    allow_inf_nan = False
-    ge = 0
-    lt = 1
-
-
-class Fraction(ConstrainedFloat):
-    """A share: in [0, 1]."""
-
-    allow_inf_nan = False
-    ge = 0
-    le = 1
-
-
-class Cosine(ConstrainedFloat):
-    """A cosine: in [-1, 1]."""
-
-    allow_inf_nan = False
-    ge = -1
-    le = 1
+PositiveInt = _constrained("PositiveInt", ConstrainedInt, "An integer >= 1.", ge=1)
+NonNegativeInt = _constrained("NonNegativeInt", ConstrainedInt, "An integer >= 0.", ge=0)
+AtLeastThree = _constrained("AtLeastThree", ConstrainedInt, "An integer >= 3: a wordpiece "
+                            "window with room for [CLS], [SEP] and a piece.", ge=3)
+NonNegativeFloat = _constrained("NonNegativeFloat", ConstrainedFloat, "A number >= 0.", ge=0)
+PositiveFloat = _constrained("PositiveFloat", ConstrainedFloat, "A number > 0.", gt=0)
+Probability = _constrained("Probability", ConstrainedFloat, "A probability that a threshold "
+                           "keeps: in [0, 1) (1 would keep nothing).", ge=0, lt=1)
+Fraction = _constrained("Fraction", ConstrainedFloat, "A share: in [0, 1].", ge=0, le=1)
+Cosine = _constrained("Cosine", ConstrainedFloat, "A cosine: in [-1, 1].", ge=-1, le=1)
 
 
 def choices(options: Iterable[str]) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +20,42 @@ import torch
 from ..encoders.inputs import InputBuilder
 from ..encoders.loading import load_tokenizer
 from ..encoders.passages import PassageBuilder
+from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.weights import Int8Copies, autocast, forward_without_grad, module_device
 from ..errors import Errors
 from ..kb.index import DenseIndex
+from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
+from ..settings import PositiveInt, Probability, choices
+from .dense_retriever import GRANULARITIES
 from .indexed_kb import IndexedKB, OverIndexedKB, RowSettings
 
 ENTITY_BATCH = 64
+
+
+@dataclass(frozen=True)
+class PassageReaderSettings:
+    """The settings both readers have: passages of ``passage_length`` wordpieces every
+    ``passage_stride``; entities as ``entity_max_length`` wordpieces, a row per entity or
+    per alias (``entity_granularity``), pooled by ``entity_pooling``, in an index of
+    ``index_kind``; ``top_k`` candidates at inference and ``train_top_k`` in training (the
+    gold entities are added); links kept above ``threshold``; spans of at most
+    ``max_span_length`` words; ``batch_size`` passages per forward pass; int8 copies
+    (``quantize``, CPU) and mixed precision (GPU). The defaults are ``arbo_linker``'s."""
+
+    passage_length: int = 128
+    passage_stride: int = 96
+    entity_max_length: int = 32
+    entity_granularity: choices(GRANULARITIES) = "entity"
+    top_k: PositiveInt = 16
+    train_top_k: PositiveInt = 8
+    threshold: Probability = 0.3
+    max_span_length: PositiveInt = 24
+    index_kind: choices(INDEX_KINDS) = "flat"
+    batch_size: PositiveInt = 8
+    quantize: bool = False
+    entity_pooling: choices(ENTITY_POOLINGS) = "mean"
+    mixed_precision: bool = False
 
 
 class ReaderBase(OverIndexedKB):

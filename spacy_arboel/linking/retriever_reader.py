@@ -26,7 +26,6 @@ import torch
 from ..encoders.inputs import MentionSpan, pad_ids
 from ..encoders.passages import Passage
 from ..encoders.reader_heads import (
-    ENTITY_POOLINGS,
     QUERY_POOLINGS,
     base_reader_modules,
     load_reader_modules,
@@ -34,26 +33,23 @@ from ..encoders.reader_heads import (
     save_reader_modules,
 )
 from ..errors import Errors
-from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import reader_loss, retriever_loss
 from ..settings import (
     Fraction,
     NonNegativeInt,
-    PositiveInt,
-    Probability,
     check_fields,
     choices,
 )
-from .dense_retriever import GRANULARITIES, DenseRetriever
-from .reader_base import ReaderBase
+from .dense_retriever import DenseRetriever
+from .reader_base import PassageReaderSettings, ReaderBase
 from .reader_spans import LinkedSpan, candidates_by_span, decode_spans, softmax
 
 MODES = ("joint", "pipeline")
 
 
 @dataclass(frozen=True)
-class ReaderSettings:
+class ReaderSettings(PassageReaderSettings):
     """Passages, retrieval, reading and training of the retriever-reader; the defaults are
     those of ``arbo_linker`` with ``spacy_arboel.RetrieverReader.v1`` (its factory takes the
     shared ones from ``SpanReaderSettings``, equal here).
@@ -66,26 +62,13 @@ class ReaderSettings:
     ``share_weights = false``). Pairs with p_span × p_rank > ``threshold`` are kept.
     """
 
-    passage_length: int = 128
-    passage_stride: int = 96
-    entity_max_length: int = 32
-    entity_granularity: choices(GRANULARITIES) = "entity"
-    top_k: PositiveInt = 16
-    train_top_k: PositiveInt = 8
     empty_passage_rate: Fraction = 1.0
     span_retrieval: bool = True
-    threshold: Probability = 0.3
-    max_span_length: PositiveInt = 24
     mode: choices(MODES) = "joint"
     warmup_retriever_steps: NonNegativeInt = 50
     warmup_reader_steps: NonNegativeInt = 50
-    index_kind: choices(INDEX_KINDS) = "flat"
-    batch_size: PositiveInt = 8
-    quantize: bool = False
     query_pooling: choices(QUERY_POOLINGS) = "cls"
-    entity_pooling: choices(ENTITY_POOLINGS) = "mean"
     share_weights: bool = True
-    mixed_precision: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -24,7 +24,6 @@ import torch
 
 from ..encoders.inputs import MentionSpan, pad_ids
 from ..encoders.passages import Passage
-from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.span_heads import (
     base_span_reader_modules,
     load_span_reader_modules,
@@ -32,13 +31,12 @@ from ..encoders.span_heads import (
     span_reader_modules,
 )
 from ..errors import Errors
-from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import retriever_loss
-from ..settings import NonNegativeInt, PositiveInt, Probability, check_fields, choices
+from ..settings import NonNegativeInt, PositiveInt, Probability, check_fields
 from .abbreviation_links import link_abbreviations
-from .dense_retriever import GRANULARITIES, DenseRetriever
-from .reader_base import ReaderBase
+from .dense_retriever import DenseRetriever
+from .reader_base import PassageReaderSettings, ReaderBase
 from .reader_spans import LinkedSpan
 from .retriever_reader import DocLinks, pad_rows, with_gold
 from .span_scores import (
@@ -54,7 +52,7 @@ from .span_scores import (
 
 
 @dataclass(frozen=True)
-class SpanReaderSettings:
+class SpanReaderSettings(PassageReaderSettings):
     """Passages, span proposal, per-span retrieval and scoring of the one-pass reader; the
     defaults are ``arbo_linker``'s (its factory takes them from here).
 
@@ -66,23 +64,10 @@ class SpanReaderSettings:
     form's link (``abbreviation_links``).
     """
 
-    passage_length: int = 128
-    passage_stride: int = 96
-    entity_max_length: int = 32
-    entity_granularity: choices(GRANULARITIES) = "entity"
-    top_k: PositiveInt = 16
-    train_top_k: PositiveInt = 8
-    max_span_length: PositiveInt = 24
     span_threshold: Probability = 0.05
     max_spans: PositiveInt = 64
-    threshold: Probability = 0.3
     cross_reread: NonNegativeInt = 0
     abbreviations: bool = True
-    index_kind: choices(INDEX_KINDS) = "flat"
-    batch_size: PositiveInt = 8
-    quantize: bool = False
-    entity_pooling: choices(ENTITY_POOLINGS) = "mean"
-    mixed_precision: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)
