@@ -478,7 +478,7 @@ class Errors(metaclass=ErrorsWithCodes):
     E131 = (
         "This index was built apart by build-index ({factory}) and holds no float vectors of "
         "the KB rows, which training, mining and distillation need. Train on a pipeline whose "
-        "index is built in the process (index_kind flat, hnsw or ivf), then run build-index "
+        "index is built in the process (any index_kind), then run build-index "
         "on the trained pipeline."
     )
     E132 = (

@@ -11,10 +11,9 @@ from ..errors import Errors
 from ..parsing import parse_json
 from .app import OVERRIDES, app
 from .common import check_corpus
+from .options import CorefComponent, GoldCorpus, LinkerModel, MetricsOutput, RunName, TunedCoref
 from .outputs import atomic_file, check_outputs, same_path, save_pipeline
 from .overrides import command_overrides
-
-TUNED = "JSON written by tune-coref: its best k, threshold and directed are used"
 
 
 def tuned_settings(path: Path | None) -> dict:
@@ -72,8 +71,8 @@ def cluster_command(
     buffer_size: Annotated[int | None, typer.Option(
         help="Docs clustered together; later buffers are clustered against the earlier "
              "ones (their mentions are remembered)")] = None,
-    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
-    settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
+    component: CorefComponent = "arbo_coref",
+    settings: TunedCoref = None,
     recall_sample: Annotated[int, typer.Option(
         help="Folder input: measure the k-NN graph's edge recall against exact search on "
              "this many mentions (0: skip)")] = 0,
@@ -141,12 +140,12 @@ def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path
 @app.command("evaluate-coref", context_settings=OVERRIDES)
 def evaluate_coref_command(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
-    corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
-    output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
-    name: Annotated[str | None, typer.Option(help="Run name stored in the JSON")] = None,
-    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
-    settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
+    model: LinkerModel,
+    corpus: GoldCorpus,
+    output: MetricsOutput = None,
+    name: RunName = None,
+    component: CorefComponent = "arbo_coref",
+    settings: TunedCoref = None,
     heldout: Annotated[Path | None, typer.Option(
         help="heldout_ids.json of `prepare --holdout`: score those entities' mentions apart")
     ] = None,
@@ -203,7 +202,7 @@ def _summary(metrics: dict) -> list[tuple[str, str]]:
 @app.command("tune-coref", context_settings=OVERRIDES)
 def tune_coref_command(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    model: LinkerModel,
     corpus: Annotated[Path, typer.Argument(help="Gold dev .spacy DocBin")],
     output: Annotated[Path | None, typer.Option(
         help="JSON with the best settings and every row")] = None,
@@ -211,7 +210,7 @@ def tune_coref_command(
         "--k", help="k values to try (repeatable; default 1 2 4 8 16)")] = None,
     metric: Annotated[str, typer.Option(
         help="conll_f1, nmi, ari or accuracy (NIL counts as right for out-of-KB)")] = "conll_f1",
-    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+    component: CorefComponent = "arbo_coref",
     max_accuracy_loss: Annotated[float, typer.Option(
         help="Settings losing more in-KB linking accuracy than this against independent linking "
              "are chosen only if all do; a negative value turns the constraint off")] = 0.02,
@@ -248,11 +247,11 @@ def tune_coref_command(
 @app.command("add-coref", context_settings=OVERRIDES)
 def add_coref_command(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    model: LinkerModel,
     output: Annotated[Path | None, typer.Option(
         help="Where to save (default: MODEL, updated in place)")] = None,
-    settings: Annotated[Path | None, typer.Option(help=TUNED)] = None,
-    component: Annotated[str, typer.Option(help="Coref component name")] = "arbo_coref",
+    settings: TunedCoref = None,
+    component: CorefComponent = "arbo_coref",
 ) -> None:
     """Add arbo_coref to a saved pipeline (or re-configure it) with tuned settings. The
     pipeline is saved whole or not at all: a failed save leaves the old one as it was."""

@@ -12,6 +12,7 @@ from ..errors import Errors
 from ..evaluation.report import markdown_table, plot_recall_at_k, read_metrics
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
+from .options import DocLimit, GoldCorpus, LinkerComponent, MetricsOutput, PipelineModel, RunName
 from .outputs import check_outputs, write_text_atomic
 from .overrides import command_overrides
 
@@ -61,15 +62,15 @@ def compare_runs(
 @app.command("evaluate", context_settings=OVERRIDES)
 def evaluate(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")],
-    corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
-    output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
-    name: Annotated[str | None, typer.Option(help="Run name stored in the JSON")] = None,
-    component: Annotated[str, typer.Option(help="Linker component name")] = "arbo_entity_linker",
-    limit: Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")] = 0,
+    model: PipelineModel,
+    corpus: GoldCorpus,
+    output: MetricsOutput = None,
+    name: RunName = None,
+    component: LinkerComponent = "arbo_entity_linker",
+    limit: DocLimit = 0,
     encoder_rate: Annotated[bool, typer.Option(help="Also time the raw encoder")] = True,
     index_kind: Annotated[
-        str | None, typer.Option(help="Override the index kind: flat, hnsw or ivf")
+        str | None, typer.Option(help="Override the index kind: auto, flat, hnsw, ivf or ivfpq")
     ] = None,
     quantize: Annotated[
         bool | None, typer.Option(help="Override int8 quantised inference")
@@ -122,10 +123,10 @@ def evaluate(
 @app.command("evaluate-e2e", context_settings=OVERRIDES)
 def evaluate_e2e(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")],
-    corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
-    output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
-    limit: Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")] = 0,
+    model: PipelineModel,
+    corpus: GoldCorpus,
+    output: MetricsOutput = None,
+    limit: DocLimit = 0,
     batch_size: Annotated[int, typer.Option(help="Docs per nlp.pipe batch")] = 8,
     disable: Annotated[list[str] | None, typer.Option(
         help="Components to disable, e.g. arbo_coref for the ner + linker baseline")] = None,
@@ -158,7 +159,7 @@ def evaluate_rerank(
     ctx: typer.Context,
     model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker and "
                                                "arbo_reranker")],
-    corpus: Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")],
+    corpus: GoldCorpus,
     oracle: Annotated[list[str] | None, typer.Option(
         help="none, self (gold injected) or union (gold injected into the union with "
              "--union-with); repeat the option for several, all from one scoring pass")
@@ -168,8 +169,8 @@ def evaluate_rerank(
     ] = None,
     union_with: Annotated[list[Path] | None, typer.Option(
         help="Other linker pipelines whose candidates join the union oracle")] = None,
-    output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
-    limit: Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")] = 0,
+    output: MetricsOutput = None,
+    limit: DocLimit = 0,
 ) -> None:
     """Re-rank the linker's candidates of CORPUS's gold mentions with the cross-encoder:
     accuracy before and after, normalised accuracy, seen/unseen, pairs/s, one run per oracle

@@ -25,7 +25,7 @@ def build_index_command(
              "entities)", exists=True)] = None,
     kind: Annotated[str, typer.Option(
         help="auto (FAISS guidelines by size: flat up to 100k rows, HNSW below 1M, IVF-PQ "
-             "above), flat, hnsw or ivfpq")] = "auto",
+             "above), flat, hnsw, ivf or ivfpq")] = "auto",
     pq_bytes: Annotated[int | None, typer.Option(
         help="ivfpq: bytes per vector (a divisor of the width; default width/8)")] = None,
     refine: Annotated[bool, typer.Option(

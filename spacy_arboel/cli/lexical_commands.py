@@ -10,6 +10,7 @@ import typer
 
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, save_with_setting
+from .options import LinkerComponent, LinkerModel
 from .outputs import check_outputs
 from .overrides import command_overrides
 
@@ -17,12 +18,12 @@ from .overrides import command_overrides
 @app.command("tune-lexical", context_settings=OVERRIDES)
 def tune_lexical_command(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    model: LinkerModel,
     dev: Annotated[Path, typer.Argument(help="Dev .spacy DocBin with gold kb ids")],
     output_model: Annotated[Path | None, typer.Option(
         help="Save the pipeline with the tuned lexical_weight here")] = None,
     output: Annotated[Path | None, typer.Option(help="JSON of R@1 by weight")] = None,
-    component: Annotated[str, typer.Option(help="Linker component name")] = "arbo_entity_linker",
+    component: LinkerComponent = "arbo_entity_linker",
     top_k: Annotated[int, typer.Option(help="Dense and lexical candidates per mention")] = 64,
     limit: Annotated[int, typer.Option(help="Use the first N docs of DEV (0 = all)")] = 0,
 ) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, save_with_setting
+from .options import LinkerComponent, LinkerModel, MetricsOutput
 from .outputs import check_outputs
 from .overrides import command_overrides
 
@@ -16,16 +17,16 @@ from .overrides import command_overrides
 @app.command("tune-nil", context_settings=OVERRIDES)
 def tune_nil_command(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")],
+    model: LinkerModel,
     dev: Annotated[Path, typer.Argument(help="Dev .spacy DocBin whose gold ids include NILs")],
     test: Annotated[Path | None, typer.Option(help="Test .spacy DocBin to evaluate on")] = None,
     output_model: Annotated[Path | None, typer.Option(
         help="Save the pipeline with the tuned threshold here")] = None,
-    output: Annotated[Path | None, typer.Option(help="Metrics JSON to write")] = None,
+    output: MetricsOutput = None,
     plot: Annotated[Path | None, typer.Option(
         help="NIL precision-recall curve (PNG) of the test set, else of dev")] = None,
     name: Annotated[str, typer.Option(help="Run name (JSON and plot legend)")] = "linker",
-    component: Annotated[str, typer.Option(help="Linker component name")] = "arbo_entity_linker",
+    component: LinkerComponent = "arbo_entity_linker",
     limit: Annotated[int, typer.Option(help="Use the first N docs of each corpus (0 = all)")] = 0,
 ) -> None:
     """Tune the score threshold below which a mention gets the NIL id, to maximise NIL F1 on

@@ -1,0 +1,20 @@
+"""The arguments and options several commands share, declared once (typer's ``Annotated``
+types)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+LinkerModel = Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")]
+PipelineModel = Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")]
+GoldCorpus = Annotated[Path, typer.Argument(help="Gold .spacy DocBin (ents with kb_id)")]
+MetricsOutput = Annotated[Path | None, typer.Option(help="Metrics JSON to write")]
+RunName = Annotated[str | None, typer.Option(help="Run name stored in the JSON")]
+LinkerComponent = Annotated[str, typer.Option(help="Linker component name")]
+CorefComponent = Annotated[str, typer.Option(help="Coref component name")]
+DocLimit = Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")]
+TunedCoref = Annotated[Path | None, typer.Option(
+    help="JSON written by tune-coref: its best k, threshold and directed are used")]
