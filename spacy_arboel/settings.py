@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import MISSING, fields
+from functools import lru_cache
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -53,15 +54,28 @@ def defaults(settings_class: type, names: Iterable[str]) -> dict[str, Any]:
     return {name: declared[name] for name in names if declared[name] is not MISSING}
 
 
+@lru_cache
+def at_least(n: int) -> Any:
+    """The type of an integer >= ``n``."""
+    return _constrained(f"AtLeast{n}", ConstrainedInt, f"An integer >= {n}.", ge=n)
+
+
+def check_value(name: str, value: Any, kind: Any) -> Any:
+    """``value`` if it is a ``kind`` (E007 for a choice, E011 for a range otherwise): the
+    check of one argument of a core class that has no settings dataclass."""
+    problem = _refusal(name, kind, value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 def check_fields(settings: Any) -> None:
     """Check each field of the dataclass ``settings`` against its annotation: E007 naming
     the choices of a ``Literal``, E011 naming the range of a constrained number; other
     annotations are not checked."""
     hints = get_type_hints(type(settings))
     for field in fields(settings):
-        problem = _refusal(field.name, hints[field.name], getattr(settings, field.name))
-        if problem:
-            raise ValueError(problem)
+        check_value(field.name, getattr(settings, field.name), hints[field.name])
 
 
 def _refusal(name: str, kind: Any, value: Any) -> str | None:

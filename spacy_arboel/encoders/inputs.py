@@ -22,6 +22,7 @@ import numpy as np
 from ..data.abbreviations import find_abbreviations
 from ..errors import Errors, Warnings
 from ..kb.entity import Entity
+from ..settings import at_least, check_value, choices
 from .loading import MENTION_END, MENTION_START, TITLE
 
 ALIAS_SEPARATOR = " ; "
@@ -137,15 +138,9 @@ class InputBuilder:
         expand_abbreviations: bool = False,
         inputs: str = "blink",
     ):
-        if inputs not in INPUT_FORMATS:
-            raise ValueError(Errors.E007.format(what="inputs", value=inputs,
-                                                options=", ".join(INPUT_FORMATS)))
-        if mention_max_length < 8:
-            raise ValueError(Errors.E011.format(name="mention_max_length", condition=">= 8",
-                                                value=mention_max_length))
-        if entity_max_length < 4:
-            raise ValueError(Errors.E011.format(name="entity_max_length", condition=">= 4",
-                                                value=entity_max_length))
+        check_value("inputs", inputs, choices(INPUT_FORMATS))
+        check_value("mention_max_length", mention_max_length, at_least(8))
+        check_value("entity_max_length", entity_max_length, at_least(4))
         self.tokenizer = tokenizer
         self.mention_max_length = mention_max_length
         self.entity_max_length = entity_max_length

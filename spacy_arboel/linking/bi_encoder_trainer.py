@@ -26,6 +26,7 @@ from ..objectives import MentionStore, Objective, PlanContext
 from ..objectives.fgsm import embedding_hook, output_hook
 from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
+from ..settings import PositiveInt, check_value
 from .dense_retriever import DenseRetriever
 
 # W002 (mentions longer than the window) is said when a pipeline links; repeated at every
@@ -61,9 +62,7 @@ class BiEncoderTrainer:
 
     def __init__(self, retriever: DenseRetriever, objective: Objective, *,
                  refresh_every: int = 500, mixed_precision: bool = False) -> None:
-        if refresh_every < 1:
-            raise ValueError(Errors.E011.format(name="refresh_every", condition=">= 1",
-                                                value=refresh_every))
+        check_value("refresh_every", refresh_every, PositiveInt)
         self.retriever = retriever
         self.objective = objective
         self.refresh_every = refresh_every
