@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "spacy_arboel"
 # top to bottom (docs/architecture.md): a package imports only packages of lower layers
 LAYERS = (
@@ -61,6 +63,7 @@ def test_imports_go_down_the_layers():
     assert not upward, upward
 
 
+@pytest.mark.slow  # a fresh interpreter that imports torch and trains
 def test_the_core_imports_neither_spacy_nor_thinc(tiny_encoder, toy_kb_path, tmp_path):
     """Importing every spaCy-free package, and training, scoring, saving and loading a core
     (the cross-encoder) with it, loads neither spaCy nor thinc."""

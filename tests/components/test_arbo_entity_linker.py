@@ -212,6 +212,7 @@ def _layout_rows(linker):
     return [list(np.flatnonzero(owners == e)) for e in range(len(linker.kb))]
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_factory_is_found_through_entry_points(tiny_encoder, toy_kb_path):
     code = (
         "import spacy, sys; nlp = spacy.blank('en'); "
