@@ -179,7 +179,8 @@ class ArboEntityLinker(KBComponent):
         self._set_up(self._config_kb())
 
     def _make_current(self) -> None:
-        """Bring the index up to date with the encoders."""
+        """Bring the index up to date with the encoders (also before docs are processed,
+        after training updates or ``set_kb``: spacy train's evaluation)."""
         self.retriever.ensure_index()
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
@@ -228,13 +229,6 @@ class ArboEntityLinker(KBComponent):
         """Apply the optimizer; the index is stale until the next refresh."""
         super().finish_update(sgd)
         self.retriever.changed()
-
-    @one_thread_at_a_time
-    def _before_docs(self) -> None:
-        """After training updates or ``set_kb``, bring the index up to date before processing
-        docs (spacy train's evaluation); ``predict`` itself never builds anything."""
-        if self.retriever is not None:
-            self.retriever.ensure_index()
 
     @one_thread_at_a_time
     def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

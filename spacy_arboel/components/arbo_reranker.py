@@ -144,10 +144,9 @@ class ArboReranker(KBComponent):
             return False
         return self.kb is linker.kb or self.kb.fingerprint() == linker.kb.fingerprint()
 
-    @one_thread_at_a_time
-    def _before_docs(self) -> None:
-        """Before docs are processed, take the linker's KB again where it was swapped
-        (``set_kb``, ``build-index``); ``predict`` itself changes nothing."""
+    def _make_current(self) -> None:
+        """Take the linker's KB again where it was swapped (``set_kb``, ``build-index``):
+        before docs are processed, before an update and before saving."""
         linker = self._linker()
         if self.reranker is None or self.cfg["kb_path"] or linker is None:
             return

@@ -15,6 +15,7 @@ from ..artefacts import SavedAsFolder, check_folder, reading
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase, kb_override
 from .common import config_kb, write_folder
+from .concurrency import one_thread_at_a_time
 
 
 class KBComponent(SavedAsFolder, TrainablePipe):
@@ -60,9 +61,13 @@ class KBComponent(SavedAsFolder, TrainablePipe):
     def _make_current(self) -> None:
         """Nothing by default."""
 
+    @one_thread_at_a_time
     def _before_docs(self) -> None:
         """What ``__call__`` and ``pipe`` bring up to date before docs are processed, so that
-        ``predict`` itself never builds or changes anything; nothing by default."""
+        ``predict`` itself never builds or changes anything: by default ``_make_current``
+        once the component is set up."""
+        if self.core is not None:
+            self._make_current()
 
     def __call__(self, doc: Doc) -> Doc:
         self._before_docs()

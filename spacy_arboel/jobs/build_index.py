@@ -31,7 +31,8 @@ from ..kb.entity import Entity
 from ..kb.index import DenseIndex, near_duplicate_rows
 from ..kb.index_builder import build_index, choose_factory, resolve_kind
 from ..kb.knowledge_base import KnowledgeBase
-from ..linking.dense_retriever import DenseRetriever, RetrieverSettings
+from ..linking.dense_retriever import DenseRetriever, RetrieverSettings, row_settings
+from ..linking.indexed_kb import IndexedKB
 from .engines import LocalEngine, RayEngine
 from .kb_vectors import EmbeddingPlan, ShardStore
 
@@ -56,8 +57,8 @@ class EmbedderSource:
 
 class ShardEmbedder:
     """The entity side of a saved linker, loaded once per worker (the engines' worker):
-    embeds the rows of a list of entities exactly as ``DenseRetriever.refresh`` embeds a
-    whole KB (fp32 weights, on the GPU when one is visible)."""
+    embeds the rows of a list of entities with the code that embeds a whole KB
+    (``IndexedKB.embed_rows``; fp32 weights, on the GPU when one is visible)."""
 
     def __init__(self, source: EmbedderSource) -> None:
         self.settings = RetrieverSettings(**source.settings)
@@ -76,13 +77,11 @@ class ShardEmbedder:
         return self.embed(*task)
 
     def embed(self, shard: int, entities: Sequence[Entity]) -> Result:
-        retriever = DenseRetriever(KnowledgeBase(entities), self.tokenizer, self.encoders,
-                                   self.settings)
+        rows = IndexedKB(KnowledgeBase(entities), self.tokenizer, self.encoders["entity"],
+                         row_settings(self.settings))
         if self.fingerprint is None:
-            self.fingerprint = retriever.fingerprint("entity")
-        retriever.set_row_layout()
-        vectors = retriever.encode("entity", retriever.row_inputs, quantized=False)
-        return shard, vectors, self.fingerprint
+            self.fingerprint = rows.fingerprint()
+        return shard, rows.embed_rows(), self.fingerprint
 
 
 def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEngine | RayEngine,

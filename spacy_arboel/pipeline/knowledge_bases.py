@@ -12,7 +12,8 @@ from spacy.language import Language
 from ..factories import COREF, RERANKER, find_components
 from ..kb.knowledge_base import KnowledgeBase
 
-# components that keep their own copy of the linker's KB
+# components that link with the linker's KB (shared, or a copy where they were given a
+# kb_path of their own)
 KB_COPY_FACTORIES = (RERANKER,)
 
 
