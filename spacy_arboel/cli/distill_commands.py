@@ -7,10 +7,13 @@ from typing import Annotated
 
 import typer
 
+from ..linking.loop_settings import DistillSettings
 from .app import OVERRIDES, app
 from .common import read_docs, save_with_setting
 from .outputs import check_outputs, save_pipeline
 from .overrides import command_overrides
+
+DISTILL = DistillSettings()  # the defaults of the options
 
 
 @app.command("distill-mentions", context_settings=OVERRIDES)
@@ -21,13 +24,16 @@ def distill_mentions_command(
         help=".spacy corpus whose doc.ents are the mentions to learn from (gold ids are not "
              "needed), e.g. the linker's training corpus")],
     output: Annotated[Path, typer.Option(help="Where to save the distilled pipeline")],
-    layers: Annotated[int, typer.Option(help="Transformer layers of the student")] = 3,
-    epochs: Annotated[int, typer.Option(help="Passes over the corpus's mentions")] = 6,
-    batch_size: Annotated[int, typer.Option(help="Mentions per step")] = 32,
-    learn_rate: Annotated[float, typer.Option(help="AdamW learning rate (linear decay)")] = 1e-4,
-    top_k: Annotated[int, typer.Option(help="Teacher candidates the soft term ranks")] = 64,
-    temperature: Annotated[float, typer.Option(help="Softmax temperature T")] = 2.0,
-    vector_weight: Annotated[float, typer.Option(help="Weight β of the vector term")] = 1.0,
+    layers: Annotated[int, typer.Option(help="Transformer layers of the student")] = DISTILL.layers,
+    epochs: Annotated[int, typer.Option(help="Passes over the corpus's mentions")] = DISTILL.epochs,
+    batch_size: Annotated[int, typer.Option(help="Mentions per step")] = DISTILL.batch_size,
+    learn_rate: Annotated[float, typer.Option(
+        help="AdamW learning rate (linear decay)")] = DISTILL.learning_rate,
+    top_k: Annotated[int, typer.Option(
+        help="Teacher candidates the soft term ranks")] = DISTILL.top_k,
+    temperature: Annotated[float, typer.Option(help="Softmax temperature T")] = DISTILL.temperature,
+    vector_weight: Annotated[float, typer.Option(
+        help="Weight β of the vector term")] = DISTILL.vector_weight,
     quantize: Annotated[bool, typer.Option(
         help="Save the pipeline with quantize = true (int8 copies at inference)")] = True,
     mention_max_length: Annotated[int | None, typer.Option(
@@ -35,7 +41,7 @@ def distill_mentions_command(
              "fast setting; the student learns from the teacher's own windows (default: "
              "keep the teacher's)")] = None,
     limit: Annotated[int, typer.Option(help="Docs of CORPUS to read (0: all)")] = 0,
-    seed: Annotated[int, typer.Option(help="Shuffling seed")] = 0,
+    seed: Annotated[int, typer.Option(help="Shuffling seed")] = DISTILL.seed,
     component: Annotated[str, typer.Option(help="The linker's name")] = "arbo_entity_linker",
 ) -> None:
     """Distil the linker's mention encoder into one with fewer layers (the fast CPU setting,
@@ -46,7 +52,6 @@ def distill_mentions_command(
 
     from ..errors import Errors
     from ..factories import ENTITY_LINKER, find_component
-    from ..linking.mention_distiller import DistillSettings
     from ..pipeline.loading import load_pipeline
     from ..pipeline.mention_encoders import distill_mention_encoder
 
@@ -65,7 +70,7 @@ def distill_mentions_command(
     nlp = load_pipeline(model, {**overrides, f"components.{component}.quantize": quantize})
     try:
         settings = DistillSettings(layers=layers, epochs=epochs, batch_size=batch_size,
-                                   learn_rate=learn_rate, top_k=top_k, temperature=temperature,
+                                   learning_rate=learn_rate, top_k=top_k, temperature=temperature,
                                    vector_weight=vector_weight, seed=seed)
         cleared = distill_mention_encoder(
             nlp, component, read_docs(corpus, nlp.vocab, limit), settings,

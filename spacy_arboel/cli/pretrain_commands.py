@@ -9,11 +9,13 @@ from typing import Annotated
 import typer
 
 from ..encoders.loading import DEFAULT_ENCODER
+from ..linking.loop_settings import SelfAlignmentSettings
 from .app import app
 from .outputs import check_outputs, save_pipeline
 
 ENCODER_FOLDER = "encoder"
 LINKER_FOLDER = "linker"
+ALIGNMENT = SelfAlignmentSettings()  # the defaults of the options
 
 
 @app.command("pretrain-kb")
@@ -25,16 +27,17 @@ def pretrain_kb_command(
     encoder: Annotated[str, typer.Option(
         help="Encoder to start from: an installed encoder package, a local path or a "
              "Hugging Face name")] = DEFAULT_ENCODER,
-    batch_size: Annotated[int, typer.Option(help="Name pairs per batch")] = 128,
-    learning_rate: Annotated[float, typer.Option(help="AdamW learning rate")] = 2e-5,
-    epochs: Annotated[int, typer.Option(help="Passes over the KB's name pairs")] = 1,
+    batch_size: Annotated[int, typer.Option(help="Name pairs per batch")] = ALIGNMENT.batch_size,
+    learning_rate: Annotated[float, typer.Option(
+        help="AdamW learning rate")] = ALIGNMENT.learning_rate,
+    epochs: Annotated[int, typer.Option(help="Passes over the KB's name pairs")] = ALIGNMENT.epochs,
     max_steps: Annotated[int | None, typer.Option(help="Stop after this many steps")] = None,
     max_minutes: Annotated[float | None, typer.Option(
         help="Stop after this many minutes of training")] = None,
     max_pairs_per_entity: Annotated[int, typer.Option(
         help="Positive pairs drawn from one entity's names at most (caps huge synonym "
-             "sets)")] = 50,
-    seed: Annotated[int, typer.Option(help="Random seed (pair order, weights)")] = 0,
+             "sets)")] = ALIGNMENT.max_pairs_per_entity,
+    seed: Annotated[int, typer.Option(help="Random seed (pair order, weights)")] = ALIGNMENT.seed,
     gpu_id: Annotated[int, typer.Option(help="GPU to train on (-1: CPU)")] = -1,
     linker: Annotated[bool, typer.Option(
         help="Also save linker/: a pipeline with arbo_entity_linker over KB and the new "
@@ -48,7 +51,7 @@ def pretrain_kb_command(
     from wasabi import msg
 
     from ..kb.knowledge_base import KnowledgeBase
-    from ..linking.self_alignment import SelfAlignmentSettings, pretrain_encoder
+    from ..linking.self_alignment import pretrain_encoder
     from ..pipeline.zero_shot import zero_shot_linker
 
     encoder_dir, linker_dir = output / ENCODER_FOLDER, output / LINKER_FOLDER

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -37,25 +36,8 @@ from ..encoders.inputs import MentionSpan
 from ..encoders.transformer import PooledEncoder
 from ..encoders.weights import module_device
 from ..errors import Errors
-from ..settings import NonNegativeFloat, PositiveFloat, PositiveInt, check_fields
 from .dense_retriever import DenseRetriever
-
-
-@dataclass(frozen=True)
-class DistillSettings:
-    """``layers``: the student's transformer layers; ``top_k``: teacher candidates (index
-    rows) the soft term ranks; ``temperature``: T; ``vector_weight``: β."""
-
-    layers: PositiveInt = 3
-    epochs: PositiveInt = 4
-    batch_size: PositiveInt = 32
-    learn_rate: PositiveFloat = 1e-4
-    top_k: PositiveInt = 64
-    temperature: PositiveFloat = 2.0
-    vector_weight: NonNegativeFloat = 1.0
-    seed: int = 0
-
-    __post_init__ = check_fields
+from .loop_settings import DistillSettings
 
 
 def kept_layers(n_layers: int, keep: int) -> list[int]:
@@ -152,7 +134,7 @@ class MentionDistiller:
         generator = np.random.default_rng(settings.seed)
         n_batches = -(-len(sequences) // settings.batch_size)
         total = n_batches * settings.epochs
-        optimizer = torch.optim.AdamW(self.student.parameters(), lr=settings.learn_rate,
+        optimizer = torch.optim.AdamW(self.student.parameters(), lr=settings.learning_rate,
                                       weight_decay=0.01)
         schedule = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda step: max(0.0, 1.0 - step / total))

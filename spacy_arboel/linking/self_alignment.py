@@ -92,54 +92,15 @@ from ..encoders.transformer import PooledEncoder
 from ..encoders.weights import autocast
 from ..errors import Errors, Warnings
 from ..kb.knowledge_base import KnowledgeBase
-from ..settings import (
-    AtLeastThree,
-    Cosine,
-    NonNegativeFloat,
-    PositiveFloat,
-    PositiveInt,
-    check_fields,
-    choices,
-)
+from .loop_settings import SelfAlignmentSettings
 
 REPORT_FILE = "self_alignment.json"
 SHUFFLE_BUFFER = 10_000  # pairs held for shuffling (bounded memory)
 UNK_CHECK_NAMES = 5_000  # names sampled to see whether the vocabulary covers their script
 MOSTLY_UNK = 0.5  # a name is "mostly [UNK]" above this share of [UNK] wordpieces
 UNK_WARN_SHARE = 0.01  # W009 above this share of mostly-[UNK] names, E167 above one half
-POOLINGS = ("mean", "cls")
 
 
-@dataclass(frozen=True)
-class SelfAlignmentSettings:
-    """``batch_size``: (name, synonym) pairs per step (2 rows each; SapBERT: 256 pairs, the
-    paper's 512 rows; our CPU default 128); ``learning_rate``: AdamW's, constant; ``max_length``:
-    wordpieces per name, [CLS] and [SEP] included; ``max_pairs_per_entity``: pairs drawn
-    from one entity's names at most (caps very large synonym sets); ``alpha`` / ``beta``:
-    the scales of the positive / negative terms of the multi-similarity loss; ``base``:
-    its λ; ``margin``: ε of the hard-pair miner; ``max_steps`` / ``time_limit_s``: stop
-    after this many optimiser steps / seconds of :meth:`SelfAlignmentTrainer.fit` (checked
-    after each step, so at least one step runs); ``pooling``: "mean" (ours) or "cls"
-    (SapBERT's); ``mixed_precision``: fp16 autocast with loss scaling on a GPU (SapBERT
-    trains with ``--amp``), ignored on a CPU."""
-
-    batch_size: PositiveInt = 128
-    learning_rate: PositiveFloat = 2e-5
-    max_length: AtLeastThree = 25
-    epochs: PositiveInt = 1
-    max_pairs_per_entity: PositiveInt = 50
-    alpha: PositiveFloat = 2.0
-    beta: PositiveFloat = 50.0
-    base: Cosine = 0.5
-    margin: NonNegativeFloat = 0.2
-    weight_decay: NonNegativeFloat = 0.01
-    seed: int = 0
-    max_steps: PositiveInt | None = None
-    time_limit_s: PositiveFloat | None = None
-    pooling: choices(POOLINGS) = "mean"
-    mixed_precision: bool = False
-
-    __post_init__ = check_fields
 
 
 # --- names and positive pairs ------------------------------------------------------------

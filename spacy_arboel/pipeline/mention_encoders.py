@@ -9,7 +9,8 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..components.common import gold_mentions
-from ..linking.mention_distiller import DistillSettings, MentionDistiller, shrink_encoder
+from ..linking.loop_settings import DistillSettings
+from ..linking.mention_distiller import MentionDistiller, shrink_encoder
 from .knowledge_bases import clear_coref_memory
 
 

@@ -92,7 +92,7 @@ def test_fit_moves_the_student_towards_the_teacher(saved_linker, toy_examples):
     texts, spans, _ = gold_mentions(eg.reference for eg in toy_examples)
     student = shrink_encoder(retriever.encoders["mention"], 1)
     distiller = MentionDistiller(retriever, student, DistillSettings(
-        layers=1, epochs=30, batch_size=4, learn_rate=3e-3, top_k=5))
+        layers=1, epochs=30, batch_size=4, learning_rate=3e-3, top_k=5))
     sequences = retriever.builder.mention_ids(texts, spans)
     teacher, rows = distiller.targets(sequences)
     with torch.no_grad():
