@@ -48,7 +48,7 @@ def test_from_bytes_writes_nothing_outside_its_folder(factory, tiny_encoder, toy
     deep.mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
     outside = tmp_path / "outside"
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     pipe = nlp.add_pipe(factory, config=_config(factory, toy_kb_path, tiny_encoder))
     payloads = [{str(outside / "x"): b"x"}, {"../../x": b"x"}, {"cfg.json": b"{}",
                                                                 "../escape": b"x"},
@@ -63,7 +63,7 @@ def test_from_bytes_writes_nothing_outside_its_folder(factory, tiny_encoder, toy
 
 
 def test_coref_from_bytes_refuses_damaged_state(tiny_encoder, toy_kb_path):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(toy_kb_path),
                                                "model": {"encoder_name": tiny_encoder}})
     coref = nlp.add_pipe("arbo_coref", config={"keep_state": True})
@@ -211,7 +211,7 @@ def _packed(pipe) -> dict:
 @pytest.mark.parametrize("factory", COMPONENTS)
 def test_from_bytes_needs_the_manifest_and_refuses_unlisted_files(factory, tiny_encoder,
                                                                  toy_kb_path):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     pipe = nlp.add_pipe(factory, config=_config(factory, toy_kb_path, tiny_encoder))
     files = _packed(pipe)
     without = {k: v for k, v in files.items() if k != "manifest.json"}
@@ -229,7 +229,7 @@ def test_from_bytes_needs_the_manifest_and_refuses_unlisted_files(factory, tiny_
 @pytest.mark.parametrize("data", [b"\xc1 not msgpack", srsly.msgpack_dumps([b"a list"]),
                                   srsly.msgpack_dumps(5)])
 def test_bytes_that_are_no_map_get_their_own_message(tiny_encoder, toy_kb_path, data):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     pipe = nlp.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
     with pytest.raises(ValueError, match=r"E032\] arbo_entity_linker.from_bytes refused the "
@@ -243,7 +243,7 @@ def test_a_save_over_an_older_one_leaves_none_of_its_files(tiny_encoder, toy_kb_
     it: the stale reader encoder is neither kept nor listed."""
     models = []
     for mode in ("pipeline", "joint"):
-        nlp = spacy.blank("en")
+        nlp = spacy.blank("xx")
         nlp.add_pipe("arbo_linker", config=passage_linker_config(
             {"kb_path": str(toy_kb_path), "mode": mode},
             {"encoder_name": tiny_encoder, "share_weights": mode == "joint"}))
@@ -275,7 +275,7 @@ def saved(tiny_encoder, tmp_path_factory):
     kb_path.write_text("\n".join(json.dumps(e) for e in TOY_ENTITIES) + "\n")
     paths = []
     for steps in (0, 2):
-        nlp = spacy.blank("en")
+        nlp = spacy.blank("xx")
         nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb_path),
                                                    "model": {"encoder_name": tiny_encoder}})
         nlp.add_pipe("arbo_coref", config={"keep_state": True})
@@ -390,7 +390,7 @@ def test_damaged_coref_state_is_refused(saved, tmp_path):
 
 @pytest.mark.parametrize("factory", COMPONENTS)
 def test_verify_files_is_a_setting_of_each_component(factory, tiny_encoder, toy_kb_path):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     config = _config(factory, toy_kb_path, tiny_encoder)
     assert nlp.add_pipe(factory, config=config).cfg["verify_files"] == "sha256"
     with pytest.raises(ConfigValidationError, match=r"verify_files.*'sha256', 'quick'"):

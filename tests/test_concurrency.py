@@ -19,7 +19,7 @@ PATTERNS = [{"label": "Disease", "pattern": w}
 
 
 def _pipeline(encoder, kb_path):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("entity_ruler").add_patterns(PATTERNS)
     nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb_path), "top_k": 5,
                                                "model": {"encoder_name": encoder}})

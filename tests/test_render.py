@@ -27,7 +27,7 @@ PUBTATOR = ("123|t|Famotidine delirium\n123|a|In elderly patients.\n"
 
 def _doc():
     register_extensions()
-    doc = spacy.blank("en")("Famotidine-associated delirium <b>x</b> in elderly patients.")
+    doc = spacy.blank("xx")("Famotidine-associated delirium <b>x</b> in elderly patients.")
     doc.ents = [doc.char_span(0, 10, label="Chemical", kb_id="D015738"),
                 doc.char_span(22, 30, label="Disease", kb_id="D003693")]
     doc.ents[0]._.set(CANDIDATES_EXT, [("D015738", 0.93), ("D002927", 0.05), ("D1", 0.01),
@@ -53,7 +53,7 @@ def test_page_links_each_kb_id_and_shows_the_candidates():
 
 def test_labels_ids_and_urls_are_escaped_and_encoded():
     register_extensions()
-    doc = spacy.blank("en")("x y z")
+    doc = spacy.blank("xx")("x y z")
     doc.ents = [doc.char_span(0, 1, label="<Chem>", kb_id='a"b&c d')]
     page = render_page([doc], "https://kb.example/e?id={}")
     assert "&lt;Chem&gt;" in page and "<Chem>" not in page
@@ -79,7 +79,7 @@ def test_documents_are_read_from_each_format(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"id": "x1", "text": "Aspirin."}\n\n{"text": "Cough."}\n')
     (tmp_path / "b.txt").write_text(PUBTATOR)
     (tmp_path / "c.txt").write_text("Plain text\nof one document.")
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     DocBin(docs=[nlp("Fever.")]).to_disk(tmp_path / "d.spacy")
     (tmp_path / "notes.md").write_text("ignored in a folder")
     assert list(read_texts(tmp_path)) == [

@@ -11,7 +11,7 @@ from spacy_arboel.cli import app
 
 def _initialised(examples, *pipes):
     """A blank pipeline with ``(factory, config)`` pipes, initialised on ``examples``."""
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     for factory, config in pipes:
         nlp.add_pipe(factory, config=config)
     nlp.initialize(lambda: examples)
@@ -82,7 +82,7 @@ def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path,
                                                       tmp_path):
     """ner + arbo_entity_linker: the ents the ner finds (here an entity ruler, with a spurious
     "patients") are linked once; each NIL threshold keeps the ents scoring at least it."""
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     ruler = nlp.add_pipe("entity_ruler")
     nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(toy_kb_path),
                                                "model": {"encoder_name": tiny_encoder}})

@@ -202,7 +202,7 @@ def _refuses_to_replace(target: Path) -> None:
 
 def _init_config(path: Path) -> None:
     """A valid spaCy config.cfg (of a pipeline with a ner), written in this process."""
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("ner")
     nlp.config.to_disk(path)
 
@@ -224,13 +224,13 @@ def test_a_folder_with_a_pipeline_file_and_other_files_is_not_replaced(tmp_path)
 
 
 def test_only_a_saved_pipeline_that_holds_nothing_else_is_replaced(tmp_path):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("sentencizer")
     nlp.add_pipe("entity_ruler")
     nlp.to_disk(tmp_path / "model")
     save_pipeline(nlp, tmp_path / "model")  # a pipeline replaces the one it was loaded from
     assert spacy.load(tmp_path / "model").pipe_names == ["sentencizer", "entity_ruler"]
-    save_pipeline(spacy.blank("en"), tmp_path / "model")  # or another pipeline
+    save_pipeline(spacy.blank("xx"), tmp_path / "model")  # or another pipeline
     assert spacy.load(tmp_path / "model").pipe_names == []
     nlp.to_disk(tmp_path / "model")
     for extra in ("notes.txt", "other_component"):

@@ -19,7 +19,7 @@ def test_prepare_toy_writes_corpora_and_kb(tmp_path):
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
     assert len(kb) == len(KnowledgeBase.from_jsonl(ROOT / "assets" / "toy" / "kb.jsonl"))
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     for split in ("train", "dev", "test"):
         docs = list(DocBin().from_disk(tmp_path / f"{split}.spacy").get_docs(nlp.vocab))
         assert docs and all(e.kb_id_ for d in docs for e in d.ents)
@@ -47,7 +47,7 @@ def test_prepare_discovery_setting_holds_entities_out(tmp_path):
     assert heldout == set(written["test_ids"]) | set(written["dev_ids"])
     kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
     assert heldout and not heldout & set(kb.ids)
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
 
     def ids(split):
         docs = DocBin().from_disk(tmp_path / f"{split}.spacy").get_docs(nlp.vocab)
@@ -73,7 +73,7 @@ def test_prepare_nil_setting_removes_entity_types(tmp_path):
     assert removed == {e.id for e in full if "Chemical" in e.types}
     kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
     assert removed and not removed & set(kb.ids)
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     train = DocBin().from_disk(tmp_path / "train.spacy").get_docs(nlp.vocab)
     assert not removed & {i for d in train for e in d.ents for i in gold_ids(e.kb_id_)}
     test = DocBin().from_disk(tmp_path / "test.spacy").get_docs(nlp.vocab)
@@ -120,7 +120,7 @@ def _ncbi_data(root: Path) -> Path:
 
 
 def _labels(folder: Path) -> set[str]:
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     return {e.label_ for split in ("train", "dev", "test")
             for d in DocBin().from_disk(folder / f"{split}.spacy").get_docs(nlp.vocab)
             for e in d.ents}
@@ -138,7 +138,7 @@ def test_prepare_ncbi_labels_every_mention_disease_unless_asked(tmp_path):
     assert _labels(tmp_path / "four") == {"SpecificDisease", "DiseaseClass", "Modifier",
                                           "CompositeMention"}
     # the same mentions and ids either way
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     for split in ("train", "dev", "test"):
         one, four = (list(DocBin().from_disk(tmp_path / name / f"{split}.spacy")
                           .get_docs(nlp.vocab)) for name in ("one", "four"))

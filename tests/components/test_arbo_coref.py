@@ -10,7 +10,7 @@ from spacy_arboel.extensions import CLUSTER_EXT
 
 
 def _nlp(tiny_encoder, kb_path, **coref):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_entity_linker", config={
         "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}})
     nlp.add_pipe("arbo_coref", config=coref)
@@ -76,7 +76,7 @@ def test_remembered_mentions_give_the_ids_of_joint_clustering(
     assert len(reloaded.get_pipe("arbo_coref").state) == sum(len(eg.reference.ents)
                                                             for eg in first)
     assert _ids(reloaded.pipe(_docs(second))) == joint_ids[3:]
-    from_bytes = spacy.blank("en").from_config(streaming.config)
+    from_bytes = spacy.blank("xx").from_config(streaming.config)
     from_bytes.from_bytes(streaming.to_bytes())
     assert _ids(from_bytes.pipe(_docs(second))) == joint_ids[3:]
 
@@ -87,7 +87,7 @@ def test_state_from_another_kb_is_an_error(tiny_encoder, toy_kb_path, toy_exampl
     nlp.to_disk(tmp_path / "pipeline")
     smaller = tmp_path / "smaller.jsonl"
     smaller.write_text("\n".join(toy_kb_path.read_text().splitlines()[:-1]) + "\n")
-    other = spacy.blank("en")
+    other = spacy.blank("xx")
     other.add_pipe("arbo_entity_linker", config={
         "kb_path": str(smaller), "model": {"encoder_name": tiny_encoder}})
     other.add_pipe("arbo_coref", config={"keep_state": True})
@@ -101,7 +101,7 @@ def test_bad_input(tiny_encoder, toy_kb_path, toy_examples):
     assert [len(d.ents) for d in nlp.pipe(empty)] == [0, 0]
     single = _docs(toy_examples[4:5])
     assert len(_ids(nlp.pipe(single))[0]) == 1
-    alone = spacy.blank("en")
+    alone = spacy.blank("xx")
     alone.add_pipe("arbo_coref")
     with pytest.raises(ValueError, match="not in the pipeline"):
         alone(_docs(toy_examples)[0])

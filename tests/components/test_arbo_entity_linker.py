@@ -40,7 +40,7 @@ def _objective(name: str, fgsm_epsilon: float = 0.0, **settings) -> dict:
 
 def _nlp(tiny_encoder, kb_path, ready=True, **config):
     """A linker from ``kb_path`` and the base encoder, ``ready`` without initialize."""
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     config = {"kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}, **config}
     nlp.add_pipe("arbo_entity_linker", config=config)
     if ready:
@@ -96,7 +96,7 @@ def test_save_load_round_trip_gives_identical_predictions(
     assert not list((tmp_path / "pipeline").rglob("*.pkl"))
     loaded = spacy.load(tmp_path / "pipeline")
     assert _linked(loaded, loaded.pipe([d.copy() for d in docs])) == before
-    from_bytes = spacy.blank("en").from_config(nlp.config)
+    from_bytes = spacy.blank("xx").from_config(nlp.config)
     from_bytes.from_bytes(nlp.to_bytes())
     assert _linked(from_bytes, from_bytes.pipe([d.copy() for d in docs])) == before
 
@@ -137,7 +137,7 @@ def test_corpus_with_no_known_ids_is_an_error(tiny_encoder, toy_kb_path, toy_exa
 
 
 def test_missing_and_empty_kb(tiny_encoder, tmp_path):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_entity_linker", config={"model": {"encoder_name": tiny_encoder}})
     doc = nlp.make_doc("Aspirin.")
     doc.ents = [doc.char_span(0, 7, label="Chemical")]
@@ -153,7 +153,7 @@ def test_duplicate_kb_ids_name_the_id(tiny_encoder, tmp_path):
     kb = tmp_path / "kb.jsonl"
     rows = [{"id": "D1", "name": "a"}, {"id": "D1", "name": "b"}]
     kb.write_text("\n".join(json.dumps(r) for r in rows))
-    doc = spacy.blank("en")("a b")
+    doc = spacy.blank("xx")("a b")
     doc.ents = [doc.char_span(0, 1, label="X")]
     with pytest.raises(KnowledgeBaseError, match="'D1'"):
         _nlp(tiny_encoder, kb)(doc)
@@ -379,7 +379,7 @@ def _trained(tiny_encoder, kb_path, examples):
 
 def _fresh(tiny_encoder, **config):
     """An arbo_entity_linker that was neither initialised nor loaded."""
-    return spacy.blank("en").add_pipe(LINKER, config={"model": {"encoder_name": tiny_encoder},
+    return spacy.blank("xx").add_pipe(LINKER, config={"model": {"encoder_name": tiny_encoder},
                                                       **config})
 
 
@@ -491,7 +491,7 @@ def test_get_loss_is_the_softmax_loss_of_the_gold_among_predicted_candidates(
         tiny_encoder, toy_kb_path, toy_examples):
     from spacy.training import Example
 
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     linker = nlp.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path), "top_k": 3, "model": {"encoder_name": tiny_encoder}})
     nlp.initialize(lambda: toy_examples)

@@ -21,7 +21,7 @@ def _nlp(tiny_encoder, kb_path, model=None, ready=True, reader="passage", **conf
     config (``ensure_ready``) unless ``ready`` is False (for tests that initialise it). Its
     heads propose the spans, trained or not (``dictionary_spans = "never"``: the dictionary
     proposals of an untrained linker are tested in test_arbo_linker_dictionary.py)."""
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     model = {"encoder_name": tiny_encoder, **(model or {})}
     config = {"kb_path": str(kb_path), "dictionary_spans": "never", **config}
     if reader == "passage":
@@ -67,7 +67,7 @@ def test_threshold_one_gives_no_ents_and_bad_settings_raise(tiny_encoder, toy_kb
         _nlp(tiny_encoder, toy_kb_path, mode="pipeline")
     with pytest.raises(ValueError, match="mode"):
         _nlp(tiny_encoder, toy_kb_path, mode="sideways")
-    no_kb = spacy.blank("en")
+    no_kb = spacy.blank("xx")
     linker = no_kb.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
     with pytest.raises(ValueError, match="E051"):
         no_kb("Aspirin.")  # predict never sets anything up behind the user's back
@@ -149,7 +149,7 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     assert not list((tmp_path / "pipeline").rglob("*.pkl"))
     loaded = spacy.load(tmp_path / "pipeline")
     assert _links(loaded.pipe(texts)) == before
-    from_bytes = spacy.blank("en").from_config(nlp.config)
+    from_bytes = spacy.blank("xx").from_config(nlp.config)
     from_bytes.from_bytes(nlp.to_bytes())
     assert _links(from_bytes.pipe(texts)) == before
     # a pipeline loaded with another KB is an error, not wrong links
@@ -218,7 +218,7 @@ def test_losses_follow_the_paper():
 
 
 def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    linker_nlp = spacy.blank("en")
+    linker_nlp = spacy.blank("xx")
     linker_nlp.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path), "entity_granularity": "alias",
         "model": {"encoder_name": tiny_encoder, "pooling": "mention"}})
@@ -227,7 +227,7 @@ def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_exam
     linker_nlp.to_disk(tmp_path / "linker")
     bi_encoder = linker_nlp.get_pipe("arbo_entity_linker")
 
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
     with pytest.raises(ValueError, match="knowledge base"):
         nlp.initialize(lambda: toy_examples)  # no KB anywhere: a clear error
@@ -325,13 +325,13 @@ def _trained(tiny_encoder, kb_path, examples):
 
 def _fresh(tiny_encoder, **config):
     """An arbo_linker with the settings of ``_trained``, neither initialised nor loaded."""
-    return spacy.blank("en").add_pipe(LINKER, config=passage_linker_config(
+    return spacy.blank("xx").add_pipe(LINKER, config=passage_linker_config(
         {**CONFIG, **config}, {"encoder_name": tiny_encoder, **MODEL}))
 
 
 def _predictions(linker, examples):
     """The linked ents with their scored candidates, and the passage candidates."""
-    make_doc = spacy.blank("en").make_doc
+    make_doc = spacy.blank("xx").make_doc
     docs = [linker(make_doc(eg.reference.text)) for eg in examples]
     return [([(e.start_char, e.end_char, e.label_, e.kb_id_, e._.kb_candidates)
               for e in doc.ents], doc._.passage_candidates) for doc in docs]
@@ -435,7 +435,7 @@ def test_nlp_to_disk_can_leave_the_linker_out(tiny_encoder, toy_kb_path, toy_exa
 # --- the one-pass span reader (the default architecture) -----------------------------------
 
 def test_the_span_reader_is_the_default(tiny_encoder, toy_kb_path):
-    linker = spacy.blank("en").add_pipe("arbo_linker", config={
+    linker = spacy.blank("xx").add_pipe("arbo_linker", config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
     assert linker.model.attrs["reader"] == "span"
     assert linker.settings.passage_length == 128 and linker.settings.threshold == 0.3

@@ -21,13 +21,13 @@ RERANKER = "arbo_reranker"
 def _same_model(reranker, nlp):
     """A new re-ranker over the model of ``reranker``, with the factory's defaults, in
     ``nlp`` (not added to its pipeline)."""
-    config = spacy.blank("en").get_factory_meta("arbo_reranker").default_config
+    config = spacy.blank("xx").get_factory_meta("arbo_reranker").default_config
     return make_reranker(nlp, RERANKER, reranker.model, scorer=None,
                          **{k: v for k, v in config.items() if k not in ("model", "scorer")})
 
 
 def _nlp(tiny_encoder, linker_kb, linker=None, **config):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe(LINKER, config={"kb_path": str(linker_kb), "top_k": 4,
                                  "model": {"encoder_name": tiny_encoder}, **(linker or {})})
     nlp.add_pipe(RERANKER, config={"top_k": 3, "train_top_k": 3,
@@ -97,7 +97,7 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     assert reranker.kb is loaded.get_pipe(LINKER).kb
     restored = _same_model(reranker, loaded).from_bytes(reranker.to_bytes())
     assert restored.kb is loaded.get_pipe(LINKER).kb
-    alone = _same_model(reranker, spacy.blank("en"))
+    alone = _same_model(reranker, spacy.blank("xx"))
     with pytest.raises(ValueError, match="E220"):
         alone.from_bytes(reranker.to_bytes())
 
@@ -130,7 +130,7 @@ def _trained(tiny_encoder, toy_kb_path, toy_examples):
 
 def _fresh(tiny_encoder, **config):
     """An arbo_reranker that was neither initialised nor loaded."""
-    return spacy.blank("en").add_pipe(RERANKER, config={
+    return spacy.blank("xx").add_pipe(RERANKER, config={
         "top_k": 3, "train_top_k": 3, "model": {"encoder_name": tiny_encoder}, **config})
 
 
@@ -196,10 +196,10 @@ def test_predict_loads_nothing(tiny_encoder, toy_kb_path):
 
     reranker = _fresh(tiny_encoder, kb_path=str(toy_kb_path))
     assert Span.has_extension("kb_candidates")
-    doc = spacy.blank("en").make_doc("Aspirin induced cough.")
+    doc = spacy.blank("xx").make_doc("Aspirin induced cough.")
     doc.ents = [doc.char_span(0, 7, label="Chemical")]
     doc.ents[0]._.kb_candidates = [("D003371", 2.0), ("D001241", 1.0)]
-    assert reranker.predict([spacy.blank("en").make_doc("No ents.")]) == [[]]
+    assert reranker.predict([spacy.blank("xx").make_doc("No ents.")]) == [[]]
     with pytest.raises(ValueError, match="E051"):
         reranker.predict([doc])
     assert reranker.reranker is None and not is_loaded(reranker.model)
@@ -238,7 +238,7 @@ def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_exa
     import sys
     from pathlib import Path
 
-    linker = spacy.blank("en")
+    linker = spacy.blank("xx")
     linker.add_pipe(LINKER, config={"kb_path": str(toy_kb_path),
                                     "model": {"encoder_name": tiny_encoder}})
     linker.initialize(lambda: toy_examples)
@@ -292,7 +292,7 @@ def test_distillation_from_the_cross_encoder_lowers_the_loss(tiny_encoder, toy_k
     for _ in range(3):
         teacher.update(toy_examples, sgd=optimizer, annotates=[LINKER], exclude=[LINKER])
     teacher.to_disk(tmp_path / "teacher")
-    student = spacy.blank("en")
+    student = spacy.blank("xx")
     student.add_pipe(LINKER, config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
         "objective": _distill(str(tmp_path / "teacher"), fgsm_epsilon)})
@@ -317,7 +317,7 @@ def test_teacher_with_another_kb_is_refused(tiny_encoder, toy_kb_path, toy_examp
     with pytest.raises(ValueError, match="fingerprint"):
         teacher_loader(str(tmp_path / "teacher"))(KnowledgeBase.from_jsonl(other))
     with pytest.raises(ValueError, match="no arbo_reranker"):
-        nlp = spacy.blank("en")
+        nlp = spacy.blank("xx")
         nlp.to_disk(tmp_path / "blank")
         teacher_loader(str(tmp_path / "blank"))(KnowledgeBase.from_jsonl(toy_kb_path))
 

@@ -32,7 +32,7 @@ def corpus(tmp_path):
     (folder / "b.txt").write_text(TEXTS[4])
     (folder / "c.pubtator").write_text(
         "11|t|Fever and cough.\n11|a|Heart failure.\n\n12|t|Aspirin.\n12|a|\n\n")
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     DocBin(docs=[nlp(TEXTS[3]), nlp(TEXTS[1])]).to_disk(folder / "d.spacy")
     return folder
 

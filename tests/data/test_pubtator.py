@@ -222,5 +222,5 @@ def test_convert_command(tmp_path):
         result = CliRunner().invoke(app, ["convert", str(source), str(output), "--limit", "2"])
     assert result.exit_code == 0, result.output
     assert "dropped overlaps" in result.output
-    docs = list(DocBin().from_disk(output).get_docs(spacy.blank("en").vocab))
+    docs = list(DocBin().from_disk(output).get_docs(spacy.blank("xx").vocab))
     assert [d.user_data["pmid"] for d in docs] == ["1", "7574457"]

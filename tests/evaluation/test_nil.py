@@ -61,7 +61,7 @@ def test_tune_nil_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_exa
     entities = [json.loads(line) for line in toy_kb_path.read_text().splitlines()]
     kb = tmp_path / "kb.jsonl"
     kb.write_text("".join(json.dumps(e) + "\n" for e in entities if e["id"] != "D005334"))
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb),
                                                "model": {"encoder_name": tiny_encoder}})
     nlp.initialize(lambda: toy_examples)

@@ -20,7 +20,7 @@ TEXT = "Cough and fever after aspirin and ibuprofen ."
 
 @pytest.fixture(scope="module")
 def nlp():
-    return spacy.blank("en")
+    return spacy.blank("xx")
 
 
 def _span(doc, start, end, label, kb_id, candidates=None):

@@ -102,7 +102,7 @@ def test_registered_jsonl_loader(kb, tmp_path):
     path = tmp_path / "kb.jsonl"
     kb.to_jsonl(path)
     create_loader = spacy.registry.misc.get("spacy_arboel.JsonlKB.v1")
-    loaded = create_loader(path)(spacy.blank("en"))
+    loaded = create_loader(path)(spacy.blank("xx"))
     assert isinstance(loaded, KnowledgeBase)
     assert loaded.fingerprint() == kb.fingerprint()
 
@@ -112,7 +112,7 @@ def test_loader_resolves_from_config(kb, tmp_path):
     kb.to_jsonl(path)
     config = {"kb": {"@misc": "spacy_arboel.JsonlKB.v1", "path": str(path)}}
     resolved = spacy.registry.resolve(config)
-    assert len(resolved["kb"](spacy.blank("en"))) == 3
+    assert len(resolved["kb"](spacy.blank("xx"))) == 3
 
 
 def test_with_aliases_can_put_new_aliases_first():
@@ -187,7 +187,7 @@ def test_removing_every_entity_of_a_kb_is_refused(tmp_path, capsys):
 
     from spacy_arboel.cli.project_commands import remove_entity_types
 
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     KnowledgeBase([Entity("D1", "One", types=("Disease",))]).to_jsonl(tmp_path / "kb.jsonl")
     DocBin(docs=[nlp("One.")]).to_disk(tmp_path / "train.spacy")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}

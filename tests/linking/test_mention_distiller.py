@@ -107,7 +107,7 @@ def test_fit_moves_the_student_towards_the_teacher(saved_linker, toy_examples):
 
 
 def test_shared_weights_cannot_be_distilled(tiny_encoder, toy_kb_path, toy_examples):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path),
         "model": {"encoder_name": tiny_encoder, "share_weights": True}})

@@ -70,7 +70,7 @@ def test_names_retriever_links_an_exact_alias_with_cosine_one(tiny_encoder, toy_
 
 def test_untrained_component_reads_names_and_switches_to_blink_for_corpus_training(
         tiny_encoder, toy_kb_path, toy_examples):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     linker = _linker(nlp, tiny_encoder, toy_kb_path)
     nlp.initialize()
     assert linker.retriever.settings.inputs == "names"
@@ -78,7 +78,7 @@ def test_untrained_component_reads_names_and_switches_to_blink_for_corpus_traini
     assert [kb for _, kb, _ in _links(nlp, "Pyrexia and tussis.", [(0, 7), (12, 18)])] == [
         "D005334", "D003371"]
     # gold mentions at initialize: corpus training follows, BLINK's inputs from the start
-    trained = spacy.blank("en")
+    trained = spacy.blank("xx")
     trained_linker = _linker(trained, tiny_encoder, toy_kb_path)
     trained.initialize(lambda: toy_examples)
     assert trained_linker.retriever.settings.inputs == "blink"
@@ -89,19 +89,19 @@ def test_untrained_component_reads_names_and_switches_to_blink_for_corpus_traini
     assert linker.retriever.settings.inputs == "blink"
     assert linker.retriever.index.meta.inputs == "blink"
     # fixed inputs stay as they are
-    fixed = spacy.blank("en")
+    fixed = spacy.blank("xx")
     fixed_linker = _linker(fixed, tiny_encoder, toy_kb_path, inputs="names")
     fixed.initialize(lambda: toy_examples)
     assert fixed_linker.retriever.settings.inputs == "names"
     with pytest.raises(ConfigValidationError, match=r"inputs.*'auto', 'blink', 'names'"):
-        _linker(spacy.blank("en"), tiny_encoder, toy_kb_path, inputs="context")
+        _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, inputs="context")
 
 
 def test_saved_untrained_and_trained_linkers_keep_their_inputs(
         tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     text, spans = "Aspirin induced coughing and fever.", [(0, 7), (16, 24), (29, 34)]
     for name, examples in (("untrained", None), ("trained", toy_examples)):
-        nlp = spacy.blank("en")
+        nlp = spacy.blank("xx")
         linker = _linker(nlp, tiny_encoder, toy_kb_path)
         nlp.initialize((lambda ex=examples: ex) if examples else None)
         expected = _links(nlp, text, spans)
@@ -183,7 +183,7 @@ def test_pretrain_kb_writes_an_encoder_and_a_linker_that_links(
     assert [kb for _, kb, _ in _links(nlp, "Pyrexia and tussis.", [(0, 7), (12, 18)])] == [
         "D005334", "D003371"]
     # the encoder starts a corpus-trained linker
-    trained = spacy.blank("en")
+    trained = spacy.blank("xx")
     trained.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": str(out / "encoder")}})
     trained.initialize()

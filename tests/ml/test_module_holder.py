@@ -295,7 +295,7 @@ def _core_parameters(value, seen: set[int] | None = None) -> list[torch.nn.Param
 
 
 def _pipeline(kind: str, tiny_encoder: str, kb_path) -> tuple[spacy.Language, str]:
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     model = {"encoder_name": tiny_encoder}
     if kind == "arbo_linker_passage":
         nlp.add_pipe("arbo_linker", config=passage_linker_config(

@@ -29,7 +29,7 @@ from spacy_arboel.pipeline import (
 
 
 def _two_linkers() -> Language:
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("sentencizer")
     nlp.add_pipe("arbo_coref", name="coref")
     nlp.add_pipe("arbo_coref", name="other_coref")
@@ -96,7 +96,7 @@ def test_a_pipeline_loads_with_its_overrides_and_disabled_components(saved_linke
 def test_coref_defaults_are_the_factorys():
     defaults = coref_defaults()
     assert defaults == Language.get_factory_meta("arbo_coref").default_config
-    made = spacy.blank("en").add_pipe("arbo_coref")
+    made = spacy.blank("xx").add_pipe("arbo_coref")
     assert {key: defaults[key] for key in made.cfg} == made.cfg
     settings, same_doc_only = linked_corpus_settings("no/such/model")
     assert settings == {key: defaults[key] for key in ("k", "threshold", "directed",
@@ -111,7 +111,7 @@ def test_coref_settings_merge_tuned_given_and_overridden_in_that_order(tmp_path)
         keep_state=True, directed=True)
     assert merged == {"k": 3, "threshold": -1.5, "directed": True, "keep_state": True}
     assert others == {"components.linker.top_k": 2, "nlp.x.y": 1}
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_coref", config={"k": 4, "same_doc_only": True, "nil_prefix": "NEW_"})
     nlp.to_disk(tmp_path / "model")
     settings, same_doc_only = linked_corpus_settings(
@@ -142,7 +142,7 @@ def test_a_tuned_settings_file_that_is_not_one_is_a_coded_error(tmp_path):
 
 def test_a_swapped_kb_is_used_by_every_component_that_holds_one(
         tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_entity_linker", name="linker", config={
         "kb_path": str(toy_kb_path), "top_k": 4, "model": {"encoder_name": tiny_encoder}})
     nlp.add_pipe("arbo_reranker", config={"linker": "linker", "top_k": 3,

@@ -90,7 +90,7 @@ def small_corpus(tmp_path_factory, tiny_encoder):
     from conftest import TOY_ENTITIES, TOY_SENTENCES
 
     folder = tmp_path_factory.mktemp("small_corpus")
-    nlp = spacy.blank("en")
+    nlp = spacy.blank("xx")
     docs = []
     for text, ents in TOY_SENTENCES:
         doc = nlp.make_doc(text)
