@@ -50,13 +50,13 @@ def worker(model: str, corpus: str, output: str, overrides: list[str], load_only
     with ``component`` alone, or (``load_only``) run one raw text through the pipeline."""
     start = time.perf_counter()
     import spacy
-    from spacy.cli._util import parse_config_overrides
     from spacy.tokens import DocBin
 
+    from spacy_arboel.cli.overrides import parse_overrides
     from spacy_arboel.data.readers import with_gold_mentions
 
     imported = time.perf_counter()
-    nlp = spacy.load(model, config=parse_config_overrides(overrides))
+    nlp = spacy.load(model, config=parse_overrides(overrides))
     loaded = time.perf_counter()
     result = {"import_seconds": round(imported - start, 2),
               "load_seconds": round(loaded - imported, 2), "rss_after_load_mb":
