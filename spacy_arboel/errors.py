@@ -638,6 +638,18 @@ class Errors(metaclass=ErrorsWithCodes):
         "'{linker}', which this pipeline lacks. Load it in the pipeline it was saved with, "
         "or give [components.{name}] kb_path."
     )
+    E221 = (
+        "'{name}' was given kb_path = {path} when the pipeline was loaded, but no such file "
+        "exists: an explicit kb_path is never ignored. Give the path of an existing KB JSONL "
+        "(spacy.load(..., config={{\"components.{name}.kb_path\": ...}})), or leave kb_path "
+        "out to link with the KB saved in the pipeline."
+    )
+    E222 = (
+        "'{name}' has kb_path = {path} in its config, but no such file exists. Set kb_path "
+        "to an existing KB JSONL: [components.{name}] kb_path in the config, "
+        "--components.{name}.kb_path on the command line, or --paths.kb where the config "
+        "reads kb_path from ${{paths.kb}}."
+    )
 
     # --- the pipeline API (spacy_arboel/pipeline/) and its command options: E210-E219 ---
     E210 = (

@@ -300,7 +300,7 @@ class ArboEntityLinker(KBComponent):
             self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]
             if "index" not in exclude:
                 self.retriever.load_index(path / "index")
-        kb = self._kb_override()
+        kb = self._kb_override(cfg)
         if kb is not None:
             self.set_kb(kb)
         self.retriever.ensure_index()

@@ -386,7 +386,7 @@ class ArboLinker(KBComponent):
             self.trained = bool(cfg.get("trained", self.reader.updates > 0))
             if "index" not in exclude:
                 self.reader.load_index(path / "index")
-        kb = self._kb_override()
+        kb = self._kb_override(cfg)
         names = path / "names_index"
         if kb is not None:
             self.reader.set_kb(kb)

@@ -270,7 +270,7 @@ class ArboReranker(KBComponent):
                         self.settings, f"'{self.name}' ({path})")
             self._set_up(state["kb"], state["tokenizer"], files["encoder"], files["head"])
         self.seen_ids = set(state["cfg"].get("seen_ids", []))
-        kb = self._kb_override()
+        kb = self._kb_override(state["cfg"])
         if kb is not None:
             self.reranker.set_kb(kb)
         return self

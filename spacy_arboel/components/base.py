@@ -82,7 +82,9 @@ class KBComponent(SavedAsFolder, TrainablePipe):
         """``to_disk``: set up if needed, then write ``state()`` (``cfg.json``), the core's
         files and the ``extra()`` entries, minus ``exclude``, with the folder's manifest."""
         self.ensure_ready()
-        write_folder(ensure_path(path), {"cfg.json": lambda p: srsly.write_json(p, state()),
+        write_folder(ensure_path(path), {
+            "cfg.json": lambda p: srsly.write_json(p, {"kb_path": self.cfg["kb_path"],
+                                                       **state()}),
                                          **self.core.writers(), **(extra() if extra else {})},
                      self.saved_files, exclude)
 
@@ -109,7 +111,10 @@ class KBComponent(SavedAsFolder, TrainablePipe):
                 state["kb"] = self._config_kb()
             yield state
 
-    def _kb_override(self) -> KnowledgeBase | None:
+    def _kb_override(self, saved_cfg: dict[str, Any]) -> KnowledgeBase | None:
         """After loading: the KB at ``kb_path`` when the config names another KB than the
-        saved one (W004), else None."""
-        return kb_override(self.cfg["kb_path"], self.kb, self.name)
+        saved one (W004), else None. A ``kb_path`` other than the one ``saved_cfg`` (the
+        saved ``cfg.json``) records was given at load time: a missing file is then E221,
+        not W005."""
+        explicit = "kb_path" in saved_cfg and saved_cfg["kb_path"] != self.cfg["kb_path"]
+        return kb_override(self.cfg["kb_path"], self.kb, self.name, explicit=explicit)

@@ -38,9 +38,12 @@ def gold_mentions(docs: Iterable[Doc]) -> tuple[list[str], list[MentionSpan], li
 
 
 def config_kb(kb_path: str | None, name: str) -> KnowledgeBase:
-    """The KB at the component's ``kb_path`` (E008 when it has none)."""
+    """The KB at the component's ``kb_path`` (E008 when it has none, E222 when no such file
+    exists)."""
     if not kb_path:
         raise ValueError(Errors.E008.format(name=name))
+    if not Path(kb_path).is_file():
+        raise ValueError(Errors.E222.format(name=name, path=kb_path))
     return KnowledgeBase.from_jsonl(kb_path)
 
 

@@ -162,14 +162,17 @@ class KnowledgeBase:
                 file_.write(json.dumps(entity.to_dict(), ensure_ascii=False) + "\n")
 
 
-def kb_override(kb_path: str | Path | None, saved: KnowledgeBase,
-                component: str) -> KnowledgeBase | None:
+def kb_override(kb_path: str | Path | None, saved: KnowledgeBase, component: str, *,
+                explicit: bool = False) -> KnowledgeBase | None:
     """The KB a loaded component must switch to: the one at ``kb_path`` (its config) when it
     differs from the ``saved`` one (W004), else None. A ``kb_path`` that does not exist here
-    (a training machine's path kept in a saved config) keeps the saved KB, with W005."""
+    keeps the saved KB with W005 when it is inherited (a training machine's path kept in a
+    saved config), and is an error (E221) when it is ``explicit`` (given at load time)."""
     if not kb_path:
         return None
     if not Path(kb_path).exists():
+        if explicit:
+            raise ValueError(Errors.E221.format(name=component, path=kb_path))
         warnings.warn(Warnings.W005.format(name=component, path=kb_path), stacklevel=3)
         return None
     kb = KnowledgeBase.from_jsonl(kb_path)

@@ -338,11 +338,28 @@ def test_a_kb_path_given_at_load_time_is_honoured(tiny_encoder, toy_kb_path, toy
     assert len(linker.kb) == 3 and len(linker.retriever.index) == 3
     docs = list(other.pipe([eg.predicted.copy() for eg in toy_examples]))
     assert {i for d in docs for e in d.ents for i, _ in e._.kb_candidates} <= set(linker.kb.ids)
-    # a path that does not exist here (kept from training elsewhere) keeps the saved KB
-    with pytest.warns(UserWarning, match="W005"):
-        moved = spacy.load(tmp_path / "pipeline", config={
+    # an explicit path that does not exist is an error, never ignored
+    with pytest.raises(ValueError, match="E221"):
+        spacy.load(tmp_path / "pipeline", config={
             "components.arbo_entity_linker.kb_path": str(tmp_path / "no.jsonl")})
+    # the saved config's path, gone here (kept from training elsewhere), keeps the saved KB
+    toy_kb_path.unlink()
+    with pytest.warns(UserWarning, match="W005"):
+        moved = spacy.load(tmp_path / "pipeline")
     assert len(moved.get_pipe("arbo_entity_linker").kb) == 5
+    # ... and so does the same path given again
+    with pytest.warns(UserWarning, match="W005"):
+        spacy.load(tmp_path / "pipeline",
+                   config={"components.arbo_entity_linker.kb_path": str(toy_kb_path)})
+
+
+@pytest.mark.parametrize("factory", ["arbo_entity_linker", "arbo_linker"])
+def test_a_missing_kb_path_at_initialize_names_the_setting(tiny_encoder, tmp_path, factory):
+    nlp = spacy.blank("xx")
+    nlp.add_pipe(factory, config={"kb_path": str(tmp_path / "kb.jsonl"),
+                                  "model": {"encoder_name": tiny_encoder}})
+    with pytest.raises(ValueError, match=r"E222.*kb_path"):
+        nlp.initialize()
 
 
 def test_index_errors_give_advice_that_exists():
