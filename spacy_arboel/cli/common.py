@@ -3,7 +3,7 @@ pipeline with a tuned setting."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +16,26 @@ def read_docs(path: Path, vocab, limit: int = 0) -> list:
     return docs[:limit] if limit else docs
 
 
-def report(metrics: dict[str, Any], output: Path | None) -> None:
-    """Print the metrics as JSON and write them to ``output`` if given."""
+def report(metrics: dict[str, Any], output: Path | None, *, title: str,
+           table: tuple[Sequence[str] | None, list] | None = None,
+           name: str | None = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Print the metrics as a table that reads on a terminal (``table``'s header and rows,
+    else every value of ``metrics`` a row), write ``name``, ``context`` (what was scored:
+    model, corpus, ...) and the metrics to ``output`` as JSON, and return what was
+    written."""
     from wasabi import msg
 
-    from ..evaluation.report import write_json
+    from ..evaluation.report import flat_rows, write_json
 
-    msg.info(json.dumps(metrics, indent=2))
+    header, rows = table if table is not None else (None, flat_rows(metrics))
+    widths = len(rows[0]) if rows else 2
+    msg.table(rows, header=header, title=title, aligns=("l", *("r",) * (widths - 1)),
+              divider=header is not None)
+    written = {**({"name": name} if name else {}), **(context or {}), **metrics}
     if output:
-        write_json(metrics, output)
+        write_json(written, output)
         msg.good(f"Wrote {output}")
+    return written
 
 
 def check_corpus(path: Path, limit: int = 0) -> None:

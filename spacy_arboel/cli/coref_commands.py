@@ -10,7 +10,7 @@ import typer
 from ..errors import Errors
 from ..parsing import parse_json
 from .app import OVERRIDES, app
-from .common import check_corpus
+from .common import check_corpus, report
 from .options import CorefComponent, GoldCorpus, LinkerModel, MetricsOutput, RunName, TunedCoref
 from .outputs import atomic_file, check_outputs, same_path, save_pipeline
 from .overrides import command_overrides
@@ -153,10 +153,8 @@ def evaluate_coref_command(
     """Cluster the gold mentions of CORPUS: linking accuracy with clustering vs independent
     inference, NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 (all mentions and out-of-KB ones)."""
     from spacy.tokens import DocBin
-    from wasabi import msg
 
     from ..evaluation.coref_eval import evaluate_coref, gold_mention_examples
-    from ..evaluation.report import write_json
     from ..factories import NER, find_components
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--settings": settings,
@@ -168,12 +166,8 @@ def evaluate_coref_command(
         metrics = evaluate_coref(
             nlp, examples, component=component,
             heldout=heldout_ids(heldout) if heldout else None)
-    if name:
-        metrics = {"name": name, **metrics}
-    msg.table(_summary(metrics), header=("", "value"), aligns=("l", "r"))
-    if output:
-        write_json(metrics, output)
-        msg.good(f"Wrote {output}")
+    report(metrics, output, title=f"{name or model.name}: {corpus.name}, clustered",
+           table=(None, _summary(metrics)), name=name)
 
 
 def _summary(metrics: dict) -> list[tuple[str, str]]:

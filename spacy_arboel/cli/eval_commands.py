@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..errors import Errors
-from ..evaluation.report import markdown_table, plot_recall_at_k, read_metrics
+from ..evaluation.report import (
+    flat_rows,
+    linking_rows,
+    markdown_table,
+    plot_recall_at_k,
+    read_metrics,
+    rerank_rows,
+)
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
 from .options import DocLimit, GoldCorpus, LinkerComponent, MetricsOutput, PipelineModel, RunName
@@ -89,7 +95,6 @@ def evaluate(
 
     from ..data.ids import gold_ids
     from ..evaluation.pipeline_eval import evaluate_linker
-    from ..evaluation.report import write_json
     from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--seen-from": seen_from},
@@ -110,14 +115,9 @@ def evaluate(
                     for ent in doc.ents for i in gold_ids(ent.kb_id_)}
     metrics = evaluate_linker(nlp, docs, component=component, measure_encoder=encoder_rate,
                               seen_ids=seen_ids)
-    if name:
-        metrics = {"name": name, **metrics}
-    table = markdown_table({name or model.name: metrics})
-    msg.info(table)
-    msg.info(json.dumps(metrics["timings"]))
-    if output:
-        write_json(metrics, output)
-        msg.good(f"Wrote {output}")
+    msg.table(flat_rows(metrics["timings"]), title="timings", aligns=("l", "r"))
+    report(metrics, output, title=f"{name or model.name}: {corpus.name}",
+           table=linking_rows(metrics), name=name)
 
 
 @app.command("evaluate-e2e", context_settings=OVERRIDES)
@@ -150,8 +150,8 @@ def evaluate_e2e(
     if not metrics["in_kb"]["n_predicted"]:
         msg.fail(Errors.E045.format(model=model, corpus=corpus,
                                     n_docs=metrics["timings"]["docs"]), exits=1)
-    report({"model": str(model), "corpus": str(corpus), "pipeline": nlp.pipe_names,
-            **metrics}, output)
+    report(metrics, output, title=f"{model.name}: {corpus.name}, end to end",
+           context={"model": str(model), "corpus": str(corpus), "pipeline": nlp.pipe_names})
 
 
 @app.command("evaluate-rerank", context_settings=OVERRIDES)
@@ -187,8 +187,10 @@ def evaluate_rerank(
     metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit),
                                 oracles=oracle or ["none"], top_ks=top_k or [],
                                 union_with=others)
-    report({"model": str(model), "corpus": str(corpus),
-            "union_with": [str(p) for p in union_with or []], **metrics}, output)
+    report(metrics, output, title=f"{model.name}: {corpus.name}, re-ranked (in-KB accuracy)",
+           table=rerank_rows(metrics),
+           context={"model": str(model), "corpus": str(corpus),
+                    "union_with": [str(p) for p in union_with or []]})
 
 
 @app.command("tune-e2e", context_settings=OVERRIDES)

@@ -65,7 +65,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
-                           "nel_acc": 0.0},
+                           "nel_acc": 0.0, "nel_micro_f": 0.0},
 )
 def make_entity_linker(
     nlp: Language, name: str, model: Model, objective: Objective, kb_path: str | None,

@@ -56,7 +56,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
         **defaults(RerankerSettings, INPUT_SETTINGS), "verify_files": "sha256",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
-    default_score_weights={"nel_inkb_recall@1": 1.0, "nel_acc": 0.0},
+    default_score_weights={"nel_inkb_recall@1": 1.0, "nel_acc": 0.0, "nel_micro_f": 0.0},
 )
 def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: str | None,
                   top_k: PositiveInt, train_top_k: PositiveInt, inject_gold: bool, nil_id: str,

@@ -70,6 +70,66 @@ def markdown_table(runs: Mapping[str, Mapping[str, Any]]) -> str:
     return table(headers, rows)
 
 
+# the groups of :func:`linking_rows`, as they are named on a terminal
+_GROUPS = (("in-KB", "in_kb"), ("all", "all"), ("seen", "seen"), ("unseen", "unseen"))
+_LINKING_KS = (1, 8, 64)
+
+
+def linking_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The header and rows of a terminal table of linking metrics: one row per group of
+    mentions (in-KB, all, seen, unseen) with its count, R@1, R@8, R@64 and accuracy, and a
+    row for the out-of-KB mentions put in NIL."""
+    header = ["mentions", "n", *(f"R@{k}" for k in _LINKING_KS), "accuracy"]
+    rows = []
+    for label, group in _GROUPS:
+        values = metrics.get(group, {})
+        if values.get("n"):
+            rows.append([label, values["n"],
+                         *(_fmt(values.get(f"recall@{k}")) for k in _LINKING_KS),
+                         _fmt(values.get("accuracy"))])
+    out_of_kb = metrics.get("out_of_kb", {})
+    if out_of_kb.get("n"):
+        rows.append(["out-of-KB (put in NIL)", out_of_kb["n"], *(_DASH for _ in _LINKING_KS),
+                     _fmt(out_of_kb.get("nil_accuracy"))])
+    return header, rows
+
+
+def rerank_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The header and rows of a terminal table of ``evaluate-rerank``'s runs: one per oracle
+    and K, with the in-KB accuracy of the bi-encoder, of the re-ranker and of the re-ranker
+    where the gold is among the K (normalized), and the K candidates' recall."""
+    header = ["oracle", "K", "in-KB n", "bi-encoder", "re-ranked", "normalized", "recall@K",
+              "ment/s"]
+    rows = [[run["oracle"], run["top_k"], run["n_in_kb"], _fmt(run["bi_encoder"]["accuracy"]),
+             _fmt(run["cross_encoder"]["accuracy"]),
+             _fmt(run["cross_encoder"]["normalized_accuracy"]),
+             _fmt(run["cross_encoder"]["candidate_recall"]),
+             f"{run['timings']['mentions_per_s']:.1f}"]
+            for run in metrics.get("runs", [])]
+    return header, rows
+
+
+def flat_rows(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """(name, value) rows of every number, string and short list in ``metrics``, nested
+    keys joined by spaces ("in_kb precision"): a terminal table of any metrics object."""
+    rows: list[tuple[str, str]] = []
+    for key, value in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            rows.extend(flat_rows(value, f"{name} "))
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            rows.append((name, _DASH if value is None else str(value)))
+        elif isinstance(value, float):
+            rows.append((name, f"{value:.3f}" if abs(value) < 10 else
+                         f"{value:.1f}" if abs(value) < 1e4 else f"{value:,.0f}"))
+        elif isinstance(value, int):
+            rows.append((name, str(value)))
+        elif (isinstance(value, list | tuple) and len(value) <= 8
+              and all(isinstance(v, str | int | float) for v in value)):
+            rows.append((name, ", ".join(map(str, value))))
+    return rows
+
+
 def _recall_curve(metrics: Mapping[str, Any]) -> list[tuple[int, float]]:
     in_kb = metrics.get("in_kb", {})
     points = [

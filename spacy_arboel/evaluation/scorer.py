@@ -6,6 +6,7 @@ from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 import spacy
+from spacy.scorer import Scorer
 from spacy.training import Example
 
 from ..extensions import register_extensions
@@ -21,7 +22,10 @@ def score_entity_linking(
     **cfg: Any,
 ) -> dict[str, Any]:
     """Score linked entities: ``nel_inkb_recall@k``, ``nel_inkb_acc``, ``nel_recall@k``,
-    ``nel_acc``, ``nel_seen_acc``, ``nel_unseen_acc``, ``nel_nil_acc`` and ``nel_per_type``.
+    ``nel_acc``, ``nel_seen_acc``, ``nel_unseen_acc``, ``nel_nil_acc`` and ``nel_per_type``,
+    and spaCy's own ``nel_micro_p``/``_r``/``_f``, ``nel_macro_*`` and ``nel_f_per_type``
+    (``Scorer.score_links``, the keys of spaCy's ``entity_linker``: a ``nil_id`` or empty
+    prediction is no prediction, a wrong id is a false positive and a false negative).
 
     ``kb_ids`` (ids or a predicate) decides which gold mentions are in the KB (``None``: all
     are); ``seen_ids`` are the gold ids of the training corpus. Other keyword arguments (the
@@ -29,6 +33,7 @@ def score_entity_linking(
     """
     del cfg
     register_extensions()
+    examples = list(examples)
     outcomes = mention_outcomes_from_examples(examples, kb_ids, seen_ids, nil_id=nil_id)
     metrics = linking_metrics(outcomes, KS, nil_id=nil_id)
     scores: dict[str, Any] = {}
@@ -46,6 +51,7 @@ def score_entity_linking(
         }
         for label, group in metrics["per_type"].items()
     }
+    scores.update(Scorer.score_links(examples, negative_labels=[nil_id, ""]))
     return scores
 
 

@@ -25,6 +25,15 @@ def _saved(nlp, examples, folder, model="pipeline", gold="gold.spacy"):
     return str(folder / model), str(folder / gold)
 
 
+def _reads_on_a_terminal(output: str, *cells: str) -> None:
+    """The command printed a table, not JSON or wrapped Markdown: short lines, the cells."""
+    lines = output.splitlines()
+    assert lines and max(len(line) for line in lines) <= 100, output
+    assert not any(line.lstrip().startswith(("{", "|")) for line in lines), output
+    for cell in cells:
+        assert any(cell in line for line in lines), (cell, output)
+
+
 def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     nlp = _initialised(toy_examples, ("arbo_entity_linker", {
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
@@ -36,6 +45,7 @@ def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_
         "--components.arbo_entity_linker.expand_abbreviations", "true",
     ])
     assert result.exit_code == 0, result.output
+    _reads_on_a_terminal(result.output, "R@64", "in-KB", "linking_mentions_per_s")
     metrics = json.loads((tmp_path / "m.json").read_text())["in_kb"]
     # every mention scores below the overridden threshold: NIL, though candidates are found
     assert metrics["accuracy"] == 0.0 and metrics["recall@64"] > 0
@@ -55,6 +65,7 @@ def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     result = CliRunner().invoke(app, ["evaluate-e2e", model, test, "--output",
                                       str(tmp_path / "m.json")])
     assert result.exit_code == 0, result.output
+    _reads_on_a_terminal(result.output, "in_kb precision", "retriever_spans mention_recall@8")
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["in_kb"]["n_gold"] == 11
     assert 0 <= metrics["in_kb"]["precision"] <= 1
@@ -122,6 +133,7 @@ def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_pa
         "--oracle", "union", "--union-with", model, "--top-k", "1", "--top-k", "2",
         "--output", str(tmp_path / "rerank.json")])
     assert result.exit_code == 0, result.output
+    _reads_on_a_terminal(result.output, "re-ranked", "union")
     output = json.loads((tmp_path / "rerank.json").read_text())
     runs = {(r["oracle"], r["top_k"]): r for r in output["runs"]}
     assert set(runs) == {(o, k) for o in ("none", "self", "union") for k in (1, 2)}

@@ -103,8 +103,16 @@ def test_score_entity_linking(nlp):
     assert scores["nel_per_type"]["Disease"]["acc"] == pytest.approx(1 / 2)
     assert scores["nel_per_type"]["Disease"]["recall@2"] == pytest.approx(1.0)
     assert scores["nel_per_type"]["Chemical"]["recall@1"] == pytest.approx(0.0)
-    # flat keys only hold numbers or None, apart from the per-type dict
-    flat = {k: v for k, v in scores.items() if k != "nel_per_type"}
+    # spaCy's entity_linker keys, over the spans both sides have (aspirin is not): Cough
+    # right (TP), fever wrong (FP and FN), ibuprofen linked without a gold id (FP),
+    # Headache's out-of-KB id predicted NIL (FN)
+    assert scores["nel_micro_p"] == pytest.approx(1 / 3)
+    assert scores["nel_micro_r"] == pytest.approx(1 / 3)
+    assert scores["nel_micro_f"] == pytest.approx(1 / 3)
+    assert set(scores["nel_f_per_type"]) == {"Disease", "Chemical"}
+    # flat keys only hold numbers or None, apart from the per-type dicts and spaCy's label
+    flat = {k: v for k, v in scores.items()
+            if k not in ("nel_per_type", "nel_f_per_type", "nel_score_desc")}
     assert all(v is None or isinstance(v, float) for v in flat.values())
 
 
