@@ -113,21 +113,30 @@ def toy_examples():
     return examples
 
 
+def _save_toy_linker(folder: Path, encoder: str, kb_path: Path, examples, lang: str) -> Path:
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(kb_path), "model": {"encoder_name": encoder}})
+    nlp.initialize(lambda: examples)
+    nlp.to_disk(folder / "pipeline")
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(folder / "gold.spacy")
+    return folder
+
+
 @pytest.fixture
 def saved_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path) -> Path:
     """A folder with ``pipeline/`` (an initialised toy ``arbo_entity_linker``) and
     ``gold.spacy`` (the toy gold docs)."""
-    import spacy
-    from spacy.tokens import DocBin
+    return _save_toy_linker(tmp_path, tiny_encoder, toy_kb_path, toy_examples, "xx")
 
-    nlp = spacy.blank("xx")
-    nlp.add_pipe("arbo_entity_linker", config={
-        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder}})
-    nlp.initialize(lambda: toy_examples)
-    nlp.to_disk(tmp_path / "pipeline")
-    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "gold.spacy")
-    return tmp_path
 
+@pytest.fixture
+def saved_english_linker(tiny_encoder, toy_kb_path, toy_examples, tmp_path) -> Path:
+    """``saved_linker`` in English, for the project's configs (their ``nlp.lang``)."""
+    return _save_toy_linker(tmp_path, tiny_encoder, toy_kb_path, toy_examples, "en")
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ def _run(*args, cwd=None):
 
 
 @pytest.fixture
-def shipped(saved_linker, tiny_encoder, toy_examples, tmp_path):
+def shipped(saved_english_linker, tiny_encoder, toy_examples, tmp_path):
     """training/model-best as `spacy project run train` leaves it, and its metrics."""
     config = load_config(ROOT / "configs" / "ner_trf.cfg",
                          overrides={"paths.encoder": tiny_encoder}, interpolate=True)
@@ -39,7 +39,7 @@ def shipped(saved_linker, tiny_encoder, toy_examples, tmp_path):
     ner.to_disk(tmp_path / "ner")
     model = tmp_path / "model-best"
     _run(sys.executable, "-m", "spacy", "assemble", ROOT / "configs" / "assemble.cfg", model,
-         "--paths.ner", tmp_path / "ner", "--paths.linker", saved_linker / "pipeline")
+         "--paths.ner", tmp_path / "ner", "--paths.linker", saved_english_linker / "pipeline")
     result = CliRunner().invoke(app, ["add-coref", str(model)])
     assert result.exit_code == 0, result.output
     metrics = tmp_path / "metrics"

@@ -238,7 +238,7 @@ def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_exa
     import sys
     from pathlib import Path
 
-    linker = spacy.blank("xx")
+    linker = spacy.blank("en")  # the config's language
     linker.add_pipe(LINKER, config={"kb_path": str(toy_kb_path),
                                     "model": {"encoder_name": tiny_encoder}})
     linker.initialize(lambda: toy_examples)
