@@ -718,6 +718,14 @@ class Warnings(metaclass=ErrorsWithCodes):
         "punctuation is never proposed as an entity. Give such entities a name with letters "
         "or digits if they matter."
     )
+    # --- datasets (prepare): W020-W029 ---
+    W020 = (
+        "NCBI-disease's official test file NCBItestset_corpus.txt is not in {folder}: its "
+        "development set ({n_test} docs) is the test set and the last {n_dev} of its "
+        "{n_train} training docs the dev set, so test scores are not comparable with "
+        "published NCBI-disease results. Put the file beside the training file (`spacy "
+        "project assets` fetches it) and prepare again."
+    )
     # --- settings and objectives: W040-W044 ---
     W040 = (
         "spacy_arboel.Objective.v1 (name = \"{name}\") is deprecated and will be removed: "

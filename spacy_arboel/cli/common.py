@@ -16,22 +16,28 @@ def read_docs(path: Path, vocab, limit: int = 0) -> list:
     return docs[:limit] if limit else docs
 
 
-def report(metrics: dict[str, Any], output: Path | None, *, title: str,
+def report(metrics: dict[str, Any], output: Path | None, *, title: str, corpus: Path,
            table: tuple[Sequence[str] | None, list] | None = None,
            name: str | None = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """Print the metrics as a table that reads on a terminal (``table``'s header and rows,
-    else every value of ``metrics`` a row), write ``name``, ``context`` (what was scored:
-    model, corpus, ...) and the metrics to ``output`` as JSON, and return what was
-    written."""
+    else every value of ``metrics`` a row) and the warnings ``prepare`` recorded for
+    ``corpus`` (e.g. W020, NCBI-disease without its test file); write ``name``, ``context``
+    (what was scored: model, corpus, ...), those warnings and the metrics to ``output`` as
+    JSON, and return what was written."""
     from wasabi import msg
 
     from ..evaluation.report import flat_rows, write_json
+    from ..pipeline.datasets import corpus_warnings
 
     header, rows = table if table is not None else (None, flat_rows(metrics))
     widths = len(rows[0]) if rows else 2
     msg.table(rows, header=header, title=title, aligns=("l", *("r",) * (widths - 1)),
               divider=header is not None)
-    written = {**({"name": name} if name else {}), **(context or {}), **metrics}
+    warnings = corpus_warnings(corpus)
+    for warning in warnings:
+        msg.warn(warning)
+    written = {**({"name": name} if name else {}), **(context or {}),
+               **({"corpus_warnings": warnings} if warnings else {}), **metrics}
     if output:
         write_json(written, output)
         msg.good(f"Wrote {output}")

@@ -166,7 +166,8 @@ def evaluate_coref_command(
         metrics = evaluate_coref(
             nlp, examples, component=component,
             heldout=heldout_ids(heldout) if heldout else None)
-    report(metrics, output, title=f"{name or model.name}: {corpus.name}, clustered",
+    report(metrics, output, corpus=corpus,
+           title=f"{name or model.name}: {corpus.name}, clustered",
            table=(None, _summary(metrics)), name=name)
 
 

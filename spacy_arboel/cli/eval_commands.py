@@ -116,7 +116,7 @@ def evaluate(
     metrics = evaluate_linker(nlp, docs, component=component, measure_encoder=encoder_rate,
                               seen_ids=seen_ids)
     msg.table(flat_rows(metrics["timings"]), title="timings", aligns=("l", "r"))
-    report(metrics, output, title=f"{name or model.name}: {corpus.name}",
+    report(metrics, output, corpus=corpus, title=f"{name or model.name}: {corpus.name}",
            table=linking_rows(metrics), name=name)
 
 
@@ -150,7 +150,8 @@ def evaluate_e2e(
     if not metrics["in_kb"]["n_predicted"]:
         msg.fail(Errors.E045.format(model=model, corpus=corpus,
                                     n_docs=metrics["timings"]["docs"]), exits=1)
-    report(metrics, output, title=f"{model.name}: {corpus.name}, end to end",
+    report(metrics, output, corpus=corpus,
+           title=f"{model.name}: {corpus.name}, end to end",
            context={"model": str(model), "corpus": str(corpus), "pipeline": nlp.pipe_names})
 
 
@@ -187,7 +188,8 @@ def evaluate_rerank(
     metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit),
                                 oracles=oracle or ["none"], top_ks=top_k or [],
                                 union_with=others)
-    report(metrics, output, title=f"{model.name}: {corpus.name}, re-ranked (in-KB accuracy)",
+    report(metrics, output, corpus=corpus,
+           title=f"{model.name}: {corpus.name}, re-ranked (in-KB accuracy)",
            table=rerank_rows(metrics),
            context={"model": str(model), "corpus": str(corpus),
                     "union_with": [str(p) for p in union_with or []]})

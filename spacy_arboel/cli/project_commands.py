@@ -21,9 +21,11 @@ PREPARE_HELP = (
     "toy: assets/toy/; the KB is assets/toy/kb.jsonl plus aliases from train and dev.\n\n"
     "bc5cdr: the BC5CDR training, development and test sets; the KB is the MeSH descriptors "
     "with the MeSH disease synonyms, plus aliases from train and dev.\n\n"
-    "ncbi: NCBI-disease has no test file, so its development set is the test set and the last "
-    "10% of its training documents are the dev set; the KB is MeSH as for bc5cdr, plus aliases "
-    "from the training file (train and dev). Its four mention classes (SpecificDisease, "
+    "ncbi: NCBI-disease's training, development and test files (NCBItestset_corpus.txt); "
+    "without the test file, its development set is the test set and the last 10% of its "
+    "training documents the dev set, with a warning (W020) that prepared.json keeps and the "
+    "evaluation commands copy into their metrics. The KB is MeSH as for bc5cdr, plus aliases "
+    "from train and dev. Its four mention classes (SpecificDisease, "
     "DiseaseClass, Modifier, CompositeMention) become one label, Disease, as in the standard "
     "NCBI-disease NER task, unless --keep-ncbi-classes."
 )
@@ -68,6 +70,8 @@ def prepare_command(
         msg.fail(str(err), exits=1)
     for note in files.notes:
         msg.info(note)
+    for warning in files.warnings:
+        msg.warn(warning)
 
     def dataset_synonyms() -> list[str]:
         try:
@@ -94,6 +98,7 @@ def prepare_command(
              f"{output_dir}")
     msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
               aligns=("l", "r", "r", "r", "r", "r"))
+    datasets.write_prepared(output_dir, dataset.value, files)
     write_kb(output_dir / "kb.jsonl",
              alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"],
              **files.kb_sources)

@@ -163,8 +163,9 @@ def metric_files(folder: str | Path) -> list[Path]:
 
 def build_report(folder: str | Path, title: str = "", plots: str | Path | None = None
                  ) -> RunReport:
-    """The report of the metric files in ``folder`` (a section for each kind found), its
-    plots written to ``plots`` (default: ``folder``) where it links them. A ValueError
+    """The report of the metric files in ``folder`` (a section for each kind found, after the
+    warnings their corpora carry, e.g. W020), its plots written to ``plots`` (default:
+    ``folder``) where it links them. A ValueError
     (E116) when there is no metric file."""
     folder = Path(folder)
     plots = folder if plots is None else Path(plots)
@@ -177,8 +178,12 @@ def build_report(folder: str | Path, title: str = "", plots: str | Path | None =
     if not sections:
         raise ValueError(Errors.E116.format(path=folder))
     head = table(["what", "value"], [list(r) for r in report.headline])
+    warnings = dict.fromkeys(w for path in metric_files(folder)
+                             for w in read_metrics(path)[1].get("corpus_warnings", []))
+    caveats = "".join(f"> **Warning**: {w}\n\n" for w in warnings)
     report.markdown = (f"# {title or folder.name}: results\n\nFrom the metric files in "
-                       f"`{folder.name}/`.\n\n## At a glance\n\n{head}\n" + "\n".join(sections))
+                       f"`{folder.name}/`.\n\n{caveats}## At a glance\n\n{head}\n"
+                       + "\n".join(sections))
     return report
 
 

@@ -18,14 +18,20 @@ from ..data.convert import docs_to_docbin, pubtator_to_docs
 from ..data.discovery import choose_heldout, without_ids
 from ..data.pubtator import PubtatorDocument
 from ..data.readers import read_pubtator_documents
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from ..kb.build import without_entities
 from ..kb.knowledge_base import KnowledgeBase
 
 SPLITS = ("train", "dev", "test")
-# NCBI-disease has no public test file here: its development set is the test set and the
-# last NCBI_DEV_FRACTION of the training documents become the dev set.
+# NCBI-disease's official splits are its train, development and test files; without the
+# test file its development set is the test set and the last NCBI_DEV_FRACTION of the
+# training documents become the dev set (W020).
+NCBI_FILES = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt",
+              "test": "NCBItestset_corpus.txt"}
 NCBI_DEV_FRACTION = 0.1
+# what `prepare` writes beside the corpora: where each split came from, and its warnings,
+# which the evaluation commands copy into their metrics
+PREPARED_FILE = "prepared.json"
 
 # NCBI-disease annotates four mention classes; the standard NCBI-disease NER task (BioBERT,
 # BLURB) and `prepare ncbi` by default collapse them into one: a transformer `ner` does not
@@ -48,12 +54,14 @@ DATA_FOLDERS = {Dataset.bc5cdr: "bc5cdr", Dataset.ncbi: "ncbi_disease"}
 
 @dataclass
 class DatasetFiles:
-    """A dataset's documents by split, its KB sources (keyword arguments of ``build_kb``)
-    and notes on how its splits were made."""
+    """A dataset's documents by split, its KB sources (keyword arguments of ``build_kb``),
+    notes and warnings on how its splits were made, and the file each split came from."""
 
     splits: dict[str, list[PubtatorDocument]]
     kb_sources: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetFiles:
@@ -65,7 +73,8 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
         root = _require(assets_dir / "toy", "folder", "toy")
         files = {split: _require(root / f"{split}.txt", "file", "toy") for split in SPLITS}
         splits = {split: _read(path) for split, path in files.items()}
-        return DatasetFiles(splits, {"jsonl": [_require(root / "kb.jsonl", "file", "toy")]})
+        return DatasetFiles(splits, {"jsonl": [_require(root / "kb.jsonl", "file", "toy")]},
+                            sources={k: str(p) for k, p in files.items()})
     _require(data_dir, "folder", dataset.value)
     root = _require(data_dir / DATA_FOLDERS[dataset], "folder", dataset.value)
     mesh = {
@@ -76,14 +85,42 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
         names = {"train": "Training", "dev": "Development", "test": "Test"}
         files = {split: _require(root / f"CDR_{name}Set.PubTator.txt", "file", "bc5cdr")
                  for split, name in names.items()}
-        return DatasetFiles({split: _read(path) for split, path in files.items()}, mesh)
-    train = _read(_require(root / "NCBItrainset_corpus.txt", "file", "ncbi"))
-    test = _read(_require(root / "NCBIdevelopset_corpus.txt", "file", "ncbi"))
+        return DatasetFiles({split: _read(path) for split, path in files.items()}, mesh,
+                            sources={k: str(p) for k, p in files.items()})
+    paths = {split: root / name for split, name in NCBI_FILES.items()}
+    train = _read(_require(paths["train"], "file", "ncbi"))
+    dev = _read(_require(paths["dev"], "file", "ncbi"))
+    if paths["test"].is_file():
+        return DatasetFiles({"train": train, "dev": dev, "test": _read(paths["test"])}, mesh,
+                            sources={k: str(p) for k, p in paths.items()})
     n_dev = max(1, round(len(train) * NCBI_DEV_FRACTION))
-    return DatasetFiles({"train": train[:-n_dev], "dev": train[-n_dev:], "test": test}, mesh,
-                        [f"NCBI-disease has no test file: its development set ({len(test)} "
-                         f"docs) is the test set, the last {n_dev} of its {len(train)} "
-                         "training docs the dev set"])
+    warning = Warnings.W020.format(folder=root, n_test=len(dev), n_dev=n_dev,
+                                   n_train=len(train))
+    return DatasetFiles({"train": train[:-n_dev], "dev": train[-n_dev:], "test": dev}, mesh,
+                        warnings=[warning],
+                        sources={"train": f"{paths['train']} (all but the last {n_dev})",
+                                 "dev": f"{paths['train']} (the last {n_dev})",
+                                 "test": str(paths["dev"])})
+
+
+def write_prepared(output_dir: Path, dataset: str, files: DatasetFiles) -> Path:
+    """Record in ``output_dir/prepared.json`` the dataset, each split's source and the
+    warnings of ``files``."""
+    path = output_dir / PREPARED_FILE
+    write_text_atomic(path, json.dumps({"dataset": dataset, "splits": files.sources,
+                                        "warnings": files.warnings}, indent=2) + "\n")
+    return path
+
+
+def corpus_warnings(corpus: Path) -> list[str]:
+    """The warnings ``prepare`` recorded for the corpus folder of the ``.spacy`` file
+    ``corpus`` (none where it has no readable ``prepared.json``)."""
+    try:
+        data = json.loads((Path(corpus).parent / PREPARED_FILE).read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return []
+    warnings = data.get("warnings") if isinstance(data, dict) else None
+    return [str(w) for w in warnings] if isinstance(warnings, list) else []
 
 
 def merge_ncbi_classes(splits: dict[str, list[PubtatorDocument]]

@@ -1,5 +1,6 @@
 """The `prepare` command that builds the project's corpora and KB."""
 
+import json
 from pathlib import Path
 
 import spacy
@@ -96,9 +97,10 @@ NCBI_DOCS = [
 ]
 
 
-def _ncbi_data(root: Path) -> Path:
+def _ncbi_data(root: Path, test_file: bool = False) -> Path:
     """A data dir shaped like ../shared/data for `prepare ncbi`: two made-up PubTator docs
-    (in both NCBI files) and a three-descriptor MeSH."""
+    (in both NCBI files, and in the official test file if ``test_file``) and a
+    three-descriptor MeSH."""
     lines = []
     for pmid, title, abstract, mentions in NCBI_DOCS:
         lines += [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
@@ -108,6 +110,9 @@ def _ncbi_data(root: Path) -> Path:
     (root / "ncbi_disease").mkdir(parents=True)
     for name in ("NCBItrainset_corpus.txt", "NCBIdevelopset_corpus.txt"):
         (root / "ncbi_disease" / name).write_text("\n".join(lines) + "\n")
+    if test_file:  # one document, so that the splits show where each came from
+        (root / "ncbi_disease" / "NCBItestset_corpus.txt").write_text(
+            "\n".join(lines[: lines.index("") + 1]) + "\n")
     (root / "mesh").mkdir()
     descriptors = (("D003110", "Colonic Neoplasms"), ("D011125", "Adenomatous Polyposis Coli"),
                    ("D010051", "Ovarian Neoplasms"), ("D001943", "Breast Neoplasms"))
@@ -191,3 +196,47 @@ def test_prepare_refuses_synonyms_for_a_kb_that_is_not_mesh(tmp_path):
     unknown = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "out"), "--assets-dir",
                                        str(ROOT / "assets"), "--synonyms", "umls"])
     assert unknown.exit_code == 1 and "E007" in unknown.output
+
+
+def _n_docs(folder: Path) -> dict[str, int]:
+    return {split: len(DocBin().from_disk(folder / f"{split}.spacy"))
+            for split in ("train", "dev", "test")}
+
+
+def test_prepare_ncbi_uses_the_official_test_file_when_present(tmp_path):
+    data = _ncbi_data(tmp_path / "data", test_file=True)
+    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "out"),
+                                      "--data-dir", str(data)])
+    assert result.exit_code == 0, result.output
+    assert "W020" not in result.output
+    # train and dev are the whole training and development files, test the test file
+    assert _n_docs(tmp_path / "out") == {"train": 2, "dev": 2, "test": 1}
+    prepared = json.loads((tmp_path / "out" / "prepared.json").read_text())
+    assert prepared["warnings"] == []
+    assert prepared["splits"]["test"].endswith("NCBItestset_corpus.txt")
+
+
+def test_prepare_ncbi_without_the_test_file_warns_and_the_metrics_say_so(
+        tmp_path, tiny_encoder):
+    data = _ncbi_data(tmp_path / "data")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["prepare", "ncbi", str(out), "--data-dir", str(data)])
+    assert result.exit_code == 0, result.output
+    assert "W020" in result.output
+    # the development file is the test set, the last training doc the dev set
+    assert _n_docs(out) == {"train": 1, "dev": 1, "test": 2}
+    prepared = json.loads((out / "prepared.json").read_text())
+    assert len(prepared["warnings"]) == 1 and "W020" in prepared["warnings"][0]
+    # an evaluation of that test set prints the warning and keeps it in its metrics
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(out / "kb.jsonl"),
+                                               "model": {"encoder_name": tiny_encoder}})
+    nlp.initialize()
+    nlp.to_disk(tmp_path / "model")
+    evaluated = CliRunner().invoke(app, ["evaluate", str(tmp_path / "model"),
+                                         str(out / "test.spacy"), "--no-encoder-rate",
+                                         "--output", str(tmp_path / "m.json")])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "W020" in evaluated.output
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert "W020" in metrics["corpus_warnings"][0]

@@ -83,6 +83,18 @@ def test_a_partial_run_reports_what_it_has(tmp_path):
     assert report.plots == []
 
 
+def test_the_warnings_of_the_corpora_head_the_report(tmp_path):
+    warning = "[W020] NCBI-disease's official test file ... is not in data/ncbi_disease"
+    for name in ("e2e.json", "linker_knn_negatives.json"):
+        (tmp_path / name).write_text(json.dumps({**FILES[name], "corpus_warnings": [warning]}))
+    markdown = build_report(tmp_path).markdown
+    assert markdown.count(warning) == 1  # once, however many files carry it
+    assert markdown.index(warning) < markdown.index("## At a glance")
+    (tmp_path / "linker_knn_negatives.json").unlink()
+    (tmp_path / "e2e.json").write_text(json.dumps(FILES["e2e.json"]))
+    assert "Warning" not in build_report(tmp_path).markdown
+
+
 def test_bad_folders_and_files_are_coded_errors(tmp_path):
     with pytest.raises(ValueError, match="E116"):
         build_report(tmp_path)
