@@ -14,6 +14,9 @@ from .report import _DASH, markdown_table, plot_recall_at_k, read_metrics, table
 
 RECALL_KS = (1, 8, 64)
 RECALL_PLOT = "recall_at_k.png"
+TUNING_FILES = "threshold_tuning_*.json"
+TUNED = {"threshold_tuning_e2e": "the shipped pipeline's NIL threshold (ner + arbo_entity_linker)",
+         "threshold_tuning_arbo_linker": "arbo_linker's link threshold"}
 
 
 @dataclass
@@ -88,7 +91,22 @@ def _end_to_end(runs: dict[str, dict], report: RunReport, folder: Path,
                      _num(in_kb.get("recall"), 100, 1), _num(in_kb.get("f1"), 100, 1),
                      str(in_kb.get("n_gold", _DASH)), _num(timings.get("docs_per_s"), 1, 2)])
     return ("## End-to-end linking of the raw test text (`evaluate-e2e`; InKB micro, strong "
-            "matching)\n\n" + table(["run", "P", "R", "F1", "gold", "docs/s"], rows) + "\n")
+            "matching)\n\n" + table(["run", "P", "R", "F1", "gold", "docs/s"], rows) + "\n"
+            + _tuned_thresholds(folder))
+
+
+def _tuned_thresholds(folder: Path) -> str:
+    """What ``tune-e2e`` chose for the evaluated pipelines (``threshold_tuning_*.json``)."""
+    lines = []
+    for path in sorted(folder.glob(TUNING_FILES)):
+        tuned = read_metrics(path)[1]
+        best = tuned.get("best") or {}
+        if "threshold" in best:
+            lines.append(f"- {TUNED.get(path.stem, path.stem)}: threshold "
+                         f"{_num(best['threshold'], 1, 4)} (dev InKB F1 {_num(best.get('f1'))}, "
+                         f"chosen by `tune-e2e` on {tuned.get('dev', 'dev')})")
+    return ("\nThresholds tuned on the dev split, as the pipelines above were saved:\n\n"
+            + "\n".join(lines) + "\n") if lines else ""
 
 
 def _coref(runs: dict[str, dict], report: RunReport, folder: Path,

@@ -83,6 +83,17 @@ def test_a_partial_run_reports_what_it_has(tmp_path):
     assert report.plots == []
 
 
+def test_the_end_to_end_section_says_which_thresholds_were_tuned(tmp_path):
+    (tmp_path / "e2e.json").write_text(json.dumps(FILES["e2e.json"]))
+    (tmp_path / "threshold_tuning_arbo_linker.json").write_text(json.dumps(
+        {"model": "training/x/e2e_untuned/model-best", "dev": "corpus/x/dev.spacy",
+         "best": {"threshold": 0.62, "precision": 0.8, "recall": 0.7, "f1": 0.755},
+         "rows": []}))
+    markdown = build_report(tmp_path).markdown
+    assert "arbo_linker's link threshold: threshold 0.6200 (dev InKB F1 0.755" in markdown
+    assert "corpus/x/dev.spacy" in markdown
+
+
 def test_the_warnings_of_the_corpora_head_the_report(tmp_path):
     warning = "[W020] NCBI-disease's official test file ... is not in data/ncbi_disease"
     for name in ("e2e.json", "linker_knn_negatives.json"):
