@@ -1,9 +1,10 @@
 """Benchmark end-to-end linking on BC5CDR (or NCBI-disease): arbo_linker against spaCy's
 ner + arbo_entity_linker, on the raw test text.
 
-Modes: ``span`` (the one-pass span reader, ``configs/arbo_linker.cfg``), ``span-cross`` (the
-same with the cross re-read of each span's top ``--cross-reread`` candidates), ``joint``
-(BEER²) and ``pipeline`` (EntQA) with the passage reader (``configs/arbo_linker_passage.cfg``).
+Modes: ``span`` (the one-pass span reader, ``spacy_arboel/configs/arbo_linker.cfg``),
+``span-cross`` (the same with the cross re-read of each span's top ``--cross-reread``
+candidates), ``joint`` (BEER²) and ``pipeline`` (EntQA) with the passage reader
+(``spacy_arboel/configs/arbo_linker_passage.cfg``).
 
 Not a test: training takes tens of minutes per mode on a 2-core CPU. Usage::
 

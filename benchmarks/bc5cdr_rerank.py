@@ -5,8 +5,8 @@ Not a test: training takes tens of minutes on a 2-core CPU. Usage::
     python benchmarks/bc5cdr_rerank.py --linker training/bench/knn_negatives/model-last \
         --max-steps 300 --union-with training/bench/arborescence/model-last --distill
 
-Trains the cross-encoder on the linker's candidates (configs/arbo_reranker.cfg), evaluates
-it on the test set's gold mentions as retrieved and in arboEL's oracle settings (``self``,
+Trains the cross-encoder on the linker's candidates (spacy_arboel/configs/arbo_reranker.cfg),
+evaluates it on the test set's gold mentions as retrieved and in arboEL's oracle settings (``self``,
 and ``union`` with ``--union-with``), and with ``--distill`` trains a bi-encoder student of it
 (``benchmarks/bc5cdr_linker.py``'s row format). Each run writes
 ``benchmarks/results/bc5cdr-rerank-<oracle>[-<tag>].json``; ``--table-only`` rebuilds the
@@ -36,8 +36,8 @@ from _common import (  # noqa: E402
 
 
 def resume_config(model: str, out: Path) -> Path:
-    """configs/arbo_reranker.cfg with ``arbo_reranker`` sourced from a trained pipeline, so that
-    ``spacy train`` goes on training it (spaCy's ``resume_training``)."""
+    """spacy_arboel/configs/arbo_reranker.cfg with ``arbo_reranker`` sourced from a trained
+    pipeline, so that ``spacy train`` goes on training it (spaCy's ``resume_training``)."""
     config = util.load_config(ROOT / "configs" / "arbo_reranker.cfg")
     config["components"]["arbo_reranker"] = {"source": str(model)}
     out.mkdir(parents=True, exist_ok=True)

@@ -294,14 +294,16 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E053 = (
         "The distill objective needs teacher_path: the folder of a saved pipeline with a "
-        "trained arbo_reranker (train one with configs/arbo_reranker.cfg)."
+        "trained arbo_reranker (train one with the config that `python -m spacy_arboel "
+        "init-config reranker.cfg --component arbo_reranker` writes)."
     )
     E054 = (
         "negatives='{negatives}' applies to knn_negatives, proxy and distill only, not to "
         "'{name}': remove it or change the objective."
     )
     E055 = (
-        "teacher_path '{path}' holds no arbo_reranker: train one with configs/arbo_reranker.cfg "
+        "teacher_path '{path}' holds no arbo_reranker: train one with the config that "
+        "`python -m spacy_arboel init-config reranker.cfg --component arbo_reranker` writes, "
         "and give the folder of its pipeline."
     )
     E056 = (
@@ -628,7 +630,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "pipeline its component's model folder."
     )
 
-    # --- the datasets' files as downloaded (prepare): E200-E209 ---
+    # --- corpus files: datasets as downloaded (prepare), JSONL and brat (convert): E200-E209 ---
     E200 = (
         "{archive} is not a zip archive that can be read ({error}): a download that stopped "
         "early? Delete it and fetch it again (`spacy project assets`)."
@@ -642,6 +644,19 @@ class Errors(metaclass=ErrorsWithCodes):
         "{archive} is not the file the project expects (its git blob id is {found}, "
         "{expected} expected): a damaged or different download. Delete it and fetch it again "
         "(`spacy project assets`), or put the unpacked PubTator files beside it."
+    )
+    E203 = (
+        "{where}: not a JSONL document ({problem}). Each line is one document: "
+        "{{\"text\": \"...\", \"spans\": [{{\"start\": 0, \"end\": 7, \"label\": "
+        "\"Chemical\", \"kb_id\": \"D001241\"}}]}}, offsets counting characters of the text."
+    )
+    E204 = (
+        "{where}: not brat standoff that can be read ({problem}). A brat corpus is a folder of "
+        "NAME.txt and NAME.ann pairs, with T lines (mentions) and N lines (their ids)."
+    )
+    E205 = (
+        "No training config named '{name}' comes with spacy-arboel; there are: {known}. "
+        "`python -m spacy_arboel init-config --help` lists what it writes."
     )
     # --- the KB-and-index runtime and the component adapters: E220-E229 ---
     E220 = (

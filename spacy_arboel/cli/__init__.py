@@ -1,6 +1,7 @@
 """Command-line interface: each module adds its commands to one typer app."""
 
 from . import (  # noqa: F401  (registers the commands)
+    config_commands,
     coref_commands,
     corpus_commands,
     data_commands,

@@ -31,17 +31,34 @@ SYNONYMS_HELP = (
 
 @app.command("convert")
 def convert_command(
-    input_path: Path = typer.Argument(..., help="PubTator file (or folder of .txt files)",
-                                      exists=True),
+    input_path: Path = typer.Argument(
+        ..., exists=True, help="PubTator file (or folder of .txt files), JSONL file "
+        "({\"text\", \"spans\": [{\"start\", \"end\", \"label\", \"kb_id\"}]} a line) "
+        "or brat folder (NAME.txt + NAME.ann)"),
     output_path: Path = typer.Argument(..., help="Output .spacy file"),
+    input_format: str = typer.Option(
+        "auto", "--format", help="auto (.jsonl: jsonl, a folder with .ann files: brat, else "
+        "pubtator), pubtator, jsonl or brat"),
     lang: str = typer.Option("en", "--lang", help="Language of the blank tokenizer"),
     limit: int = typer.Option(0, "--limit", help="Convert at most N documents (0: all)"),
 ) -> None:
-    """Convert a PubTator corpus to a spaCy DocBin (.spacy) with gold entities and kb_ids."""
+    """Convert an annotated corpus (PubTator, JSONL with character spans and ids, or brat
+    standoff) to a spaCy DocBin (.spacy) with gold entities and kb_ids: the training and
+    evaluation corpora of every command."""
+    from ..data.readers import CORPUS_FORMATS, read_annotated_documents
+    from ..settings import check_value, choices
+
     check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path})
+    try:
+        check_value("--format", input_format, choices(CORPUS_FORMATS))
+    except ValueError as err:
+        msg.fail(str(err), exits=1)
     nlp = spacy.blank(lang)
-    documents = read_pubtator_documents(input_path, limit)
-    summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path)
+    documents = read_annotated_documents(input_path, input_format, limit)
+    try:
+        summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path)
+    except ValueError as err:  # E010, E203, E204: a malformed line, named
+        msg.fail(str(err), exits=1)
     msg.good(f"Saved {summary['docs']} docs to {output_path}")
     msg.table([(key.replace("_", " "), value) for key, value in summary.items()],
               header=("", "count"), aligns=("l", "r"))

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..configs import packaged_config
 from ..errors import Errors
 from .app import OVERRIDES, app
 
@@ -30,7 +31,8 @@ def read_datasets(path: Path) -> dict:
 
 def dataset_settings(path: Path, step: str, dataset: str) -> tuple[Path, dict]:
     """The config file and the spaCy overrides of ``step`` on ``dataset`` in ``path``
-    (E118 where it lacks them)."""
+    (E118 where it lacks them): the config beside ``path`` (``configs/ner.cfg``), else the
+    one that comes with the package (``spacy_arboel/configs/``; E205 for neither)."""
     settings = read_datasets(path)
     described = settings.get(dataset)
     entry = described.get(step) if isinstance(described, dict) else None
@@ -38,7 +40,10 @@ def dataset_settings(path: Path, step: str, dataset: str) -> tuple[Path, dict]:
         known = ", ".join(sorted(map(str, settings))) or "none"
         raise ValueError(Errors.E118.format(path=path, step=step, dataset=dataset,
                                             known=known))
-    return path.parent / f"{entry['config']}.cfg", dict(entry.get("overrides") or {})
+    config = path.parent / f"{entry['config']}.cfg"  # the project's own, else the package's
+    if not config.is_file():
+        config = packaged_config(entry["config"])
+    return config, dict(entry.get("overrides") or {})
 
 
 @app.command("project-train", context_settings=OVERRIDES)

@@ -41,17 +41,20 @@ class PubtatorMention:
 
 @dataclass
 class PubtatorDocument:
-    """One PubTator document: its PMID, title, abstract and mentions."""
+    """One annotated document: its id (PubTator's PMID), title, abstract and mentions. A
+    document of another format (JSONL, brat) has its whole text as ``title`` and no
+    abstract (``None``)."""
 
     pmid: str
     title: str
-    abstract: str = ""
+    abstract: str | None = ""
     mentions: list[PubtatorMention] = field(default_factory=list)
 
     @property
     def text(self) -> str:
-        """The text the mention offsets point into: ``title + " " + abstract``."""
-        return self.title + " " + self.abstract
+        """The text the mention offsets point into: ``title + " " + abstract`` (the title
+        alone when ``abstract`` is None)."""
+        return self.title if self.abstract is None else self.title + " " + self.abstract
 
 
 def is_title_line(line: str) -> bool:

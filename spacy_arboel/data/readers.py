@@ -36,6 +36,38 @@ def read_pubtator_documents(path: str | Path, limit: int = 0) -> Iterator[Pubtat
     yield from documents
 
 
+CORPUS_FORMATS = ("auto", "pubtator", "jsonl", "brat")
+
+
+def corpus_format(path: str | Path, fmt: str = "auto") -> str:
+    """``fmt``, or for "auto" the format of ``path``: "jsonl" for a ``.jsonl`` file, "brat"
+    for a folder with ``.ann`` files, else "pubtator"."""
+    path = Path(path)
+    if fmt != "auto":
+        return fmt
+    if path.suffix == ".jsonl":
+        return "jsonl"
+    if path.is_dir() and any(path.glob("*.ann")):
+        return "brat"
+    return "pubtator"
+
+
+def read_annotated_documents(path: str | Path, fmt: str = "auto",
+                             limit: int = 0) -> Iterator[PubtatorDocument]:
+    """Stream the documents of an annotated corpus in ``fmt`` (see :func:`corpus_format`):
+    PubTator, JSONL with character spans and ids, or brat standoff (``data.annotations``);
+    at most ``limit`` if it is > 0."""
+    from .annotations import read_brat_documents, read_jsonl_documents
+
+    fmt = corpus_format(path, fmt)
+    if fmt != "pubtator" and not Path(path).exists():
+        raise FileNotFoundError(Errors.E103.format(path=path, what=f"{fmt} corpus"))
+    documents = {"pubtator": lambda: read_pubtator_documents(path),
+                 "jsonl": lambda: read_jsonl_documents(path),
+                 "brat": lambda: read_brat_documents(path)}[fmt]()
+    yield from islice(documents, limit) if limit > 0 else documents
+
+
 def with_gold_mentions(predicted: Doc, gold: Doc) -> Doc:
     """Copy the gold spans (label only, no kb_id) onto ``predicted``: the linking-only setting
     of BLINK and arboEL, where mentions are given and only their entities are predicted."""

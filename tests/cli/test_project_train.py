@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
 from spacy_arboel.cli.train_commands import DATASET_FIELDS, SETTINGS, dataset_settings
+from spacy_arboel.configs import packaged_config
 
 ROOT = Path(__file__).parents[2]
 DATASETS = srsly.read_yaml(ROOT / SETTINGS)
@@ -82,7 +83,7 @@ def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch
                                           str(tmp_path / "out"), *extra])
         assert result.exit_code == 0, result.output
         assert seen[-1][key] == expected
-        load_config(ROOT / "configs" / "arbo_entity_linker.cfg", overrides=seen[-1])
+        load_config(packaged_config("arbo_entity_linker"), overrides=seen[-1])
     result = CliRunner().invoke(app, ["project-train", "linker", "toy", "--output",
                                       str(tmp_path / "out"), "--objective", "softmax"])
     assert result.exit_code == 1 and "E007" in result.output and "knn_negatives" in result.output

@@ -13,6 +13,7 @@ from confection import ConfigValidationError
 from spacy.tokens import DocBin
 from thinc.api import Adam
 
+from spacy_arboel.configs import packaged_config
 from spacy_arboel.kb import KnowledgeBaseError
 from spacy_arboel.ml.objectives import objective_block
 
@@ -226,11 +227,10 @@ def test_factory_is_found_through_entry_points(tiny_encoder, toy_kb_path):
 
 @pytest.mark.slow
 def test_spacy_train_with_the_project_config(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
-    from pathlib import Path
 
     corpus = tmp_path / "train.spacy"
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(corpus)
-    config = Path(__file__).parents[2] / "configs" / "arbo_entity_linker.cfg"
+    config = packaged_config("arbo_entity_linker")
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
          "--paths.train", str(corpus), "--paths.dev", str(corpus), "--paths.kb",

@@ -11,6 +11,7 @@ from spacy.tokens import DocBin, Span
 from thinc.api import Adam
 
 from spacy_arboel.components.arbo_reranker import make_reranker
+from spacy_arboel.configs import packaged_config
 from spacy_arboel.encoders.inputs import MentionSpan
 from spacy_arboel.linking import CrossEncoderReranker
 
@@ -236,7 +237,6 @@ def test_quantize_reaches_the_core_and_scores_stay_close(tiny_encoder, toy_kb_pa
 def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     import subprocess
     import sys
-    from pathlib import Path
 
     linker = spacy.blank("en")  # the config's language
     linker.add_pipe(LINKER, config={"kb_path": str(toy_kb_path),
@@ -244,7 +244,7 @@ def test_spacy_train_with_the_reranker_config(tiny_encoder, toy_kb_path, toy_exa
     linker.initialize(lambda: toy_examples)
     linker.to_disk(tmp_path / "linker")
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
-    config = Path(__file__).resolve().parents[2] / "configs" / "arbo_reranker.cfg"
+    config = packaged_config("arbo_reranker")
     result = subprocess.run([
         sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
         "--paths.train", str(tmp_path / "train.spacy"),

