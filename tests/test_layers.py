@@ -20,7 +20,7 @@ LAYERS = (
     ("linking", "coref"),
     ("objectives", "encoders"),
     ("kb", "data"),
-    ("atomic", "parsing", "settings", "factories", "extensions", "__init__"),
+    ("atomic", "parsing", "settings", "factories", "extensions", "configs", "__init__"),
     ("errors",),
 )
 LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
