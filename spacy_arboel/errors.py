@@ -659,6 +659,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "`python -m spacy_arboel init-config --help` lists what it writes."
     )
     # --- the KB-and-index runtime and the component adapters: E220-E229 ---
+    E223 = (
+        "label_types = {value!r} is not a map of ent labels to lists of KB types. Give e.g. "
+        "{{\"Chemical\": [\"Chemical\"], \"Disease\": [\"Disease\"]}} (the KB's `types` "
+        "field names the types)."
+    )
     E220 = (
         "'{name}' was saved without a KB of its own: it links with the KB of the linker "
         "'{linker}', which this pipeline lacks. Load it in the pipeline it was saved with, "

@@ -3,8 +3,10 @@
 - ``span._.kb_candidates``: ranked ``(kb_id, score)`` list (arbo_entity_linker, arbo_reranker,
   arbo_linker);
 - ``span._.mention_vector``: the mention's vector (arbo_entity_linker; read by arbo_coref);
-- ``span._.cluster_id``: the mention's cluster, a KB id or a discovered ``NEW:…`` id
-  (arbo_coref);
+- ``span._.cluster_id``: the mention's cluster, a KB id or a discovered entity's id,
+  ``nil_prefix`` + a hash (``NIL_…`` by default; arbo_coref);
+- ``span._.linker_kb_id``: the linker's own link of the mention, kept by arbo_coref when the
+  clustering sets ``kb_id_`` (where the two differ, the clustering changed the link);
 - ``doc._.passage_candidates``: per passage, ``(start_char, end_char, [(kb_id, p), …])``
   (arbo_linker's retriever).
 """
@@ -14,9 +16,10 @@ from __future__ import annotations
 CANDIDATES_EXT = "kb_candidates"
 VECTOR_EXT = "mention_vector"
 CLUSTER_EXT = "cluster_id"
+LINKER_ID_EXT = "linker_kb_id"
 PASSAGE_CANDIDATES_EXT = "passage_candidates"
 
-SPAN_EXTENSIONS = (CANDIDATES_EXT, VECTOR_EXT, CLUSTER_EXT)
+SPAN_EXTENSIONS = (CANDIDATES_EXT, VECTOR_EXT, CLUSTER_EXT, LINKER_ID_EXT)
 DOC_EXTENSIONS = (PASSAGE_CANDIDATES_EXT,)
 
 

@@ -18,7 +18,13 @@ from spacy.util import ensure_path, from_disk, minibatch, to_bytes, to_disk
 from ..artefacts import MANIFEST, check_folder, clear_saved, reading, write_manifest
 from ..coref import MemoryFormatError, Mention, MentionMemory, cluster_mentions, text_key
 from ..errors import Errors
-from ..extensions import CANDIDATES_EXT, CLUSTER_EXT, VECTOR_EXT, register_extensions
+from ..extensions import (
+    CANDIDATES_EXT,
+    CLUSTER_EXT,
+    LINKER_ID_EXT,
+    VECTOR_EXT,
+    register_extensions,
+)
 from .concurrency import in_worker_process, one_thread_at_a_time
 
 SETTINGS = ("linker", "k", "threshold", "directed", "same_doc_only", "buffer_size",
@@ -30,7 +36,7 @@ SAVED = ("state",)  # what to_disk and to_bytes write (the remembered mentions)
 @Language.factory(
     "arbo_coref",
     requires=["doc.ents", f"span._.{VECTOR_EXT}", f"span._.{CANDIDATES_EXT}"],
-    assigns=["token.ent_kb_id", f"span._.{CLUSTER_EXT}"],
+    assigns=["token.ent_kb_id", f"span._.{CLUSTER_EXT}", f"span._.{LINKER_ID_EXT}"],
     default_config={
         "linker": "arbo_entity_linker", "k": 8, "threshold": None, "directed": True,
         "same_doc_only": False, "buffer_size": 1000, "nil_prefix": "NIL_",
@@ -60,7 +66,11 @@ class ArboCoref(Pipe):
     the graph is partitioned so that each cluster holds at most one entity (arboEL §2.3,
     ``directed`` or undirected). Every mention gets ``span._.cluster_id``: the KB id of its
     cluster's entity, or ``nil_prefix`` + a hash for a cluster with no entity (a discovered
-    entity); ``kb_id_`` becomes the cluster's entity or the linker's NIL id (arboEL eq. 8).
+    entity); ``kb_id_`` becomes the cluster's entity or the linker's NIL id (arboEL eq. 8),
+    and ``span._.linker_kb_id`` keeps the linker's own link, so that a link the clustering
+    changed shows it. The linker's type rule (its ``label_types``) holds here too: no edge
+    joins mentions of incompatible labels, and a mention whose cluster's entity does not fit
+    its label keeps the linker's link.
 
     ``nlp.pipe`` clusters up to ``buffer_size`` docs together. With ``keep_state``, the
     mentions of every batch are remembered (``state``, saved with ``to_disk``) and later
@@ -144,16 +154,24 @@ class ArboCoref(Pipe):
         if len(memory) and memory.fingerprints != fingerprints:
             raise ValueError(Errors.E034.format(name=self.name, saved=memory.fingerprints,
                                                 found=fingerprints))
+        rule = getattr(linker, "type_rule", None)
         clustered, slots = cluster_mentions(
             memory, MentionMemory.from_mentions(mentions),
             lambda position: linker.kb.entity_at(position).id,
-            **{key: self.cfg[key] for key in CLUSTERING})
+            **{key: self.cfg[key] for key in CLUSTERING},
+            compatible=rule.compatible if rule is not None else None)
         nil_id, prefix = linker.cfg["nil_id"], self.cfg["nil_prefix"]
         ents = [doc.ents for doc in docs]  # doc.ents builds a new tuple at every access
         for (doc_index, ent_index), slot in zip(spans, slots, strict=True):
             ent, cluster_id = ents[doc_index][ent_index], clustered.cluster_ids[slot]
-            ent._.set(CLUSTER_EXT, cluster_id)
+            own = ent.kb_id_  # the linker's own link
             kb_id = nil_id if cluster_id.startswith(prefix) else cluster_id
+            if rule is not None and kb_id != nil_id and not rule.fits(
+                    ent.label_, linker.kb[kb_id].types):
+                # the type rule: a mention never moves to an entity of another type
+                cluster_id = kb_id = own
+            ent._.set(CLUSTER_EXT, cluster_id)
+            ent._.set(LINKER_ID_EXT, own)
             for token in ent:
                 token.ent_kb_id_ = kb_id
         if self.cfg["keep_state"]:
@@ -248,6 +266,7 @@ def doc_mentions(docs: list[Doc], linker, component: str) -> tuple[list[Mention]
                                                     linker=linker.name))
             best = ((linker.kb.position(candidates[0][0]), candidates[0][1]) if candidates
                     else (-1, 0.0))
-            mentions.append(Mention(doc_key, ent.start_char, ent.end_char, vector, *best))
+            mentions.append(Mention(doc_key, ent.start_char, ent.end_char, vector, *best,
+                                    ent.label_))
             spans.append((doc_index, ent_index))
     return mentions, spans

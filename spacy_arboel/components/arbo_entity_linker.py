@@ -22,6 +22,7 @@ from ..extensions import CANDIDATES_EXT, VECTOR_EXT, register_extensions
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
+from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..linking.dense_retriever import GRANULARITIES
 from ..ml.bi_encoder import torch_encoders
@@ -62,6 +63,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": 500,
         **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
         "inputs": "auto", **defaults(RetrieverSettings, ("lexical_weight",)),
+        "label_types": None, "type_rule": "restrict",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -74,7 +76,8 @@ def make_entity_linker(
     expand_abbreviations: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
     quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUTS),
-    lexical_weight: NonNegativeFloat | None, scorer: Callable | None,
+    lexical_weight: NonNegativeFloat | None, label_types: dict[str, list[str]] | None,
+    type_rule: choices(TYPE_RULES), scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and
     ``RetrieverSettings`` for the retriever's (their defaults come from there)."""
@@ -84,7 +87,8 @@ def make_entity_linker(
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, verify_files=verify_files,
-                            inputs=inputs, scorer=scorer)
+                            inputs=inputs, label_types=label_types, type_rule=type_rule,
+                            scorer=scorer)
 
 
 def resolve_inputs(inputs: str, corpus_trained: bool) -> str:
@@ -112,7 +116,10 @@ class ArboEntityLinker(KBComponent):
     cosine (``names``: how the base sentence encoder or ``pretrain-kb``'s encoder learnt to
     compare names), and a linker trained on a corpus by BLINK's mention in context
     (``blink``); the switch happens when ``initialize`` finds gold mentions or at the first
-    ``update``, and is saved. ``blink`` or ``names`` fix the inputs.
+    ``update``, and is saved. ``blink`` or ``names`` fix the inputs. ``label_types`` maps
+    ent labels to the KB types they may link to (``{"Chemical": ["Chemical"]}``); with
+    ``type_rule`` ``restrict`` the candidates of other types are dropped, with ``prefer``
+    ranked last (``kb.type_rule``: an untyped entity or an unmapped label is never acted on).
     """
 
     saved_files = SAVED_FILES
@@ -121,13 +128,16 @@ class ArboEntityLinker(KBComponent):
     def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
-                 verify_files: str, inputs: str, scorer: Callable | None) -> None:
+                 verify_files: str, inputs: str, label_types: dict[str, list[str]] | None = None,
+                 type_rule: str = "restrict", scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
                                     "verify_files": verify_files,
-                                    "inputs": inputs}
+                                    "inputs": inputs, "label_types": label_types,
+                                    "type_rule": type_rule}
+        self.type_rule = TypeRule.from_settings(label_types, type_rule)
         self.settings = replace(settings, inputs=resolve_inputs(inputs, False))
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
@@ -255,12 +265,18 @@ class ArboEntityLinker(KBComponent):
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
             for ent, candidates, vector in zip(doc.ents, lists, vectors, strict=True):
+                encoded = bool(candidates)
+                if self.type_rule is not None:
+                    candidates = self.type_rule.apply(ent.label_, candidates, self._types_of)
                 best = candidates[0] if candidates else (nil_id, float("-inf"))
                 kb_id = best[0] if threshold is None or best[1] >= threshold else nil_id
                 for token in ent:
                     token.ent_kb_id_ = kb_id
                 ent._.set(CANDIDATES_EXT, candidates)
-                ent._.set(VECTOR_EXT, vector if candidates else None)
+                ent._.set(VECTOR_EXT, vector if encoded else None)
+
+    def _types_of(self, kb_id: str) -> tuple[str, ...]:
+        return self.kb[kb_id].types
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboEntityLinker.score")

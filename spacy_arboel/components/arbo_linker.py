@@ -29,6 +29,7 @@ from ..factories import ENTITY_LINKER, LINKER, find_components
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
+from ..kb.type_rule import TypeRule
 from ..linking.dense_retriever import GRANULARITIES
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
 from ..linking.reader_spans import resolve_spans
@@ -76,7 +77,7 @@ HEAD_SEED = 0
         "model": DEFAULT_MODEL, "kb_path": None,
         **defaults(SpanReaderSettings, PASSAGE_SETTINGS), "default_label": "ENTITY",
         "ents": "replace", **defaults(SpanReaderSettings, INDEX_SETTINGS),
-        "verify_files": "sha256", "dictionary_spans": "untrained",
+        "verify_files": "sha256", "dictionary_spans": "untrained", "label_types": None,
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -89,7 +90,7 @@ def make_linker(
     max_span_length: PositiveInt, default_label: str, ents: choices(ENTS_MODES),
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool,
     verify_files: choices(VERIFY_MODES), dictionary_spans: choices(DICTIONARY_MODES),
-    scorer: Callable | None,
+    label_types: dict[str, list[str]] | None, scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
     ``RetrieverReader.v1``) say what each setting does, and hold the defaults; the model's
@@ -98,7 +99,8 @@ def make_linker(
                              {**locals(), **model.attrs["settings"]})
     return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
                       default_label=default_label, ents=ents, verify_files=verify_files,
-                      dictionary_spans=dictionary_spans, nlp=nlp, scorer=scorer)
+                      dictionary_spans=dictionary_spans, nlp=nlp, scorer=scorer,
+                      label_types=label_types)
 
 
 class ArboLinker(KBComponent):
@@ -129,12 +131,15 @@ class ArboLinker(KBComponent):
     def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None,
                  default_label: str, ents: str, verify_files: str, dictionary_spans: str,
-                 nlp: Language | None, scorer: Callable | None) -> None:
+                 nlp: Language | None, scorer: Callable | None,
+                 label_types: dict[str, list[str]] | None = None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
                                     "ents": ents, "verify_files": verify_files,
-                                    "dictionary_spans": dictionary_spans}
+                                    "dictionary_spans": dictionary_spans,
+                                    "label_types": label_types}
+        self.type_rule = TypeRule.from_settings(label_types)
         self.core_class = CORES[model.attrs["reader"]][0]
         self.reader: ReaderBase | None = None
         # whether the heads were trained (the first update sets it; saved in cfg.json)
@@ -340,14 +345,24 @@ class ArboLinker(KBComponent):
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
         """Write ``doc.ents`` (replacing or keeping the old ones), ``span._.kb_candidates``
         and ``doc._.passage_candidates``."""
-        default, core = self.cfg["default_label"], self.reader
+        default = self.cfg["default_label"]
         for doc, links in zip(docs, predictions, strict=True):
             add_linked_ents(doc, [
-                (s.start_char, s.end_char, core.label_of(s.kb_id, default), s.kb_id,
+                (s.start_char, s.end_char, self.label_of(s.kb_id, default), s.kb_id,
                  links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
                 for s in sorted(links.spans, key=lambda s: -s.score)],
                 keep=self.cfg["ents"] == "keep")
             doc._.set(PASSAGE_CANDIDATES_EXT, links.passages)
+
+    def label_of(self, kb_id: str, default: str) -> str:
+        """The ent label of a span linked to ``kb_id``: the first label of ``label_types``
+        whose types meet the entity's, else the reader's (the entity's first KB type, its
+        label in the training corpus, or ``default``)."""
+        if self.type_rule is not None:
+            label = self.type_rule.label_for(self.kb[kb_id].types)
+            if label is not None:
+                return label
+        return self.reader.label_of(kb_id, default)
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboLinker.score")

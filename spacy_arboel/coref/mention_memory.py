@@ -40,7 +40,8 @@ def text_key(text: str) -> str:
 
 class Mention(NamedTuple):
     """One mention to cluster: its document's key (:func:`text_key`), character offsets,
-    vector, and nearest entity (KB position, -1 when it retrieved none, and its score)."""
+    vector, nearest entity (KB position, -1 when it retrieved none, and its score) and
+    label (for a type rule; "" for none)."""
 
     doc_key: str
     start_char: int
@@ -48,6 +49,7 @@ class Mention(NamedTuple):
     vector: Any  # a 1-D array of floats
     entity_position: int = -1
     entity_score: float = 0.0
+    label: str = ""
 
     @property
     def key(self) -> str:
@@ -57,8 +59,9 @@ class Mention(NamedTuple):
 
 class MentionMemory:
     """Mentions to cluster: vectors, nearest entity (KB position and score), a stable key,
-    their document's key and, once clustered, their cluster ids; ``fingerprints`` name the
-    KB and mention encoder the vectors and positions belong to."""
+    their document's key, their label and, once clustered, their cluster ids;
+    ``fingerprints`` name the KB and mention encoder the vectors and positions belong to.
+    A memory saved before labels were kept reads with empty labels."""
 
     def __init__(
         self,
@@ -69,6 +72,7 @@ class MentionMemory:
         doc_keys: list[str] | None = None,
         cluster_ids: list[str | None] | None = None,
         fingerprints: dict[str, str] | None = None,
+        labels: list[str] | None = None,
     ) -> None:
         self.vectors = np.zeros((0, 0), "float32") if vectors is None else vectors
         self.entity_positions = (np.zeros(0, "int64") if entity_positions is None
@@ -79,6 +83,7 @@ class MentionMemory:
         self.doc_keys = doc_keys or []
         self.cluster_ids = cluster_ids or [None] * len(self.keys)
         self.fingerprints = fingerprints or {}
+        self.labels = labels or [""] * len(self.keys)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -96,6 +101,7 @@ class MentionMemory:
             np.asarray([m.entity_position for m in mentions], dtype="int64"),
             np.asarray([m.entity_score for m in mentions], dtype="float32"),
             [m.key for m in mentions], [m.doc_key for m in mentions],
+            labels=[m.label for m in mentions],
         )
 
     def merged(self, batch: MentionMemory) -> tuple[MentionMemory, list[int]]:
@@ -117,6 +123,7 @@ class MentionMemory:
             self.keys + [batch.keys[i] for i in new],
             self.doc_keys + [batch.doc_keys[i] for i in new],
             self.cluster_ids + [batch.cluster_ids[i] for i in new], dict(self.fingerprints),
+            self.labels + [batch.labels[i] for i in new],
         )
         return merged, slots
 
@@ -129,7 +136,7 @@ class MentionMemory:
 
     def _meta(self) -> dict[str, Any]:
         return {"keys": self.keys, "doc_keys": self.doc_keys, "cluster_ids": self.cluster_ids,
-                "fingerprints": self.fingerprints}
+                "fingerprints": self.fingerprints, "labels": self.labels}
 
     def to_disk(self, path: str | Path) -> None:
         """Write the arrays (``.npy``, no pickle) and ``memory.json`` into folder ``path``."""
@@ -162,10 +169,11 @@ class MentionMemory:
 
     @classmethod
     def _from_parts(cls, arrays: dict[str, Any], meta: Any) -> MentionMemory:
-        if not isinstance(meta, dict) or set(meta) != set(FIELDS):
+        if not isinstance(meta, dict) or set(meta) - {"labels"} != set(FIELDS):
             raise MemoryFormatError(Errors.E060_META.format(fields=", ".join(FIELDS)))
         if not (all(isinstance(meta[f], list) for f in FIELDS[:3])
-                and isinstance(meta["fingerprints"], dict)):
+                and isinstance(meta["fingerprints"], dict)
+                and isinstance(meta.get("labels", []), list)):
             raise MemoryFormatError(Errors.E060_LISTS)
         if not all(isinstance(a, np.ndarray) for a in arrays.values()):
             raise MemoryFormatError(Errors.E060_ARRAYS.format(names=", ".join(ARRAYS)))
@@ -187,10 +195,11 @@ class MentionMemory:
             problems.append(Errors.E060_OUTSIDE_KB.format(n_entities=n_entities))
         if scores.dtype.kind != "f" or scores.shape != (n,):
             problems.append(Errors.E060_SCORES.format(dtype=scores.dtype, shape=scores.shape))
-        if len(self.doc_keys) != n or len(self.cluster_ids) != n:
+        if len(self.doc_keys) != n or len(self.cluster_ids) != n or len(self.labels) != n:
             problems.append(Errors.E060_LENGTHS.format(
                 n_doc_keys=len(self.doc_keys), n_cluster_ids=len(self.cluster_ids), n=n))
-        if not all(isinstance(k, str) for k in [*self.keys, *self.doc_keys]) or not all(
+        strings = [*self.keys, *self.doc_keys, *self.labels]
+        if not all(isinstance(k, str) for k in strings) or not all(
                 c is None or isinstance(c, str) for c in self.cluster_ids):
             problems.append(Errors.E060_STRINGS)
         if problems:
@@ -207,6 +216,7 @@ def cluster_mentions(
     directed: bool,
     same_doc_only: bool,
     nil_prefix: str,
+    compatible: Callable[[str, str], bool] | None = None,
 ) -> tuple[MentionMemory, list[int]]:
     """Cluster the mentions of ``batch`` together with those of ``memory`` by arboEL's
     inference (§2.3, appendix A.2): a graph with edges from each mention's ``k`` nearest
@@ -218,12 +228,17 @@ def cluster_mentions(
     id set, and the position of each mention of ``batch`` in it. A cluster's id is the KB id
     of its entity (``entity_id`` of its KB position), else that of a discovered entity:
     the id of its first mention if that one was remembered with a ``nil_prefix`` id, else
-    ``nil_prefix`` + that mention's key. Neither input is changed.
+    ``nil_prefix`` + that mention's key. With ``compatible`` (of two labels; a type rule's),
+    no edge joins two mentions whose labels are not compatible: a mention keeps fewer than
+    ``k`` neighbours rather than join another type's cluster (our addition to arboEL).
+    Neither input is changed.
     """
     mentions, slots = memory.merged(batch)
     n_remembered = len(memory)
     neighbours, scores = knn_graph(
         mentions.vectors, k, groups=mentions.doc_codes() if same_doc_only else None)
+    if compatible is not None:
+        neighbours = compatible_neighbours(neighbours, mentions.labels, compatible)
     graph = build_graph(neighbours, scores, mentions.entity_positions, mentions.entity_scores)
     part = partition_graph(
         graph.n_nodes, np.arange(graph.n_entities), graph.sources, graph.targets,
@@ -232,6 +247,20 @@ def cluster_mentions(
     mentions.cluster_ids = cluster_names(graph, part, entity_id, mentions.keys, nil_prefix,
                                          mentions.cluster_ids[:n_remembered])
     return mentions, slots
+
+
+def compatible_neighbours(neighbours: np.ndarray, labels: Sequence[str],
+                          compatible: Callable[[str, str], bool]) -> np.ndarray:
+    """``neighbours`` (a k-NN graph's, -1 for none) with -1 where the neighbour's label is
+    not ``compatible`` with the mention's."""
+    names = sorted(set(labels))
+    codes = np.array([names.index(label) for label in labels], dtype="int64")
+    table = np.array([[compatible(a, b) for b in names] for a in names], dtype=bool)
+    found = neighbours >= 0
+    keep = np.zeros_like(found)
+    rows = np.broadcast_to(codes[:, None], neighbours.shape)
+    keep[found] = table[rows[found], codes[neighbours[found]]]
+    return np.where(keep, neighbours, -1)
 
 
 def cluster_names(graph: MentionGraph, part: Partition, entity_id: Callable[[int], str],

@@ -290,3 +290,43 @@ def test_a_missing_or_damaged_folder_is_refused(tiny_encoder, toy_kb_path, toy_e
     (tmp_path / "saved" / "state" / "memory.json").write_text("{}")
     with pytest.raises(ValueError, match="E030.*memory.json"):
         coref.from_disk(tmp_path / "saved")
+
+
+def test_the_linkers_type_rule_holds_in_the_clusters(tiny_encoder, toy_kb_path, toy_examples):
+    """Untrained, the tiny linker ranks entities of both types; with ``label_types`` neither
+    its candidates nor the clusters give a mention an entity of another type, and every
+    mention keeps the linker's own link in ``linker_kb_id``."""
+    from spacy_arboel.extensions import CANDIDATES_EXT, LINKER_ID_EXT
+
+    rule = {"Chemical": ["Chemical"], "Disease": ["Disease"]}
+    free = _nlp(tiny_encoder, toy_kb_path, k=3, threshold=None)
+    kb = free.get_pipe("arbo_entity_linker").kb
+
+    def misfits(docs):  # links and candidates of another type
+        return sum(1 for d in docs for e in d.ents
+                   for i in [e.kb_id_, *(c for c, _ in e._.get(CANDIDATES_EXT))]
+                   if i in kb and e.label_ not in kb[i].types)
+
+    assert misfits(free.pipe(_docs(toy_examples))) > 0  # the test can fail
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
+        "label_types": rule})
+    nlp.add_pipe("arbo_coref", config={"k": 3, "threshold": None})
+    nlp.get_pipe("arbo_entity_linker").ensure_ready()
+    docs = list(nlp.pipe(_docs(toy_examples)))
+    assert misfits(docs) == 0
+    for doc in docs:
+        for ent in doc.ents:
+            assert all(ent.label_ in kb[i].types for i, _ in ent._.get(CANDIDATES_EXT))
+            assert ent._.get(LINKER_ID_EXT) == ent._.get(CANDIDATES_EXT)[0][0]
+    # prefer: the other type's entities stay, ranked last
+    prefer = spacy.blank("xx")
+    prefer.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
+        "label_types": rule, "type_rule": "prefer"})
+    prefer.get_pipe("arbo_entity_linker").ensure_ready()
+    for doc in prefer.pipe(_docs(toy_examples)):
+        for ent in doc.ents:
+            fits = [ent.label_ in kb[i].types for i, _ in ent._.get(CANDIDATES_EXT)]
+            assert len(fits) == len(kb) and fits == sorted(fits, reverse=True)

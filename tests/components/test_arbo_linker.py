@@ -52,6 +52,13 @@ def test_raw_text_in_linked_ents_out(tiny_encoder, toy_kb_path):
         assert ent._.kb_candidates and ent._.kb_candidates[0][0] == ent.kb_id_
     starts = [e.start for e in doc.ents]
     assert starts == sorted(starts)  # no overlaps: set_ents would have raised
+    # label_types names the labels of the linked entities' types
+    named = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=3,
+                 label_types={"Drug": ["Chemical"], "Condition": ["Disease"]})
+    doc = named("Aspirin induced cough in patients with heart failure.")
+    assert doc.ents and all(
+        e.label_ == {"Chemical": "Drug", "Disease": "Condition"}[kb[e.kb_id_]["types"][0]]
+        for e in doc.ents)
     passages = doc._.passage_candidates
     assert passages and all(len(cands) == 3 for _, _, cands in passages)
     for _, _, cands in passages:

@@ -115,6 +115,23 @@ def test_cluster_mentions_links_clusters_to_their_entity_and_names_discovered_on
     assert apart.cluster_ids == ["E0", "E0", "NIL_b_0_4", "NIL_c_2_6"]
 
 
+def test_a_type_rule_keeps_a_mention_out_of_another_types_cluster():
+    """The issue's "A patient on lithium developed seizures": with k = 1 the Chemical
+    mention's nearest mention is the Disease one, whose entity edge is the stronger."""
+    from spacy_arboel.kb.type_rule import TypeRule
+
+    mentions = [Mention("d", 13, 20, [1.0, 0.1], 0, 0.2, "Chemical"),  # lithium -> E0
+                Mention("d", 31, 39, [1.0, 0.0], 1, 0.9, "Disease")]   # seizures -> E1
+    batch = MentionMemory.from_mentions(mentions)
+    joined, _ = cluster_mentions(MentionMemory(), batch, _entity_id, **SETTINGS)
+    assert joined.cluster_ids == ["E1", "E1"]  # lithium moved to the Disease entity
+    rule = TypeRule.from_settings({"Chemical": ["Chemical"], "Disease": ["Disease"]})
+    apart, _ = cluster_mentions(MentionMemory(), batch, _entity_id, **SETTINGS,
+                                compatible=rule.compatible)
+    assert apart.cluster_ids == ["E0", "E1"]
+    assert apart.labels == ["Chemical", "Disease"]
+
+
 def test_a_remembered_discovered_cluster_keeps_its_id():
     first, _ = cluster_mentions(MentionMemory(), MentionMemory.from_mentions(_mentions()[2:3]),
                                 _entity_id, **SETTINGS)
@@ -180,10 +197,17 @@ def test_to_disk_from_disk_round_trip_in_the_saved_format(tmp_path):
         "entity_positions.npy", "entity_scores.npy", "memory.json", "vectors.npy"]
     meta = json.loads((tmp_path / "state" / "memory.json").read_text())
     assert meta == {"keys": memory.keys, "doc_keys": memory.doc_keys,
-                    "cluster_ids": memory.cluster_ids, "fingerprints": memory.fingerprints}
+                    "cluster_ids": memory.cluster_ids, "fingerprints": memory.fingerprints,
+                    "labels": memory.labels}
     loaded = MentionMemory.from_disk(tmp_path / "state")
     _assert_same(loaded, memory)
     loaded.validate(n_entities=1, width=4)
+    # a memory saved before labels were kept reads with empty labels
+    del meta["labels"]
+    (tmp_path / "state" / "memory.json").write_text(json.dumps(meta))
+    older = MentionMemory.from_disk(tmp_path / "state")
+    assert older.labels == [""] * len(memory)
+    older.validate(n_entities=1, width=4)
 
 
 def test_to_bytes_from_bytes_round_trip():

@@ -1,0 +1,76 @@
+"""Type-aware linking: which KB types an ent label may link to (scispaCy issues #483, #220).
+No spaCy here.
+
+A ``TypeRule`` maps ent labels to KB ``types`` (``{"Chemical": ["Chemical"], "Disease":
+["Disease"]}``). An entity fits a mention when the mention's label is not in the map, when
+the entity has no type, or when they share a type: the rule never acts on what the KB or
+the ``ner`` does not say. ``restrict`` drops the candidates that do not fit, ``prefer``
+ranks them after those that do (their scores and order among themselves unchanged). Two
+mentions are compatible unless both labels are mapped to type sets that do not meet:
+``arbo_coref`` joins no such pair and moves no mention to an entity that does not fit it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from ..errors import Errors
+
+TYPE_RULES = ("restrict", "prefer")
+C = TypeVar("C", bound=Sequence)
+
+
+@dataclass(frozen=True)
+class TypeRule:
+    """``label_types``: ent label -> the KB types it may link to; ``mode``: ``restrict``
+    or ``prefer`` (see the module)."""
+
+    label_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    mode: str = "restrict"
+
+    @classmethod
+    def from_settings(cls, label_types: Mapping[str, Iterable[str]] | None,
+                      mode: str = "restrict") -> TypeRule | None:
+        """The rule of a component's settings (None for no ``label_types``); E223 for a
+        map that is not label -> list of type names, E007 for another mode."""
+        if not label_types:
+            return None
+        if mode not in TYPE_RULES:
+            raise ValueError(Errors.E007.format(what="type_rule", value=mode,
+                                                options=", ".join(TYPE_RULES)))
+        if not isinstance(label_types, Mapping) or not all(
+                isinstance(label, str) and not isinstance(types, str)
+                and isinstance(types, Iterable) and all(isinstance(t, str) for t in types)
+                for label, types in label_types.items()):
+            raise ValueError(Errors.E223.format(value=label_types))
+        return cls({label: frozenset(types) for label, types in label_types.items()}, mode)
+
+    def fits(self, label: str, entity_types: Iterable[str]) -> bool:
+        """Whether an entity of ``entity_types`` may be the link of a ``label`` mention."""
+        allowed = self.label_types.get(label)
+        entity_types = set(entity_types)
+        return allowed is None or not entity_types or bool(allowed & entity_types)
+
+    def compatible(self, label: str, other: str) -> bool:
+        """Whether mentions labelled ``label`` and ``other`` may be one entity."""
+        first, second = self.label_types.get(label), self.label_types.get(other)
+        return first is None or second is None or bool(first & second)
+
+    def apply(self, label: str, candidates: list[C],
+              types_of: Callable[[str], Iterable[str]]) -> list[C]:
+        """The ``(id, score, ...)`` candidates of a ``label`` mention under the rule."""
+        if label not in self.label_types:
+            return candidates
+        fit = [self.fits(label, types_of(c[0])) for c in candidates]
+        if self.mode == "restrict":
+            return [c for c, ok in zip(candidates, fit, strict=True) if ok]
+        return ([c for c, ok in zip(candidates, fit, strict=True) if ok]
+                + [c for c, ok in zip(candidates, fit, strict=True) if not ok])
+
+    def label_for(self, entity_types: Iterable[str]) -> str | None:
+        """The first label (in the map's order) whose types meet ``entity_types``."""
+        entity_types = set(entity_types)
+        return next((label for label, allowed in self.label_types.items()
+                     if allowed & entity_types), None)
