@@ -12,11 +12,12 @@ import spacy
 from tests.conftest import TOY_ENTITIES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = README.parent / "docs"
 
 
-def _python_block(heading: str) -> str:
-    """The first python block of the README after ``heading``."""
-    text = README.read_text()
+def _python_block(heading: str, page: Path = README) -> str:
+    """The first python block of ``page`` (the README) after ``heading``."""
+    text = page.read_text()
     return re.search(r"```python\n(.*?)```", text[text.index(heading):], re.S)[1]
 
 
@@ -51,7 +52,7 @@ def test_an_untrained_linker_not_set_up_says_what_to_call(tiny_encoder, toy_kb_p
 def test_the_pipeline_api_example_swaps_the_kb(saved_linker, tmp_path, monkeypatch):
     """The "From Python" example, run in a folder holding its paths: a pipeline saved with
     a smaller KB that links only with it."""
-    code = _python_block("### From Python: `spacy_arboel.pipeline`")
+    code = _python_block("## From Python: `spacy_arboel.pipeline`", DOCS / "cli.md")
     (tmp_path / "training").mkdir()
     (saved_linker / "pipeline").rename(tmp_path / "training" / "model-best")
     smaller = TOY_ENTITIES[:3]
@@ -64,3 +65,23 @@ def test_the_pipeline_api_example_swaps_the_kb(saved_linker, tmp_path, monkeypat
     doc = nlp.make_doc("Daily aspirin.")
     doc.ents = [doc.char_span(6, 13, label="Chemical")]
     assert nlp(doc).ents[0].kb_id_ in {e["id"] for e in smaller}
+
+
+def test_a_sourced_linker_takes_another_kb_the_way_the_readme_says(saved_english_linker,
+                                                                   tmp_path, monkeypatch):
+    """The README's way round spaCy ignoring `config=` when sourcing: load with the KB,
+    then source from what was loaded."""
+    code = _python_block("spaCy ignores `config=` when it sources a component")
+    (tmp_path / "training").mkdir()
+    (saved_english_linker / "pipeline").rename(tmp_path / "training" / "model-best")
+    smaller = TOY_ENTITIES[:3]
+    (tmp_path / "my_kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in smaller))
+    monkeypatch.chdir(tmp_path)
+    namespace = {"nlp": spacy.blank("en"), "spacy": spacy}
+    exec(code, namespace)
+    linker = namespace["nlp"].get_pipe("arbo_entity_linker")
+    assert sorted(linker.kb.ids) == sorted(e["id"] for e in smaller)
+    # a path that names no file is an error, never ignored
+    with pytest.raises(ValueError, match="E221"):
+        spacy.load("training/model-best",
+                   config={"components.arbo_entity_linker.kb_path": "no_such_kb.jsonl"})
