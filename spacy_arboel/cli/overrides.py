@@ -18,11 +18,14 @@ ENV_VAR = "SPACY_CONFIG_OVERRIDES"  # as spaCy's commands: overrides from the en
 
 def parse_value(value: str) -> Any:
     """A value as JSON where it parses (``4``, ``true``, ``null``, ``[1, 2]``), else the
-    string itself (so that ``--paths.train corpus/train.spacy`` needs no quotes)."""
+    string itself (so that ``--paths.train corpus/train.spacy`` needs no quotes). A JSON
+    object stays its text (e.g. ``label_types``): confection would read a dict as a config
+    section, which an override cannot add."""
     try:
-        return srsly.json_loads(value)
+        parsed = srsly.json_loads(value)
     except ValueError:
         return str(value)
+    return str(value) if isinstance(parsed, dict) else parsed
 
 
 def _parse(args: list[str], from_cli: bool) -> dict[str, Any]:

@@ -76,7 +76,7 @@ def make_entity_linker(
     expand_abbreviations: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
     quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUTS),
-    lexical_weight: NonNegativeFloat | None, label_types: dict[str, list[str]] | None,
+    lexical_weight: NonNegativeFloat | None, label_types: dict[str, list[str]] | str | None,
     type_rule: choices(TYPE_RULES), scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and
@@ -128,7 +128,8 @@ class ArboEntityLinker(KBComponent):
     def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
-                 verify_files: str, inputs: str, label_types: dict[str, list[str]] | None = None,
+                 verify_files: str, inputs: str,
+                 label_types: dict[str, list[str]] | str | None = None,
                  type_rule: str = "restrict", scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings

@@ -90,7 +90,7 @@ def make_linker(
     max_span_length: PositiveInt, default_label: str, ents: choices(ENTS_MODES),
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool,
     verify_files: choices(VERIFY_MODES), dictionary_spans: choices(DICTIONARY_MODES),
-    label_types: dict[str, list[str]] | None, scorer: Callable | None,
+    label_types: dict[str, list[str]] | str | None, scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
     ``RetrieverReader.v1``) say what each setting does, and hold the defaults; the model's
@@ -132,7 +132,7 @@ class ArboLinker(KBComponent):
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None,
                  default_label: str, ents: str, verify_files: str, dictionary_spans: str,
                  nlp: Language | None, scorer: Callable | None,
-                 label_types: dict[str, list[str]] | None = None) -> None:
+                 label_types: dict[str, list[str]] | str | None = None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,

@@ -12,6 +12,7 @@ mentions are compatible unless both labels are mapped to type sets that do not m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -31,10 +32,16 @@ class TypeRule:
     mode: str = "restrict"
 
     @classmethod
-    def from_settings(cls, label_types: Mapping[str, Iterable[str]] | None,
+    def from_settings(cls, label_types: Mapping[str, Iterable[str]] | str | None,
                       mode: str = "restrict") -> TypeRule | None:
-        """The rule of a component's settings (None for no ``label_types``); E223 for a
-        map that is not label -> list of type names, E007 for another mode."""
+        """The rule of a component's settings (None for no ``label_types``): a map, or its
+        JSON text (how a config override gives it); E223 for what is not a map of label ->
+        list of type names, E007 for another mode."""
+        if isinstance(label_types, str):
+            try:
+                label_types = json.loads(label_types) if label_types.strip() else None
+            except ValueError:
+                raise ValueError(Errors.E223.format(value=label_types)) from None
         if not label_types:
             return None
         if mode not in TYPE_RULES:

@@ -71,6 +71,9 @@ def test_overrides_are_parsed_as_spacy_parses_them(monkeypatch):
         "components.a.k": 4, "components.a.flag": True, "paths.train": "corpus/t.spacy",
         "components.a.threshold": None, "components.a.ks": [1, 2]}
     assert args[0] == "--components.a.k"  # the caller's list is left as it was
+    # a JSON object stays text: confection would read a dict override as a section
+    assert parse_overrides(["--components.a.label_types", '{"Chemical": ["Chemical"]}']) == {
+        "components.a.label_types": '{"Chemical": ["Chemical"]}'}
     with pytest.raises(NoSuchOption):
         parse_overrides(["--top-k", "3"])  # no dot: an unknown option of the command
     with pytest.raises(ValueError, match=r"E211.*'components.a.k'"):
