@@ -35,9 +35,41 @@ def _num(value: Any, scale: float = 1.0, digits: int = 3) -> str:
     return f"{value * scale:.{digits}f}"
 
 
+# what the workflow's metric files hold, by file name: the rows' names in the report
+RUN_NAMES = (
+    ("linker_", "arbo_entity_linker, {} objective (gold mentions)"),
+    ("pipeline_", "ner + arbo_entity_linker + arbo_coref, {} objective"),
+    ("coref_", "arbo_coref over the {} linker"),
+    ("nil_", "NIL threshold of the {} linker"),
+)
+FILE_KEY = "_file"  # the metric file's name, kept with its metrics for the section's plots
+FILE_NAMES = {"e2e": "arbo_linker (raw text, no ner)",
+              "e2e_ner_linker": "ner + arbo_entity_linker (raw text)",
+              "rerank": "arbo_reranker over the linker's candidates"}
+
+
+def run_name(stem: str, name: str | None = None) -> str:
+    """A metric file's row name: its own ``name``, else what the workflow's file of that
+    name holds ("linker_default" -> "arbo_entity_linker, the dataset's objective (gold
+    mentions)"), else the file name."""
+    if name:
+        return name
+    if stem in FILE_NAMES:
+        return FILE_NAMES[stem]
+    for prefix, text in RUN_NAMES:
+        if stem.startswith(prefix):
+            objective = stem[len(prefix):]
+            return text.format("the dataset's" if objective == "default" else objective)
+    return stem
+
+
 def _files(folder: Path, pattern: str, skip: tuple[str, ...] = ()) -> dict[str, dict]:
-    return {p.stem: read_metrics(p)[1] for p in sorted(folder.glob(pattern))
-            if p.stem not in skip}
+    runs = {}
+    for path in sorted(folder.glob(pattern)):
+        if path.stem not in skip:
+            name, metrics = read_metrics(path)
+            runs[run_name(path.stem, name)] = {**metrics, FILE_KEY: path.stem}
+    return runs
 
 
 def _linking(runs: dict[str, dict], report: RunReport, folder: Path,
@@ -84,10 +116,8 @@ def _end_to_end(runs: dict[str, dict], report: RunReport, folder: Path,
     rows = []
     for name, m in runs.items():
         in_kb, timings = m.get("in_kb", {}), m.get("timings", {})
-        what = " + ".join(m.get("pipeline") or [name])
-        report.headline.append((f"{name} ({what}): InKB F1 (%) on raw text",
-                                _num(in_kb.get("f1"), 100, 1)))
-        rows.append([f"{name} ({what})", _num(in_kb.get("precision"), 100, 1),
+        report.headline.append((f"{name}: InKB F1 (%)", _num(in_kb.get("f1"), 100, 1)))
+        rows.append([name, _num(in_kb.get("precision"), 100, 1),
                      _num(in_kb.get("recall"), 100, 1), _num(in_kb.get("f1"), 100, 1),
                      str(in_kb.get("n_gold", _DASH)), _num(timings.get("docs_per_s"), 1, 2)])
     return ("## End-to-end linking of the raw test text (`evaluate-e2e`; InKB micro, strong "
@@ -155,7 +185,7 @@ def _nil(runs: dict[str, dict], report: RunReport, folder: Path,
         rows.append([name, _num(m.get("threshold"), 1, 4), _num(nil.get("precision")),
                      _num(nil.get("recall")), _num(nil.get("f1")), _num(nil.get("au_pr")),
                      _num(test.get("accuracy_with_nil"))])
-        plot = f"nil_pr_{name.removeprefix('nil_')}.png"
+        plot = f"nil_pr_{m[FILE_KEY].removeprefix('nil_')}.png"
         if (folder / plot).exists():  # tune-nil --plot writes it beside its metrics
             if plots.resolve() != folder.resolve():
                 with atomic_file(plots / plot) as temp:
