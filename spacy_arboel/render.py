@@ -1,7 +1,9 @@
-"""displaCy's entity view of linked docs: each entity's ``kb_id_`` links to its KB page
-(``kb_url_template``) and its top candidates with their scores show in its tooltip."""
+"""displaCy's entity view of linked docs: each entity's ``kb_id_`` and name link to its KB
+page (``kb_url_template``), its top candidates with their scores show in its tooltip, and
+where the input has gold ids, wrong and missed links are marked."""
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -10,6 +12,7 @@ from spacy import displacy
 from spacy.displacy.templates import TPL_ENT
 from spacy.tokens import Doc, Span
 
+from .data.ids import ID_SEPARATOR
 from .errors import Errors
 from .extensions import CANDIDATES_EXT
 
@@ -17,6 +20,8 @@ MESH_URL_TEMPLATE = "https://meshb.nlm.nih.gov/record/ui?ui={}"
 # MeSH descriptors (D) and supplementary concepts (C), 6 to 9 digits
 _MESH_PREFIXES = ("D", "C")
 COLORS = {"CHEMICAL": "#7aecec", "DISEASE": "#feca74"}
+WRONG, MISSED = "✗", "missed"  # the marks of a wrong and of a missed link
+WRONG_COLOR, MISSED_COLOR = "#ff8f8f", "#d9d9d9"
 # TPL_ENT with the candidates as the mark's tooltip
 TEMPLATE = TPL_ENT.replace('<mark class="entity"', '<mark class="entity" title="{candidates}"', 1)
 
@@ -55,33 +60,91 @@ def candidates_text(candidates: Sequence[tuple[str, float]], names: dict[str, st
                       for kb_id, score in list(candidates)[:n])
 
 
+@dataclass(frozen=True)
+class LinkCheck:
+    """A link of a rendered doc checked against the input's gold: ``kind`` is ``wrong``
+    (the span is gold, its id another), ``missed`` (a gold span the pipeline did not
+    link) or ``right``."""
+
+    doc: str
+    text: str
+    kind: str
+    predicted: str
+    gold: str
+
+
+def check_links(doc: Doc, gold: Sequence[tuple[int, int, str]], doc_id: str = ""
+                ) -> list[LinkCheck]:
+    """Each gold span of ``doc`` (``(start_char, end_char, ids)``, ids joined by ``|``)
+    against the ent the pipeline made there: right when its ``kb_id_`` is one of the gold
+    ids, wrong when it is another (NIL included), missed when no ent has that span."""
+    linked = {(e.start_char, e.end_char): e.kb_id_ for e in doc.ents}
+    checks = []
+    for start, end, ids in gold:
+        predicted = linked.get((start, end))
+        kind = ("missed" if predicted is None else
+                "right" if predicted in ids.split(ID_SEPARATOR) else "wrong")
+        checks.append(LinkCheck(doc_id, doc.text[start:end], kind, predicted or "", ids))
+    return checks
+
+
+def _named(kb_id: str, names: dict[str, str]) -> str:
+    return f"{kb_id} {names[kb_id]}" if kb_id in names else kb_id
+
+
 def doc_data(doc: Doc, url_template: str | None, names: dict[str, str] | None = None,
-             n_candidates: int = 3, title: str | None = None) -> dict[str, Any]:
-    """One doc in displaCy's manual format: each ent with its label, ``kb_id_`` (linked
-    through ``url_template``, ``{}`` standing for the id; without one the id links nowhere)
-    and its candidates' tooltip."""
+             n_candidates: int = 3, title: str | None = None,
+             gold: Sequence[tuple[int, int, str]] = ()) -> dict[str, Any]:
+    """One doc in displaCy's manual format: each ent with its label, ``kb_id_`` and the
+    entity's name (linked through ``url_template``, ``{}`` standing for the id; without one
+    the id links nowhere) and its candidates' tooltip. With the input's ``gold`` spans, a
+    wrong link's label is marked ``✗`` and its tooltip names the gold entity, and a gold
+    span the pipeline missed is shown, labelled ``missed``, where it overlaps no ent."""
     names = names or {}
+    results = check_links(doc, gold)
+    checks = {(start, end): c for (start, end, _), c in zip(gold, results, strict=True)}
     ents = []
     for ent in doc.ents:
         kb_id = ent.kb_id_
         candidates = (ent._.get(CANDIDATES_EXT) if Span.has_extension(CANDIDATES_EXT)
                       else None) or []
-        span = {"start": ent.start_char, "end": ent.end_char, "label": escape(ent.label_),
-                "params": {"candidates": escape(candidates_text(candidates, names,
-                                                                n_candidates) or kb_id)}}
+        tooltip = candidates_text(candidates, names, n_candidates) or kb_id
+        label = ent.label_
+        check = checks.get((ent.start_char, ent.end_char))
+        if check is not None and check.kind == "wrong":
+            label = f"{label} {WRONG}"
+            tooltip = f"gold: {_named(check.gold, names)} · {tooltip}"
+        span = {"start": ent.start_char, "end": ent.end_char, "label": escape(label),
+                "params": {"candidates": escape(tooltip)}}
         if kb_id:
-            span["kb_id"] = escape(kb_id)
+            span["kb_id"] = escape(_named(kb_id, names))
             span["kb_url"] = escape(kb_url(url_template, kb_id)) if url_template else "#"
         ents.append(span)
+    taken = [(e.start_char, e.end_char) for e in doc.ents]
+    for check, (start, end, ids) in zip(results, gold, strict=True):
+        if check.kind == "missed" and not any(s < end and start < e for s, e in taken):
+            ents.append({"start": start, "end": end, "label": MISSED,
+                         "kb_id": escape(_named(ids, names)),
+                         "kb_url": escape(kb_url(url_template, ids.split(ID_SEPARATOR)[0]))
+                         if url_template else "#",
+                         "params": {"candidates": escape(f"gold: {_named(ids, names)}")}})
+            taken.append((start, end))
+    ents.sort(key=lambda e: e["start"])
     return {"text": doc.text, "ents": ents, "title": escape(title) if title else None}
 
 
 def render_page(docs: Sequence[Doc], url_template: str | None,
                 names: dict[str, str] | None = None, n_candidates: int = 3,
-                titles: Sequence[str | None] | None = None) -> str:
-    """A standalone HTML page of ``docs`` in displaCy's entity view."""
+                titles: Sequence[str | None] | None = None,
+                golds: Sequence[Sequence[tuple[int, int, str]]] | None = None) -> str:
+    """A standalone HTML page of ``docs`` in displaCy's entity view (with the marks of
+    :func:`doc_data` where ``golds`` gives each doc's gold spans)."""
     titles = titles or [None] * len(docs)
-    data = [doc_data(doc, url_template, names, n_candidates, title)
-            for doc, title in zip(docs, titles, strict=True)]
+    golds = golds or [()] * len(docs)
+    data = [doc_data(doc, url_template, names, n_candidates, title, gold)
+            for doc, title, gold in zip(docs, titles, golds, strict=True)]
+    labels = {e["label"] for d in data for e in d["ents"]}
+    colors = {**COLORS, **{label.upper(): WRONG_COLOR for label in labels
+                           if label.endswith(WRONG)}, MISSED.upper(): MISSED_COLOR}
     return displacy.render(data, style="ent", manual=True, page=True, minify=False,
-                           jupyter=False, options={"template": TEMPLATE, "colors": COLORS})
+                           jupyter=False, options={"template": TEMPLATE, "colors": colors})

@@ -15,6 +15,7 @@ from spacy_arboel.data.texts import TextRecord, read_texts
 from spacy_arboel.extensions import CANDIDATES_EXT, register_extensions
 from spacy_arboel.render import (
     MESH_URL_TEMPLATE,
+    check_links,
     check_url_template,
     default_url_template,
     render_page,
@@ -51,6 +52,20 @@ def test_page_links_each_kb_id_and_shows_the_candidates():
     assert "meshb" not in no_links and 'href="#"' in no_links
 
 
+def test_names_and_the_marks_of_wrong_and_missed_links():
+    names = {"D015738": "Famotidine", "D003693": "Delirium", "D003221": "Confusion"}
+    doc = _doc()  # Famotidine -> D015738 (right), delirium -> D003693 (gold: D003221)
+    gold = [(0, 10, "D015738"), (22, 30, "D003221"), (48, 56, "D009999|D003221")]
+    page = render_page([doc], MESH_URL_TEMPLATE, names, titles=["d"], golds=[gold])
+    assert ">D015738 Famotidine<" in page and ">D003693 Delirium<" in page  # names shown
+    assert "Disease ✗" in page and 'title="gold: D003221 Confusion · D003693"' in page
+    assert "missed" in page and "gold: D009999|D003221" in page  # "elderly" was not linked
+    assert page.count('<mark class="entity"') == 3
+    assert [c.kind for c in check_links(doc, gold)] == ["right", "wrong", "missed"]
+    # without gold nothing is marked
+    assert "✗" not in render_page([_doc()], None, names)
+
+
 def test_labels_ids_and_urls_are_escaped_and_encoded():
     register_extensions()
     doc = spacy.blank("xx")("x y z")
@@ -84,7 +99,7 @@ def test_documents_are_read_from_each_format(tmp_path):
     (tmp_path / "notes.md").write_text("ignored in a folder")
     assert list(read_texts(tmp_path)) == [
         TextRecord("x1", "Aspirin."), TextRecord("a:3", "Cough."),
-        TextRecord("123", "Famotidine delirium In elderly patients."),
+        TextRecord("123", "Famotidine delirium In elderly patients.", ((0, 10, "D015738"),)),
         TextRecord("456", "Cough Aspirin induced cough."),
         TextRecord("c", "Plain text\nof one document."), TextRecord("d:0", "Fever.")]
 
@@ -127,6 +142,18 @@ def test_render_command_writes_the_page(linker_pipeline, tmp_path):
                      "https://kb.example/{}", "--candidates", 1)
     assert custom.exit_code == 0 and "https://kb.example/D" in page.read_text()
     assert "meshb" not in page.read_text()
+    # gold ids in the input: the wrong and missed links are counted and written
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "g", "text": "Aspirin induced cough.", "spans": [
+        {"start": 0, "end": 7, "label": "Chemical", "kb_id": "D001241"},
+        {"start": 16, "end": 21, "label": "Disease", "kb_id": "D999999"}]}) + "\n")
+    checked = _render(linker_pipeline, gold, "--output", page, "--errors",
+                      tmp_path / "errors.json")
+    assert checked.exit_code == 0, checked.output
+    errors = json.loads((tmp_path / "errors.json").read_text())
+    assert errors["gold_links"] == 2 and "of 2 gold links right" in checked.output
+    assert any(e["gold"] == "D999999" and e["kind"] in ("wrong", "missed")
+               for e in errors["errors"])
 
 
 def test_render_command_refuses_bad_input_and_outputs(linker_pipeline, tmp_path):

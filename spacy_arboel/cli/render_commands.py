@@ -25,20 +25,26 @@ def render_command(
              "MeSH KB; \"\" or another KB: ids shown without a page)")] = None,
     candidates: Annotated[int, typer.Option(
         help="Candidates shown in each entity's tooltip")] = 3,
+    errors: Annotated[Path | None, typer.Option(
+        help="Write the wrong and missed links of the rendered docs (where INPUT_PATH has "
+             "gold ids) to this JSON file; the workflow's report lists them")] = None,
 ) -> None:
     """Write displaCy's entity view of the linked documents: each entity's label and
     kb_id (a link to its KB page), and its top candidates with their scores as a tooltip.
     Extra --section.key value options override the pipeline's config."""
+    from dataclasses import asdict
     from itertools import islice
 
     from wasabi import msg
 
     from ..data.texts import read_texts
+    from ..evaluation.report import write_json
     from ..factories import pipeline_kb
     from ..pipeline.loading import load_pipeline
-    from ..render import check_url_template, default_url_template, render_page
+    from ..render import check_links, check_url_template, default_url_template, render_page
 
-    check_outputs({"MODEL": model, "INPUT_PATH": input_path}, {"--output": output})
+    check_outputs({"MODEL": model, "INPUT_PATH": input_path},
+                  {"--output": output, "--errors": errors})
     try:
         if kb_url_template:
             check_url_template(kb_url_template)
@@ -52,7 +58,20 @@ def render_command(
         kb_url_template = default_url_template(names)
     docs = list(nlp.pipe(r.text for r in records))
     page = render_page(docs, kb_url_template or None, names, candidates,
-                       [r.id for r in records])
+                       [r.id for r in records], [r.gold for r in records])
     write_text_atomic(output, page)
     msg.good(f"Rendered {len(docs)} docs with {sum(len(d.ents) for d in docs)} entities: "
              f"{output}")
+    checks = [c for doc, r in zip(docs, records, strict=True)
+              for c in check_links(doc, r.gold, r.id)]
+    if checks:
+        wrong = [c for c in checks if c.kind != "right"]
+        msg.info(f"{len(checks) - len(wrong)} of {len(checks)} gold links right; "
+                 f"{sum(c.kind == 'wrong' for c in wrong)} wrong, "
+                 f"{sum(c.kind == 'missed' for c in wrong)} missed (marked on the page)")
+    if errors is not None:
+        write_json({"gold_links": len(checks), "errors": [
+            {**asdict(c), "predicted_name": names.get(c.predicted, ""),
+             "gold_name": names.get(c.gold.split("|")[0], "")} for c in checks
+            if c.kind != "right"]}, errors)
+        msg.good(f"Wrote {errors}")

@@ -16,10 +16,13 @@ SUFFIXES = (".jsonl", ".txt", ".pubtator", ".spacy")
 
 @dataclass(frozen=True)
 class TextRecord:
-    """One document: its id (given, or ``<file stem>:<number>``) and text."""
+    """One document: its id (given, or ``<file stem>:<number>``), text, and the gold
+    mentions the input gives with ids, as ``(start_char, end_char, ids)`` (``ids`` joined
+    with ``|``; none for plain text)."""
 
     id: str
     text: str
+    gold: tuple[tuple[int, int, str], ...] = ()
 
 
 def input_files(path: str | Path) -> list[Path]:
@@ -51,7 +54,8 @@ def read_texts(path: str | Path) -> Iterator[TextRecord]:
             yield from _docbin(file)
         elif file.suffix == ".pubtator" or is_pubtator(file):
             for doc in read_pubtator(file):
-                yield TextRecord(doc.pmid, doc.text)
+                yield TextRecord(doc.pmid, doc.text, tuple(
+                    (m.start, m.end, "|".join(m.ids)) for m in doc.mentions if m.ids))
         else:
             try:
                 text = decode_utf8(file.read_bytes())
@@ -68,7 +72,9 @@ def _docbin(file: Path) -> Iterator[TextRecord]:
     number = 0
     try:
         for doc in DocBin().from_disk(file).get_docs(Vocab()):
-            yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")), doc.text)
+            yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")), doc.text,
+                             tuple((e.start_char, e.end_char, e.kb_id_) for e in doc.ents
+                                   if e.kb_id_))
             number += 1
     except Exception as err:  # spaCy, msgpack and numpy raise several unrelated types
         raise ValueError(Errors.E155.format(path=file, number=number,
@@ -88,4 +94,21 @@ def _jsonl(file: Path) -> Iterator[TextRecord]:
             if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                 raise ValueError(Errors.E115.format(
                     path=file, line=number, problem='no "text" string field'))
-            yield TextRecord(str(record.get("id", f"{file.stem}:{number}")), record["text"])
+            yield TextRecord(str(record.get("id", f"{file.stem}:{number}")), record["text"],
+                             _jsonl_gold(record))
+
+
+def _jsonl_gold(record: dict) -> tuple[tuple[int, int, str], ...]:
+    """The spans of a JSONL record (``data.annotations``' format) that carry ids; spans of
+    another shape are not gold and are skipped here (``convert`` reports them)."""
+    gold = []
+    for span in record.get("spans", record.get("entities", [])) or []:
+        if isinstance(span, list):
+            span = dict(zip(("start", "end", "label", "kb_id"), span, strict=False))
+        if not isinstance(span, dict):
+            continue
+        start, end, ids = span.get("start"), span.get("end"), span.get("kb_id")
+        ids = "|".join(ids) if isinstance(ids, list) else ids
+        if isinstance(start, int) and isinstance(end, int) and isinstance(ids, str) and ids:
+            gold.append((start, end, ids))
+    return tuple(gold)

@@ -196,11 +196,29 @@ def _nil(runs: dict[str, dict], report: RunReport, folder: Path,
                           "accuracy incl. NIL"], rows) + "\n"
 
 
+def _link_errors(runs: dict[str, dict], report: RunReport, folder: Path,
+                 plots: Path) -> str:
+    text = "## Wrong and missed links of the rendered test documents (`render`)\n\n"
+    for m in runs.values():
+        errors = m.get("errors") or []
+        n = m.get("gold_links", 0)
+        wrong = sum(e.get("kind") == "wrong" for e in errors)
+        report.headline.append(("rendered gold links wrong / missed",
+                                f"{wrong} / {len(errors) - wrong} of {n}"))
+        rows = [[e.get("doc", ""), e.get("text", ""), e.get("kind", ""),
+                 f"{e.get('predicted', '')} {e.get('predicted_name', '')}".strip() or _DASH,
+                 f"{e.get('gold', '')} {e.get('gold_name', '')}".strip()] for e in errors]
+        text += (f"{n - len(errors)} of {n} gold links right on the page.\n\n"
+                 + (table(["doc", "mention", "", "linked", "gold"], rows) if rows else ""))
+    return text + "\n"
+
+
 # (file pattern, stems to skip, section), in the report's order
 SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[..., str]], ...] = (
     ("pipeline_*.json", (), _pipeline), ("linker_*.json", (), _linking),
     ("e2e*.json", (), _end_to_end), ("coref_*.json", ("coref_tuning",), _coref),
-    ("rerank*.json", (), _rerank), ("nil_*.json", (), _nil))
+    ("rerank*.json", (), _rerank), ("nil_*.json", (), _nil),
+    ("link_errors.json", (), _link_errors))
 
 
 def metric_files(folder: str | Path) -> list[Path]:

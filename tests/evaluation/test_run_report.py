@@ -97,6 +97,19 @@ def test_the_end_to_end_section_says_which_thresholds_were_tuned(tmp_path):
     assert "corpus/x/dev.spacy" in markdown
 
 
+def test_the_wrong_and_missed_links_of_the_page_are_listed(tmp_path):
+    (tmp_path / "link_errors.json").write_text(json.dumps({"gold_links": 41, "errors": [
+        {"doc": "92000011", "text": "fits", "kind": "wrong", "predicted": "D004827",
+         "predicted_name": "Epilepsy", "gold": "D012640", "gold_name": "Seizures"},
+        {"doc": "92000012", "text": "slow pulse", "kind": "missed", "predicted": "",
+         "predicted_name": "", "gold": "D001919", "gold_name": "Bradycardia"}]}))
+    report = build_report(tmp_path)
+    assert "| 92000011 | fits | wrong | D004827 Epilepsy | D012640 Seizures |" in report.markdown
+    assert "| 92000012 | slow pulse | missed | – | D001919 Bradycardia |" in report.markdown
+    assert "39 of 41 gold links right" in report.markdown
+    assert dict(report.headline)["rendered gold links wrong / missed"] == "1 / 1 of 41"
+
+
 def test_the_warnings_of_the_corpora_head_the_report(tmp_path):
     warning = "[W020] NCBI-disease's official test file ... is not in data/ncbi_disease"
     for name in ("e2e.json", "linker_knn_negatives.json"):
