@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# the type rule on BC5CDR (issue 32): linking of the gold test mentions and coref, without
+# and with label_types, one run at a time
+set -euo pipefail
+export OMP_NUM_THREADS=2
+M=${MODEL:-training/bench4/knn_negatives-issue31/model-last}  # bc5cdr_linker.py --tag issue31
+T=corpus/bc5cdr/test.spacy
+RULE='{"Chemical": ["Chemical"], "Disease": ["Disease"]}'
+L=components.arbo_entity_linker
+O=${OUT:-bench_runs/type_rule}
+mkdir -p $O
+[ -f $O/linker_none.json ] || python -m spacy_arboel evaluate $M $T --no-encoder-rate --name no-rule --output $O/linker_none.json
+python -m spacy_arboel evaluate $M $T --no-encoder-rate --name restrict --output $O/linker_restrict.json --$L.label_types "$RULE"
+python -m spacy_arboel evaluate $M $T --no-encoder-rate --name prefer --output $O/linker_prefer.json --$L.label_types "$RULE" --$L.type_rule prefer
+for k in 1; do
+python -m spacy_arboel evaluate-coref $M $T --output $O/coref_k${k}_none.json --components.arbo_coref.k $k
+python -m spacy_arboel evaluate-coref $M $T --output $O/coref_k${k}_restrict.json --components.arbo_coref.k $k --$L.label_types "$RULE"
+done
+python -m spacy_arboel evaluate-coref $M $T --output $O/coref_tuned_none.json --components.arbo_coref.k 1 --components.arbo_coref.threshold -16.6517
+python -m spacy_arboel evaluate-coref $M $T --output $O/coref_tuned_restrict.json --components.arbo_coref.k 1 --components.arbo_coref.threshold -16.6517 --$L.label_types "$RULE"
+echo done
