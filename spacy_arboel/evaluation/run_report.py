@@ -37,10 +37,10 @@ def _num(value: Any, scale: float = 1.0, digits: int = 3) -> str:
 
 # what the workflow's metric files hold, by file name: the rows' names in the report
 RUN_NAMES = (
-    ("linker_", "arbo_entity_linker, {} objective (gold mentions)"),
-    ("pipeline_", "ner + arbo_entity_linker + arbo_coref, {} objective"),
-    ("coref_", "arbo_coref over the {} linker"),
-    ("nil_", "NIL threshold of the {} linker"),
+    ("linker_", "arbo_entity_linker, {} (gold mentions)"),
+    ("pipeline_", "ner + arbo_entity_linker + arbo_coref, {}"),
+    ("coref_", "arbo_coref over the linker of {}"),
+    ("nil_", "NIL threshold of the linker of {}"),
 )
 FILE_KEY = "_file"  # the metric file's name, kept with its metrics for the section's plots
 FILE_NAMES = {"e2e": "arbo_linker (raw text, no ner)",
@@ -50,7 +50,7 @@ FILE_NAMES = {"e2e": "arbo_linker (raw text, no ner)",
 
 def run_name(stem: str, name: str | None = None) -> str:
     """A metric file's row name: its own ``name``, else what the workflow's file of that
-    name holds ("linker_default" -> "arbo_entity_linker, the dataset's objective (gold
+    name holds ("linker_default": "arbo_entity_linker, the dataset's objective (gold
     mentions)"), else the file name."""
     if name:
         return name
@@ -59,7 +59,8 @@ def run_name(stem: str, name: str | None = None) -> str:
     for prefix, text in RUN_NAMES:
         if stem.startswith(prefix):
             objective = stem[len(prefix):]
-            return text.format("the dataset's" if objective == "default" else objective)
+            return text.format("the dataset's objective" if objective == "default"
+                               else f"the {objective} objective")
     return stem
 
 

@@ -54,20 +54,21 @@ def test_the_report_has_every_section_and_the_headline(metrics):
         assert heading in text
     headline = dict(report.headline)
     # rows are named for what they are: a run's own name, else what its file holds
-    pipeline = "ner + arbo_entity_linker + arbo_coref, knn_negatives objective"
+    pipeline = "ner + arbo_entity_linker + arbo_coref, the knn_negatives objective"
     assert headline[f"{pipeline}: NER F"] == "0.847"
     assert headline["toy-knn: in-KB R@1 / R@64"] == "0.912 / 0.980"
     assert headline["arbo_linker (raw text, no ner): InKB F1 (%)"] == "81.8"
     assert headline["ner + arbo_entity_linker (raw text): InKB F1 (%)"] == "74.0"
     assert headline["toy-knn: mentions/s"] == "310.0"
-    assert headline["arbo_coref over the knn_negatives linker: CoNLL F1"] == "0.913"
+    coref = "arbo_coref over the linker of the knn_negatives objective"
+    assert headline[f"{coref}: CoNLL F1"] == "0.913"
     reranker = "arbo_reranker over the linker's candidates"
     assert headline[f"{reranker}: cross-encoder accuracy (bi-encoder)"] == "0.458 (1.000)"
     assert "| type Chemical | 10 | 0.900 | 0.950 | 0.980 | 0.970 |" in text
     assert "| Disease | 0.700 | 0.800 | 0.746 |" in text
     assert "| arbo_linker (raw text, no ner) | 83.9 | 79.7 | 81.8 | 100 | 13.61 |" in text
-    assert ("| NIL threshold of the knn_negatives linker | 0.4321 | 0.500 | 0.600 | 0.545 "
-            "| 0.510 | 0.800 |") in text
+    assert ("| NIL threshold of the linker of the knn_negatives objective | 0.4321 | 0.500 "
+            "| 0.600 | 0.545 | 0.510 | 0.800 |") in text
     assert "coref_tuning" not in text
     assert report.plots == ["recall_at_k.png", "nil_pr_knn_negatives.png"]
     assert (metrics / "recall_at_k.png").read_bytes()[:4] == b"\x89PNG"
