@@ -757,6 +757,12 @@ class Warnings(metaclass=ErrorsWithCodes):
         "published NCBI-disease results. Put the file beside the training file (`spacy "
         "project assets` fetches it) and prepare again."
     )
+    W021 = (
+        "'{name}' was saved before its candidate scores were probabilities, with threshold "
+        "= {threshold} on the raw score: it links as it did, its kb_candidates holding raw "
+        "scores (scores = \"raw\"). Tune the threshold again (`tune-nil`, `tune-e2e`) and "
+        "save, or set scores = \"probability\" and a threshold in [0, 1]."
+    )
     # --- settings and objectives: W040-W044 ---
     W040 = (
         "spacy_arboel.Objective.v1 (name = \"{name}\") is deprecated and will be removed: "

@@ -2,6 +2,9 @@
 
 - ``span._.kb_candidates``: ranked ``(kb_id, score)`` list (arbo_entity_linker, arbo_reranker,
   arbo_linker);
+- ``span._.kb_raw_scores``: the raw scores of ``kb_candidates``, in their order
+  (arbo_entity_linker: the bi-encoder's dot products or cosines, whose probabilities
+  ``kb_candidates`` holds; read by arbo_coref);
 - ``span._.mention_vector``: the mention's vector (arbo_entity_linker; read by arbo_coref);
 - ``span._.cluster_id``: the mention's cluster, a KB id or a discovered entity's id,
   ``nil_prefix`` + a hash (``NIL_…`` by default; arbo_coref);
@@ -14,12 +17,13 @@
 from __future__ import annotations
 
 CANDIDATES_EXT = "kb_candidates"
+RAW_SCORES_EXT = "kb_raw_scores"
 VECTOR_EXT = "mention_vector"
 CLUSTER_EXT = "cluster_id"
 LINKER_ID_EXT = "linker_kb_id"
 PASSAGE_CANDIDATES_EXT = "passage_candidates"
 
-SPAN_EXTENSIONS = (CANDIDATES_EXT, VECTOR_EXT, CLUSTER_EXT, LINKER_ID_EXT)
+SPAN_EXTENSIONS = (CANDIDATES_EXT, RAW_SCORES_EXT, VECTOR_EXT, CLUSTER_EXT, LINKER_ID_EXT)
 DOC_EXTENSIONS = (PASSAGE_CANDIDATES_EXT,)
 
 

@@ -44,7 +44,13 @@ def _reload(nlp, folder: Path):
 
 def _ents(docs) -> list[list[dict[str, Any]]]:
     return [[{"span": [e.start_char, e.end_char], "label": e.label_, "kb_id": e.kb_id_,
-              "candidates": [[c, round(float(s), 6)] for c, s in (e._.kb_candidates or [])],
+              # raw scores where the linker keeps them (its kb_candidates are probabilities
+              # since issue 32), as they were recorded
+              "candidates": [[c, round(float(s), 6)] for c, s in zip(
+                  (c for c, _ in (e._.kb_candidates or [])),
+                  e._.get("kb_raw_scores") if e.has_extension("kb_raw_scores")
+                  and e._.get("kb_raw_scores") is not None
+                  else (s for _, s in (e._.kb_candidates or [])), strict=False)],
               "cluster": e._.get("cluster_id") if e.has_extension("cluster_id") else None}
              for e in doc.ents] for doc in docs]
 

@@ -22,6 +22,7 @@ from ..extensions import (
     CANDIDATES_EXT,
     CLUSTER_EXT,
     LINKER_ID_EXT,
+    RAW_SCORES_EXT,
     VECTOR_EXT,
     register_extensions,
 )
@@ -264,7 +265,10 @@ def doc_mentions(docs: list[Doc], linker, component: str) -> tuple[list[Mention]
             if vector is None or candidates is None:
                 raise ValueError(Errors.E014.format(name=component, text=ent.text,
                                                     linker=linker.name))
-            best = ((linker.kb.position(candidates[0][0]), candidates[0][1]) if candidates
+            # the entity edge weighs the raw score (a dot product, as the mention edges),
+            # not the probability kb_candidates may hold
+            raw = ent._.get(RAW_SCORES_EXT) or [score for _, score in candidates]
+            best = ((linker.kb.position(candidates[0][0]), raw[0]) if candidates
                     else (-1, 0.0))
             mentions.append(Mention(doc_key, ent.start_char, ent.end_char, vector, *best,
                                     ent.label_))

@@ -2,6 +2,7 @@
 trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -17,8 +18,8 @@ from ..artefacts import VERIFY_MODES
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
-from ..errors import Errors
-from ..extensions import CANDIDATES_EXT, VECTOR_EXT, register_extensions
+from ..errors import Errors, Warnings
+from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, VECTOR_EXT, register_extensions
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
@@ -49,6 +50,12 @@ DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1",
 INPUTS = ("auto", *INPUT_FORMATS)
 # the best measured objective (BENCHMARKS.md); arboEL's is "spacy_arboel.ArborescenceObjective.v1"
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 8}
+# what ``kb_candidates`` holds: p(e | m) among the candidates, or the raw scores
+SCORE_SCALES = ("probability", "raw")
+# the scale of a cosine before its softmax: sentence-transformers train MiniLM with in-batch
+# softmax over 20 x cosine (MultipleNegativesRankingLoss's scale); BLINK's dot products have
+# their own (scale 1)
+COSINE_SCALE = 20.0
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
 
@@ -63,7 +70,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": 500,
         **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
         "inputs": "auto", **defaults(RetrieverSettings, ("lexical_weight",)),
-        "label_types": None, "type_rule": "restrict",
+        "label_types": None, "type_rule": "restrict", "scores": "probability",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -77,7 +84,7 @@ def make_entity_linker(
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
     quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUTS),
     lexical_weight: NonNegativeFloat | None, label_types: dict[str, list[str]] | str | None,
-    type_rule: choices(TYPE_RULES), scorer: Callable | None,
+    type_rule: choices(TYPE_RULES), scores: choices(SCORE_SCALES), scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and
     ``RetrieverSettings`` for the retriever's (their defaults come from there)."""
@@ -88,7 +95,18 @@ def make_entity_linker(
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, verify_files=verify_files,
                             inputs=inputs, label_types=label_types, type_rule=type_rule,
-                            scorer=scorer)
+                            scores=scores, scorer=scorer)
+
+
+def candidate_probabilities(raw: list[float], scale: float) -> list[float]:
+    """p(e | m) over a mention's candidates: the softmax of ``scale`` x their raw scores,
+    as the bi-encoder was trained (BLINK's eq. 2 over in-batch or retrieved candidates;
+    ELQ links with the same softmax over its candidates)."""
+    if not raw:
+        return []
+    logits = np.asarray(raw, dtype="float64") * scale
+    weights = np.exp(logits - logits.max())
+    return (weights / weights.sum()).tolist()
 
 
 def resolve_inputs(inputs: str, corpus_trained: bool) -> str:
@@ -130,14 +148,15 @@ class ArboEntityLinker(KBComponent):
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
                  verify_files: str, inputs: str,
                  label_types: dict[str, list[str]] | str | None = None,
-                 type_rule: str = "restrict", scorer: Callable | None) -> None:
+                 type_rule: str = "restrict", scores: str = "probability",
+                 scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
                                     "verify_files": verify_files,
                                     "inputs": inputs, "label_types": label_types,
-                                    "type_rule": type_rule}
+                                    "type_rule": type_rule, "scores": scores}
         self.type_rule = TypeRule.from_settings(label_types, type_rule)
         self.settings = replace(settings, inputs=resolve_inputs(inputs, False))
         self.retriever: DenseRetriever | None = None
@@ -263,17 +282,23 @@ class ArboEntityLinker(KBComponent):
         """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the candidates and
         the mention vector (None for a mention with nothing to encode)."""
         threshold, nil_id = self.cfg["threshold"], self.cfg["nil_id"]
+        scale = COSINE_SCALE if self.retriever.settings.scoring == "cosine" else 1.0
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
             for ent, candidates, vector in zip(doc.ents, lists, vectors, strict=True):
                 encoded = bool(candidates)
                 if self.type_rule is not None:
                     candidates = self.type_rule.apply(ent.label_, candidates, self._types_of)
+                raw = [float(score) for _, score in candidates]
+                if self.cfg["scores"] == "probability":
+                    candidates = list(zip((i for i, _ in candidates),
+                                          candidate_probabilities(raw, scale), strict=True))
                 best = candidates[0] if candidates else (nil_id, float("-inf"))
                 kb_id = best[0] if threshold is None or best[1] >= threshold else nil_id
                 for token in ent:
                     token.ent_kb_id_ = kb_id
                 ent._.set(CANDIDATES_EXT, candidates)
+                ent._.set(RAW_SCORES_EXT, raw)
                 ent._.set(VECTOR_EXT, vector if encoded else None)
 
     def _types_of(self, kb_id: str) -> tuple[str, ...]:
@@ -290,6 +315,7 @@ class ArboEntityLinker(KBComponent):
         ``index``."""
         self._write(path, lambda: {"seen_ids": sorted(self.seen_ids),
                                    "inputs": self.settings.inputs,
+                                   "scores": self.cfg["scores"],
                                    "n_missing_gold_ids": self.trainer.n_missing_gold_ids},
                     exclude)
 
@@ -313,6 +339,13 @@ class ArboEntityLinker(KBComponent):
             if self.cfg["inputs"] == "auto":
                 self.settings = replace(self.settings, inputs=saved_inputs)
             self._set_up(state["kb"], state["tokenizer"], sources)
+            if "scores" not in cfg and state["cfg"] and self.cfg["threshold"] is not None \
+                    and self.cfg["scores"] == "probability":
+                # saved before the probabilities: its threshold is on the raw score
+                warnings.warn(Warnings.W021.format(name=self.name,
+                                                   threshold=self.cfg["threshold"]),
+                              stacklevel=2)
+                self.cfg["scores"] = "raw"
             self.trainer.seen_ids = set(cfg["seen_ids"])
             self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]
             if "index" not in exclude:

@@ -26,7 +26,7 @@ from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..errors import Errors
-from ..extensions import CANDIDATES_EXT, register_extensions
+from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, register_extensions
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
@@ -49,7 +49,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
 @Language.factory(
     "arbo_reranker",
     requires=[f"span._.{CANDIDATES_EXT}"],
-    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}"],
+    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{RAW_SCORES_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "linker": "arbo_entity_linker", "kb_path": None, "top_k": 4,
         "train_top_k": 8, "inject_gold": True, "nil_id": "NIL",
@@ -192,7 +192,9 @@ class ArboReranker(KBComponent):
         return result
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[list[np.ndarray]]) -> None:
-        """Re-order each target ent's top-k by the cross-encoder and set its ``kb_id_``."""
+        """Re-order each target ent's top-k by the cross-encoder and set its ``kb_id_``; the
+        candidates' scores (and ``kb_raw_scores``) become the cross-encoder's (0 for the
+        candidates after its top-k)."""
         for doc, doc_scores in zip(docs, predictions, strict=True):
             for (ent, ids), scores in zip(self._targets(doc), doc_scores, strict=True):
                 reranked = ranked(ids, scores)
@@ -200,6 +202,7 @@ class ArboReranker(KBComponent):
                 for token in ent:
                     token.ent_kb_id_ = reranked[0][0]
                 ent._.set(CANDIDATES_EXT, reranked + rest)
+                ent._.set(RAW_SCORES_EXT, [float(score) for _, score in reranked + rest])
 
     def _training_mentions(self, examples: Sequence[Example]):
         """Texts, spans, ``train_top_k`` candidates and gold id of each usable mention

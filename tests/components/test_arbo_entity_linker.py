@@ -600,3 +600,53 @@ def test_quantized_candidates_match_float_within_tolerance(
     assert again.get_pipe("arbo_entity_linker").retriever.settings.quantize
     redone = [again(eg.predicted.copy()) for eg in toy_examples]
     assert _linked(again, redone) == _linked(fast, fast_docs)
+
+
+def test_candidate_scores_are_probabilities_with_the_raw_scores_kept(tiny_encoder, toy_kb_path,
+                                                                     toy_examples):
+    from spacy_arboel.components.arbo_entity_linker import candidate_probabilities
+
+    # p(e | m): the softmax of the scores as trained (dot products; cosine x 20)
+    assert candidate_probabilities([2.0, 1.0], 1.0) == pytest.approx(
+        [np.e / (np.e + 1), 1 / (np.e + 1)])
+    assert candidate_probabilities([0.5, 0.45], 20.0)[0] == pytest.approx(
+        1 / (1 + np.exp(-1.0)))
+    assert candidate_probabilities([], 1.0) == []
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    raw = _nlp(tiny_encoder, toy_kb_path, scores="raw")
+    for doc, raw_doc in zip(nlp.pipe(eg.predicted.copy() for eg in toy_examples),
+                            raw.pipe(eg.predicted.copy() for eg in toy_examples), strict=True):
+        for ent, raw_ent in zip(doc.ents, raw_doc.ents, strict=True):
+            probabilities = [p for _, p in ent._.kb_candidates]
+            assert sum(probabilities) == pytest.approx(1.0)
+            assert probabilities == sorted(probabilities, reverse=True)
+            assert ent._.kb_raw_scores == [s for _, s in raw_ent._.kb_candidates]
+            assert [i for i, _ in ent._.kb_candidates] == [i for i, _ in raw_ent._.kb_candidates]
+    # a threshold reads the probability: above every one, every mention is NIL
+    nil = _nlp(tiny_encoder, toy_kb_path, threshold=1.01)
+    assert {e.kb_id_ for d in nil.pipe(eg.predicted.copy() for eg in toy_examples)
+            for e in d.ents} == {"NIL"}
+
+
+def test_a_linker_saved_with_a_raw_threshold_keeps_it(tiny_encoder, toy_kb_path, toy_examples,
+                                                      tmp_path):
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.5)
+    nlp.to_disk(tmp_path / "pipeline")
+    cfg_path = tmp_path / "pipeline" / "arbo_entity_linker" / "cfg.json"
+    cfg = srsly.read_json(cfg_path)
+    assert cfg["scores"] == "probability"
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert loaded.get_pipe("arbo_entity_linker").cfg["scores"] == "probability"
+    # as a linker saved before issue 32 left it: no "scores" in cfg.json
+    from spacy_arboel.artefacts import write_manifest
+
+    del cfg["scores"]
+    srsly.write_json(cfg_path, cfg)
+    folder = cfg_path.parent
+    write_manifest(folder, [p.name for p in folder.iterdir() if p.name != "manifest.json"])
+    with pytest.warns(UserWarning, match="W021"):
+        old = spacy.load(tmp_path / "pipeline")
+    linker = old.get_pipe("arbo_entity_linker")
+    assert linker.cfg["scores"] == "raw"
+    doc = old(toy_examples[0].predicted.copy())
+    assert all([s for _, s in e._.kb_candidates] == e._.kb_raw_scores for e in doc.ents)
