@@ -760,8 +760,9 @@ class Warnings(metaclass=ErrorsWithCodes):
     W021 = (
         "'{name}' was saved before its candidate scores were probabilities, with threshold "
         "= {threshold} on the raw score: it links as it did, its kb_candidates holding raw "
-        "scores (scores = \"raw\"). Tune the threshold again (`tune-nil`, `tune-e2e`) and "
-        "save, or set scores = \"probability\" and a threshold in [0, 1]."
+        "scores (scores = \"raw\"). To move it to probabilities, tune its threshold again "
+        "with the old one cleared: `tune-nil MODEL DEV --output-model OUT "
+        "--components.{name}.threshold null` (or `tune-e2e`)."
     )
     # --- settings and objectives: W040-W044 ---
     W040 = (

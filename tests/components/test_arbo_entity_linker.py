@@ -650,3 +650,7 @@ def test_a_linker_saved_with_a_raw_threshold_keeps_it(tiny_encoder, toy_kb_path,
     assert linker.cfg["scores"] == "raw"
     doc = old(toy_examples[0].predicted.copy())
     assert all([s for _, s in e._.kb_candidates] == e._.kb_raw_scores for e in doc.ents)
+    # the way W021 gives to probabilities: the old threshold cleared
+    cleared = spacy.load(tmp_path / "pipeline",
+                         config={"components.arbo_entity_linker.threshold": None})
+    assert cleared.get_pipe("arbo_entity_linker").cfg["scores"] == "probability"
