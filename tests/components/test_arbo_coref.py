@@ -320,6 +320,18 @@ def test_the_linkers_type_rule_holds_in_the_clusters(tiny_encoder, toy_kb_path, 
         for ent in doc.ents:
             assert all(ent.label_ in kb[i].types for i, _ in ent._.get(CANDIDATES_EXT))
             assert ent._.get(LINKER_ID_EXT) == ent._.get(CANDIDATES_EXT)[0][0]
+    # clusters: the linker's candidates as they are, the clusters still by the rule
+    clusters = spacy.blank("xx")
+    clusters.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
+        "label_types": rule, "type_rule": "clusters"})
+    clusters.add_pipe("arbo_coref", config={"k": 3, "threshold": None})
+    clusters.get_pipe("arbo_entity_linker").ensure_ready()
+    free_docs = list(free.pipe(_docs(toy_examples)))
+    for doc, free_doc in zip(clusters.pipe(_docs(toy_examples)), free_docs, strict=True):
+        for ent, free_ent in zip(doc.ents, free_doc.ents, strict=True):
+            assert ent._.get(CANDIDATES_EXT) == free_ent._.get(CANDIDATES_EXT)
+            assert ent.kb_id_ not in kb or ent.label_ in kb[ent.kb_id_].types
     # prefer: the other type's entities stay, ranked last
     prefer = spacy.blank("xx")
     prefer.add_pipe("arbo_entity_linker", config={

@@ -25,6 +25,10 @@ def test_restrict_drops_and_prefer_ranks_last():
     assert prefer.apply("Chemical", candidates, TYPES.get) == [
         ("X1", 0.8), ("C1", 0.7), ("B1", 0.1), ("D1", 0.9)]
     assert prefer.apply("Gene", candidates, TYPES.get) == candidates
+    # clusters: the candidates as they are; the rule holds for arbo_coref only
+    clusters = TypeRule.from_settings(RULE, "clusters")
+    assert clusters.apply("Chemical", candidates, TYPES.get) == candidates
+    assert not clusters.compatible("Chemical", "Disease")
 
 
 def test_compatible_labels_and_the_label_of_an_entity():
@@ -40,7 +44,7 @@ def test_compatible_labels_and_the_label_of_an_entity():
 def test_a_malformed_map_is_E223(bad):
     with pytest.raises(ValueError, match=r"\[E223\]"):
         TypeRule.from_settings(bad)
-    with pytest.raises(ValueError, match=r"\[E007\].*restrict, prefer"):
+    with pytest.raises(ValueError, match=r"\[E007\].*restrict, prefer, clusters"):
         TypeRule.from_settings(RULE, "drop")
     assert TypeRule.from_settings(None) is None and TypeRule.from_settings({}) is None
 
