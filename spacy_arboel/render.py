@@ -12,7 +12,7 @@ from spacy import displacy
 from spacy.displacy.templates import TPL_ENT
 from spacy.tokens import Doc, Span
 
-from .data.ids import ID_SEPARATOR
+from .data.ids import gold_ids
 from .errors import Errors
 from .extensions import CANDIDATES_EXT
 
@@ -83,7 +83,7 @@ def check_links(doc: Doc, gold: Sequence[tuple[int, int, str]], doc_id: str = ""
     for start, end, ids in gold:
         predicted = linked.get((start, end))
         kind = ("missed" if predicted is None else
-                "right" if predicted in ids.split(ID_SEPARATOR) else "wrong")
+                "right" if predicted in gold_ids(ids) else "wrong")
         checks.append(LinkCheck(doc_id, doc.text[start:end], kind, predicted or "", ids))
     return checks
 
@@ -125,7 +125,7 @@ def doc_data(doc: Doc, url_template: str | None, names: dict[str, str] | None = 
         if check.kind == "missed" and not any(s < end and start < e for s, e in taken):
             ents.append({"start": start, "end": end, "label": MISSED,
                          "kb_id": escape(_named(ids, names)),
-                         "kb_url": escape(kb_url(url_template, ids.split(ID_SEPARATOR)[0]))
+                         "kb_url": escape(kb_url(url_template, gold_ids(ids)[0]))
                          if url_template else "#",
                          "params": {"candidates": escape(f"gold: {_named(ids, names)}")}})
             taken.append((start, end))

@@ -37,6 +37,7 @@ def render_command(
 
     from wasabi import msg
 
+    from ..data.ids import gold_ids
     from ..data.texts import read_texts
     from ..evaluation.report import write_json
     from ..factories import pipeline_kb
@@ -72,6 +73,6 @@ def render_command(
     if errors is not None:
         write_json({"gold_links": len(checks), "errors": [
             {**asdict(c), "predicted_name": names.get(c.predicted, ""),
-             "gold_name": names.get(c.gold.split("|")[0], "")} for c in checks
+             "gold_name": names.get(gold_ids(c.gold)[0], "")} for c in checks
             if c.kind != "right"]}, errors)
         msg.good(f"Wrote {errors}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import Errors
 from ..parsing import decode_utf8, parse_json
+from .ids import join_ids
 from .pubtator import is_title_line, read_pubtator
 
 SUFFIXES = (".jsonl", ".txt", ".pubtator", ".spacy")
@@ -55,7 +56,7 @@ def read_texts(path: str | Path) -> Iterator[TextRecord]:
         elif file.suffix == ".pubtator" or is_pubtator(file):
             for doc in read_pubtator(file):
                 yield TextRecord(doc.pmid, doc.text, tuple(
-                    (m.start, m.end, "|".join(m.ids)) for m in doc.mentions if m.ids))
+                    (m.start, m.end, join_ids(m.ids)) for m in doc.mentions if m.ids))
         else:
             try:
                 text = decode_utf8(file.read_bytes())
@@ -108,7 +109,7 @@ def _jsonl_gold(record: dict) -> tuple[tuple[int, int, str], ...]:
         if not isinstance(span, dict):
             continue
         start, end, ids = span.get("start"), span.get("end"), span.get("kb_id")
-        ids = "|".join(ids) if isinstance(ids, list) else ids
+        ids = join_ids(ids) if isinstance(ids, list) else ids
         if isinstance(start, int) and isinstance(end, int) and isinstance(ids, str) and ids:
             gold.append((start, end, ids))
     return tuple(gold)
