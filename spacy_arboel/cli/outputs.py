@@ -1,7 +1,9 @@
 """Safe outputs for the CLI commands: no output may be one of the inputs (or another
-output), output folders exist before the work starts, and files and folders are written
-atomically (``spacy_arboel.atomic``), so that a failed or interrupted command leaves the old
-output as it was."""
+output), a file output is no folder and a folder output no file, an output that may hold
+the user's edits is not replaced without --force, each output is locked for the whole
+command (a second run on it gets E240), output folders exist before the work starts, and
+files and folders are written atomically (``spacy_arboel.atomic``), so that a failed or
+interrupted command leaves the old output as it was."""
 
 from __future__ import annotations
 
@@ -10,12 +12,18 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-__all__ = ["atomic_file", "atomic_folder", "check_outputs", "same_path", "save_pipeline",
-           "write_text_atomic"]
+__all__ = ["atomic_file", "atomic_folder", "check_outputs", "lock_outputs", "same_path",
+           "save_pipeline", "write_text_atomic"]
 
 from wasabi import msg
 
-from ..atomic import atomic_file, atomic_folder, check_replaceable, write_text_atomic
+from ..atomic import (
+    atomic_file,
+    atomic_folder,
+    check_replaceable,
+    output_lock,
+    write_text_atomic,
+)
 from ..errors import Errors
 
 if TYPE_CHECKING:
@@ -59,12 +67,16 @@ def _check_pipeline_output(path: Path) -> None:
 
 
 def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
-                  pipelines: Collection[str] = ()) -> None:
+                  pipelines: Collection[str] = (), *, folders: Collection[str] = (),
+                  keep: Collection[str] = (), force: bool = False) -> None:
     """Exit (E040, E041) when an output is an input or another output, or when one lies
-    inside the other, and (E046) when an output named in ``pipelines`` (saved with
-    :func:`save_pipeline`) would replace a folder that is not a pipeline; then create the
-    parent folders of the outputs. Keys name the arguments and options, e.g. "CORPUS" or
-    "--output"; values are paths, lists or None."""
+    inside the other; take each output's lock for the rest of the command (E240 when
+    another run holds it, :func:`lock_outputs`); then exit (E046) when an output named in
+    ``pipelines`` (saved with :func:`save_pipeline`) would replace a folder that is not a
+    pipeline, (E241) when an output named in ``folders`` (or ``pipelines``) is a file or
+    any other output (a file) is a folder, and (E242) when an output named in ``keep``
+    exists and not ``force``; then create the parent folders of the outputs. Keys name the
+    arguments and options, e.g. "CORPUS" or "--output"; values are paths, lists or None."""
     named_outputs = [(name, p) for name, value in outputs.items() for p in _paths(value)]
     others = [(name, p, "an input of the command")
               for name, value in inputs.items() for p in _paths(value)]
@@ -80,11 +92,35 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
                 msg.fail(Errors.E041.format(output_name=name, output=path, relation=relation,
                                             other_name=other_name, other=other, what=what),
                          exits=1)
+    lock_outputs([path for _, path in named_outputs])
     for name, path in named_outputs:
         if name in pipelines:
             _check_pipeline_output(path)
+        is_folder = name in folders or name in pipelines
+        if path.is_dir() != is_folder and path.exists():
+            found, wanted = ("file", "folder") if is_folder else ("folder", "file")
+            msg.fail(Errors.E241.format(name=name, path=path, found=found, wanted=wanted),
+                     exits=1)
+        if name in keep and not force and path.exists():
+            msg.fail(Errors.E242.format(name=name, path=path), exits=1)
     for _, path in named_outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def lock_outputs(paths: Iterable[Path]) -> None:
+    """Hold the lock of each output (``atomic.output_lock``) until the command ends (its
+    click context closes; the process ends, in any case); exit with E240 where another run
+    holds one. Outside a command (no click context) nothing is locked."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    for path in paths:
+        try:
+            ctx.with_resource(output_lock(path, ctx.command_path))
+        except ValueError as err:
+            msg.fail(str(err), exits=1)
 
 
 def save_pipeline(nlp: Language, path: str | Path) -> None:

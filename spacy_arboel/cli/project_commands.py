@@ -13,7 +13,7 @@ from ..pipeline import datasets
 from ..pipeline.datasets import Dataset
 from .app import app
 from .data_commands import SYNONYMS_HELP, parse_synonym_sources, write_kb
-from .outputs import check_outputs
+from .outputs import atomic_folder, check_outputs
 from .train_commands import SETTINGS, read_datasets
 
 PREPARE_HELP = (
@@ -62,22 +62,25 @@ def prepare_command(
         False, "--keep-ncbi-classes", help="ncbi: keep the four mention classes as labels "
         "instead of one Disease label"),
 ) -> None:
-    """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``)."""
+    """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``):
+    every option is checked first, everything is built in a folder beside OUTPUT_DIR, and
+    that folder takes OUTPUT_DIR's place only once all is written (a failure leaves the old
+    one as it was; only a new or empty folder or an earlier prepare output is replaced)."""
     dataset = Dataset(dataset)
     if dataset is Dataset.toy:
-        check_outputs({"--assets-dir": assets_dir / "toy"}, {"OUTPUT_DIR": output_dir})
+        check_outputs({"--assets-dir": assets_dir / "toy"}, {"OUTPUT_DIR": output_dir},
+                      folders=["OUTPUT_DIR"])
     else:
         check_outputs({"--data-dir": [base / folder for base in (data_dir, assets_dir)
                                       for folder in (datasets.DATA_FOLDERS[dataset], "mesh")]},
-                      {"OUTPUT_DIR": output_dir})
+                      {"OUTPUT_DIR": output_dir}, folders=["OUTPUT_DIR"])
+    if not 0 <= holdout < 1:
+        msg.fail(Errors.E011.format(name="--holdout", value=holdout,
+                                    condition="in [0, 1) (0: no entity held out)"), exits=1)
     try:
-        files = datasets.read_dataset(dataset, data_dir, assets_dir)
-    except (ValueError, FileNotFoundError) as err:  # E104, E200-E202, E175 (MeSH packages)
+        datasets.check_prepared_folder(output_dir)
+    except ValueError as err:  # E244: a folder prepare did not write
         msg.fail(str(err), exits=1)
-    for note in files.notes:
-        msg.info(note)
-    for warning in files.warnings:
-        msg.warn(warning)
 
     def dataset_synonyms() -> list[str]:
         try:
@@ -89,6 +92,14 @@ def prepare_command(
     sources = parse_synonym_sources(synonyms, default=dataset_synonyms)
     if sources and dataset is Dataset.toy:
         msg.fail(Errors.E190.format(dataset=dataset.value), exits=1)
+    try:
+        files = datasets.read_dataset(dataset, data_dir, assets_dir)
+    except (ValueError, FileNotFoundError) as err:  # E104, E200-E202, E175 (MeSH packages)
+        msg.fail(str(err), exits=1)
+    for note in files.notes:
+        msg.info(note)
+    for warning in files.warnings:
+        msg.warn(warning)
     if sources:
         files.kb_sources["synonym_sources"] = sources
     splits = files.splits
@@ -97,39 +108,41 @@ def prepare_command(
         msg.info(f"NCBI-disease's mention classes ({', '.join(datasets.NCBI_CLASSES)}) are "
                  f"labelled {datasets.NCBI_LABEL} (--keep-ncbi-classes keeps them)")
     nlp = spacy.blank("en")
-    summaries = datasets.write_splits(splits, output_dir, nlp)
+    with atomic_folder(output_dir, check=datasets.check_prepared_folder) as folder:
+        summaries = datasets.write_splits(splits, folder, nlp)
+        datasets.write_prepared(folder, dataset.value, files)
+        write_kb(folder / "kb.jsonl", alias_corpus=[folder / "train.spacy",
+                                                    folder / "dev.spacy"],
+                 **files.kb_sources)
+        if holdout:
+            hold_out_entities(folder, output_dir, holdout, seed, nlp)
+        if remove_types:
+            remove_entity_types(folder, output_dir, remove_types, nlp)
     rows = [(split, s["docs"], s["mentions"], s["ents"], s["dropped_overlaps"],
              s["misaligned"]) for split, s in summaries.items()]
-    msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in datasets.SPLITS)} to "
-             f"{output_dir}")
+    msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in datasets.SPLITS)} "
+             f"and kb.jsonl to {output_dir}")
     msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
               aligns=("l", "r", "r", "r", "r", "r"))
-    datasets.write_prepared(output_dir, dataset.value, files)
-    write_kb(output_dir / "kb.jsonl",
-             alias_corpus=[output_dir / "train.spacy", output_dir / "dev.spacy"],
-             **files.kb_sources)
-    if holdout:
-        hold_out_entities(output_dir, holdout, seed, nlp)
-    if remove_types:
-        remove_entity_types(output_dir, remove_types, nlp)
 
 
-def remove_entity_types(output_dir: Path, types: list[str], nlp) -> None:
-    """``spacy_arboel.pipeline.datasets.remove_entity_types`` (exit with E113 or E036),
-    and say what it removed."""
+def remove_entity_types(folder: Path, output_dir: Path, types: list[str], nlp) -> None:
+    """``spacy_arboel.pipeline.datasets.remove_entity_types`` in ``folder`` (the one that
+    becomes ``output_dir``; exit with E113 or E036), and say what it removed."""
     try:
-        removed = datasets.remove_entity_types(output_dir, types, nlp)
+        removed = datasets.remove_entity_types(folder, types, nlp)
     except ValueError as err:
         msg.fail(str(err), exits=1)
     msg.good(f"Removed the {len(removed)} KB entities of type {', '.join(types)} from the KB "
              f"and the train gold ids: {output_dir}/removed_ids.json")
 
 
-def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp) -> None:
-    """``spacy_arboel.pipeline.datasets.hold_out_entities`` (exit with E036), and say what
-    it held out."""
+def hold_out_entities(folder: Path, output_dir: Path, fraction: float, seed: int,
+                      nlp) -> None:
+    """``spacy_arboel.pipeline.datasets.hold_out_entities`` in ``folder`` (the one that
+    becomes ``output_dir``; exit with E036), and say what it held out."""
     try:
-        held = datasets.hold_out_entities(output_dir, fraction, seed, nlp)
+        held = datasets.hold_out_entities(folder, fraction, seed, nlp)
     except ValueError as err:
         msg.fail(str(err), exits=1)
     msg.good(f"Held out {len(held.test_ids)} of the test set's and {len(held.dev_ids)} of the "

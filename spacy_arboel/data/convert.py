@@ -8,7 +8,7 @@ group ``doc.spans["pubtator"]`` keeps every mention, so no annotation is lost.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +71,18 @@ def summarize_docs(docs: Iterable[Doc]) -> dict[str, int]:
     return summary
 
 
-def docs_to_docbin(docs: Iterable[Doc], path: str | Path) -> dict[str, Any]:
+def docs_to_docbin(docs: Iterable[Doc], path: str | Path,
+                   check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Write docs to a ``.spacy`` DocBin (with user data), atomically, and return
-    :func:`summarize_docs`."""
+    :func:`summarize_docs`; ``check`` gets the summary before anything is written (and
+    raises to leave ``path`` as it was, e.g. where no document was read)."""
     docbin = DocBin(store_user_data=True)
     summary = summarize_docs([])
     for doc in docs:
         docbin.add(doc)
         _add_to_summary(summary, doc)
+    if check is not None:
+        check(summary)
     with atomic_file(path) as temp:
         docbin.to_disk(temp)
     return summary

@@ -14,7 +14,7 @@ from typing import Any
 from spacy.language import Language
 from spacy.tokens import DocBin
 
-from ..atomic import atomic_file, write_text_atomic
+from ..atomic import atomic_file, check_own_folder, write_text_atomic
 from ..data.convert import docs_to_docbin, pubtator_to_docs
 from ..data.discovery import choose_heldout, without_ids
 from ..data.pubtator import PubtatorDocument, read_pubtator_member
@@ -40,6 +40,12 @@ NCBI_DEV_FRACTION = 0.1
 # what `prepare` writes beside the corpora: where each split came from, and its warnings,
 # which the evaluation commands copy into their metrics
 PREPARED_FILE = "prepared.json"
+HELDOUT_FILE = "heldout_ids.json"
+REMOVED_FILE = "removed_ids.json"
+# all that `prepare` writes: the folder of an earlier run holds these only, and is replaced
+# whole (a held-out or removed-ids file of an earlier run does not outlive it)
+PREPARED_NAMES = (*(f"{split}.spacy" for split in SPLITS), "kb.jsonl", PREPARED_FILE,
+                  HELDOUT_FILE, REMOVED_FILE)
 
 # NCBI-disease annotates four mention classes; the standard NCBI-disease NER task (BioBERT,
 # BLURB) and `prepare ncbi` by default collapse them into one: a transformer `ner` does not
@@ -155,6 +161,12 @@ def check_blob_id(path: Path, expected: str) -> None:
                                             expected=expected))
 
 
+def check_prepared_folder(path: Path) -> None:
+    """E244 unless ``prepare`` may replace the folder ``path`` whole: it is missing, empty or
+    an earlier prepare output (``prepared.json`` and only the files prepare writes)."""
+    check_own_folder(path, "prepare", PREPARED_FILE, PREPARED_NAMES)
+
+
 def write_prepared(output_dir: Path, dataset: str, files: DatasetFiles) -> Path:
     """Record in ``output_dir/prepared.json`` the dataset, each split's source and the
     warnings of ``files``."""
@@ -218,7 +230,7 @@ def remove_entity_types(output_dir: Path, types: list[str], nlp: Language) -> li
         raise ValueError(Errors.E113.format(types=", ".join(types),
                                             known=", ".join(known) or "none"))
     _drop_entities(output_dir, set(removed), nlp)
-    write_text_atomic(output_dir / "removed_ids.json", json.dumps(
+    write_text_atomic(output_dir / REMOVED_FILE, json.dumps(
         {"types": types, "ids": removed}, indent=2) + "\n")
     return removed
 
@@ -248,7 +260,7 @@ def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp: Languag
     held = HeldOut(choose_heldout(split_docs("test"), kb, fraction, seed),
                    choose_heldout(split_docs("dev"), kb, fraction, seed))
     _drop_entities(output_dir, set(held.ids), nlp)
-    write_text_atomic(output_dir / "heldout_ids.json", json.dumps(
+    write_text_atomic(output_dir / HELDOUT_FILE, json.dumps(
         {"fraction": fraction, "seed": seed, "ids": held.ids, "test_ids": held.test_ids,
          "dev_ids": held.dev_ids}, indent=2) + "\n")
     return held

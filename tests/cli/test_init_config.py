@@ -87,3 +87,21 @@ def test_the_wheel_ships_the_configs(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for component in COMPONENT_CONFIGS:
         assert f"spacy_arboel/configs/{component}.cfg" in names
+
+
+def test_init_config_keeps_an_existing_file_unless_forced(tmp_path):
+    """Issue 40, items 3 and 6: an edited config was overwritten silently, and a folder
+    as OUTPUT gave a traceback."""
+    out = tmp_path / "linker.cfg"
+    out.write_text("[paths]\n# my edits\n")
+    result = _invoke("init-config", out)
+    assert result.exit_code == 1 and "[E242]" in result.output and "--force" in result.output
+    assert out.read_text() == "[paths]\n# my edits\n"
+    result = _invoke("init-config", out, "--force")
+    assert result.exit_code == 0, result.output
+    assert load_config(out, interpolate=False)["nlp"]["lang"] == "en"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["linker.cfg"]  # no temporary file
+    (tmp_path / "folder").mkdir()
+    result = _invoke("init-config", tmp_path / "folder", "--force")
+    assert result.exit_code == 1 and "[E241]" in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

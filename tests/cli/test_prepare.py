@@ -329,3 +329,59 @@ def test_a_damaged_download_is_a_coded_error(online_layout, monkeypatch, damage,
         "--assets-dir", str(root / "assets"), "--synonyms", ""])
     assert result.exit_code != 0
     assert f"[{code}]" in result.output and "CDR_Data.zip" in result.output
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _prepare(*args):
+    return CliRunner().invoke(app, ["prepare", *[str(a) for a in args]])
+
+
+def test_prepare_checks_holdout_before_it_replaces_anything(tmp_path):
+    """Issue 40, item 3: a bad --holdout used to be found after the corpora and
+    prepared.json were replaced."""
+    out = tmp_path / "out"
+    assert _prepare("toy", out, "--assets-dir", ROOT / "assets", "--holdout", "0.3"
+                    ).exit_code == 0
+    before = _files(out)
+    assert "heldout_ids.json" in before
+    for bad in ("1.5", "-0.2", "1"):
+        result = _prepare("toy", out, "--assets-dir", ROOT / "assets", "--holdout", bad)
+        assert result.exit_code == 1 and "[E011]" in result.output and "--holdout" in \
+            result.output, result.output
+        assert _files(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left
+
+
+def test_a_failed_prepare_leaves_the_old_output_and_a_good_one_replaces_it_whole(tmp_path):
+    """A malformed MeSH CSV (E150) fails after the corpora were built: the old dataset
+    stays as it was; a later run without --holdout leaves no stale heldout_ids.json."""
+    data = _ncbi_data(tmp_path / "data")
+    out = tmp_path / "out"
+    assert _prepare("ncbi", out, "--data-dir", data, "--holdout", "0.5").exit_code == 0
+    before = _files(out)
+    csv = data / "mesh" / "mesh_descriptors_2026.csv"
+    good_csv = csv.read_bytes()
+    csv.write_bytes(good_csv + b"https://id.nlm.nih.gov/mesh/D1,MeSH,\xff\xfe\n")
+    result = _prepare("ncbi", out, "--data-dir", data)
+    assert result.exit_code == 1 and "[E150]" in result.output, result.output
+    assert _files(out) == before
+    csv.write_bytes(good_csv)
+    assert _prepare("ncbi", out, "--data-dir", data).exit_code == 0
+    assert "heldout_ids.json" not in _files(out)
+    assert json.loads((out / "prepared.json").read_text())["dataset"] == "ncbi"
+
+
+def test_prepare_does_not_replace_a_folder_it_did_not_write(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "kb.jsonl").write_text('{"id": "X", "name": "x"}\n')
+    result = _prepare("toy", out, "--assets-dir", ROOT / "assets")
+    assert result.exit_code == 1 and "[E244]" in result.output, result.output
+    assert _files(out) == {"kb.jsonl": b'{"id": "X", "name": "x"}\n', "notes.txt": b"mine"}
+    (tmp_path / "file").write_text("x")
+    result = _prepare("toy", tmp_path / "file", "--assets-dir", ROOT / "assets")
+    assert result.exit_code == 1 and "[E241]" in result.output, result.output
