@@ -692,6 +692,20 @@ class Errors(metaclass=ErrorsWithCodes):
         "{{\"Chemical\": [\"Chemical\"], \"Disease\": [\"Disease\"]}} (the KB's `types` "
         "field names the types)."
     )
+    E224 = (
+        "'{name}' has threshold = {threshold}, chosen on its {saved} scores, but would load "
+        "with scores = \"{scores}\": the same threshold on another scale makes other "
+        "mentions NIL. Load it with the scale it was tuned on (spacy.load(..., config="
+        "{{\"components.{name}.scores\": \"{saved}\"}})), or with threshold = null and "
+        "tune it again on the new scale (`tune-nil MODEL DEV --output-model OUT "
+        "--components.{name}.threshold null`, or `tune-e2e`)."
+    )
+    E225 = (
+        "label_types maps {problems}: every mention of such a label would lose every typed "
+        "candidate. The KB's types are: {known}. Fix the type's name (a typo?), map the label "
+        "to at least one type, or leave the label out of label_types (an unmapped label is "
+        "never acted on)."
+    )
     E220 = (
         "'{name}' was saved without a KB of its own: it links with the KB of the linker "
         "'{linker}', which this pipeline lacks. Load it in the pipeline it was saved with, "
@@ -741,11 +755,6 @@ class Warnings(metaclass=ErrorsWithCodes):
         "was saved with: its index is rebuilt now with the trained entity encoder "
         "({n_entities} entities). Save the pipeline to keep the new index."
     )
-    W005 = (
-        "'{name}' has kb_path = {path} in its config, but no such file exists here (a path "
-        "from the machine it was trained on?): it links with the knowledge base saved with "
-        "it. Set kb_path to an existing KB JSONL to link with another KB, or to null."
-    )
     W006 = (
         "faiss-gpu cannot hold the index {factory} ({error}): it is searched on the CPU. "
         "Build it with --kind flat or ivfpq below 1M rows to search it on the GPU."
@@ -793,6 +802,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "--components.{name}.threshold null` (or `tune-e2e`)."
     )
     # --- settings and objectives: W040-W044 ---
+    W022 = (
+        "label_types names types that no entity of the knowledge base has ({types}); the "
+        "KB's types are: {known}. A label's unknown types are never matched: fix their names "
+        "(a typo?) or remove them."
+    )
     W040 = (
         "spacy_arboel.Objective.v1 (name = \"{name}\") is deprecated and will be removed: "
         "the pipeline still loads. Select the objective by its own function, "
@@ -811,4 +825,22 @@ class Warnings(metaclass=ErrorsWithCodes):
     W102 = (
         "PMID {pmid}: the mention {text!r} at [{start}:{end}] does not cover any token of the "
         "document and cannot become a span; it is skipped."
+    )
+    # --- readers of annotated corpora: brat, JSONL spans, render's gold (issue 40): W103-W109
+    W103 = (
+        "{where}: the mention {mention} at [{start}:{end}] reads {text!r} in the annotation, "
+        "but the document text there is {found!r}. It is kept with its offsets: check the "
+        "source. Offsets count the characters of the text as stored (a Windows line end "
+        "\\r\\n is two characters, as brat counts it)."
+    )
+    W104 = (
+        "{path}: {n} discontinuous mention(s) (e.g. {mention} at {offsets}) each become one "
+        "span from the start of the first fragment to the end of the last ({text!r}): a "
+        "spaCy span is contiguous, so the words between the fragments belong to the gold "
+        "mention. Annotate the fragments as mentions of their own where that matters."
+    )
+    W105 = (
+        "{where}: a gold span is skipped ({problem}). render marks wrong and missed links "
+        "only for the gold spans it can read, and `convert` refuses such a line (E203): fix "
+        "the span."
     )

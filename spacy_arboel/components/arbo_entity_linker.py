@@ -2,12 +2,12 @@
 trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
@@ -18,7 +18,7 @@ from ..artefacts import VERIFY_MODES
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
-from ..errors import Errors, Warnings
+from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, VECTOR_EXT, register_extensions
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
@@ -52,6 +52,10 @@ INPUTS = ("auto", *INPUT_FORMATS)
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 8}
 # what ``kb_candidates`` holds: p(e | m) among the candidates, or the raw scores
 SCORE_SCALES = ("probability", "raw")
+# p(e | m) is the softmax over a mention's PROBABILITY_POOL best candidates as retrieved,
+# before the type rule and whatever top_k is (up to that many), so that a tuned threshold
+# reads the same number when top_k or label_types change (issue 40)
+PROBABILITY_POOL = 64
 # the scale of a cosine before its softmax: sentence-transformers train MiniLM with in-batch
 # softmax over 20 x cosine (MultipleNegativesRankingLoss's scale); BLINK's dot products have
 # their own (scale 1)
@@ -98,15 +102,26 @@ def make_entity_linker(
                             scores=scores, scorer=scorer)
 
 
-def candidate_probabilities(raw: list[float], scale: float) -> list[float]:
-    """p(e | m) over a mention's candidates: the softmax of ``scale`` x their raw scores,
-    as the bi-encoder was trained (BLINK's eq. 2 over in-batch or retrieved candidates;
-    ELQ links with the same softmax over its candidates)."""
+def candidate_probabilities(raw: list[float], scale: float,
+                            pool: int = PROBABILITY_POOL) -> list[float]:
+    """p(e | m) of a mention's candidates, best first: the softmax of ``scale`` x their raw
+    scores over the first ``pool`` of them, as the bi-encoder was trained (BLINK's eq. 2
+    over in-batch or retrieved candidates; ELQ links with the same softmax over its
+    candidates). A candidate past ``pool`` gets its share of the same normaliser, so that
+    each one's probability does not depend on how many are kept."""
     if not raw:
         return []
     logits = np.asarray(raw, dtype="float64") * scale
-    weights = np.exp(logits - logits.max())
-    return (weights / weights.sum()).tolist()
+    return np.exp(logits - logsumexp(logits[:pool])).tolist()
+
+
+def check_threshold(threshold: float | None, scores: str) -> None:
+    """E011 for a threshold on probabilities outside [0, 1] (a raw-score threshold kept
+    with ``scores = "probability"`` would make every mention NIL, or none)."""
+    if threshold is not None and scores == "probability" and not 0.0 <= threshold <= 1.0:
+        raise ValueError(Errors.E011.format(
+            name="threshold", value=threshold, condition='in [0, 1] with scores = '
+            '"probability" (a threshold on raw scores needs scores = "raw")'))
 
 
 def resolve_inputs(inputs: str, corpus_trained: bool) -> str:
@@ -158,6 +173,7 @@ class ArboEntityLinker(KBComponent):
                                     "inputs": inputs, "label_types": label_types,
                                     "type_rule": type_rule, "scores": scores}
         self.type_rule = TypeRule.from_settings(label_types, type_rule)
+        check_threshold(threshold, scores)
         self.settings = replace(settings, inputs=resolve_inputs(inputs, False))
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
@@ -169,10 +185,14 @@ class ArboEntityLinker(KBComponent):
         return self.trainer.seen_ids if self.trainer is not None else set()
 
     def _check_kb(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """``kb`` if the linker can link with it: E035 when it holds the NIL id, E225/W022
+        when ``label_types`` names types it lacks."""
         if self.cfg["nil_id"] in kb:
             raise ValueError(Errors.E035.format(where="the knowledge base",
                                                 entity_id=self.cfg["nil_id"],
                                                 reason=f"it is {self.name}'s nil_id"))
+        if self.type_rule is not None:
+            self.type_rule.check_types(kb.types())
         return kb
 
     def set_kb(self, kb: KnowledgeBase) -> None:
@@ -272,27 +292,36 @@ class ArboEntityLinker(KBComponent):
             raise ValueError(Errors.E050)
         spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs)
                  for e in d.ents]
-        scores, positions, vectors = retriever.link([d.text for d in docs], spans,
-                                                    self.cfg["top_k"])
+        k = self.cfg["top_k"]
+        if self.cfg["scores"] == "probability":
+            k = max(k, PROBABILITY_POOL)  # the probabilities' normaliser (set_annotations)
+        scores, positions, vectors = retriever.link([d.text for d in docs], spans, k)
         bounds = np.cumsum([len(d.ents) for d in docs])[:-1]
         return list(zip(*(np.split(a, bounds) for a in (scores, positions, vectors)),
                         strict=True))
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
-        """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the candidates and
-        the mention vector (None for a mention with nothing to encode)."""
-        threshold, nil_id = self.cfg["threshold"], self.cfg["nil_id"]
+        """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the top-k
+        candidates (their probabilities computed before the type rule acts: see
+        ``PROBABILITY_POOL``) and the mention vector (None for a mention with nothing to
+        encode)."""
+        threshold, nil_id, top_k = self.cfg["threshold"], self.cfg["nil_id"], self.cfg["top_k"]
         scale = COSINE_SCALE if self.retriever.settings.scoring == "cosine" else 1.0
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
             for ent, candidates, vector in zip(doc.ents, lists, vectors, strict=True):
                 encoded = bool(candidates)
-                if self.type_rule is not None:
-                    candidates = self.type_rule.apply(ent.label_, candidates, self._types_of)
                 raw = [float(score) for _, score in candidates]
+                # (id, score, raw score): the score is the raw one or its probability
+                scored = list(zip((i for i, _ in candidates), raw, raw, strict=True))
                 if self.cfg["scores"] == "probability":
-                    candidates = list(zip((i for i, _ in candidates),
-                                          candidate_probabilities(raw, scale), strict=True))
+                    scored = list(zip((i for i, _ in candidates),
+                                      candidate_probabilities(raw, scale), raw, strict=True))
+                if self.type_rule is not None:
+                    scored = self.type_rule.apply(ent.label_, scored, self._types_of)
+                scored = scored[:top_k]
+                candidates = [(i, score) for i, score, _ in scored]
+                raw = [r for _, _, r in scored]
                 best = candidates[0] if candidates else (nil_id, float("-inf"))
                 kb_id = best[0] if threshold is None or best[1] >= threshold else nil_id
                 for token in ent:
@@ -339,13 +368,13 @@ class ArboEntityLinker(KBComponent):
             if self.cfg["inputs"] == "auto":
                 self.settings = replace(self.settings, inputs=saved_inputs)
             self._set_up(state["kb"], state["tokenizer"], sources)
-            if "scores" not in cfg and state["cfg"] and self.cfg["threshold"] is not None \
-                    and self.cfg["scores"] == "probability":
-                # saved before the probabilities: its threshold is on the raw score
-                warnings.warn(Warnings.W021.format(name=self.name,
-                                                   threshold=self.cfg["threshold"]),
-                              stacklevel=2)
-                self.cfg["scores"] = "raw"
+            # a threshold holds on the scale it was chosen on (a linker saved before the
+            # probabilities has raw scores): another scale is refused, never a silent change
+            saved_scores = cfg.get("scores", "raw") if state["cfg"] else self.cfg["scores"]
+            if self.cfg["threshold"] is not None and saved_scores != self.cfg["scores"]:
+                raise ValueError(Errors.E224.format(name=self.name, saved=saved_scores,
+                                                    threshold=self.cfg["threshold"],
+                                                    scores=self.cfg["scores"]))
             self.trainer.seen_ids = set(cfg["seen_ids"])
             self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]
             if "index" not in exclude:

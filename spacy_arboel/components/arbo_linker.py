@@ -164,11 +164,17 @@ class ArboLinker(KBComponent):
         """The core over ``kb`` with the modules of ``load`` (default: the base encoder);
         new heads are drawn from ``HEAD_SEED`` (the caller's random state is left as it
         was)."""
+        self._check_types(kb)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(HEAD_SEED)
             initialize_with(self.model, load)
         self.reader = self.core_class(kb, tokenizer, torch_modules(self.model), self.settings)
         self.dictionary = None
+
+    def _check_types(self, kb: KnowledgeBase) -> None:
+        """E225/W022 when ``label_types`` names types ``kb`` lacks."""
+        if self.type_rule is not None:
+            self.type_rule.check_types(kb.types())
 
     def _set_up_from_config(self) -> None:
         self._set_up(self._config_kb(), load_tokenizer(self.model.attrs["encoder_name"]))
@@ -383,7 +389,7 @@ class ArboLinker(KBComponent):
         """Load a saved arbo_linker; every file is checked first (E030), and saved settings
         that disagree with the config are errors (E056, E080). Excluded parts come from the
         config (``kb``: its ``kb_path``; ``tokenizer``: the base encoder's; ``index``: built
-        again). A ``kb_path`` naming another KB than the saved one is honoured (W004)."""
+        again). A ``kb_path`` naming another KB than the saved one is honoured when given at load (W004)."""
         path, exclude = ensure_path(path), set(exclude)
         required = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "entity_encoder",
                     "heads.safetensors", "index")
@@ -404,6 +410,7 @@ class ArboLinker(KBComponent):
         kb = self._kb_override(cfg)
         names = path / "names_index"
         if kb is not None:
+            self._check_types(kb)
             self.reader.set_kb(kb)
         elif self.uses_dictionary and not exclude & {"index", "names_index"} and names.exists():
             with reading(path, self.name):  # saved for this KB (not one from kb_path)

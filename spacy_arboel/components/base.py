@@ -112,9 +112,12 @@ class KBComponent(SavedAsFolder, TrainablePipe):
             yield state
 
     def _kb_override(self, saved_cfg: dict[str, Any]) -> KnowledgeBase | None:
-        """After loading: the KB at ``kb_path`` when the config names another KB than the
-        saved one (W004), else None. A ``kb_path`` other than the one ``saved_cfg`` (the
-        saved ``cfg.json``) records was given at load time: a missing file is then E221,
-        not W005."""
-        explicit = "kb_path" in saved_cfg and saved_cfg["kb_path"] != self.cfg["kb_path"]
-        return kb_override(self.cfg["kb_path"], self.kb, self.name, explicit=explicit)
+        """After loading: the KB at ``kb_path`` when it was given at load time and names
+        another KB than the saved one (W004; no such file: E221), else None. A ``kb_path``
+        equal to the one ``saved_cfg`` (the saved ``cfg.json``) records is inherited from the
+        saved config and never replaces the saved KB: a relative ``kb.jsonl`` would name
+        another file in every working folder."""
+        kb_path = self.cfg["kb_path"]
+        if not kb_path or kb_path == saved_cfg.get("kb_path", kb_path):
+            return None
+        return kb_override(kb_path, self.kb, self.name)

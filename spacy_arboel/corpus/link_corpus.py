@@ -22,6 +22,7 @@ from ..artefacts import pipeline_fingerprint
 from ..data.texts import read_texts
 from ..errors import Errors
 from ..jobs.engines import LocalEngine, RayEngine
+from ..jobs.ledger import digest
 from .shard_writer import ShardWriter
 from .shards import Shard, is_done, mark_done, open_manifest, plan_shards
 from .worker import LinkSettings, LinkTask, PipelineLinker
@@ -89,11 +90,19 @@ def job_settings(settings: LinkSettings) -> dict:
     the pipeline's content (``artefacts.pipeline_fingerprint``, so that the same pipeline
     under another path is the same job and a retrained one is not), the config overrides,
     ``top_k``, the format and the vectors flag; ``model`` is the resolved path, for the
-    reader only."""
+    reader only. An override that names a file (a ``kb_path`` given at load) is recorded
+    with the checksum of that file's content, so that a run resumed in another folder, or
+    after the file changed, cannot link one corpus against two KBs."""
     return {"model": str(Path(settings.model).resolve()),
             "pipeline": pipeline_fingerprint(settings.model),
-            "overrides": settings.overrides, "top_k": settings.top_k,
-            "format": settings.fmt, "vectors": settings.vectors}
+            "overrides": settings.overrides, "override_files": override_files(settings),
+            "top_k": settings.top_k, "format": settings.fmt, "vectors": settings.vectors}
+
+
+def override_files(settings: LinkSettings) -> dict[str, str]:
+    """The SHA-256 of each file an override names (by override key)."""
+    return {key: digest(Path(value)) for key, value in sorted(settings.overrides.items())
+            if isinstance(value, str) and value and Path(value).is_file()}
 
 
 def link_corpus(input_path: str | Path, output_dir: str | Path, settings: LinkSettings,

@@ -42,10 +42,18 @@ class KnowledgeBase:
 
     def add(self, entity: Entity, *, source: str = "") -> None:
         """Append an entity; empty, reserved (``NIL``, ids with ``|``) and duplicate ids are
-        errors. ``source``: ``path:line`` for the messages."""
+        errors, and so are blank names and ids with whitespace around them (gold ids are
+        read stripped, ``data.ids``: ``" A "`` could never be linked, and would be another
+        entity than ``"A"``). ``source``: ``path:line`` for the messages."""
         where = source or f"<kb>:{len(self) + 1}"
-        if not entity.id or not entity.name:
-            raise KnowledgeBaseError(Errors.E001.format(where=where, reason="empty id or name"))
+        if not entity.id.strip() or not entity.name.strip():
+            raise KnowledgeBaseError(Errors.E001.format(
+                where=where, reason="empty or whitespace-only id or name"))
+        if entity.id != entity.id.strip():
+            raise KnowledgeBaseError(Errors.E001.format(
+                where=where, reason=f"the id {entity.id!r} has whitespace around it; gold ids "
+                "are read without it, so no mention could link to it: write the id without "
+                "the whitespace"))
         if entity.id == NIL_ID or COMPOSITE_SEPARATOR in entity.id:
             reason = (f"'{NIL_ID}' is the id of unlinked mentions" if entity.id == NIL_ID else
                       f"'{COMPOSITE_SEPARATOR}' joins the ids of composite mentions")
@@ -88,6 +96,10 @@ class KnowledgeBase:
 
     def entity_at(self, position: int) -> Entity:
         return self._entities[position]
+
+    def types(self) -> set[str]:
+        """The types its entities have (``label_types`` is checked against them)."""
+        return {t for entity in self._entities for t in entity.types}
 
     def fingerprint(self) -> str:
         """A hash of every entity's content: two KBs with equal fingerprints index alike."""
@@ -162,19 +174,16 @@ class KnowledgeBase:
                 file_.write(json.dumps(entity.to_dict(), ensure_ascii=False) + "\n")
 
 
-def kb_override(kb_path: str | Path | None, saved: KnowledgeBase, component: str, *,
-                explicit: bool = False) -> KnowledgeBase | None:
-    """The KB a loaded component must switch to: the one at ``kb_path`` (its config) when it
-    differs from the ``saved`` one (W004), else None. A ``kb_path`` that does not exist here
-    keeps the saved KB with W005 when it is inherited (a training machine's path kept in a
-    saved config), and is an error (E221) when it is ``explicit`` (given at load time)."""
-    if not kb_path:
-        return None
-    if not Path(kb_path).exists():
-        if explicit:
-            raise ValueError(Errors.E221.format(name=component, path=kb_path))
-        warnings.warn(Warnings.W005.format(name=component, path=kb_path), stacklevel=3)
-        return None
+def kb_override(kb_path: str | Path, saved: KnowledgeBase, component: str
+                ) -> KnowledgeBase | None:
+    """The KB a loaded component must switch to when ``kb_path`` was given explicitly at
+    load time: the one at ``kb_path`` when it differs from the ``saved`` one (W004), else
+    None. A path that names no file (missing, or a folder) is an error (E221), never
+    ignored. A path only inherited from the saved config is never read (see
+    ``KBComponent._kb_override``): a saved pipeline links with its saved KB wherever it is
+    loaded."""
+    if not Path(kb_path).is_file():
+        raise ValueError(Errors.E221.format(name=component, path=kb_path))
     kb = KnowledgeBase.from_jsonl(kb_path)
     if kb.fingerprint() == saved.fingerprint():
         return None

@@ -17,11 +17,12 @@ entity (BENCHMARKS.md: end-to-end F1 on BC5CDR falls with ``restrict`` after a t
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 
 TYPE_RULES = ("restrict", "prefer", "clusters")
 C = TypeVar("C", bound=Sequence)
@@ -56,7 +57,35 @@ class TypeRule:
                 and isinstance(types, Iterable) and all(isinstance(t, str) for t in types)
                 for label, types in label_types.items()):
             raise ValueError(Errors.E223.format(value=label_types))
-        return cls({label: frozenset(types) for label, types in label_types.items()}, mode)
+        rule = cls({label: frozenset(types) for label, types in label_types.items()}, mode)
+        empty = [label for label, types in rule.label_types.items() if not types]
+        if empty:
+            raise ValueError(Errors.E225.format(
+                problems=", ".join(f"{label!r} to no type" for label in empty),
+                known="those named in the `types` of its entities"))
+        return rule
+
+    def check_types(self, known: Iterable[str]) -> None:
+        """Against the KB's types (``known``): E225 when a label is mapped only to types no
+        entity has (a typo, "Chemcial": its mentions would lose every typed candidate), W022
+        when some of a label's types are unknown or the KB has no types at all (the rule
+        then never acts)."""
+        known = set(known)
+        unknown = {label: sorted(types - known) for label, types in self.label_types.items()
+                   if types - known}
+        if not unknown:
+            return
+        described = {label: ", ".join(map(repr, types)) for label, types in unknown.items()}
+        fatal = [label for label in unknown if known and not self.label_types[label] & known]
+        if fatal:
+            raise ValueError(Errors.E225.format(
+                problems="; ".join(f"{label!r} only to {described[label]}, no type of the KB"
+                                   for label in fatal),
+                known=", ".join(sorted(known))))
+        warnings.warn(Warnings.W022.format(
+            types="; ".join(f"{label!r}: {types}" for label, types in described.items()),
+            known=", ".join(sorted(known)) or "none: no entity has types, so the rule never "
+                                             "acts"), stacklevel=3)
 
     def fits(self, label: str, entity_types: Iterable[str]) -> bool:
         """Whether an entity of ``entity_types`` may be the link of a ``label`` mention."""

@@ -79,7 +79,7 @@ def test_pipe_links_across_docs_and_handles_empty_docs(tiny_encoder, toy_kb_path
 
 
 def test_threshold_gives_nil(tiny_encoder, toy_kb_path, toy_examples):
-    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=1e9, nil_id="NIL")
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=1e9, nil_id="NIL", scores="raw")
     doc = nlp(toy_examples[0].predicted)
     assert {e.kb_id_ for e in doc.ents} == {"NIL"}
     assert all(e._.kb_candidates for e in doc.ents)
@@ -338,19 +338,18 @@ def test_a_kb_path_given_at_load_time_is_honoured(tiny_encoder, toy_kb_path, toy
     assert len(linker.kb) == 3 and len(linker.retriever.index) == 3
     docs = list(other.pipe([eg.predicted.copy() for eg in toy_examples]))
     assert {i for d in docs for e in d.ents for i, _ in e._.kb_candidates} <= set(linker.kb.ids)
-    # an explicit path that does not exist is an error, never ignored
-    with pytest.raises(ValueError, match="E221"):
-        spacy.load(tmp_path / "pipeline", config={
-            "components.arbo_entity_linker.kb_path": str(tmp_path / "no.jsonl")})
-    # the saved config's path, gone here (kept from training elsewhere), keeps the saved KB
+    # an explicit path that names no file (missing, or a folder) is an error, never ignored
+    for wrong in (tmp_path / "no.jsonl", tmp_path):
+        with pytest.raises(ValueError, match="E221"):
+            spacy.load(tmp_path / "pipeline",
+                       config={"components.arbo_entity_linker.kb_path": str(wrong)})
+    # the saved config's path, gone here (kept from training elsewhere), is never read: the
+    # saved KB is kept, with no warning
     toy_kb_path.unlink()
-    with pytest.warns(UserWarning, match="W005"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         moved = spacy.load(tmp_path / "pipeline")
     assert len(moved.get_pipe("arbo_entity_linker").kb) == 5
-    # ... and so does the same path given again
-    with pytest.warns(UserWarning, match="W005"):
-        spacy.load(tmp_path / "pipeline",
-                   config={"components.arbo_entity_linker.kb_path": str(toy_kb_path)})
 
 
 @pytest.mark.parametrize("factory", ["arbo_entity_linker", "arbo_linker"])
@@ -623,13 +622,55 @@ def test_candidate_scores_are_probabilities_with_the_raw_scores_kept(tiny_encode
             assert ent._.kb_raw_scores == [s for _, s in raw_ent._.kb_candidates]
             assert [i for i, _ in ent._.kb_candidates] == [i for i, _ in raw_ent._.kb_candidates]
     # a threshold reads the probability: above every one, every mention is NIL
-    nil = _nlp(tiny_encoder, toy_kb_path, threshold=1.01)
+    best = max(e._.kb_candidates[0][1] for d in nlp.pipe(eg.predicted.copy()
+                                                          for eg in toy_examples) for e in d.ents)
+    assert best < 1.0
+    nil = _nlp(tiny_encoder, toy_kb_path, threshold=(best + 1.0) / 2)
     assert {e.kb_id_ for d in nil.pipe(eg.predicted.copy() for eg in toy_examples)
             for e in d.ents} == {"NIL"}
 
 
-def test_a_linker_saved_with_a_raw_threshold_keeps_it(tiny_encoder, toy_kb_path, toy_examples,
-                                                      tmp_path):
+def test_a_mentions_probability_does_not_depend_on_top_k_or_the_type_rule(
+        tiny_encoder, toy_kb_path, toy_examples):
+    """Issue 40: p(e | m) was the softmax over the top-k left after the type rule, so a
+    tuned threshold read another number when top_k or label_types changed."""
+    def probabilities(**config):
+        nlp = _nlp(tiny_encoder, toy_kb_path, **config)
+        return [{i: p for i, p in e._.kb_candidates}
+                for d in nlp.pipe(eg.predicted.copy() for eg in toy_examples) for e in d.ents]
+
+    full = probabilities()
+    types = {"Chemical": ["Chemical"], "Disease": ["Disease"]}
+    for config in ({"top_k": 1}, {"top_k": 2}, {"label_types": types},
+                   {"label_types": types, "type_rule": "prefer", "top_k": 3}):
+        for everything, some in zip(full, probabilities(**config), strict=True):
+            assert some and len(some) <= config.get("top_k", 64)
+            assert some == pytest.approx({i: everything[i] for i in some}), config
+
+
+def test_label_types_the_kb_cannot_meet_are_refused_where_given(tiny_encoder, toy_kb_path):
+    from spacy_arboel.kb import KnowledgeBase
+
+    # a label mapped to no type: refused by the factory
+    with pytest.raises(ValueError, match=r"E225.*'Chemical' to no type"):
+        _nlp(tiny_encoder, toy_kb_path, ready=False, label_types={"Chemical": []})
+    # a typo: every typed candidate of the label would be dropped
+    with pytest.raises(ValueError, match=r"E225.*'Chemcial'.*Chemical, Disease"):
+        _nlp(tiny_encoder, toy_kb_path, label_types={"Chemical": ["Chemcial"]})
+    # one unknown type beside a known one: a coded warning naming it
+    with pytest.warns(UserWarning, match=r"W022.*'Drug'"):
+        _nlp(tiny_encoder, toy_kb_path, label_types={"Chemical": ["Chemical", "Drug"]})
+    # checked again when the KB is swapped
+    nlp = _nlp(tiny_encoder, toy_kb_path, label_types={"Chemical": ["Chemical"]})
+    other = KnowledgeBase.from_jsonl(toy_kb_path)
+    untyped = KnowledgeBase([type(e)(e.id, e.name, e.description, e.aliases, ("Drug",))
+                             for e in other])
+    with pytest.raises(ValueError, match="E225"):
+        nlp.get_pipe("arbo_entity_linker").set_kb(untyped)
+
+
+def test_a_threshold_never_changes_scale_on_load_or_save(tiny_encoder, toy_kb_path,
+                                                         toy_examples, tmp_path):
     nlp = _nlp(tiny_encoder, toy_kb_path, threshold=0.5)
     nlp.to_disk(tmp_path / "pipeline")
     cfg_path = tmp_path / "pipeline" / "arbo_entity_linker" / "cfg.json"
@@ -637,20 +678,35 @@ def test_a_linker_saved_with_a_raw_threshold_keeps_it(tiny_encoder, toy_kb_path,
     assert cfg["scores"] == "probability"
     loaded = spacy.load(tmp_path / "pipeline")
     assert loaded.get_pipe("arbo_entity_linker").cfg["scores"] == "probability"
-    # as a linker saved before issue 32 left it: no "scores" in cfg.json
+    # the same threshold read on another scale is refused, not a silent change
+    with pytest.raises(ValueError, match=r"E224.*scores.*probability"):
+        spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw"})
+    # as a linker saved before issue 32 left it: no "scores" in cfg.json, its threshold raw
     from spacy_arboel.artefacts import write_manifest
 
     del cfg["scores"]
     srsly.write_json(cfg_path, cfg)
     folder = cfg_path.parent
     write_manifest(folder, [p.name for p in folder.iterdir() if p.name != "manifest.json"])
-    with pytest.warns(UserWarning, match="W021"):
-        old = spacy.load(tmp_path / "pipeline")
-    linker = old.get_pipe("arbo_entity_linker")
-    assert linker.cfg["scores"] == "raw"
+    with pytest.raises(ValueError, match=r"E224.*raw"):
+        spacy.load(tmp_path / "pipeline")
+    # the two ways E224 gives: the scale it was tuned on, or the threshold cleared
+    old = spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw"})
     doc = old(toy_examples[0].predicted.copy())
     assert all([s for _, s in e._.kb_candidates] == e._.kb_raw_scores for e in doc.ents)
-    # the way W021 gives to probabilities: the old threshold cleared
+    # ... and saved again it stays as it links (issue 40: a re-save moved it to
+    # probabilities with the raw threshold)
+    old.to_disk(tmp_path / "again")
+    again = spacy.load(tmp_path / "again")
+    assert again.get_pipe("arbo_entity_linker").cfg["scores"] == "raw"
+    assert _linked(again, [again(toy_examples[0].predicted.copy())]) == _linked(old, [doc])
     cleared = spacy.load(tmp_path / "pipeline",
                          config={"components.arbo_entity_linker.threshold": None})
     assert cleared.get_pipe("arbo_entity_linker").cfg["scores"] == "probability"
+
+
+@pytest.mark.parametrize("threshold", [45.0, 1.5, -0.1])
+def test_a_probability_threshold_outside_0_1_is_refused(tiny_encoder, toy_kb_path, threshold):
+    with pytest.raises(ValueError, match=r"E011.*threshold"):
+        _nlp(tiny_encoder, toy_kb_path, ready=False, threshold=threshold)
+    _nlp(tiny_encoder, toy_kb_path, ready=False, threshold=threshold, scores="raw")

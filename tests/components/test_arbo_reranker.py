@@ -55,7 +55,7 @@ def test_reranker_rewrites_the_top_k_and_keeps_the_rest(tiny_encoder, toy_kb_pat
 
 
 def test_nil_ents_are_left_alone(tiny_encoder, toy_kb_path, toy_examples):
-    nlp = _nlp(tiny_encoder, toy_kb_path, linker={"threshold": 1e9})
+    nlp = _nlp(tiny_encoder, toy_kb_path, linker={"threshold": 1e9, "scores": "raw"})
     nlp.initialize(lambda: toy_examples)
     doc = nlp(toy_examples[0].predicted.copy())
     assert {e.kb_id_ for e in doc.ents} == {"NIL"}
