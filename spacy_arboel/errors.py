@@ -794,13 +794,6 @@ class Warnings(metaclass=ErrorsWithCodes):
         "published NCBI-disease results. Put the file beside the training file (`spacy "
         "project assets` fetches it) and prepare again."
     )
-    W021 = (
-        "'{name}' was saved before its candidate scores were probabilities, with threshold "
-        "= {threshold} on the raw score: it links as it did, its kb_candidates holding raw "
-        "scores (scores = \"raw\"). To move it to probabilities, tune its threshold again "
-        "with the old one cleared: `tune-nil MODEL DEV --output-model OUT "
-        "--components.{name}.threshold null` (or `tune-e2e`)."
-    )
     # --- settings and objectives: W040-W044 ---
     W022 = (
         "label_types names types that no entity of the knowledge base has ({types}); the "
