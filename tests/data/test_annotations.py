@@ -1,6 +1,7 @@
 """Readers of JSONL (character spans and ids) and brat standoff corpora, and `convert`."""
 
 import json
+import warnings
 
 import pytest
 import spacy
@@ -62,7 +63,9 @@ def test_brat_mentions_take_their_ids_from_normalizations(tmp_path):
                                        "N1\tReference T1 MeSH:D001241\tAspirin\n"
                                        "N2\tReference T2 MeSH:D010146\tPain\n"
                                        "#1\tAnnotatorNotes T2\tacute\n")
-    (document,) = read_brat_documents(folder)
+    with pytest.warns(UserWarning, match=r"\[W104\] .*doc1.ann: 1 discontinuous .*T3 "
+                                         r"\(line 3\).*'cough and acute'"):
+        (document,) = read_brat_documents(folder)
     assert document.pmid == "doc1" and document.text == TEXT
     assert [(m.text, m.label, m.ids) for m in document.mentions] == [
         ("Aspirin", "Chemical", ("D001241",)), ("cough and acute", "Disease", ()),
@@ -107,3 +110,137 @@ def test_convert_reads_each_format_into_gold_docs(tmp_path):
     result = CliRunner().invoke(app, ["convert", str(bad), str(tmp_path / "x.spacy"),
                                       "--format", "csv"])
     assert result.exit_code != 0 and "[E007]" in result.output
+
+
+def _no_warnings(read, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return list(read(*args))
+
+
+@pytest.mark.parametrize("span, problem", [
+    ({"start": True, "end": 7}, '"start" that is not an integer'),
+    ({"start": 0, "end": 7.0}, '"end" that is not an integer'),
+    ({"start": "0", "end": 7}, '"start" that is not an integer'),
+    ({"start": -1, "end": 7}, "a negative offset"),
+    ({"start": 7, "end": 7}, "start >= end"),
+    ({"start": 9, "end": 3}, "start >= end"),
+    ({"start": 30, "end": 99}, "past the end of the text"),
+    ([0, 7, "Chemical", ["D001241|D003371"]], "'|' joins the ids"),
+    ([0, 7, "Chemical", ["D001241", " "]], "not text"),
+    ([0, 7, "Chemical", [""]], "not text"),
+    ([0, 7, "Chemical", [True]], "not text"),
+    ([0, 7, "Chemical", ["D001241", "-1"]], "no id"),
+    ({"start": 0, "end": 7, "kb_id": " "}, "empty or blank id"),
+    ({"start": 0, "end": 7, "kb_id": "|"}, "empty or blank id"),
+    ({"start": 0, "end": 7, "kb_id": "D001241||D003371"}, "empty or blank id"),
+    ({"start": 0, "end": 7, "kb_id": 1.5}, "not text"),
+    ({"start": 0, "end": 7, "kb_id": False}, "not text"),
+    ({"start": 0, "end": 7, "label": ["Chemical"]}, "label that is not text"),
+    ({"start": 0, "end": 7, "label": "  "}, "label that is not text"),
+    ({"start": 0, "end": 7, "text": 7}, '"text" that is not a string'),
+])
+def test_jsonl_spans_that_would_be_wrong_gold_are_E203(tmp_path, span, problem):
+    """Bools and floats are not offsets (``true`` was read as 1), offsets stay within the
+    text, and an id is one stripped non-empty string: a list element holding '|' became
+    two gold ids, a blank id crashed render."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"text": TEXT}) + "\n" + json.dumps(
+        {"text": TEXT, "spans": [span]}) + "\n")
+    with pytest.raises(ValueError, match=rf"\[E203\] .*docs.jsonl:2: .*{problem}"):
+        list(read_jsonl_documents(path))
+
+
+@pytest.mark.parametrize("doc_id", [None, True, "", "  ", ["a"], 1.5])
+def test_jsonl_document_ids_that_are_not_ids_are_E203(tmp_path, doc_id):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": doc_id, "text": TEXT}) + "\n")
+    with pytest.raises(ValueError, match=r"\[E203\] .*docs.jsonl:1: .*\"id\" must be"):
+        list(read_jsonl_documents(path))
+
+
+def test_jsonl_ids_follow_the_composite_id_convention(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": 17, "text": TEXT, "spans": [
+        {"start": 0, "end": 7, "kb_id": " D001241 | D003371 "},
+        {"start": 16, "end": 21, "kb_id": "-1", "label": ""},
+        [26, 31, "Disease", [" D010146", 42, "D010146"]],
+        {"start": 32, "end": 36, "kb_id": [], "text": "pain"}]}) + "\n")
+    (document,) = _no_warnings(read_jsonl_documents, path)
+    assert document.pmid == "17"
+    assert [(m.text, m.label, m.ids) for m in document.mentions] == [
+        ("Aspirin", "ENTITY", ("D001241", "D003371")), ("cough", "ENTITY", ()),
+        ("acute", "Disease", ("D010146", "42")), ("pain", "ENTITY", ())]
+
+
+def test_a_jsonl_span_text_that_differs_from_the_document_is_W103(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"text": TEXT, "spans": [
+        {"start": 1, "end": 8, "text": "Aspirin", "kb_id": "D001241"}]}) + "\n")
+    with pytest.warns(UserWarning, match=r"\[W103\] .*docs.jsonl:1: .*'Aspirin'.*'spirin '"):
+        (document,) = read_jsonl_documents(path)
+    assert document.mentions[0].text == "spirin "  # kept with its offsets, as PubTator's W100
+
+
+def test_jsonl_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b'{"text": "fine"}\n{"text": "Caf\xe9"}\n')
+    with pytest.raises(ValueError, match=r"\[E203\] .*docs.jsonl:2: .*not UTF-8"):
+        list(read_jsonl_documents(path))
+
+
+def test_brat_with_windows_line_ends_counts_offsets_as_brat_does(tmp_path):
+    """brat counts \\r\\n as two characters; reading the text with newline translation
+    shifted each mention by one character per earlier line ("Aspirin given", exit 0)."""
+    text = "Headache.\r\nPatients took Aspirin given daily.\r\nCough followed.\r\n"
+    start = text.index("Aspirin")
+    cough = text.index("Cough")
+    folder = tmp_path / "brat"
+    folder.mkdir()
+    (folder / "doc1.txt").write_bytes(text.encode("utf8"))
+    (folder / "doc1.ann").write_bytes(
+        f"T1\tChemical {start} {start + 7}\tAspirin\r\nT2\tDisease {cough} {cough + 5}\t"
+        f"Cough\r\nN1\tReference T1 MeSH:D001241\tAspirin\r\n".encode())
+    (document,) = _no_warnings(read_brat_documents, folder)
+    assert document.text == text
+    assert [(m.text, m.ids) for m in document.mentions] == [
+        ("Aspirin", ("D001241",)), ("Cough", ())]
+    nlp = spacy.blank("en")
+    output = tmp_path / "out.spacy"
+    result = CliRunner().invoke(app, ["convert", str(folder), str(output)])
+    assert result.exit_code == 0, result.output
+    (doc,) = DocBin().from_disk(output).get_docs(nlp.vocab)
+    assert [(e.text, e.kb_id_) for e in doc.ents] == [("Aspirin", "D001241"), ("Cough", "")]
+
+
+def test_a_brat_text_column_that_differs_from_the_text_is_W103(tmp_path):
+    folder = _brat(tmp_path / "brat", "T1\tChemical 0 7\tAspirin\nT2\tDisease 17 22\tcough\n")
+    with pytest.warns(UserWarning, match=r"\[W103\] .*doc1.ann:2: the mention T2 at \[17:22\] "
+                                         r"reads 'cough' .* 'ough '"):
+        (document,) = read_brat_documents(folder)
+    assert [m.text for m in document.mentions] == ["Aspirin", "ough "]
+
+
+@pytest.mark.parametrize("ann, problem", [
+    ("T1\tDisease 26 31;16 21\tacute cough\n", "fragments in order"),
+    ("T1\tDisease 16 21;20 31\tx\n", "fragments in order"),
+    ("T1\tDisease 16 16\t\n", "start before its end"),
+    ("T1\tChemical 0 7\tAspirin\nT1\tDisease 16 21\tcough\n", "T1 is defined twice"),
+    ("T1\tChemical 0 7\tAspirin\nN1\tReference T1 MeSH:D1|D2\tA\n", "no single id"),
+    ("T1\tChemical 0 7\tAspirin\nN1\tReference T1 MeSH:\tA\n", "no single id"),
+    ("T1\t 0 7\tAspirin\n", "not LABEL START END"),
+])
+def test_brat_that_would_be_wrong_gold_is_E204(tmp_path, ann, problem):
+    folder = _brat(tmp_path / "brat", ann)
+    with pytest.raises(ValueError, match=rf"\[E204\] .*doc1.ann:\d+: .*{problem}"):
+        list(read_brat_documents(folder))
+
+
+def test_a_brat_text_that_is_not_utf8_is_E204_naming_it(tmp_path):
+    folder = _brat(tmp_path / "brat", "T1\tChemical 0 7\tAspirin\n")
+    (folder / "doc1.txt").write_bytes(b"Aspirin induced\ncough in caf\xe9s.")
+    with pytest.raises(ValueError, match=r"\[E204\] .*doc1.txt: .*not UTF-8 text: byte 0xe9 "
+                                         r"at line 2, column 13"):
+        list(read_brat_documents(folder))
+    result = CliRunner().invoke(app, ["convert", str(folder), str(tmp_path / "out.spacy")])
+    assert result.exit_code == 1 and "[E204]" in result.output and "doc1.txt" in result.output
