@@ -13,6 +13,7 @@ from spacy.displacy.templates import TPL_ENT
 from spacy.tokens import Doc, Span
 
 from .data.ids import gold_ids
+from .data.pubtator import NO_ID
 from .errors import Errors
 from .extensions import CANDIDATES_EXT
 
@@ -73,14 +74,24 @@ class LinkCheck:
     gold: str
 
 
+def checkable_gold(doc: Doc, gold: Sequence[tuple[int, int, str]]
+                   ) -> list[tuple[int, int, str]]:
+    """The gold spans of ``gold`` that can be checked on ``doc``: within its text
+    (``0 <= start < end <= len``) and with at least one id (``-1``, PubTator's "no id",
+    is none). ``data.texts`` reads only such spans; others are left out here too."""
+    return [(start, end, ids) for start, end, ids in gold
+            if 0 <= start < end <= len(doc.text) and any(i != NO_ID for i in gold_ids(ids))]
+
+
 def check_links(doc: Doc, gold: Sequence[tuple[int, int, str]], doc_id: str = ""
                 ) -> list[LinkCheck]:
-    """Each gold span of ``doc`` (``(start_char, end_char, ids)``, ids joined by ``|``)
-    against the ent the pipeline made there: right when its ``kb_id_`` is one of the gold
-    ids, wrong when it is another (NIL included), missed when no ent has that span."""
+    """Each gold span of ``doc`` (``(start_char, end_char, ids)``, ids joined by ``|``;
+    those of :func:`checkable_gold`) against the ent the pipeline made there: right when its
+    ``kb_id_`` is one of the gold ids, wrong when it is another (NIL included), missed when
+    no ent has that span."""
     linked = {(e.start_char, e.end_char): e.kb_id_ for e in doc.ents}
     checks = []
-    for start, end, ids in gold:
+    for start, end, ids in checkable_gold(doc, gold):
         predicted = linked.get((start, end))
         kind = ("missed" if predicted is None else
                 "right" if predicted in gold_ids(ids) else "wrong")
@@ -101,6 +112,7 @@ def doc_data(doc: Doc, url_template: str | None, names: dict[str, str] | None = 
     wrong link's label is marked ``✗`` and its tooltip names the gold entity, and a gold
     span the pipeline missed is shown, labelled ``missed``, where it overlaps no ent."""
     names = names or {}
+    gold = checkable_gold(doc, gold)
     results = check_links(doc, gold)
     checks = {(start, end): c for (start, end, _), c in zip(gold, results, strict=True)}
     ents = []

@@ -192,3 +192,65 @@ def test_the_page_in_headless_chromium(tmp_path):
                          capture_output=True, text=True, timeout=120).stdout
     assert dom.count("<mark") == 2 and 'title="D015738 Famotidine 0.93' in dom
     print(f"screenshot: {shot}")
+
+
+def test_gold_spans_are_read_as_convert_reads_them_and_bad_ones_skipped_with_W105(tmp_path):
+    """One span parser for convert and render: render skips, with W105 naming the file and
+    line, what convert refuses (spans outside the text, blank or '|' ids, bools as offsets),
+    and -1 (no id) is no gold link."""
+    text = "Aspirin induced cough."
+    path = tmp_path / "gold.jsonl"
+    path.write_text(json.dumps({"id": "g", "text": text, "spans": [
+        {"start": 0, "end": 7, "kb_id": "D001241"},
+        {"start": 16, "end": 21, "kb_id": "-1"},
+        {"start": 8, "end": 15, "kb_id": [" D1 ", "D2"]},
+        {"start": 16, "end": 99, "kb_id": "D003371"},
+        {"start": 30, "end": 40, "kb_id": "D003371"},
+        {"start": True, "end": 7, "kb_id": "D001241"},
+        {"start": 0, "end": 7, "kb_id": " "},
+        {"start": 0, "end": 7, "kb_id": "|"},
+        {"start": 0, "end": 7, "kb_id": ["D1|D2"]}]}) + "\n"
+        + json.dumps({"text": text, "spans": {"start": 0}}) + "\n")
+    with pytest.warns(UserWarning) as caught:
+        first, second = read_texts(path)
+    skipped = [str(w.message) for w in caught]
+    assert len(skipped) == 7 and all(m.startswith("[W105] ") for m in skipped)
+    assert all(f"{path}:1: " in m for m in skipped[:6]) and f"{path}:2: " in skipped[6]
+    assert first.gold == ((0, 7, "D001241"), (8, 15, "D1|D2"))
+    assert second.gold == ()
+    # the same file is refused by convert
+    result = CliRunner().invoke(app, ["convert", str(path), str(tmp_path / "gold.spacy")])
+    assert result.exit_code == 1 and "[E203]" in result.output
+
+
+def test_jsonl_ids_that_are_not_ids_are_E115(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"id": null, "text": "Aspirin."}\n')
+    with pytest.raises(ValueError, match=r"E115.*line 1.*\"id\" must be"):
+        list(read_texts(tmp_path / "a.jsonl"))
+    (tmp_path / "b.jsonl").write_text('{"id": 7, "text": "Aspirin."}\n')
+    assert [r.id for r in read_texts(tmp_path / "b.jsonl")] == ["7"]
+
+
+def test_gold_outside_the_text_or_without_an_id_is_not_drawn():
+    """Gold given to render_page directly: spans outside the text drew the document twice
+    or empty misses, "-1" was a missed link, " " and "|" crashed with IndexError."""
+    doc = _doc()
+    gold = [(0, 10, "D015738"), (50, 90, "D1"), (5, 5, "D2"), (-3, 4, "D3"), (31, 38, "-1"),
+            (31, 38, " "), (31, 38, "|"), (48, 56, "D009999")]
+    page = render_page([doc], MESH_URL_TEMPLATE, golds=[gold])
+    assert page.count("&lt;b&gt;x&lt;/b&gt;") == 1  # the text once
+    assert page.count('<mark class="entity"') == 3  # two ents and one missed
+    assert [(c.gold, c.kind) for c in check_links(doc, gold)] == [
+        ("D015738", "right"), ("D009999", "missed")]
+
+
+def test_render_command_skips_bad_gold_ids_instead_of_crashing(linker_pipeline, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "g", "text": "Aspirin induced cough.", "spans": [
+        {"start": 0, "end": 7, "kb_id": " "}, {"start": 16, "end": 21, "kb_id": "|"},
+        {"start": 8, "end": 15, "kb_id": "-1"}]}) + "\n")
+    result = _render(linker_pipeline, gold, "--output", tmp_path / "p.html", "--errors",
+                     tmp_path / "errors.json")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "errors.json").read_text()) == {"gold_links": 0,
+                                                                   "errors": []}

@@ -1,16 +1,23 @@
 """Raw documents to link, from the files users have: JSONL (one object per line with a
 ``text`` and an optional ``id``), PubTator (``.pubtator``, or a ``.txt`` that starts like
 one), plain ``.txt`` (one document per file) and ``.spacy`` DocBins, or a folder of them.
-No spaCy needed except for ``.spacy``."""
+No spaCy needed except for ``.spacy``.
 
+The gold spans of a JSONL line (``data.annotations``' format, read by its one span parser,
+:func:`~.annotations.parse_span`) are kept where they carry ids; one that ``convert``
+would refuse is skipped here with W105 naming the file and line, since linking does not
+need gold."""
+
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from ..parsing import decode_utf8, parse_json
-from .ids import join_ids
-from .pubtator import is_title_line, read_pubtator
+from .annotations import SpanError, document_id, parse_span, span_list
+from .ids import gold_ids, join_ids
+from .pubtator import NO_ID, is_title_line, read_pubtator
 
 SUFFIXES = (".jsonl", ".txt", ".pubtator", ".spacy")
 
@@ -74,8 +81,8 @@ def _docbin(file: Path) -> Iterator[TextRecord]:
     try:
         for doc in DocBin().from_disk(file).get_docs(Vocab()):
             yield TextRecord(str(doc.user_data.get("id", f"{file.stem}:{number}")), doc.text,
-                             tuple((e.start_char, e.end_char, e.kb_id_) for e in doc.ents
-                                   if e.kb_id_))
+                             tuple((e.start_char, e.end_char, ids) for e in doc.ents
+                                   if (ids := _docbin_ids(e.kb_id_))))
             number += 1
     except Exception as err:  # spaCy, msgpack and numpy raise several unrelated types
         raise ValueError(Errors.E155.format(path=file, number=number,
@@ -95,21 +102,38 @@ def _jsonl(file: Path) -> Iterator[TextRecord]:
             if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                 raise ValueError(Errors.E115.format(
                     path=file, line=number, problem='no "text" string field'))
-            yield TextRecord(str(record.get("id", f"{file.stem}:{number}")), record["text"],
-                             _jsonl_gold(record))
+            try:
+                record_id = document_id(record, f"{file.stem}:{number}")
+            except SpanError as err:
+                raise ValueError(Errors.E115.format(path=file, line=number,
+                                                    problem=err)) from None
+            yield TextRecord(record_id, record["text"], _jsonl_gold(record, f"{file}:{number}"))
 
 
-def _jsonl_gold(record: dict) -> tuple[tuple[int, int, str], ...]:
-    """The spans of a JSONL record (``data.annotations``' format) that carry ids; spans of
-    another shape are not gold and are skipped here (``convert`` reports them)."""
+def _jsonl_gold(record: dict, where: str) -> tuple[tuple[int, int, str], ...]:
+    """The spans of a JSONL record that carry ids, read as ``convert`` reads them
+    (:func:`~.annotations.parse_span`); a span it would refuse is skipped with W105."""
+    def skip(err: SpanError) -> None:
+        warnings.warn(Warnings.W105.format(where=where, problem=err), stacklevel=4)
+
+    try:
+        spans = span_list(record)
+    except SpanError as err:
+        skip(err)
+        return ()
     gold = []
-    for span in record.get("spans", record.get("entities", [])) or []:
-        if isinstance(span, list):
-            span = dict(zip(("start", "end", "label", "kb_id"), span, strict=False))
-        if not isinstance(span, dict):
+    for span in spans:
+        try:
+            mention = parse_span(span, record["text"], where)
+        except SpanError as err:
+            skip(err)
             continue
-        start, end, ids = span.get("start"), span.get("end"), span.get("kb_id")
-        ids = join_ids(ids) if isinstance(ids, list) else ids
-        if isinstance(start, int) and isinstance(end, int) and isinstance(ids, str) and ids:
-            gold.append((start, end, ids))
+        if mention.ids:
+            gold.append((mention.start, mention.end, join_ids(mention.ids)))
     return tuple(gold)
+
+
+def _docbin_ids(kb_id: str) -> str:
+    """The gold ids of a DocBin ent's ``kb_id_`` (``data.ids``), without PubTator's "no
+    id" ``-1``, joined again ("" for none)."""
+    return join_ids(i for i in gold_ids(kb_id) if i != NO_ID)
