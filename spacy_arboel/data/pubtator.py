@@ -178,6 +178,11 @@ def _parse_mention(columns: list[str], doc: PubtatorDocument, number: int, sourc
                             f"end={end_str!r}") from None
     if start < 0 or end <= start:
         raise error(number, f"invalid mention offsets start={start} end={end}")
+    if end > len(doc.text):
+        raise error(number, f"the mention ends at {end}, past the end of its document's text "
+                            f"({len(doc.text)} characters of title, space and abstract)")
+    if not label.strip():
+        raise error(number, "the mention has no type (the fifth column)")
     found = doc.text[start:end]
     if found != mention_text:
         warnings.warn(

@@ -45,14 +45,19 @@ class _DiseaseRow:
 
 
 def read_mesh_descriptors(csv_path: str | Path) -> list[Entity]:
-    """MeSH descriptors as entities: id = the D-number after the last ``/``, name = subject."""
+    """MeSH descriptors as entities: id = the D-number after the last ``/``, name = subject.
+    A row without an id or a subject is E150, naming its line (it is not dropped unseen)."""
     path = Path(csv_path)
     entities = []
-    for row in _rows(path, ("id", "subject"), "MeSH descriptor CSV"):
-        entity_id = (row["id"] or "").strip().rsplit("/", 1)[-1]
+    for line, row in _rows(path, ("id", "subject"), "MeSH descriptor CSV"):
+        entity_id = (row["id"] or "").strip().rsplit("/", 1)[-1].strip()
         name = (row["subject"] or "").strip()
-        if entity_id and name:
-            entities.append(Entity(id=entity_id, name=name))
+        if not entity_id or not name:
+            raise ValueError(Errors.E150.format(
+                path=path, line=line, what="MeSH descriptor CSV",
+                problem=f"the row has no {'id' if not entity_id else 'subject'} (id "
+                        f"{row['id']!r}, subject {row['subject']!r})"))
+        entities.append(Entity(id=entity_id, name=name))
     return entities
 
 
@@ -153,8 +158,8 @@ def dedupe_aliases(name: str, aliases: Iterable[str]) -> tuple[str, ...]:
 def _read_disease_rows(tsv_path: str | Path, stats: dict[str, Any] | None) -> Iterator[_DiseaseRow]:
     path = Path(tsv_path)
     skipped: list[str] = []
-    for row in _rows(path, ("mesh_id", "name", "synonyms"), "MeSH disease-synonym TSV",
-                     delimiter="\t", quoting=csv.QUOTE_NONE):
+    for _, row in _rows(path, ("mesh_id", "name", "synonyms"), "MeSH disease-synonym TSV",
+                        delimiter="\t", quoting=csv.QUOTE_NONE):
         entity_id = (row["mesh_id"] or "").strip()
         if not MESH_ID.match(entity_id):
             skipped.append(entity_id)
@@ -178,9 +183,10 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 def _rows(path: Path, expected: tuple[str, ...], what: str,
-          **dialect: Any) -> Iterator[dict[str, str | None]]:
+          **dialect: Any) -> Iterator[tuple[int, dict[str, str | None]]]:
     """The rows of the CSV or TSV file ``path``, which must have the ``expected`` columns
-    (E100); a line that is not UTF-8 or that csv cannot read is E150, naming it."""
+    (E100), each with the number of its (last) line; a line that is not UTF-8 or that csv
+    cannot read is E150, naming it."""
 
     def fail(number: int, problem: str) -> ValueError:
         return ValueError(Errors.E150.format(path=path, line=number, what=what,
@@ -198,7 +204,8 @@ def _rows(path: Path, expected: tuple[str, ...], what: str,
         reader = csv.DictReader(counted(utf8_lines(file_, fail)), **dialect)
         try:
             _check_columns(path, reader.fieldnames, expected, what)
-            yield from reader
+            for row in reader:
+                yield read, row
         except csv.Error as err:  # e.g. a field over csv's size limit
             raise fail(read, str(err)) from None
 

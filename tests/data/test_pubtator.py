@@ -102,6 +102,8 @@ def test_composite_pipe_and_no_id():
         ("6\t0\t4\tword\tChemical\tD1", "PMID 6"),
         ("nonsense without structure", "expected"),
         ("5\t4\t2\tword\tChemical\tD1", "invalid mention offsets"),
+        ("5\t9\t20\tone two\tChemical\tD1", "past the end of its document's text"),
+        ("5\t0\t4\tword\t \tD1", "no type"),
     ],
 )
 def test_malformed_lines_name_the_line(tmp_path, bad_line, expected):

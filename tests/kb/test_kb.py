@@ -202,3 +202,33 @@ def test_the_fingerprint_follows_additions(kb):
     before = kb.fingerprint()
     kb.add(Entity("D9", "Nine"))
     assert kb.fingerprint() != before
+
+
+@pytest.mark.parametrize("line, reason", [
+    ('{"id": "D1", "name": "  "}', "whitespace-only id or name"),
+    ('{"id": " ", "name": "One"}', "whitespace-only id or name"),
+    ('{"id": " D1 ", "name": "One"}', "whitespace around it"),
+    ('{"id": "D1\\t", "name": "One"}', "whitespace around it"),
+])
+def test_blank_names_and_ids_with_whitespace_around_are_E001(tmp_path, line, reason):
+    """Gold ids are read stripped (data.ids): an id " D1 " could never be linked, and "A"
+    and " A " would be two entities for one gold id."""
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"id": "D0", "name": "Zero"}\n' + line + "\n", encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=rf"\[E001\] .*kb\.jsonl:2: .*{reason}"):
+        KnowledgeBase.from_jsonl(path)
+
+
+def test_build_kb_refuses_an_id_and_the_same_id_with_whitespace(tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    path = tmp_path / "source.jsonl"
+    path.write_text('{"id": "A", "name": "One"}\n{"id": " A ", "name": "One again"}\n',
+                    encoding="utf8")
+    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"), "--jsonl",
+                                      str(path)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "[E001]" in result.output and "whitespace around it" in result.output
+    assert not (tmp_path / "kb.jsonl").exists()

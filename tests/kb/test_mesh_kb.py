@@ -228,3 +228,16 @@ def test_gold_ids_is_the_composite_convention(nlp):
     (doc,) = pubtator_to_docs(parse_pubtator_string(CORPUS), nlp)
     composite = [e for e in doc.ents if len(gold_ids(e.kb_id_)) > 1]
     assert [gold_ids(e.kb_id_) for e in composite] == [("D000008", "C000001")]
+
+
+@pytest.mark.parametrize("row, missing", [
+    ("https://id.nlm.nih.gov/mesh/D000002,MeSH,  ", "no subject"),
+    ("https://id.nlm.nih.gov/mesh/,MeSH,Temefos", "no id"),
+    (",MeSH,Temefos", "no id"),
+])
+def test_a_descriptor_row_without_id_or_name_is_E150_not_dropped(tmp_path, row, missing):
+    csv_path = tmp_path / "desc.csv"
+    csv_path.write_text("id,scheme,subject\nhttps://id.nlm.nih.gov/mesh/D000001,MeSH,"
+                        f"Calcimycin\n{row}\n", encoding="utf8")
+    with pytest.raises(ValueError, match=rf"\[E150\] .*desc.csv, line 3: the row has {missing}"):
+        read_mesh_descriptors(csv_path)
