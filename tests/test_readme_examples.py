@@ -85,3 +85,114 @@ def test_a_sourced_linker_takes_another_kb_the_way_the_readme_says(saved_english
     with pytest.raises(ValueError, match="E221"):
         spacy.load("training/model-best",
                    config={"components.arbo_entity_linker.kb_path": "no_such_kb.jsonl"})
+
+
+def _bash_block(heading: str) -> list[str]:
+    """The command lines of the first bash block of the README after ``heading``."""
+    text = README.read_text()
+    block = re.search(r"```bash\n(.*?)```", text[text.index(heading):], re.S)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def _two_folders(tmp_path):
+    """``home`` with the toy KB as kb.jsonl, and ``elsewhere`` with another kb.jsonl."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir(), elsewhere.mkdir()
+    (home / "kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in TOY_ENTITIES))
+    (elsewhere / "kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in TOY_ENTITIES[3:]))
+    return home, elsewhere
+
+
+def _linked(doc):
+    return [(e.text, e.kb_id_, e._.kb_candidates) for e in doc.ents]
+
+
+def test_the_own_pipeline_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, tmp_path,
+                                                                   monkeypatch):
+    """Issue 40: the README's own-pipeline recipe, saved with its relative "kb.jsonl" and
+    loaded from a folder holding another kb.jsonl, links with the KB it was saved with."""
+    home, elsewhere = _two_folders(tmp_path)
+    code = _python_block("### Use it in your own pipeline")
+    given = 'config={"kb_path": "kb.jsonl"}'
+    assert given in code
+    code = code.replace(given, f'config={{"kb_path": "kb.jsonl", '
+                               f'"model": {{"encoder_name": {tiny_encoder!r}}}}}')
+    monkeypatch.chdir(home)
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(code, namespace)
+    namespace["nlp"].to_disk("my_pipeline")
+    expected = _linked(namespace["doc"])
+    monkeypatch.chdir(elsewhere)
+    nlp = spacy.load(home / "my_pipeline")
+    assert _linked(nlp(namespace["doc"].text)) == expected
+    assert nlp.get_pipe("arbo_entity_linker").kb.ids == [e["id"] for e in TOY_ENTITIES]
+
+
+def test_the_own_corpus_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, tmp_path,
+                                                                 monkeypatch):
+    """The README's own-corpus recipe, run as written (relative paths, the tiny encoder
+    added to init-config), then its model-best loaded from another folder."""
+    from spacy.cli.train import train
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+    from tests.conftest import TOY_SENTENCES
+
+    home, elsewhere = _two_folders(tmp_path)
+    commands = _bash_block("### Bring your own corpus and train")
+    assert commands[-1] == "python -m spacy train linker.cfg --output training"
+    monkeypatch.chdir(home)
+    for split in ("train", "dev"):
+        Path(f"{split}.jsonl").write_text("".join(json.dumps({"text": text, "spans": [
+            {"start": s, "end": e, "label": label, "kb_id": kb} for s, e, label, kb in ents]})
+            + "\n" for text, ents in TOY_SENTENCES))
+    for command in commands[:-1]:
+        args = command.split()[3:]  # python -m spacy_arboel ...
+        if args[0] == "init-config":
+            args += ["--encoder", tiny_encoder, "--lang", "xx"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, (command, result.output)
+    train(Path("linker.cfg"), Path("training"), overrides={
+        "training.max_steps": 2, "training.eval_frequency": 2, "training.max_epochs": 0})
+    nlp = spacy.load("training/model-best")
+
+    def link(pipeline):
+        doc = pipeline.make_doc("Aspirin induced cough.")
+        doc.ents = [doc.char_span(0, 7, label="Chemical"),
+                    doc.char_span(16, 21, label="Disease")]
+        return _linked(pipeline(doc))
+
+    expected = link(nlp)
+    monkeypatch.chdir(elsewhere)
+    moved = spacy.load(home / "training" / "model-best")
+    assert link(moved) == expected
+    assert len(moved.get_pipe("arbo_entity_linker").kb) == len(TOY_ENTITIES)
+
+
+def test_the_own_kb_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, tmp_path,
+                                                             monkeypatch):
+    """The README's own-KB recipe (`pretrain-kb kb.jsonl out`, relative paths), its linker
+    loaded from another folder."""
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    home, elsewhere = _two_folders(tmp_path)
+    command = "python -m spacy_arboel pretrain-kb kb.jsonl out"
+    assert f"`{command}`" in README.read_text().replace("\n", " ")
+    monkeypatch.chdir(home)
+    result = CliRunner().invoke(app, [*command.split()[3:], "--encoder", tiny_encoder,
+                                      "--max-steps", "2", "--batch-size", "8"])
+    assert result.exit_code == 0, result.output
+
+    def link(pipeline):
+        doc = pipeline.make_doc("Aspirin induced cough.")
+        doc.ents = [doc.char_span(0, 7, label="Chemical"),
+                    doc.char_span(16, 21, label="Disease")]
+        return _linked(pipeline(doc))
+
+    expected = link(spacy.load("out/linker"))
+    monkeypatch.chdir(elsewhere)
+    assert link(spacy.load(home / "out" / "linker")) == expected
