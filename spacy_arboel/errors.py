@@ -733,6 +733,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "Invalid config override '{option}': {problem}. Give config settings as "
         "--section.key value, e.g. --components.arbo_coref.k 4."
     )
+    # --- readers of annotated corpora and KB files (issue 40): E230-E239 ---
+    E230 = (
+        "{path} cannot be read as a {what} ({error}). Give the path of a {what}, a UTF-8 "
+        "text file{hint}."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

@@ -54,13 +54,30 @@ class SpanError(ValueError):
 
 def read_jsonl_documents(path: str | Path) -> Iterator[PubtatorDocument]:
     """Stream the documents of a JSONL file (the module's format). A line that is not such
-    a document is E203, naming the file, the line and what is wrong."""
+    a document is E203, naming the file, the line and what is wrong; a path that is no file
+    to read (a folder) E230; an id seen before W101 (both documents are kept, as in
+    PubTator)."""
     path = Path(path)
-    with path.open("rb") as file_:
+    try:
+        opened = path.open("rb")
+    except (IsADirectoryError, PermissionError) as err:
+        raise ValueError(Errors.E230.format(
+            path=path, what="JSONL corpus file", error=err.strerror,
+            hint=' of one {"text", "spans"} object a line (a brat folder is --format brat)')
+        ) from None
+    seen: dict[str, int] = {}
+    with opened as file_:
         for number, line in enumerate(utf8_lines(file_, lambda n, problem: ValueError(
                 Errors.E203.format(where=f"{path}:{n}", problem=problem))), start=1):
             if line.strip():
-                yield _jsonl_document(line, f"{path}:{number}", str(number))
+                document = _jsonl_document(line, f"{path}:{number}", str(number))
+                if document.pmid in seen:
+                    warnings.warn(Warnings.W101.format(path=path, line=number,
+                                                       pmid=document.pmid,
+                                                       first=seen[document.pmid]),
+                                  stacklevel=2)
+                seen.setdefault(document.pmid, number)
+                yield document
 
 
 def _jsonl_document(line: str, where: str, default_id: str) -> PubtatorDocument:

@@ -138,10 +138,17 @@ class KnowledgeBase:
     @classmethod
     def from_jsonl(cls, path: str | Path) -> KnowledgeBase:
         """Read a KB; a malformed line (not UTF-8, not JSON, a value of the wrong type) is
-        an error naming the file and line (E001), and so is an empty KB (E036)."""
+        an error naming the file and line (E001), and so is an empty KB (E036) and a path
+        that is no file to read (a folder: E230)."""
         path = Path(path)
         kb = cls()
-        with path.open("rb") as file_:
+        try:
+            opened = path.open("rb")
+        except (IsADirectoryError, PermissionError) as err:
+            raise KnowledgeBaseError(Errors.E230.format(
+                path=path, what="knowledge-base JSONL file", error=err.strerror,
+                hint=' of one JSON object a line with "id" and "name"')) from None
+        with opened as file_:
             for number, raw in enumerate(file_, start=1):
                 def fail(reason: str, number: int = number) -> KnowledgeBaseError:
                     return KnowledgeBaseError(Errors.E001.format(where=f"{path}:{number}",

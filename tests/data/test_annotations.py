@@ -244,3 +244,22 @@ def test_a_brat_text_that_is_not_utf8_is_E204_naming_it(tmp_path):
         list(read_brat_documents(folder))
     result = CliRunner().invoke(app, ["convert", str(folder), str(tmp_path / "out.spacy")])
     assert result.exit_code == 1 and "[E204]" in result.output and "doc1.txt" in result.output
+
+
+def test_a_jsonl_corpus_that_is_a_folder_is_E230(tmp_path):
+    (tmp_path / "docs.jsonl").mkdir()
+    with pytest.raises(ValueError, match=r"\[E230\] .*docs.jsonl cannot be read as a JSONL"):
+        list(read_jsonl_documents(tmp_path / "docs.jsonl"))
+    result = CliRunner().invoke(app, ["convert", str(tmp_path / "docs.jsonl"),
+                                      str(tmp_path / "out.spacy"), "--format", "jsonl"])
+    assert result.exit_code == 1 and "[E230]" in result.output
+
+
+def test_a_jsonl_document_id_seen_before_is_W101(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": TEXT}) + "\n" + json.dumps(
+        {"id": "b", "text": TEXT}) + "\n" + json.dumps({"id": "a", "text": "Other."}) + "\n")
+    with pytest.warns(UserWarning, match=r"\[W101\] .*docs.jsonl:3: .* a occurs again "
+                                         r"\(first at line 1\)"):
+        documents = list(read_jsonl_documents(path))
+    assert [d.pmid for d in documents] == ["a", "b", "a"]

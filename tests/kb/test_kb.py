@@ -232,3 +232,18 @@ def test_build_kb_refuses_an_id_and_the_same_id_with_whitespace(tmp_path):
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "[E001]" in result.output and "whitespace around it" in result.output
     assert not (tmp_path / "kb.jsonl").exists()
+
+
+def test_a_kb_path_that_is_a_folder_is_E230_not_a_traceback(tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    (tmp_path / "kb").mkdir()
+    with pytest.raises(KnowledgeBaseError, match=r"\[E230\] .*kb cannot be read as a "
+                                                 r"knowledge-base JSONL file"):
+        KnowledgeBase.from_jsonl(tmp_path / "kb")
+    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "out.jsonl"), "--jsonl",
+                                      str(tmp_path / "kb")])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "[E230]" in result.output
