@@ -93,7 +93,8 @@ def cluster_command(
     from ..pipeline.clustering import cluster_docs, discovered_clusters
 
     check_outputs({"INPUT_PATH": input_path, "--model": model, "--settings": settings},
-                  {"OUTPUT_PATH": output_path})
+                  {"OUTPUT_PATH": output_path},
+                  folders=["OUTPUT_PATH"] if input_path.is_dir() else ())
     if input_path.is_dir():
         _cluster_linked(ctx, input_path, output_path, model, component, settings,
                         recall_sample)
@@ -115,9 +116,13 @@ def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path
     """``cluster`` over a ``link-corpus --vectors`` output folder."""
     from wasabi import msg
 
-    from ..corpus.linked_clusters import cluster_linked
+    from ..corpus.linked_clusters import check_cluster_folder, cluster_linked
     from ..pipeline.coref_settings import linked_corpus_settings
 
+    try:
+        check_cluster_folder(output_dir)
+    except ValueError as err:  # E244: a folder cluster did not write
+        msg.fail(str(err), exits=1)
     settings, same_doc_only = linked_corpus_settings(
         model, component, command_overrides(ctx), tuned=tuned_settings(settings_file))
     if same_doc_only:

@@ -31,8 +31,10 @@ def link_corpus_command(
         "jsonl",
     batch_size: Annotated[int, typer.Option(help="Documents per nlp.pipe call")] = 32,
     top_k: Annotated[int, typer.Option(help="Candidates kept per entity in JSONL")] = 5,
-    num_workers: Annotated[int, typer.Option(help="--engine ray: actors, each with the "
-                                             "pipeline loaded once")] = 2,
+    num_workers: Annotated[int | None, typer.Option(
+        help="Worker processes (--engine local) or Ray actors (--engine ray), each with the "
+             "pipeline loaded once (default: 1 local, that is this process; 2 on Ray)")] =
+        None,
     address: Annotated[str | None, typer.Option(
         help="--engine ray: join this Ray cluster (e.g. auto, or ray://host:10001); default: "
              "start a local one")] = None,
@@ -56,7 +58,8 @@ def link_corpus_command(
     from ..errors import Warnings
     from ..jobs.engines import LocalEngine, RayEngine, import_ray
 
-    check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output})
+    check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output},
+                  folders=["OUTPUT"])
     skipped = cross_document_pipes(load_config(model / "config.cfg"))
     if skipped:
         msg.info(f"{', '.join(skipped)} clusters across documents, which batch-by-batch "
@@ -66,16 +69,20 @@ def link_corpus_command(
         msg.fail("--vectors writes vectors beside JSONL shards: use --format jsonl", exits=1)
     settings = LinkSettings(str(model), fmt, batch_size, top_k,
                             command_overrides(ctx), vectors)
+    if engine not in ("local", "ray"):
+        msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
     if engine == "ray":
         try:
             import_ray()
         except ImportError as err:
             msg.fail(str(err), exits=1)
-        runner = RayEngine(num_workers, address=address, num_gpus=num_gpus)
-    elif engine == "local":
-        runner = LocalEngine()
-    else:
-        msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
+    try:
+        default = 2 if engine == "ray" else 1
+        workers = default if num_workers is None else num_workers
+        runner = (RayEngine(workers, address=address, num_gpus=num_gpus)
+                  if engine == "ray" else LocalEngine(workers))
+    except ValueError as err:  # E011: fewer than one worker
+        msg.fail(str(err), exits=1)
     with tqdm(unit="doc", desc="link-corpus", disable=None) as bar:
         try:
             summary = link_corpus(input_path, output, settings, runner, bar.update,

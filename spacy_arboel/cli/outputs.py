@@ -111,9 +111,12 @@ def lock_outputs(paths: Iterable[Path]) -> None:
     """Hold the lock of each output (``atomic.output_lock``) until the command ends (its
     click context closes; the process ends, in any case); exit with E240 where another run
     holds one. Outside a command (no click context) nothing is locked."""
-    import click
+    try:  # typer >= 0.20 runs its own copy of click
+        from typer._click.globals import get_current_context
+    except ImportError:
+        from click import get_current_context
 
-    ctx = click.get_current_context(silent=True)
+    ctx = get_current_context(silent=True)
     if ctx is None:
         return
     for path in paths:

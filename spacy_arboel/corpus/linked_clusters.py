@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..artefacts import unsafe_name
-from ..atomic import write_text_atomic
+from ..atomic import atomic_folder, check_own_folder
 from ..coref.corpus_knn import ShardedVectors, edge_recall, mention_index
 from ..coref.graph import build_graph, knn_graph
 from ..coref.mention_memory import cluster_names
@@ -26,6 +26,10 @@ from ..coref.partition import partition_graph
 from ..errors import Errors
 from ..parsing import parse_json
 from .shards import MANIFEST_NAME, vectors_path
+
+# what `cluster` writes last into its output folder, beside the clustered JSONL shards: the
+# mark of a folder it may replace
+CLUSTERS_FILE = "clusters.json"
 
 
 @dataclass
@@ -138,8 +142,11 @@ def cluster_linked(input_dir: str | Path, output_dir: str | Path, *, k: int = 8,
                    on_stage: Callable[[str], object] = lambda message: None
                    ) -> ClusterSummary:
     """Cluster every mention of a linked corpus (see the module docstring) and write the
-    shards with their clusters to ``output_dir``; ``recall_sample`` > 0 measures the k-NN
-    graph's edge recall against exact search on that many mentions."""
+    shards with their clusters to ``output_dir`` (a new or empty folder or an earlier
+    output of this function, checked first: E244; replaced whole at the end);
+    ``recall_sample`` > 0 measures the k-NN graph's edge recall against exact search on
+    that many mentions."""
+    check_cluster_folder(output_dir)
     summary, clock = ClusterSummary(), time.perf_counter()
 
     def lap(stage: str) -> None:
@@ -172,20 +179,37 @@ def cluster_linked(input_dir: str | Path, output_dir: str | Path, *, k: int = 8,
     lap("partition")
     summary.clusters = len(set(ids))
     summary.discovered = len({i for i in ids if i.startswith(nil_prefix)})
-    write_clustered(shards, Path(output_dir), ids)
+    settings = {"input": str(Path(input_dir).resolve()), "k": k, "threshold": threshold,
+                "directed": directed, "nil_prefix": nil_prefix}
+    write_clustered(shards, Path(output_dir), ids, {
+        "settings": settings, "mentions": summary.mentions, "clusters": summary.clusters,
+        "discovered": summary.discovered})
     lap("write")
     return summary
 
 
-def write_clustered(shards: list[Path], output_dir: Path, ids: list[str]) -> None:
-    """Each shard's JSONL again (atomically), every entity with its ``cluster``."""
-    output_dir.mkdir(parents=True, exist_ok=True)
-    position = 0
-    for shard in shards:
-        lines = []
-        for _, record in _records(shard):
-            for entity in record["entities"]:
-                entity["cluster"] = ids[position]
-                position += 1
-            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
-        write_text_atomic(output_dir / shard.name, "".join(lines))
+def check_cluster_folder(path: str | Path) -> None:
+    """E244 unless ``cluster`` may replace the folder ``path`` whole: it is missing, empty
+    or an earlier ``cluster`` output (its ``clusters.json`` and JSONL shards only; not the
+    output of ``link-corpus``, whose shards it would replace under that run's manifest)."""
+    check_own_folder(path, "cluster", CLUSTERS_FILE,
+                     lambda name: name.endswith(".jsonl") and not name.startswith("."))
+
+
+def write_clustered(shards: list[Path], output_dir: Path, ids: list[str],
+                    about: dict | None = None) -> None:
+    """Each shard's JSONL again, every entity with its ``cluster``, and ``about`` (what was
+    clustered, how) in ``clusters.json``: written to a folder beside ``output_dir`` that
+    replaces it whole at the end (E244 unless it may, :func:`check_cluster_folder`)."""
+    with atomic_folder(output_dir, check=check_cluster_folder) as folder:
+        folder.mkdir()
+        position = 0
+        for shard in shards:
+            with (folder / shard.name).open("w", encoding="utf8") as out:
+                for _, record in _records(shard):
+                    for entity in record["entities"]:
+                        entity["cluster"] = ids[position]
+                        position += 1
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        (folder / CLUSTERS_FILE).write_text(json.dumps(about or {}, indent=2) + "\n",
+                                            encoding="utf8")

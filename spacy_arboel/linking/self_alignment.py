@@ -231,6 +231,18 @@ def iter_positive_pairs(kb: KnowledgeBase, max_pairs_per_entity: int = 50, seed:
     yield from _buffer_shuffled(pairs, shuffle_buffer, random.Random(seed + 1))
 
 
+def check_pairs(kb: KnowledgeBase, max_pairs_per_entity: int = 50) -> PairStats:
+    """:func:`count_positive_pairs`, or E166 (fewer than two entities with names) or E165
+    (no entity with two names): what the KB must give before an encoder is loaded."""
+    stats = count_positive_pairs(kb, max_pairs_per_entity)
+    with_names = stats.entities - stats.entities_without_name
+    if with_names < 2:
+        raise ValueError(Errors.E166.format(n_entities=with_names))
+    if stats.pairs == 0:
+        raise ValueError(Errors.E165.format(n_entities=len(kb)))
+    return stats
+
+
 def count_positive_pairs(kb: KnowledgeBase, max_pairs_per_entity: int = 50) -> PairStats:
     """The counts of :func:`iter_positive_pairs` (pairs per epoch, entities without a pair,
     skipped names) from one pass that stores no pair."""
@@ -440,12 +452,7 @@ class SelfAlignmentTrainer:
         """The KB's pair counts and its mostly-[UNK] names among those checked; E166 (fewer
         than two entities), E165 (no entity with two names), E167 (most names mostly [UNK]);
         W008 (empty names), W009 (some [UNK])."""
-        stats = count_positive_pairs(kb, self.settings.max_pairs_per_entity)
-        with_names = stats.entities - stats.entities_without_name
-        if with_names < 2:
-            raise ValueError(Errors.E166.format(n_entities=with_names))
-        if stats.pairs == 0:
-            raise ValueError(Errors.E165.format(n_entities=len(kb)))
+        stats = check_pairs(kb, self.settings.max_pairs_per_entity)
         if stats.empty_names:
             warnings.warn(Warnings.W008.format(n=stats.empty_names,
                                                entity_id=stats.first_empty_entity),

@@ -262,3 +262,41 @@ def test_link_corpus_vectors_then_cluster_from_the_command_line(ruler_linker, tm
                                      str(tmp_path / "docbin"), "--vectors", "--format",
                                      "spacy"])
     assert no_vectors.exit_code == 1 and "--format jsonl" in no_vectors.output
+
+
+def _names(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_cluster_does_not_write_into_another_link_corpus_output(tmp_path):
+    """Issue 40, item 3: `cluster LINKED OUTPUT` wrote into a folder holding another
+    link-corpus run's shards, replacing them under that run's manifest, exit 0."""
+    docs, vectors = _toy_corpus(6)
+    _linked_output(tmp_path / "linked", docs, vectors)
+    _linked_output(tmp_path / "other", docs, vectors)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()}
+    with pytest.raises(ValueError, match=r"E244.*manifest\.json"):
+        cluster_linked(tmp_path / "linked", tmp_path / "other", k=2)
+    result = CliRunner().invoke(app, ["cluster", str(tmp_path / "linked"),
+                                      str(tmp_path / "other"), "--model", str(tmp_path / "m")])
+    assert result.exit_code == 1 and "[E244]" in result.output, result.output
+    assert {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()} == before
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.jsonl").write_text("{}\n")  # no clusters.json: not ours
+    with pytest.raises(ValueError, match="E244"):
+        cluster_linked(tmp_path / "linked", tmp_path / "mine", k=2)
+    assert _names(tmp_path / "mine") == ["notes.jsonl"]
+
+
+def test_cluster_replaces_an_earlier_cluster_output_whole(tmp_path):
+    docs, vectors = _toy_corpus(6)
+    _linked_output(tmp_path / "linked", docs, vectors)
+    (tmp_path / "out").mkdir()  # an empty folder is taken
+    cluster_linked(tmp_path / "linked", tmp_path / "out", k=2)
+    assert _names(tmp_path / "out") == ["a.jsonl", "b.jsonl", "clusters.json"]
+    (tmp_path / "out" / "stale.jsonl").write_text("{}\n")
+    cluster_linked(tmp_path / "linked", tmp_path / "out", k=3)
+    assert _names(tmp_path / "out") == ["a.jsonl", "b.jsonl", "clusters.json"]
+    about = json.loads((tmp_path / "out" / "clusters.json").read_text())
+    assert about["settings"]["k"] == 3 and about["mentions"] == 18
+    assert _names(tmp_path) == ["linked", "out"]  # no temporary folder left
