@@ -387,3 +387,30 @@ def test_cross_document_components_are_named_for_disabling():
                              "arbo_entity_linker": {"factory": "arbo_entity_linker"},
                              "coref": {"factory": "arbo_coref"}}}
     assert cross_document_pipes(config) == ["coref"]
+
+
+def test_a_resume_in_another_folder_never_links_against_another_kb(linker_pipeline, corpus,
+                                                                     tmp_path, monkeypatch):
+    """Issue 40, item 1: a kb_path override names a file relative to the working folder; a
+    run resumed where that name holds another KB (or after the file changed) is another
+    job (E127), not one corpus linked against two KBs."""
+    from tests.conftest import TOY_ENTITIES
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    (first / "kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in TOY_ENTITIES))
+    (second / "kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in TOY_ENTITIES[:2]))
+    out = tmp_path / "out"
+    monkeypatch.chdir(first)
+    _invoke(linker_pipeline, corpus, out, "--components.arbo_linker.kb_path", "kb.jsonl")
+    (out / "c.jsonl").unlink()  # one shard left to link
+    before = _mtimes(out)
+    monkeypatch.chdir(second)
+    result = _invoke(linker_pipeline, corpus, out, "--components.arbo_linker.kb_path",
+                     "kb.jsonl", code=1)
+    assert "E127" in result.output and "override_files" in result.output
+    assert _mtimes(out) == before
+    monkeypatch.chdir(first)
+    result = _invoke(linker_pipeline, corpus, out, "--components.arbo_linker.kb_path",
+                     "kb.jsonl")
+    assert "shards already done" in result.output and (out / "c.jsonl").exists()
