@@ -842,3 +842,8 @@ class Warnings(metaclass=ErrorsWithCodes):
         "only for the gold spans it can read, and `convert` refuses such a line (E203): fix "
         "the span."
     )
+    W106 = (
+        "{folder}: {n} .txt file(s) have no .ann beside them (e.g. {example}) and are not "
+        "read: a brat document is a NAME.txt and NAME.ann pair. Add an empty NAME.ann for a "
+        "text without annotations, or move the file out of the corpus folder."
+    )

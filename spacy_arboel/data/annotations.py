@@ -200,7 +200,7 @@ def _json(value: Any) -> str:
 
 def brat_pairs(folder: str | Path) -> list[tuple[Path, Path]]:
     """The (``.txt``, ``.ann``) pairs of a brat folder, in name order; a ``.ann`` without
-    its ``.txt`` is E204."""
+    its ``.txt`` is E204, and ``.txt`` files without their ``.ann`` (not read) W106."""
     folder = Path(folder)
     pairs = []
     for ann in sorted(folder.glob("*.ann")):
@@ -209,6 +209,12 @@ def brat_pairs(folder: str | Path) -> list[tuple[Path, Path]]:
             raise ValueError(Errors.E204.format(where=str(ann), problem=f"no {txt.name} beside "
                                                 "it: brat keeps each text in NAME.txt"))
         pairs.append((txt, ann))
+    if pairs:
+        lone = sorted(t.name for t in folder.glob("*.txt")
+                      if not t.with_suffix(".ann").is_file())
+        if lone:
+            warnings.warn(Warnings.W106.format(folder=folder, n=len(lone), example=lone[0]),
+                          stacklevel=3)
     return pairs
 
 

@@ -263,3 +263,14 @@ def test_a_jsonl_document_id_seen_before_is_W101(tmp_path):
                                          r"\(first at line 1\)"):
         documents = list(read_jsonl_documents(path))
     assert [d.pmid for d in documents] == ["a", "b", "a"]
+
+
+def test_brat_texts_without_annotations_are_named_not_dropped_unseen(tmp_path):
+    folder = _brat(tmp_path / "brat", "T1\tChemical 0 7\tAspirin\n")
+    (folder / "doc2.txt").write_text("Fever.")
+    with pytest.warns(UserWarning, match=r"\[W106\] .*brat: 1 .txt file\(s\) have no .ann "
+                                         r"beside them \(e.g. doc2.txt\)"):
+        documents = list(read_brat_documents(folder))
+    assert [d.pmid for d in documents] == ["doc1"]
+    (folder / "doc2.ann").write_text("")
+    assert [d.pmid for d in _no_warnings(read_brat_documents, folder)] == ["doc1", "doc2"]
