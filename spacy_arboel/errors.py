@@ -305,6 +305,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "{command} replaces its output folder whole and would delete what it holds. Give a "
         "new or empty folder, or that of an earlier {command} run."
     )
+    E245 = (
+        "{name} ({path}) is not a {kind} file ({problem}): this command writes {kind} files "
+        "only, so it did not write this one and does not replace it. Give {name} another "
+        "path, or move the file away first."
+    )
     # the linking core (spacy_arboel.linking) and its components
     E050 = (
         "The retriever's index is older than its encoders (they were trained since, or the KB "
@@ -705,6 +710,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "candidate. The KB's types are: {known}. Fix the type's name (a typo?), map the label "
         "to at least one type, or leave the label out of label_types (an unmapped label is "
         "never acted on)."
+    )
+    E226 = (
+        "'{name}' has nil_id = {nil_id!r} but its linker '{linker}' marks unlinked mentions "
+        "{linker_nil_id!r}: the linker's NIL mentions would be re-ranked into links. Give "
+        "both the same nil_id ([components.{name}] nil_id = the linker's)."
     )
     E220 = (
         "'{name}' was saved without a KB of its own: it links with the KB of the linker "

@@ -61,6 +61,20 @@ def test_nil_ents_are_left_alone(tiny_encoder, toy_kb_path, toy_examples):
     assert {e.kb_id_ for e in doc.ents} == {"NIL"}
 
 
+def test_a_nil_id_other_than_the_linkers_is_refused(tiny_encoder, toy_kb_path, toy_examples):
+    """Issue 40, item 5: the linker's NIL mentions ("UNLINKED") were re-ranked into links,
+    the re-ranker looking for "NIL"."""
+    nlp = _nlp(tiny_encoder, toy_kb_path,
+               linker={"threshold": 1e9, "scores": "raw", "nil_id": "UNLINKED"})
+    with pytest.raises(ValueError, match=r"E226.*'UNLINKED'"):
+        nlp.initialize(lambda: toy_examples)
+        nlp(toy_examples[0].predicted.copy())
+    nlp = _nlp(tiny_encoder, toy_kb_path, nil_id="UNLINKED",
+               linker={"threshold": 1e9, "scores": "raw", "nil_id": "UNLINKED"})
+    nlp.initialize(lambda: toy_examples)
+    assert {e.kb_id_ for e in nlp(toy_examples[0].predicted.copy()).ents} == {"UNLINKED"}
+
+
 def test_training_lowers_the_loss(tiny_encoder, toy_kb_path, toy_examples):
     nlp = _nlp(tiny_encoder, toy_kb_path)
     nlp.initialize(lambda: toy_examples)
