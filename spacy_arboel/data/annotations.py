@@ -163,7 +163,8 @@ def parse_span(span: Any, text: str, where: str = "") -> PubtatorMention:
 
 def span_ids(value: Any) -> tuple[str, ...]:
     """The gold ids of a JSONL span's ``kb_id`` (see the module's notes), or a SpanError."""
-    if value is None or value == "" or value == NO_ID or value == -1 or value == []:
+    if value is None or value in ("", NO_ID) or value == [] or (
+            type(value) is int and value == -1):
         return ()
     if isinstance(value, str):
         parts = value.split(ID_SEPARATOR)

@@ -136,6 +136,7 @@ def _no_warnings(read, *args):
     ({"start": 0, "end": 7, "kb_id": "D001241||D003371"}, "empty or blank id"),
     ({"start": 0, "end": 7, "kb_id": 1.5}, "not text"),
     ({"start": 0, "end": 7, "kb_id": False}, "not text"),
+    ({"start": 0, "end": 7, "kb_id": -1.0}, "not text"),
     ({"start": 0, "end": 7, "label": ["Chemical"]}, "label that is not text"),
     ({"start": 0, "end": 7, "label": "  "}, "label that is not text"),
     ({"start": 0, "end": 7, "text": 7}, '"text" that is not a string'),
