@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark
+
 
 def decode_utf8(data: bytes) -> str:
     """``data`` decoded as UTF-8 (ValueError naming the first byte that is not)."""
@@ -37,8 +39,12 @@ def parse_json(text: str | bytes) -> Any:
 def utf8_lines(lines: Iterable[bytes],
                fail: Callable[[int, str], Exception]) -> Iterator[str]:
     """The ``lines`` of a file opened in binary mode, decoded; ``fail(number, problem)``
-    is raised for the first line that is not UTF-8."""
+    is raised for the first line that is not UTF-8. A byte-order mark that starts the file
+    (as Windows editors write) is not part of its first line: it would become part of the
+    first id or column name."""
     for number, raw in enumerate(lines, start=1):
+        if number == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
         try:
             yield decode_utf8(raw)
         except ValueError as err:

@@ -226,3 +226,20 @@ def test_convert_command(tmp_path):
     assert "dropped overlaps" in result.output
     docs = list(DocBin().from_disk(output).get_docs(spacy.blank("xx").vocab))
     assert [d.user_data["pmid"] for d in docs] == ["1", "7574457"]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_pmid_or_column(tmp_path):
+    """Windows editors start UTF-8 files with a byte-order mark: it became part of the
+    first PMID ('\\ufeff5'), a document without mentions kept it silently."""
+    from spacy_arboel.data.annotations import read_jsonl_documents
+    from spacy_arboel.kb.mesh import read_mesh_descriptors
+
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf5|t|word one\n5|a|two\n\n6|t|Three.\n6|a|Four.\n")
+    assert [d.pmid for d in read_pubtator(path)] == ["5", "6"]
+    jsonl = tmp_path / "bom.jsonl"
+    jsonl.write_bytes(b'\xef\xbb\xbf{"id": "a", "text": "Aspirin."}\n')
+    assert [d.pmid for d in read_jsonl_documents(jsonl)] == ["a"]
+    csv_path = tmp_path / "bom.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbfid,scheme,subject\nhttps://x/D000001,MeSH,One\n")
+    assert [e.id for e in read_mesh_descriptors(csv_path)] == ["D000001"]
