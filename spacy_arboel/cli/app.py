@@ -1,12 +1,33 @@
 """The typer application behind ``python -m spacy_arboel`` and ``spacy-arboel``."""
 
 import typer
+from typer.core import TyperGroup
+
+from ..errors import is_coded
+
+
+class CodedErrorsGroup(TyperGroup):
+    """The commands' group: a coded error (``[E…]`` message) that a command lets through is
+    printed as the commands print their own (wasabi's ✘, exit status 1), not as a traceback;
+    any other exception is a bug and keeps its traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ValueError as err:
+            if not is_coded(str(err)):
+                raise
+            from wasabi import msg
+
+            msg.fail(str(err), exits=1)
+
 
 app = typer.Typer(
     name="spacy-arboel",
     help="Build knowledge bases, convert corpora, evaluate and benchmark entity linkers.",
     no_args_is_help=True,
     add_completion=False,
+    cls=CodedErrorsGroup,
 )
 
 # for commands that take spaCy-style config overrides (--components.x.y value)

@@ -345,6 +345,7 @@ class ArboEntityLinker(KBComponent):
         self._write(path, lambda: {"seen_ids": sorted(self.seen_ids),
                                    "inputs": self.settings.inputs,
                                    "scores": self.cfg["scores"],
+                                   "threshold": self.cfg["threshold"],
                                    "n_missing_gold_ids": self.trainer.n_missing_gold_ids},
                     exclude)
 
@@ -368,10 +369,13 @@ class ArboEntityLinker(KBComponent):
             if self.cfg["inputs"] == "auto":
                 self.settings = replace(self.settings, inputs=saved_inputs)
             self._set_up(state["kb"], state["tokenizer"], sources)
-            # a threshold holds on the scale it was chosen on (a linker saved before the
-            # probabilities has raw scores): another scale is refused, never a silent change
+            # a saved threshold holds on the scale it was chosen on (a linker saved before
+            # the probabilities has raw scores): another scale is refused, never a silent
+            # change; a threshold given at load with the scale is the user's own
             saved_scores = cfg.get("scores", "raw") if state["cfg"] else self.cfg["scores"]
-            if self.cfg["threshold"] is not None and saved_scores != self.cfg["scores"]:
+            saved_threshold = cfg.get("threshold", self.cfg["threshold"])
+            if self.cfg["threshold"] is not None and saved_scores != self.cfg["scores"] \
+                    and self.cfg["threshold"] == saved_threshold:
                 raise ValueError(Errors.E224.format(name=self.name, saved=saved_scores,
                                                     threshold=self.cfg["threshold"],
                                                     scores=self.cfg["scores"]))

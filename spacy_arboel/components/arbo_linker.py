@@ -389,7 +389,8 @@ class ArboLinker(KBComponent):
         """Load a saved arbo_linker; every file is checked first (E030), and saved settings
         that disagree with the config are errors (E056, E080). Excluded parts come from the
         config (``kb``: its ``kb_path``; ``tokenizer``: the base encoder's; ``index``: built
-        again). A ``kb_path`` naming another KB than the saved one is honoured when given at load (W004)."""
+        again). A ``kb_path`` given at load naming another KB than the saved one is
+        honoured (W004)."""
         path, exclude = ensure_path(path), set(exclude)
         required = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "entity_encoder",
                     "heads.safetensors", "index")

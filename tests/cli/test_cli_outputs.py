@@ -288,3 +288,15 @@ def test_atomic_file_syncs_the_file_before_renaming_it(tmp_path, monkeypatch):
     with atomic_file(tmp_path / "out.json") as temp:
         temp.write_text("{}")
     assert events == ["fsync", "replace"]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "tune-nil"])
+def test_a_coded_error_while_loading_is_printed_not_a_traceback(saved_linker, command):
+    """Issue 40, item 6: a setting refused at load (here a raw-score threshold of 45 on a
+    probability linker, E011) reached the user as a traceback."""
+    result = CliRunner().invoke(app, [
+        command, str(saved_linker / "pipeline"), str(saved_linker / "gold.spacy"),
+        "--components.arbo_entity_linker.threshold", "45"])
+    assert result.exit_code == 1 and "[E011]" in result.output, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output

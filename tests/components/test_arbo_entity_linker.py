@@ -681,6 +681,9 @@ def test_a_threshold_never_changes_scale_on_load_or_save(tiny_encoder, toy_kb_pa
     # the same threshold read on another scale is refused, not a silent change
     with pytest.raises(ValueError, match=r"E224.*scores.*probability"):
         spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw"})
+    # ... while a threshold given at load with its scale is the user's own
+    spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw",
+                                              "components.arbo_entity_linker.threshold": 40.0})
     # as a linker saved before issue 32 left it: no "scores" in cfg.json, its threshold raw
     from spacy_arboel.artefacts import write_manifest
 
