@@ -94,7 +94,8 @@ def cluster_command(
 
     check_outputs({"INPUT_PATH": input_path, "--model": model, "--settings": settings},
                   {"OUTPUT_PATH": output_path},
-                  folders=["OUTPUT_PATH"] if input_path.is_dir() else ())
+                  folders=["OUTPUT_PATH"] if input_path.is_dir() else (),
+                  kinds={} if input_path.is_dir() else {"OUTPUT_PATH": "spacy"})
     if input_path.is_dir():
         _cluster_linked(ctx, input_path, output_path, model, component, settings,
                         recall_sample)
@@ -163,7 +164,7 @@ def evaluate_coref_command(
     from ..factories import NER, find_components
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--settings": settings,
-                   "--heldout": heldout}, {"--output": output})
+                   "--heldout": heldout}, {"--output": output}, kinds={"--output": "json"})
     check_corpus(corpus)
     nlp = _load(model, ctx, component, settings)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
@@ -224,7 +225,8 @@ def tune_coref_command(
     from ..evaluation.report import write_json
     from ..factories import NER, find_components
 
-    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
+    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output},
+                  kinds={"--output": "json"})
     check_corpus(corpus)
     nlp = _load(model, ctx, component)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))

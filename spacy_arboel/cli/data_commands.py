@@ -48,7 +48,8 @@ def convert_command(
     from ..data.readers import CORPUS_FORMATS, corpus_format, read_annotated_documents
     from ..settings import check_value, choices
 
-    check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path})
+    check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path},
+                  kinds={"OUTPUT_PATH": "spacy"})
     try:
         check_value("--format", input_format, choices(CORPUS_FORMATS))
     except ValueError as err:
@@ -85,6 +86,7 @@ def mesh_files_command(
     does this itself when --data-dir and --assets-dir lack them."""
     from ..kb.mesh_packages import write_mesh_files
 
+    check_outputs({}, {"OUTPUT_DIR": output_dir}, folders=["OUTPUT_DIR"])
     try:
         files = write_mesh_files(output_dir, wheels)
     except (FileNotFoundError, ValueError) as err:  # E175, E176, E200, E201
@@ -112,7 +114,7 @@ def build_kb_command(
         msg.fail(Errors.E101, exits=1)
     check_outputs({"--mesh-descriptors": mesh_descriptors, "--disease-synonyms": disease_synonyms,
                    "--alias-corpus": alias_corpus, "--jsonl": jsonl},
-                  {"OUTPUT_PATH": output_path})
+                  {"OUTPUT_PATH": output_path}, kinds={"OUTPUT_PATH": "jsonl"})
     write_kb(output_path, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
              jsonl=jsonl, alias_corpus=alias_corpus,
              synonym_sources=parse_synonym_sources(synonyms))

@@ -47,7 +47,8 @@ def compare_runs(
     ] = None,
 ) -> None:
     """Tabulate the linking metrics of several runs and plot their in-KB recall@k."""
-    check_outputs({"RESULTS": results}, {"--markdown": markdown, "--plot": plot})
+    check_outputs({"RESULTS": results}, {"--markdown": markdown, "--plot": plot},
+                  kinds={"--plot": "png"})
     runs: dict[str, dict[str, Any]] = {}
     for path in results:
         name, metrics = _load_run(path)
@@ -98,7 +99,7 @@ def evaluate(
     from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--seen-from": seen_from},
-                  {"--output": output})
+                  {"--output": output}, kinds={"--output": "json"})
     check_corpus(corpus, limit)
     overrides = {k: v for k, v in (("index_kind", index_kind), ("quantize", quantize))
                  if v is not None}
@@ -142,7 +143,8 @@ def evaluate_e2e(
     from ..evaluation.end_to_end_eval import evaluate_end_to_end
     from ..pipeline.loading import load_pipeline
 
-    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output})
+    check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output},
+                  kinds={"--output": "json"})
     check_corpus(corpus, limit)
     nlp = load_pipeline(model, command_overrides(ctx), disable=disable or [])
     metrics = evaluate_end_to_end(nlp, read_docs(corpus, nlp.vocab, limit),
@@ -181,7 +183,7 @@ def evaluate_rerank(
     from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--union-with": union_with},
-                  {"--output": output})
+                  {"--output": output}, kinds={"--output": "json"})
     check_corpus(corpus, limit)
     nlp = load_pipeline(model, command_overrides(ctx))
     others = [load_pipeline(path) for path in union_with or []]
@@ -230,7 +232,8 @@ def tune_e2e(
     from ..pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "DEV": dev},
-                  {"--output": output, "--output-model": output_model}, ["--output-model"])
+                  {"--output": output, "--output-model": output_model}, ["--output-model"],
+                  kinds={"--output": "json"})
     check_corpus(dev, limit)
     overrides = command_overrides(ctx)
     nlp = load_pipeline(model, overrides)

@@ -62,7 +62,7 @@ def build_index_command(
 
     work_dir = work_dir or output.with_name(output.name + ".shards")
     check_outputs({"MODEL": model, "--kb": kb}, {"OUTPUT": output, "--work-dir": work_dir},
-                  pipelines=("OUTPUT",))
+                  pipelines=("OUTPUT",), folders=("--work-dir",))
     config = load_config(model / "config.cfg")
     try:
         component = find_component(config, ENTITY_LINKER, component, where=str(model))

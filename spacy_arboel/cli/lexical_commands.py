@@ -38,7 +38,8 @@ def tune_lexical_command(
     from ..pipeline.tuning import tune_lexical_weight
 
     check_outputs({"MODEL": model, "DEV": dev},
-                  {"--output-model": output_model, "--output": output}, ["--output-model"])
+                  {"--output-model": output_model, "--output": output}, ["--output-model"],
+                  kinds={"--output": "json"})
     check_corpus(dev, limit)
     overrides = command_overrides(ctx)
     nlp = load_pipeline(model, overrides)

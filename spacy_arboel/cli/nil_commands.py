@@ -40,7 +40,7 @@ def tune_nil_command(
 
     check_outputs({"MODEL": model, "DEV": dev, "--test": test},
                   {"--output-model": output_model, "--output": output, "--plot": plot},
-                  ["--output-model"])
+                  ["--output-model"], kinds={"--output": "json", "--plot": "png"})
     for corpus in (dev, test):
         if corpus is not None:
             check_corpus(corpus, limit)

@@ -68,15 +68,18 @@ def _check_pipeline_output(path: Path) -> None:
 
 def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
                   pipelines: Collection[str] = (), *, folders: Collection[str] = (),
-                  keep: Collection[str] = (), force: bool = False) -> None:
+                  kinds: Mapping[str, str] | None = None, keep: Collection[str] = (),
+                  force: bool = False) -> None:
     """Exit (E040, E041) when an output is an input or another output, or when one lies
     inside the other; take each output's lock for the rest of the command (E240 when
     another run holds it, :func:`lock_outputs`); then exit (E046) when an output named in
     ``pipelines`` (saved with :func:`save_pipeline`) would replace a folder that is not a
     pipeline, (E241) when an output named in ``folders`` (or ``pipelines``) is a file or
-    any other output (a file) is a folder, and (E242) when an output named in ``keep``
-    exists and not ``force``; then create the parent folders of the outputs. Keys name the
-    arguments and options, e.g. "CORPUS" or "--output"; values are paths, lists or None."""
+    any other output (a file) is a folder, (E245) when an existing file output is not of
+    the kind ``kinds`` names for it (:data:`KINDS`: the command did not write it), and
+    (E242) when an output named in ``keep`` exists and not ``force``; then create the
+    parent folders of the outputs. Keys name the arguments and options, e.g. "CORPUS" or
+    "--output"; values are paths, lists or None."""
     named_outputs = [(name, p) for name, value in outputs.items() for p in _paths(value)]
     others = [(name, p, "an input of the command")
               for name, value in inputs.items() for p in _paths(value)]
@@ -101,10 +104,36 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
             found, wanted = ("file", "folder") if is_folder else ("folder", "file")
             msg.fail(Errors.E241.format(name=name, path=path, found=found, wanted=wanted),
                      exits=1)
+        kind = (kinds or {}).get(name)
+        problem = _not_of_kind(path, kind) if kind and path.is_file() else None
+        if problem:
+            msg.fail(Errors.E245.format(name=name, path=path, kind=kind, problem=problem),
+                     exits=1)
         if name in keep and not force and path.exists():
             msg.fail(Errors.E242.format(name=name, path=path), exits=1)
     for _, path in named_outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
+
+
+# the kinds of file a command writes, each told by how it begins: a .spacy DocBin
+# (zlib-compressed msgpack), JSON, JSON lines (a KB: one object a line), a PNG, an HTML page
+KINDS = {
+    "spacy": lambda head: head[:1] == b"\x78",
+    "json": lambda head: head.lstrip()[:1] in (b"{", b"["),
+    "jsonl": lambda head: head.lstrip()[:1] == b"{",
+    "png": lambda head: head.startswith(b"\x89PNG\r\n\x1a\n"),
+    "html": lambda head: head.lstrip()[:1] == b"<",
+}
+
+
+def _not_of_kind(path: Path, kind: str) -> str | None:
+    """Why the existing file ``path`` is not a ``kind`` file (None when it is one, or
+    empty: a file of no content holds nothing to lose)."""
+    with path.open("rb") as file_:
+        head = file_.read(512)
+    if not head.strip() or KINDS[kind](head):
+        return None
+    return f"it begins {head[:24]!r}"
 
 
 def lock_outputs(paths: Iterable[Path]) -> None:

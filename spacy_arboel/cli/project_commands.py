@@ -115,9 +115,9 @@ def prepare_command(
                                                     folder / "dev.spacy"],
                  **files.kb_sources)
         if holdout:
-            hold_out_entities(folder, output_dir, holdout, seed, nlp)
+            hold_out_entities(folder, holdout, seed, nlp, shown=output_dir)
         if remove_types:
-            remove_entity_types(folder, output_dir, remove_types, nlp)
+            remove_entity_types(folder, remove_types, nlp, shown=output_dir)
     rows = [(split, s["docs"], s["mentions"], s["ents"], s["dropped_overlaps"],
              s["misaligned"]) for split, s in summaries.items()]
     msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in datasets.SPLITS)} "
@@ -126,25 +126,26 @@ def prepare_command(
               aligns=("l", "r", "r", "r", "r", "r"))
 
 
-def remove_entity_types(folder: Path, output_dir: Path, types: list[str], nlp) -> None:
-    """``spacy_arboel.pipeline.datasets.remove_entity_types`` in ``folder`` (the one that
-    becomes ``output_dir``; exit with E113 or E036), and say what it removed."""
+def remove_entity_types(folder: Path, types: list[str], nlp, shown: Path | None = None
+                        ) -> None:
+    """``spacy_arboel.pipeline.datasets.remove_entity_types`` in ``folder`` (exit with E113
+    or E036), and say what it removed (in ``shown``: the folder ``folder`` becomes)."""
     try:
         removed = datasets.remove_entity_types(folder, types, nlp)
     except ValueError as err:
         msg.fail(str(err), exits=1)
     msg.good(f"Removed the {len(removed)} KB entities of type {', '.join(types)} from the KB "
-             f"and the train gold ids: {output_dir}/removed_ids.json")
+             f"and the train gold ids: {shown or folder}/removed_ids.json")
 
 
-def hold_out_entities(folder: Path, output_dir: Path, fraction: float, seed: int,
-                      nlp) -> None:
-    """``spacy_arboel.pipeline.datasets.hold_out_entities`` in ``folder`` (the one that
-    becomes ``output_dir``; exit with E036), and say what it held out."""
+def hold_out_entities(folder: Path, fraction: float, seed: int, nlp,
+                      shown: Path | None = None) -> None:
+    """``spacy_arboel.pipeline.datasets.hold_out_entities`` in ``folder`` (exit with E036),
+    and say what it held out (in ``shown``: the folder ``folder`` becomes)."""
     try:
         held = datasets.hold_out_entities(folder, fraction, seed, nlp)
     except ValueError as err:
         msg.fail(str(err), exits=1)
     msg.good(f"Held out {len(held.test_ids)} of the test set's and {len(held.dev_ids)} of the "
              f"dev set's KB entities ({fraction:.0%}, seed {seed}; {len(held.ids)} in all) "
-             f"from the KB and the train gold ids: {output_dir}/heldout_ids.json")
+             f"from the KB and the train gold ids: {shown or folder}/heldout_ids.json")

@@ -45,7 +45,8 @@ def render_command(
     from ..render import check_links, check_url_template, default_url_template, render_page
 
     check_outputs({"MODEL": model, "INPUT_PATH": input_path},
-                  {"--output": output, "--errors": errors})
+                  {"--output": output, "--errors": errors},
+                  kinds={"--output": "html", "--errors": "json"})
     try:
         if kb_url_template:
             check_url_template(kb_url_template)

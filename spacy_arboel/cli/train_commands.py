@@ -67,8 +67,10 @@ def project_train_command(
 
     from ..ml.objectives import switched_objective
     from ..training.run import train_to_best
+    from .outputs import check_outputs
     from .overrides import command_overrides
 
+    check_outputs({"--settings": settings}, {"--output": output}, folders=["--output"])
     try:
         config, overrides = dataset_settings(settings, step, dataset)
     except ValueError as err:
@@ -107,7 +109,7 @@ def package_meta_command(
     from .outputs import check_outputs, write_text_atomic
 
     check_outputs({"MODEL": model, "METRICS_DIR": metrics_dir, "--settings": settings},
-                  {"--output": output})
+                  {"--output": output}, kinds={"--output": "json"})
     kb = pipeline_kb(load_pipeline(model))
     if kb is None:
         msg.fail(Errors.E119.format(path=model), exits=1)

@@ -60,12 +60,12 @@ def train_to_best(config_path: Path, output: Path, *, use_gpu: int = -1,
     from spacy.training.loop import train as train_nlp
     from spacy.util import load_config
 
-    output.mkdir(parents=True, exist_ok=True)
     setup_gpu(use_gpu)
     with show_validation_error(config_path):
         config = load_config(config_path, overrides=overrides or {}, interpolate=False)
     schedule = schedule_of(config)
     report_schedule(schedule)
+    output.mkdir(parents=True, exist_ok=True)  # once the config and schedule are checked
     record_evaluations(config, output)
     msg.divider("Initializing pipeline")
     with show_validation_error(config_path, hint_fill=False):

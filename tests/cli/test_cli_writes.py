@@ -183,3 +183,37 @@ def test_pretrain_kb_checks_what_it_would_replace_first(tmp_path, toy_kb_path):
                      tmp_path / "no-such-encoder", "--no-linker"), "E168")
     assert _files(tmp_path / "out") == {"linker/notes.txt": b"mine",
                                         "encoder/notes.txt": b"mine"}
+
+
+@pytest.mark.parametrize("command,args,output", [
+    ("convert", ["{d}/gold.txt"], "notes.spacy"),
+    ("build-kb", ["--jsonl", "{d}/kb.jsonl"], "notes.jsonl"),
+    ("evaluate", ["{d}/model", "{d}/gold.spacy", "--output"], "notes.json"),
+    ("tune-nil", ["{d}/model", "{d}/gold.spacy", "--plot"], "notes.png"),
+    ("render", ["{d}/model", "{d}/gold.txt", "--output"], "notes.html"),
+    ("cluster", ["{d}/gold.spacy", "--model", "{d}/model"], "notes.spacy"),
+])
+def test_a_file_the_command_did_not_write_is_not_replaced(converted, command, args, output):
+    """An output file that is not of the kind the command writes (here: a text file)
+    is refused before anything is read or written (E245)."""
+    (converted / "kb.jsonl").write_text('{"id": "D1", "name": "Cough"}\n')
+    (converted / "model").mkdir()
+    (converted / "model" / "config.cfg").write_text("[nlp]\n")  # refused before loading
+    (converted / output).write_text("my notes\n")
+    values = [a.format(d=converted) for a in args]
+    if command in ("convert", "build-kb"):
+        values = [converted / output, *values] if command == "build-kb" else [
+            *values, converted / output]
+    elif command == "cluster":
+        values = [values[0], converted / output, *values[1:]]
+    else:
+        values = [*values, converted / output]
+    _refused(_invoke(command, *values), "E245")
+    assert (converted / output).read_text() == "my notes\n"
+
+
+def test_a_file_the_command_wrote_is_replaced(converted):
+    (converted / "gold2.txt").write_text(PUBTATOR.replace("Aspirin induced", "Aspirin gave"))
+    before = (converted / "gold.spacy").read_bytes()
+    assert _invoke("convert", converted / "gold2.txt", converted / "gold.spacy").exit_code == 0
+    assert (converted / "gold.spacy").read_bytes() != before
