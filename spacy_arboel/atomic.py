@@ -117,8 +117,9 @@ def atomic_folder(path: str | Path, check: Callable[[Path], None] | None = None
 
 def lock_path(path: str | Path) -> Path:
     """The lock file of the output ``path``: hidden beside it (not inside a folder output,
-    which an atomic save replaces whole and whose files readers list)."""
-    path = Path(path)
+    which an atomic save replaces whole and whose files readers list); ``.`` and ``..``
+    are named by the folder they stand for."""
+    path = Path(os.path.abspath(path))
     return path.with_name(f".{path.name}.lock")
 
 

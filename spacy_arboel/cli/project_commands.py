@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import spacy
@@ -108,7 +109,9 @@ def prepare_command(
         msg.info(f"NCBI-disease's mention classes ({', '.join(datasets.NCBI_CLASSES)}) are "
                  f"labelled {datasets.NCBI_LABEL} (--keep-ncbi-classes keeps them)")
     nlp = spacy.blank("en")
-    with atomic_folder(output_dir, check=datasets.check_prepared_folder) as folder:
+    # the folder by its name (OUTPUT_DIR may be "."), built beside it
+    with atomic_folder(Path(os.path.abspath(output_dir)),
+                       check=datasets.check_prepared_folder) as folder:
         summaries = datasets.write_splits(splits, folder, nlp)
         datasets.write_prepared(folder, dataset.value, files)
         write_kb(folder / "kb.jsonl", alias_corpus=[folder / "train.spacy",
