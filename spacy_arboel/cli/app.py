@@ -7,13 +7,18 @@ from ..errors import is_coded
 
 
 class CodedErrorsGroup(TyperGroup):
-    """The commands' group: a coded error (``[E…]`` message) that a command lets through is
-    printed as the commands print their own (wasabi's ✘, exit status 1), not as a traceback;
-    any other exception is a bug and keeps its traceback."""
+    """The commands' group: each command runs with its resources (``outputs.
+    command_resources``: the output locks it takes, released when it ends); a coded error
+    (``[E…]`` message) that a command lets through is printed as the commands print their
+    own (wasabi's ✘, exit status 1), not as a traceback; any other exception is a bug and
+    keeps its traceback."""
 
     def invoke(self, ctx):
+        from .outputs import command_resources
+
         try:
-            return super().invoke(ctx)
+            with command_resources():
+                return super().invoke(ctx)
         except ValueError as err:
             if not is_coded(str(err)):
                 raise

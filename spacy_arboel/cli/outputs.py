@@ -8,7 +8,9 @@ interrupted command leaves the old output as it was."""
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -136,21 +138,37 @@ def _not_of_kind(path: Path, kind: str) -> str | None:
     return f"it begins {head[:24]!r}"
 
 
-def lock_outputs(paths: Iterable[Path]) -> None:
-    """Hold the lock of each output (``atomic.output_lock``) until the command ends (its
-    click context closes; the process ends, in any case); exit with E240 where another run
-    holds one. Outside a command (no click context) nothing is locked."""
-    try:  # typer >= 0.20 runs its own copy of click
-        from typer._click.globals import get_current_context
-    except ImportError:
-        from click import get_current_context
+# what the running command holds until it ends (its output locks): set by the commands'
+# group (``cli.app``) around each command
+_COMMAND_RESOURCES: ContextVar[ExitStack | None] = ContextVar("command_resources",
+                                                              default=None)
 
-    ctx = get_current_context(silent=True)
-    if ctx is None:
+
+@contextmanager
+def command_resources() -> Iterator[None]:
+    """Around one command: what it takes with :func:`lock_outputs` is released when it
+    ends, however it ends (the process ending releases a lock in any case)."""
+    with ExitStack() as stack:
+        token = _COMMAND_RESOURCES.set(stack)
+        try:
+            yield
+        finally:
+            _COMMAND_RESOURCES.reset(token)
+
+
+def lock_outputs(paths: Iterable[Path]) -> None:
+    """Hold the lock of each output (``atomic.output_lock``) until the command ends; exit
+    with E240 where another run holds one. Outside a command (from Python, no
+    :func:`command_resources`) nothing is locked."""
+    import sys
+
+    stack = _COMMAND_RESOURCES.get()
+    if stack is None:
         return
+    command = " ".join(["spacy_arboel", *sys.argv[1:]])
     for path in paths:
         try:
-            ctx.with_resource(output_lock(path, ctx.command_path))
+            stack.enter_context(output_lock(path, command))
         except ValueError as err:
             msg.fail(str(err), exits=1)
 
