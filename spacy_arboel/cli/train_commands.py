@@ -66,12 +66,14 @@ def project_train_command(
     from wasabi import msg
 
     from ..ml.objectives import switched_objective
-    from ..training.run import train_to_best
+    from ..atomic import check_own_folder
+    from ..training.run import LOG_NAME, is_training_output, train_to_best
     from .outputs import check_outputs
     from .overrides import command_overrides
 
     check_outputs({"--settings": settings}, {"--output": output}, folders=["--output"])
-    try:
+    try:  # a training folder holds what spacy train and the evaluation log write, only
+        check_own_folder(output, "project-train", LOG_NAME, is_training_output)
         config, overrides = dataset_settings(settings, step, dataset)
     except ValueError as err:
         msg.fail(str(err), exits=1)

@@ -43,6 +43,16 @@ def schedule_of(config: Any) -> Schedule:
                          count_batches(interpolated) if epochs > 0 else None)
 
 
+# what a training folder holds: spacy train's two pipelines, the evaluation log, and the
+# hidden temporary folders and locks of atomic saves (a killed run may leave one)
+TRAINING_OUTPUTS = ("model-best", "model-last", LOG_NAME)
+
+
+def is_training_output(name: str) -> bool:
+    """Whether ``name`` in a training folder is what a training writes."""
+    return name in TRAINING_OUTPUTS or name.startswith(".")
+
+
 def record_evaluations(config: Any, output: Path) -> None:
     """Route the config's training logger through the evaluation log of ``output``."""
     logger = config["training"].get("logger")

@@ -58,6 +58,14 @@ def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path
     assert config["training"]["eval_frequency"] == 50  # the toy setting
     result = CliRunner().invoke(app, ["project-train", "ner", "pubmed", "--output", str(out)])
     assert result.exit_code == 1 and "E118" in result.output
+    # a folder of other files is not a training output: nothing is written into it
+    # (issue 40, item 3); a training folder (above) is trained into again
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    result = CliRunner().invoke(app, ["project-train", "ner", "toy", "--output", str(notes)])
+    assert result.exit_code == 1 and "[E244]" in result.output, result.output
+    assert sorted(p.name for p in notes.iterdir()) == ["todo.txt"]
 
 
 def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch):
