@@ -65,8 +65,8 @@ def project_train_command(
     never leaves its step-0 model as model-best."""
     from wasabi import msg
 
-    from ..ml.objectives import switched_objective
     from ..atomic import check_own_folder
+    from ..ml.objectives import switched_objective
     from ..training.run import LOG_NAME, is_training_output, train_to_best
     from .outputs import check_outputs
     from .overrides import command_overrides
