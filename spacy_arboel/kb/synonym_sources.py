@@ -179,20 +179,15 @@ def read_gilda_mesh_mappings(path: str | Path | None = None) -> dict[str, tuple[
         return ValueError(Errors.E177.format(path=path, line=number, problem=problem))
 
     names: dict[str, list[str]] = defaultdict(list)
-    with path.open("rb") as file_:
-        for number, line in enumerate(utf8_lines(file_, fail), start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 6:
-                raise fail(number, f"{len(fields)} tab-separated columns, not 6")
-            namespace, mesh_id = fields[0].strip(), fields[1].strip()
-            if namespace != "MESH" or not MESH_ID.match(mesh_id):
-                raise fail(number, f"'{namespace}:{mesh_id}' is not a MeSH id")
-            # gilda writes ChEBI's braces escaped: 4-\{[(2-amino...)methyl]amino\}benzoic acid
-            names[mesh_id].extend(field.replace("\\{", "{").replace("\\}", "}")
-                                  for field in (fields[2], fields[5]))
+    for number, fields in _tsv_rows(path, fail):
+        if len(fields) != 6:
+            raise fail(number, f"{len(fields)} tab-separated columns, not 6")
+        namespace, mesh_id = fields[0].strip(), fields[1].strip()
+        if namespace != "MESH" or not MESH_ID.match(mesh_id):
+            raise fail(number, f"'{namespace}:{mesh_id}' is not a MeSH id")
+        # gilda writes ChEBI's braces escaped: 4-\{[(2-amino...)methyl]amino\}benzoic acid
+        names[mesh_id].extend(field.replace("\\{", "{").replace("\\}", "}")
+                              for field in (fields[2], fields[5]))
     return {mesh_id: _clean(found) for mesh_id, found in names.items()}
 
 
@@ -243,19 +238,25 @@ def read_mesh_entry_terms(path: str | Path | None = None) -> dict[str, tuple[str
         return ValueError(Errors.E179.format(path=path, line=number, problem=problem))
 
     names: dict[str, tuple[str, ...]] = {}
+    for number, fields in _tsv_rows(path, fail):
+        if len(fields) < 3:
+            raise fail(number, f"{len(fields)} tab-separated columns, not 5")
+        mesh_id = fields[0].strip()
+        if not MESH_ID.match(mesh_id):
+            raise fail(number, f"'{mesh_id}' is not a MeSH id")
+        names[mesh_id] = _clean([fields[1], *fields[2].split("|")])
+    return names
+
+
+def _tsv_rows(path: Path, fail: Callable[[int, str], ValueError]
+              ) -> Iterator[tuple[int, list[str]]]:
+    """The (line number, tab-separated fields) of each non-blank line of ``path``; a line
+    that is not UTF-8 is ``fail(number, problem)``."""
     with path.open("rb") as file_:
         for number, line in enumerate(utf8_lines(file_, fail), start=1):
             line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) < 3:
-                raise fail(number, f"{len(fields)} tab-separated columns, not 5")
-            mesh_id = fields[0].strip()
-            if not MESH_ID.match(mesh_id):
-                raise fail(number, f"'{mesh_id}' is not a MeSH id")
-            names[mesh_id] = _clean([fields[1], *fields[2].split("|")])
-    return names
+            if line.strip():
+                yield number, line.split("\t")
 
 
 def _is_acronym(name: Any) -> bool:
