@@ -158,19 +158,13 @@ def command_resources() -> Iterator[None]:
 
 def lock_outputs(paths: Iterable[Path]) -> None:
     """Hold the lock of each output (``atomic.output_lock``) until the command ends; exit
-    with E240 where another run holds one. Outside a command (from Python, no
-    :func:`command_resources`) nothing is locked."""
-    import sys
-
+    with E240 where another run holds one (printed by the commands' group, ``cli.app``).
+    Outside a command (from Python, no :func:`command_resources`) nothing is locked."""
     stack = _COMMAND_RESOURCES.get()
     if stack is None:
         return
-    command = " ".join(["spacy_arboel", *sys.argv[1:]])
     for path in paths:
-        try:
-            stack.enter_context(output_lock(path, command))
-        except ValueError as err:
-            msg.fail(str(err), exits=1)
+        stack.enter_context(output_lock(path))
 
 
 def save_pipeline(nlp: Language, path: str | Path) -> None:

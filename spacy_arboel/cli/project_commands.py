@@ -80,10 +80,7 @@ def prepare_command(
     if not 0 <= holdout < 1:
         msg.fail(Errors.E011.format(name="--holdout", value=holdout,
                                     condition="in [0, 1) (0: no entity held out)"), exits=1)
-    try:
-        datasets.check_prepared_folder(output_dir)
-    except ValueError as err:  # E244: a folder prepare did not write
-        msg.fail(str(err), exits=1)
+    datasets.check_prepared_folder(output_dir)  # E244: printed by the commands' group
 
     def dataset_synonyms() -> list[str]:
         try:
