@@ -25,7 +25,7 @@ from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
-from ..linking.dense_retriever import GRANULARITIES
+from ..linking.dense_retriever import COSINE_SCALE, GRANULARITIES
 from ..ml.bi_encoder import torch_encoders
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
@@ -56,10 +56,6 @@ SCORE_SCALES = ("probability", "raw")
 # before the type rule and whatever top_k is (up to that many), so that a tuned threshold
 # reads the same number when top_k or label_types change (issue 40)
 PROBABILITY_POOL = 64
-# the scale of a cosine before its softmax: sentence-transformers train MiniLM with in-batch
-# softmax over 20 x cosine (MultipleNegativesRankingLoss's scale); BLINK's dot products have
-# their own (scale 1)
-COSINE_SCALE = 20.0
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
 

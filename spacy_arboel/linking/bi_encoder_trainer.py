@@ -27,7 +27,7 @@ from ..objectives.fgsm import embedding_hook, output_hook
 from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
 from ..settings import PositiveInt, check_value
-from .dense_retriever import DenseRetriever
+from .dense_retriever import COSINE_SCALE, DenseRetriever
 
 # W002 (mentions longer than the window) is said when a pipeline links; repeated at every
 # training step it would only be noise, so training leaves that one warning out
@@ -51,6 +51,18 @@ class TrainingStep:
     # (encoder output, its leaf): gradients flow from each leaf into its encoder
     pending: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
     encode_entities: Any = None  # callable(delta) -> adversarial leaf (FGSM)
+    similarity: tuple[str, float] = ("dot", 1.0)  # what the loss scores with, and its scale
+
+
+def training_similarity(objective_similarity: str, scoring: str) -> tuple[str, float]:
+    """The similarity a loss is taken on, and its scale: the objective's, except that a
+    dot-product objective trained under ``names`` inputs (whose index searches by cosine)
+    learns ``COSINE_SCALE`` x cosine, the scores its softmax reads at link time and the
+    encoder's own pretraining objective, so that training starts from the untrained linker
+    instead of from dot products the index never searches with."""
+    if objective_similarity == "dot" and scoring == "cosine":
+        return "cosine", COSINE_SCALE
+    return objective_similarity, 1.0
 
 
 class BiEncoderTrainer:
@@ -180,7 +192,8 @@ class BiEncoderTrainer:
         entity_batch = builder.pad([retriever.row_inputs[index.rows[r]]
                                     for r in plan.entity_rows])
         step = TrainingStep(texts, spans, plan, retriever, torch.as_tensor(plan.candidates),
-                            entity_batch)
+                            entity_batch, similarity=training_similarity(
+                                self.objective.similarity, retriever.settings.scoring))
         entity_out = self._encode_entities(step)
         step.leaves = [self._leaf(step, entity_out), self._leaf(step, queries_out)]
         if plan.extra_mentions:
@@ -190,7 +203,7 @@ class BiEncoderTrainer:
         step.candidates = step.candidates.to(step.leaves[0].device)
         step.encode_entities = lambda delta: self._leaf(step, self._adversarial(step, delta))
         scores, valid = candidate_scores(step.leaves[1], torch.cat(step.leaves),
-                                         step.candidates, self.objective.similarity)
+                                         step.candidates, *step.similarity)
         loss = self.objective.compute_loss(scores, valid, step)
         loss.backward()
         for output, leaf in step.pending:

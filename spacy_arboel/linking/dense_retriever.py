@@ -36,6 +36,10 @@ from .lexical import LexicalIndex, best_weight
 GRANULARITIES = ("entity", "alias")
 SIMILARITIES = ("dot", "cosine")
 SIDES = ("mention", "entity")
+# the scale of a cosine before its softmax: sentence-transformers train MiniLM with in-batch
+# softmax over 20 x cosine (MultipleNegativesRankingLoss's scale); BLINK's dot products have
+# their own (scale 1). Linking (p(e | m)) and training under ``names`` inputs both use it.
+COSINE_SCALE = 20.0
 
 
 @dataclass(frozen=True)

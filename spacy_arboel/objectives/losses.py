@@ -15,12 +15,13 @@ SIMILARITIES = ("dot", "cosine")
 
 def candidate_scores(
     queries: torch.Tensor, nodes: torch.Tensor, candidates: torch.Tensor,
-    similarity: str = "dot",
+    similarity: str = "dot", scale: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scores of each query with its candidate nodes; padding (-1) is masked.
 
     ``queries`` (B, d), ``nodes`` (N, d), ``candidates`` (B, C) indices into ``nodes``;
-    ``similarity``: ``dot`` (BLINK) or ``cosine`` (PEL's proxy loss).
+    ``similarity``: ``dot`` (BLINK) or ``cosine`` (PEL's proxy loss); ``scale`` multiplies
+    the scores (the softmax temperature of a cosine, as sentence-transformers train).
     Returns scores (B, C) with -inf at padding, and the padding mask.
     """
     if similarity not in SIMILARITIES:
@@ -31,7 +32,7 @@ def candidate_scores(
         nodes = torch.nn.functional.normalize(nodes, dim=-1)
     valid = candidates >= 0
     gathered = nodes[candidates.clamp(min=0)]  # (B, C, d)
-    scores = torch.einsum("bd,bcd->bc", queries, gathered)
+    scores = torch.einsum("bd,bcd->bc", queries, gathered) * scale
     return scores.masked_fill(~valid, float("-inf")), valid
 
 

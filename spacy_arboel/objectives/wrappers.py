@@ -69,7 +69,7 @@ class FGSM(ObjectiveWrapper):
         adversarial = step.encode_entities(delta)
         adv_scores, adv_valid = candidate_scores(
             queries, torch.cat([adversarial, *step.leaves[1:]]), step.candidates,
-            self.similarity)
+            *step.similarity)
         return clean + self.weight * self.objective.compute_loss(adv_scores, adv_valid, step)
 
 

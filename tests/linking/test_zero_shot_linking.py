@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 import spacy
+import torch
 from confection import ConfigValidationError
 from spacy.tokens import Doc
 
@@ -191,3 +192,34 @@ def test_pretrain_kb_writes_an_encoder_and_a_linker_that_links(
     # the output folder is not overwritten by another command's input check
     again = CliRunner().invoke(app, ["pretrain-kb", str(toy_kb_path), str(toy_kb_path.parent)])
     assert again.exit_code != 0
+
+
+def test_names_training_takes_its_loss_on_the_cosine_the_index_searches_with(
+        tiny_encoder, toy_kb_path, toy_examples):
+    from spacy_arboel.linking.bi_encoder_trainer import training_similarity
+    from spacy_arboel.linking.dense_retriever import COSINE_SCALE
+
+    # a dot-product objective under names inputs learns the scaled cosine that links
+    assert training_similarity("dot", "cosine") == ("cosine", COSINE_SCALE)
+    assert training_similarity("dot", "dot") == ("dot", 1.0)  # BLINK's inputs
+    assert training_similarity("cosine", "cosine") == ("cosine", 1.0)  # the proxy loss's own
+    nlp = spacy.blank("xx")
+    linker = _linker(nlp, tiny_encoder, toy_kb_path, inputs="names")
+    nlp.initialize(lambda: toy_examples)
+    texts = [eg.reference.text for eg in toy_examples[:2]]
+    spans = [MentionSpan(i, e.start_char, e.end_char)
+             for i, eg in enumerate(toy_examples[:2]) for e in eg.reference.ents]
+    gold = [[e.kb_id_] for eg in toy_examples[:2] for e in eg.reference.ents]
+    objective, seen = linker.trainer.objective, []
+    compute_loss = objective.compute_loss
+    objective.compute_loss = lambda scores, valid, step=None: (
+        seen.append((scores.detach(), step)) or compute_loss(scores, valid, step))
+    assert linker.trainer.step(texts, spans, gold) > 0.0
+    [(scores, step)] = seen
+    queries = torch.nn.functional.normalize(step.leaves[1].detach(), dim=-1)
+    nodes = torch.nn.functional.normalize(torch.cat(step.leaves).detach(), dim=-1)
+    expected = COSINE_SCALE * torch.einsum(
+        "bd,bcd->bc", queries, nodes[step.candidates.clamp(min=0)])
+    valid = step.candidates >= 0
+    torch.testing.assert_close(scores[valid], expected[valid], atol=1e-4, rtol=1e-4)
+    assert linker.retriever.settings.inputs == "names"
