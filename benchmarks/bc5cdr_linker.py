@@ -29,7 +29,7 @@ from _common import (
     run,
 )
 
-from spacy_arboel.ml.objectives import named_objective_block
+from spacy_arboel.ml.objectives import objective_block
 
 
 def prepare(corpus: Path, data_dir: Path) -> None:
@@ -47,21 +47,29 @@ OBJECTIVE_KEY = "--components.arbo_entity_linker.objective."
 
 def objective_overrides(objective: str, overrides: list[str]) -> tuple[list[str], list[str]]:
     """The override of the linker's objective block (the versioned function of
-    ``objective``, with the config's n_negatives and the ``OBJECTIVE_KEY``KEY=VALUE
-    entries of ``overrides`` in the flat by-name settings the commands of BENCHMARKS.md
-    give, e.g. fgsm_epsilon), and the other overrides."""
-    flat: dict = {"n_negatives": 4}
+    ``objective``, with the config's n_negatives and the settings it takes of the
+    ``OBJECTIVE_KEY``KEY=VALUE entries of ``overrides``, e.g. negatives), and the other
+    overrides. As the commands of BENCHMARKS.md give them, ``fgsm_epsilon`` > 0 wraps the
+    block in ``FGSMObjective.v1`` (weight ``fgsm_lambda``) and ``distill_alpha`` is
+    distill's ``alpha``."""
+    settings: dict = {"n_negatives": 4}
     rest = []
     for entry in overrides:
         if entry.startswith(OBJECTIVE_KEY) and "=" in entry:
             key, value = entry[len(OBJECTIVE_KEY):].split("=", 1)
             try:
-                flat[key] = json.loads(value)
+                settings[key] = json.loads(value)
             except json.JSONDecodeError:
-                flat[key] = value
+                settings[key] = value
         else:
             rest.append(entry)
-    block = named_objective_block(objective, **flat)
+    fgsm = {"epsilon": settings.pop("fgsm_epsilon", 0.0),
+            "weight": settings.pop("fgsm_lambda", 1.0)}
+    if "distill_alpha" in settings:
+        settings["alpha"] = settings.pop("distill_alpha")
+    block = objective_block(objective, settings)
+    if fgsm["epsilon"] > 0:
+        block = {"@misc": "spacy_arboel.FGSMObjective.v1", "objective": block, **fgsm}
     return [OBJECTIVE_KEY.rstrip("."), json.dumps(block)], rest
 
 

@@ -53,7 +53,7 @@ def worker(model: str, corpus: str, output: str, overrides: list[str], load_only
     from spacy.tokens import DocBin
 
     from spacy_arboel.cli.overrides import parse_overrides
-    from spacy_arboel.data.readers import with_gold_mentions
+    from spacy_arboel.spacy_data.readers import with_gold_mentions
 
     imported = time.perf_counter()
     nlp = spacy.load(model, config=parse_overrides(overrides))

@@ -24,7 +24,7 @@ from _common import RESULTS, machine
 
 def long_text(source: Path, n_chars: int) -> str:
     """BC5CDR abstracts (title and abstract) joined by blank lines up to ``n_chars``."""
-    from spacy_arboel.data.readers import read_pubtator_documents
+    from spacy_arboel.spacy_data.readers import read_pubtator_documents
 
     parts, size = [], 0
     while size < n_chars:

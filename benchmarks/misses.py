@@ -24,7 +24,7 @@ def main() -> None:
     from spacy.tokens import DocBin
 
     from spacy_arboel.data.ids import gold_ids
-    from spacy_arboel.data.readers import with_gold_mentions
+    from spacy_arboel.spacy_data.readers import with_gold_mentions
 
     warnings.filterwarnings("ignore")
     nlp = spacy.load(args.model)

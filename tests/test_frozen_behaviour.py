@@ -17,10 +17,11 @@ import pytest
 
 EXPECTED = Path(__file__).parent / "fixtures" / "frozen_behaviour.json"
 LINKER_OBJECTIVES = {
-    "in_batch": {"name": "in_batch"},
-    "knn_negatives": {"name": "knn_negatives", "n_negatives": 2},
-    "arborescence": {"name": "arborescence", "n_negatives": 2},
-    "proxy_fgsm": {"name": "proxy", "n_negatives": 2, "fgsm_epsilon": 0.01},
+    "in_batch": {"@misc": "spacy_arboel.InBatchObjective.v1"},
+    "knn_negatives": {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 2},
+    "arborescence": {"@misc": "spacy_arboel.ArborescenceObjective.v1", "n_negatives": 2},
+    "proxy_fgsm": {"@misc": "spacy_arboel.FGSMObjective.v1", "epsilon": 0.01, "weight": 1.0,
+                   "objective": {"@misc": "spacy_arboel.ProxyObjective.v1", "n_negatives": 2}},
 }
 # Training amplifies float noise (the thread count alone moves scores by 1e-2), so the test
 # runs on one thread; the tolerance leaves room for another CPU's kernels.
@@ -66,14 +67,17 @@ def linker_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> dict[
         _seed()
         nlp = spacy.blank("en")
         # the factory's defaults when the outputs were frozen (pooling and abbreviations
-        # changed with issue 30's zero-shot defaults)
+        # changed with issue 30's zero-shot defaults; rows, batch size and the re-ranker's
+        # abbreviations with issue 42's one declaration per setting)
         nlp.add_pipe("arbo_entity_linker", config={
             "kb_path": str(kb_path), "top_k": 4, "expand_abbreviations": False,
+            "entity_granularity": "entity", "batch_size": 64,
             "model": {"encoder_name": encoder, "pooling": "cls"},
-            "objective": {"@misc": "spacy_arboel.Objective.v1", **objective}})
+            "objective": objective})
         with_more = key == "knn_negatives"
         if with_more:
             nlp.add_pipe("arbo_reranker", config={"top_k": 3, "train_top_k": 3,
+                                                  "expand_abbreviations": False,
                                                   "model": {"encoder_name": encoder}})
             nlp.add_pipe("arbo_coref", config={"k": 2, "threshold": None})
         nlp.initialize(lambda: examples)
@@ -102,6 +106,7 @@ def end_to_end_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> d
     nlp.add_pipe("arbo_linker", config={
         "kb_path": str(kb_path), "threshold": 0.0, "top_k": 3, "train_top_k": 3,
         "passage_length": 32, "passage_stride": 24, "batch_size": 16, "max_span_length": 16,
+        "entity_granularity": "entity",
         "model": {"@architectures": "spacy_arboel.RetrieverReader.v1", "encoder_name": encoder,
                   "warmup_retriever_steps": 2, "warmup_reader_steps": 2}})
     nlp.initialize(lambda: examples)

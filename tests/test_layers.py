@@ -15,7 +15,7 @@ LAYERS = (
     ("cli",),
     ("pipeline",),
     ("components", "corpus", "evaluation", "training", "render"),
-    ("ml", "artefacts"),
+    ("ml", "artefacts", "spacy_data"),
     ("jobs",),
     ("linking", "coref"),
     ("objectives", "encoders"),
@@ -24,10 +24,24 @@ LAYERS = (
     ("errors",),
 )
 LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
-# no spaCy or thinc in these (data/readers.py holds spaCy's corpus readers, corpus/worker.py
-# loads a pipeline in each worker: both import spaCy inside their functions)
+# no spaCy or thinc in these packages, in the algorithms of corpus/ (corpus/worker.py loads
+# a pipeline in each worker, inside its functions) and in the lowest modules
 SPACY_FREE = ("kb", "linking", "coref", "objectives", "encoders", "jobs", "data",
-              "corpus.link_corpus", "corpus.linked_clusters", "corpus.shards")
+              "corpus.link_corpus", "corpus.linked_clusters", "corpus.shards",
+              "atomic", "parsing", "settings", "configs", "errors", "factories")
+
+
+def spacy_free_modules() -> list[str]:
+    """Every module of ``SPACY_FREE``: each file of a package, not only its ``__init__``."""
+    modules = []
+    for name in SPACY_FREE:
+        path = PACKAGE.joinpath(*name.split("."))
+        if path.is_dir():
+            modules += [f"spacy_arboel.{'.'.join(f.relative_to(PACKAGE).with_suffix('').parts)}"
+                        .removesuffix(".__init__") for f in sorted(path.rglob("*.py"))]
+        else:
+            modules.append(f"spacy_arboel.{name}")
+    return modules
 
 
 def _package(path: Path) -> str:
@@ -63,11 +77,26 @@ def test_imports_go_down_the_layers():
     assert not upward, upward
 
 
+def test_the_core_modules_import_neither_spacy_nor_thinc():
+    """Each module of the spaCy-free packages, imported in a fresh interpreter, loads
+    neither spaCy nor thinc (importing the packages' ``__init__`` alone would miss a module
+    that nothing there imports)."""
+    modules = spacy_free_modules()
+    assert "spacy_arboel.kb.mesh" in modules and "spacy_arboel.data.texts" in modules
+    code = ("import importlib, sys\n"
+            f"for name in {modules!r}:\n"
+            "    importlib.import_module(name)\n"
+            "    found = {'spacy', 'thinc'} & set(sys.modules)\n"
+            "    assert not found, f'{name} imports {sorted(found)}'\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 @pytest.mark.slow  # a fresh interpreter that imports torch and trains
 def test_the_core_imports_neither_spacy_nor_thinc(tiny_encoder, toy_kb_path, tmp_path):
     """Importing every spaCy-free package, and training, scoring, saving and loading a core
     (the cross-encoder) with it, loads neither spaCy nor thinc."""
-    imports = "\n".join(f"import spacy_arboel.{name}" for name in SPACY_FREE)
+    imports = "\n".join(f"import {name}" for name in spacy_free_modules())
     code = (
         "import sys\n"
         f"{imports}\n"

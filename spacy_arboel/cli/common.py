@@ -45,17 +45,13 @@ def report(metrics: dict[str, Any], output: Path | None, *, title: str, corpus: 
 
 
 def check_corpus(path: Path, limit: int = 0) -> None:
-    """Exit (E042, E043, E044) unless some ent of the corpus (its first ``limit`` docs when
+    """Raise E042, E043 or E044 unless some ent of the corpus (its first ``limit`` docs when
     > 0) has a gold id; read without a pipeline, so before loading one."""
     from spacy.vocab import Vocab
-    from wasabi import msg
 
     from ..evaluation.gold import check_gold
 
-    try:
-        check_gold(read_docs(path, Vocab(), limit), str(path))
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    check_gold(read_docs(path, Vocab(), limit), str(path))
 
 
 def save_with_setting(model: Path, overrides: dict[str, Any], key: str, value: Any,
@@ -66,8 +62,5 @@ def save_with_setting(model: Path, overrides: dict[str, Any], key: str, value: A
 
     from ..pipeline.loading import save_with_setting as save
 
-    try:
-        save(model, overrides, key, value, output_model)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    save(model, overrides, key, value, output_model)
     msg.good(f"Saved {output_model} with {key} = {value}")

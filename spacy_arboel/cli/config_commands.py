@@ -9,13 +9,14 @@ from typing import Annotated
 import typer
 
 from ..configs import COMPONENT_CONFIGS
+from ..factories import ENTITY_LINKER, LINKER, RERANKER
 from .app import app
 from .outputs import atomic_file, check_outputs
 
 # the paths a component's training needs (arbo_linker starts from the base encoder without
 # paths.linker)
-REQUIRED = {"arbo_entity_linker": ("train", "dev", "kb"), "arbo_linker": ("train", "dev", "kb"),
-            "arbo_reranker": ("train", "dev", "linker")}
+REQUIRED = {ENTITY_LINKER: ("train", "dev", "kb"), LINKER: ("train", "dev", "kb"),
+            RERANKER: ("train", "dev", "linker")}
 
 
 @app.command("init-config")
@@ -24,7 +25,7 @@ def init_config_command(
     component: Annotated[str, typer.Option(
         help="arbo_entity_linker (links given mentions: after a ner or a ruler), arbo_linker "
              "(raw text in, linked ents out) or arbo_reranker (re-ranks a linker's "
-             "candidates)")] = "arbo_entity_linker",
+             "candidates)")] = ENTITY_LINKER,
     train: Annotated[Path | None, typer.Option(
         help="Training corpus (.spacy, e.g. from `convert`); else --paths.train of `spacy "
              "train`")] = None,
@@ -42,15 +43,16 @@ def init_config_command(
         "hold your edits)")] = False,
 ) -> None:
     """Write the training config of COMPONENT (the one the project trains with) to OUTPUT,
-    with the paths given filled in: `spacy train OUTPUT --output DIR` then trains it (paths
-    not given here are given there, e.g. --paths.train), and `spacy.load("DIR/model-best")`
-    links. An existing OUTPUT is refused without --force, as `spacy init config` does; the
-    file is written atomically."""
+    every component setting filled in from its factory and the paths given filled in:
+    `spacy train OUTPUT --output DIR` then trains it (paths not given here are given there,
+    e.g. --paths.train), and `spacy.load("DIR/model-best")` links. An existing OUTPUT is
+    refused without --force, as `spacy init config` does; the file is written atomically."""
     from spacy.util import load_config
     from wasabi import msg
 
     from ..configs import packaged_config
     from ..errors import Errors
+    from ..training.configs import fill_components
 
     if component not in COMPONENT_CONFIGS:
         msg.fail(Errors.E007.format(what="--component", value=component,
@@ -58,7 +60,8 @@ def init_config_command(
     given = {"train": train, "dev": dev, "kb": kb, "linker": linker, "encoder": encoder}
     check_outputs({f"--{k}": v for k, v in given.items() if isinstance(v, Path)},
                   {"OUTPUT": output}, keep=["OUTPUT"], force=force)
-    config = load_config(packaged_config(COMPONENT_CONFIGS[component]), interpolate=False)
+    config = fill_components(load_config(packaged_config(COMPONENT_CONFIGS[component]),
+                                         interpolate=False))
     for key, value in given.items():
         if value is None:
             continue

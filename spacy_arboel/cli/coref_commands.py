@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import Errors
+from ..factories import COREF
 from ..parsing import parse_json
 from .app import OVERRIDES, app
 from .common import check_corpus, report
@@ -71,7 +72,7 @@ def cluster_command(
     buffer_size: Annotated[int | None, typer.Option(
         help="Docs clustered together; later buffers are clustered against the earlier "
              "ones (their mentions are remembered)")] = None,
-    component: CorefComponent = "arbo_coref",
+    component: CorefComponent = COREF,
     settings: TunedCoref = None,
     recall_sample: Annotated[int, typer.Option(
         help="Folder input: measure the k-NN graph's edge recall against exact search on "
@@ -120,20 +121,14 @@ def _cluster_linked(ctx: typer.Context | None, input_dir: Path, output_dir: Path
     from ..corpus.linked_clusters import check_cluster_folder, cluster_linked
     from ..pipeline.coref_settings import linked_corpus_settings
 
-    try:
-        check_cluster_folder(output_dir)
-    except ValueError as err:  # E244: a folder cluster did not write
-        msg.fail(str(err), exits=1)
+    check_cluster_folder(output_dir)
     settings, same_doc_only = linked_corpus_settings(
         model, component, command_overrides(ctx), tuned=tuned_settings(settings_file))
     if same_doc_only:
         msg.warn(f"{component} has same_doc_only = true: clustering a linked corpus "
                  "links mentions across documents, so it is not applied here")
-    try:
-        summary = cluster_linked(input_dir, output_dir, recall_sample=recall_sample,
-                                 on_stage=msg.info, **settings)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    summary = cluster_linked(input_dir, output_dir, recall_sample=recall_sample,
+                             on_stage=msg.info, **settings)
     rows = [("mentions", summary.mentions), ("clusters", summary.clusters),
             ("clusters without a KB entity", summary.discovered),
             *((f"seconds: {stage}", f"{s:.1f}") for stage, s in summary.seconds.items())]
@@ -150,7 +145,7 @@ def evaluate_coref_command(
     corpus: GoldCorpus,
     output: MetricsOutput = None,
     name: RunName = None,
-    component: CorefComponent = "arbo_coref",
+    component: CorefComponent = COREF,
     settings: TunedCoref = None,
     heldout: Annotated[Path | None, typer.Option(
         help="heldout_ids.json of `prepare --holdout`: score those entities' mentions apart")
@@ -211,7 +206,7 @@ def tune_coref_command(
         "--k", help="k values to try (repeatable; default 1 2 4 8 16)")] = None,
     metric: Annotated[str, typer.Option(
         help="conll_f1, nmi, ari or accuracy (NIL counts as right for out-of-KB)")] = "conll_f1",
-    component: CorefComponent = "arbo_coref",
+    component: CorefComponent = COREF,
     max_accuracy_loss: Annotated[float, typer.Option(
         help="Settings losing more in-KB linking accuracy than this against independent linking "
              "are chosen only if all do; a negative value turns the constraint off")] = 0.02,
@@ -253,7 +248,7 @@ def add_coref_command(
     output: Annotated[Path | None, typer.Option(
         help="Where to save (default: MODEL, updated in place)")] = None,
     settings: TunedCoref = None,
-    component: CorefComponent = "arbo_coref",
+    component: CorefComponent = COREF,
 ) -> None:
     """Add arbo_coref to a saved pipeline (or re-configure it) with tuned settings. The
     pipeline is saved whole or not at all: a failed save leaves the old one as it was."""

@@ -76,19 +76,13 @@ def link_corpus_command(
             import_ray()
         except ImportError as err:
             msg.fail(str(err), exits=1)
-    try:
-        default = 2 if engine == "ray" else 1
-        workers = default if num_workers is None else num_workers
-        runner = (RayEngine(workers, address=address, num_gpus=num_gpus)
-                  if engine == "ray" else LocalEngine(workers))
-    except ValueError as err:  # E011: fewer than one worker
-        msg.fail(str(err), exits=1)
+    default = 2 if engine == "ray" else 1
+    workers = default if num_workers is None else num_workers
+    runner = (RayEngine(workers, address=address, num_gpus=num_gpus)
+              if engine == "ray" else LocalEngine(workers))
     with tqdm(unit="doc", desc="link-corpus", disable=None) as bar:
-        try:
-            summary = link_corpus(input_path, output, settings, runner, bar.update,
-                                  lambda total: setattr(bar, "total", total))
-        except ValueError as err:
-            msg.fail(str(err), exits=1)
+        summary = link_corpus(input_path, output, settings, runner, bar.update,
+                              lambda total: setattr(bar, "total", total))
     msg.table([("shards linked", len(summary.linked)),
                ("shards already done", len(summary.skipped)),
                ("docs", summary.docs), ("mentions", summary.mentions),

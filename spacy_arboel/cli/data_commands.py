@@ -12,12 +12,12 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from wasabi import msg
 
-from ..data.aliases import harvest_aliases, types_from_docs
-from ..data.convert import docs_to_docbin, pubtator_to_docs
-from ..data.readers import read_pubtator_documents
 from ..errors import Errors
 from ..kb.build import build_kb
-from ..kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
+from ..kb.knowledge_base import KnowledgeBaseError
+from ..spacy_data.aliases import harvest_aliases, types_from_docs
+from ..spacy_data.convert import docs_to_docbin, pubtator_to_docs
+from ..spacy_data.readers import read_pubtator_documents
 from .app import app
 from .outputs import check_outputs
 
@@ -48,15 +48,12 @@ def convert_command(
     """Convert an annotated corpus (PubTator, JSONL with character spans and ids, or brat
     standoff) to a spaCy DocBin (.spacy) with gold entities and kb_ids: the training and
     evaluation corpora of every command."""
-    from ..data.readers import CORPUS_FORMATS, corpus_format, read_annotated_documents
     from ..settings import check_value, choices
+    from ..spacy_data.readers import CORPUS_FORMATS, corpus_format, read_annotated_documents
 
     check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path},
                   kinds={"OUTPUT_PATH": "spacy"})
-    try:
-        check_value("--format", input_format, choices(CORPUS_FORMATS))
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    check_value("--format", input_format, choices(CORPUS_FORMATS))
     nlp = spacy.blank(lang)
     fmt = corpus_format(input_path, input_format)
 
@@ -65,11 +62,8 @@ def convert_command(
             raise ValueError(Errors.E243.format(path=input_path, fmt=fmt, output=output_path))
 
     documents = read_annotated_documents(input_path, fmt, limit)
-    try:
-        summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path,
-                                 check=some_documents)
-    except ValueError as err:  # E010, E203, E204: a malformed line, named; E243: none read
-        msg.fail(str(err), exits=1)
+    summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path,
+                             check=some_documents)
     msg.good(f"Saved {summary['docs']} docs to {output_path}")
     msg.table([(key.replace("_", " "), value) for key, value in summary.items()],
               header=("", "count"), aligns=("l", "r"))
@@ -146,6 +140,8 @@ def parse_synonym_sources(values: Iterable[str], default: Callable[[], Iterable[
 def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources: Any) -> None:
     """Build a KB with ``build_kb`` (``sources``: its MeSH and JSONL arguments), aliases and
     types from the gold mentions of ``alias_corpus``; save it and print a summary."""
+    from ..pipeline.datasets import save_kb
+
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
     try:
         kb, report = build_kb(aliases=harvest_aliases(docs), types=types_from_docs(docs),
@@ -164,7 +160,7 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
         msg.info(f"synonyms, {source}: {stats}")
     for path, shared in report.merged:
         msg.info(f"{path}: merged ({shared} ids already present, aliases combined)")
-    save_kb(kb, output_path)
+    save_kb(kb, output_path)  # E036 when it is empty
     msg.good(f"Saved {len(kb)} entities to {output_path}")
     msg.table(
         [("entities", len(kb)), ("ids merged from several sources",
@@ -176,16 +172,6 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
     )
     if report.absent:
         msg.text(f"e.g. absent: {', '.join(sorted(report.absent)[:10])}")
-
-
-def save_kb(kb: KnowledgeBase, path: Path) -> None:
-    """Write ``kb`` to ``path`` (atomically), or exit with E036 when it is empty."""
-    from ..pipeline.datasets import save_kb as save
-
-    try:
-        save(kb, path)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
 
 
 def read_corpus_docs(paths: Iterable[Path], nlp: Language) -> Iterator[Doc]:

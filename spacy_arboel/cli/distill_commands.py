@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..factories import ENTITY_LINKER
 from ..linking.loop_settings import DistillSettings
 from .app import OVERRIDES, app
 from .common import read_docs, save_with_setting
@@ -42,7 +43,7 @@ def distill_mentions_command(
              "keep the teacher's)")] = None,
     limit: Annotated[int, typer.Option(help="Docs of CORPUS to read (0: all)")] = 0,
     seed: Annotated[int, typer.Option(help="Shuffling seed")] = DISTILL.seed,
-    component: Annotated[str, typer.Option(help="The linker's name")] = "arbo_entity_linker",
+    component: Annotated[str, typer.Option(help="The linker's name")] = ENTITY_LINKER,
 ) -> None:
     """Distil the linker's mention encoder into one with fewer layers (the fast CPU setting,
     BENCHMARKS.md); the entity encoder and its index are kept, so the saved pipeline links
@@ -62,22 +63,16 @@ def distill_mentions_command(
                                     "measured fast setting)", value=mention_max_length),
                  exits=1)
     overrides = command_overrides(ctx)
-    try:
-        find_component(load_config(model / "config.cfg"), ENTITY_LINKER, component,
-                       where=str(model))
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    find_component(load_config(model / "config.cfg"), ENTITY_LINKER, component,
+                   where=str(model))
     nlp = load_pipeline(model, {**overrides, f"components.{component}.quantize": quantize})
-    try:
-        settings = DistillSettings(layers=layers, epochs=epochs, batch_size=batch_size,
-                                   learning_rate=learn_rate, top_k=top_k, temperature=temperature,
-                                   vector_weight=vector_weight, seed=seed)
-        cleared = distill_mention_encoder(
-            nlp, component, read_docs(corpus, nlp.vocab, limit), settings,
-            on_start=lambda n: msg.info(f"Distilling {n} mentions into {layers} layers"),
-            on_epoch=lambda epoch, loss: msg.text(f"epoch {epoch}: loss {loss:.4f}"))
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    settings = DistillSettings(layers=layers, epochs=epochs, batch_size=batch_size,
+                               learning_rate=learn_rate, top_k=top_k, temperature=temperature,
+                               vector_weight=vector_weight, seed=seed)
+    cleared = distill_mention_encoder(
+        nlp, component, read_docs(corpus, nlp.vocab, limit), settings,
+        on_start=lambda n: msg.info(f"Distilling {n} mentions into {layers} layers"),
+        on_epoch=lambda epoch, loss: msg.text(f"epoch {epoch}: loss {loss:.4f}"))
     for name in cleared:
         # its remembered mentions were embedded by the teacher, and its λ is on the
         # teacher's score scale

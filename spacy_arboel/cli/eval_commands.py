@@ -16,10 +16,11 @@ from ..evaluation.report import (
     read_metrics,
     rerank_rows,
 )
+from ..factories import ENTITY_LINKER
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
 from .options import DocLimit, GoldCorpus, LinkerComponent, MetricsOutput, PipelineModel, RunName
-from .outputs import check_outputs, write_text_atomic
+from .outputs import check_outputs, require_plots, write_text_atomic
 from .overrides import command_overrides
 
 
@@ -73,7 +74,7 @@ def evaluate(
     corpus: GoldCorpus,
     output: MetricsOutput = None,
     name: RunName = None,
-    component: LinkerComponent = "arbo_entity_linker",
+    component: LinkerComponent = ENTITY_LINKER,
     limit: DocLimit = 0,
     encoder_rate: Annotated[bool, typer.Option(help="Also time the raw encoder")] = True,
     index_kind: Annotated[
@@ -241,10 +242,7 @@ def tune_e2e(
         factories = LINKER_FACTORIES
     else:  # arbo_linker where the pipeline has one, else the arbo_entity_linker after a ner
         factories = LINKER if find_components(nlp, LINKER) else ENTITY_LINKER
-    try:
-        component = find_component(nlp, factories, component or None, where=str(model))
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    component = find_component(nlp, factories, component or None, where=str(model))
     gold_docs = read_docs(dev, nlp.vocab, limit)
     if component in find_components(nlp, ENTITY_LINKER):
         best, rows = tune_linker_threshold(nlp, gold_docs, component, thresholds)
@@ -277,11 +275,9 @@ def report_command(
     from ..evaluation.run_report import metric_files, write_report
 
     output = output or metrics_dir / "report.md"
+    require_plots("report")  # its recall@k plot
     check_outputs({"METRICS_DIR": metric_files(metrics_dir)}, {"--output": output})
-    try:
-        written = write_report(metrics_dir, output, title)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    written = write_report(metrics_dir, output, title)
     if written.headline:
         width = max(len(what) for what, _ in written.headline)
         msg.table(written.headline, header=("what", "value"), divider=True, widths=(width, 14))

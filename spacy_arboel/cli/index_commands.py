@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..jobs.kb_vectors import SHARD_ROWS
 from .app import OVERRIDES, app
 from .outputs import check_outputs, save_pipeline
 from .overrides import command_overrides
@@ -39,7 +40,7 @@ def build_index_command(
         help="--engine ray: join this cluster (e.g. auto); default: start a local one")] =
         None,
     num_gpus: Annotated[float, typer.Option(help="--engine ray: GPUs per actor")] = 0.0,
-    shard_rows: Annotated[int, typer.Option(help="KB rows per shard")] = 50_000,
+    shard_rows: Annotated[int, typer.Option(help="KB rows per shard")] = SHARD_ROWS,
     work_dir: Annotated[Path | None, typer.Option(
         help="Folder of the embedded shards (a rerun resumes from it; default: OUTPUT "
              "with .shards appended)")] = None,
@@ -64,10 +65,7 @@ def build_index_command(
     check_outputs({"MODEL": model, "--kb": kb}, {"OUTPUT": output, "--work-dir": work_dir},
                   pipelines=("OUTPUT",), folders=("--work-dir",))
     config = load_config(model / "config.cfg")
-    try:
-        component = find_component(config, ENTITY_LINKER, component, where=str(model))
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    component = find_component(config, ENTITY_LINKER, component, where=str(model))
     if engine not in ("local", "ray"):
         msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
     if engine == "ray":
@@ -77,18 +75,15 @@ def build_index_command(
             msg.fail(str(err), exits=1)
     nlp = load_pipeline(model, {**command_overrides(ctx), **without_kb_paths(config, component)})
     progress = Progress()
-    try:
-        if kb is not None:
-            for name in swap_kb(nlp, KnowledgeBase.from_jsonl(kb), component):
-                msg.warn(f"{name}'s remembered mentions were linked to the old KB: cleared")
-        runner = (RayEngine(num_workers, address=address, num_gpus=num_gpus)
-                  if engine == "ray" else LocalEngine(num_workers))
-        index = build_linker_index(nlp, component, model, runner, work_dir, kind=kind,
-                                   pq_bytes=pq_bytes, refine=refine, shard_rows=shard_rows,
-                                   on_total=progress.start_bar, on_rows=progress.update,
-                                   on_stage=progress.stage)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    if kb is not None:
+        for name in swap_kb(nlp, KnowledgeBase.from_jsonl(kb), component):
+            msg.warn(f"{name}'s remembered mentions were linked to the old KB: cleared")
+    runner = (RayEngine(num_workers, address=address, num_gpus=num_gpus)
+              if engine == "ray" else LocalEngine(num_workers))
+    index = build_linker_index(nlp, component, model, runner, work_dir, kind=kind,
+                               pq_bytes=pq_bytes, refine=refine, shard_rows=shard_rows,
+                               on_total=progress.start_bar, on_rows=progress.update,
+                               on_stage=progress.stage)
     save_pipeline(nlp, output)
     msg.good(f"Saved {output}: {index.meta.factory} over {index.meta.n_rows} rows of "
              f"{len(nlp.get_pipe(component).kb)} entities (shards kept in {work_dir}; delete "

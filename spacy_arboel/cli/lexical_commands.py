@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ..factories import ENTITY_LINKER
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, save_with_setting
 from .options import LinkerComponent, LinkerModel
@@ -23,7 +24,7 @@ def tune_lexical_command(
     output_model: Annotated[Path | None, typer.Option(
         help="Save the pipeline with the tuned lexical_weight here")] = None,
     output: Annotated[Path | None, typer.Option(help="JSON of R@1 by weight")] = None,
-    component: LinkerComponent = "arbo_entity_linker",
+    component: LinkerComponent = ENTITY_LINKER,
     top_k: Annotated[int, typer.Option(help="Dense and lexical candidates per mention")] = 64,
     limit: Annotated[int, typer.Option(help="Use the first N docs of DEV (0 = all)")] = 0,
 ) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..factories import ENTITY_LINKER
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, save_with_setting
 from .options import LinkerComponent, LinkerModel, MetricsOutput
@@ -26,7 +27,7 @@ def tune_nil_command(
     plot: Annotated[Path | None, typer.Option(
         help="NIL precision-recall curve (PNG) of the test set, else of dev")] = None,
     name: Annotated[str, typer.Option(help="Run name (JSON and plot legend)")] = "linker",
-    component: LinkerComponent = "arbo_entity_linker",
+    component: LinkerComponent = ENTITY_LINKER,
     limit: Annotated[int, typer.Option(help="Use the first N docs of each corpus (0 = all)")] = 0,
 ) -> None:
     """Tune the score threshold below which a mention gets the NIL id, to maximise NIL F1 on

@@ -7,6 +7,7 @@ interrupted command leaves the old output as it was."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -60,19 +61,12 @@ def _relation(output: Path, other: Path) -> str | None:
     return None
 
 
-def _check_pipeline_output(path: Path) -> None:
-    """Exit (E046) unless a saved pipeline may replace ``path``."""
-    try:
-        check_replaceable(path)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
-
-
 def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
                   pipelines: Collection[str] = (), *, folders: Collection[str] = (),
                   kinds: Mapping[str, str] | None = None, keep: Collection[str] = (),
                   force: bool = False) -> None:
-    """Exit (E040, E041) when an output is an input or another output, or when one lies
+    """Raise E227 when a ``png`` output is asked for and matplotlib is not installed; exit
+    (E040, E041) when an output is an input or another output, or when one lies
     inside the other; take each output's lock for the rest of the command (E240 when
     another run holds it, :func:`lock_outputs`); then exit (E046) when an output named in
     ``pipelines`` (saved with :func:`save_pipeline`) would replace a folder that is not a
@@ -83,6 +77,9 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
     parent folders of the outputs. Keys name the arguments and options, e.g. "CORPUS" or
     "--output"; values are paths, lists or None."""
     named_outputs = [(name, p) for name, value in outputs.items() for p in _paths(value)]
+    for name, _ in named_outputs:
+        if (kinds or {}).get(name) == "png":
+            require_plots(name)
     others = [(name, p, "an input of the command")
               for name, value in inputs.items() for p in _paths(value)]
     for i, (name, path) in enumerate(named_outputs):
@@ -100,7 +97,7 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
     lock_outputs([path for _, path in named_outputs])
     for name, path in named_outputs:
         if name in pipelines:
-            _check_pipeline_output(path)
+            check_replaceable(path)
         is_folder = name in folders or name in pipelines
         if path.is_dir() != is_folder and path.exists():
             found, wanted = ("file", "folder") if is_folder else ("folder", "file")
@@ -115,6 +112,13 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
             msg.fail(Errors.E242.format(name=name, path=path), exits=1)
     for _, path in named_outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def require_plots(what: str) -> None:
+    """E227 unless matplotlib (the ``plots`` extra) is installed: checked before a command
+    that draws a plot writes anything."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ValueError(Errors.E227.format(what=what))
 
 
 # the kinds of file a command writes, each told by how it begins: a .spacy DocBin
@@ -172,5 +176,5 @@ def save_pipeline(nlp: Language, path: str | Path) -> None:
     with E046 where it would replace a folder that is not a pipeline)."""
     from ..pipeline.loading import save_pipeline as save
 
-    _check_pipeline_output(Path(path))
+    check_replaceable(Path(path))
     save(nlp, path)

@@ -58,23 +58,20 @@ def pretrain_kb_command(
     encoder_dir, linker_dir = output / ENCODER_FOLDER, output / LINKER_FOLDER
     check_outputs({"KB": kb, "--encoder": Path(encoder) if Path(encoder).exists() else None},
                   {"OUTPUT": output}, folders=["OUTPUT"])
-    try:
-        # what it would replace (E168, E046) and the KB (E001, E165, E166), before the
-        # encoder is loaded and trained
-        check_output_dir(encoder_dir)
-        if linker:
-            check_replaceable(linker_dir)
-        knowledge_base = KnowledgeBase.from_jsonl(kb)
-        settings = SelfAlignmentSettings(
-            batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
-            max_steps=max_steps, time_limit_s=None if max_minutes is None else max_minutes * 60,
-            max_pairs_per_entity=max_pairs_per_entity, seed=seed)
-        check_pairs(knowledge_base, settings.max_pairs_per_entity)
-        device = "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
-        report = pretrain_encoder(knowledge_base, encoder, encoder_dir, settings,
-                                  device=device)
-    except ValueError as err:  # E001, E011, E046, E165-E169: coded, no traceback
-        msg.fail(str(err), exits=1)
+    # what it would replace (E168, E046) and the KB (E001, E165, E166), before the
+    # encoder is loaded and trained
+    check_output_dir(encoder_dir)
+    if linker:
+        check_replaceable(linker_dir)
+    knowledge_base = KnowledgeBase.from_jsonl(kb)
+    settings = SelfAlignmentSettings(
+        batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
+        max_steps=max_steps, time_limit_s=None if max_minutes is None else max_minutes * 60,
+        max_pairs_per_entity=max_pairs_per_entity, seed=seed)
+    check_pairs(knowledge_base, settings.max_pairs_per_entity)
+    device = "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
+    report = pretrain_encoder(knowledge_base, encoder, encoder_dir, settings,
+                              device=device)
     msg.good(f"Saved the self-aligned encoder to {encoder_dir}: {report['steps']} steps, "
              f"{report['pairs_seen']} pairs in {report['seconds'] / 60:.1f} min")
     if linker:

@@ -83,10 +83,7 @@ def prepare_command(
     datasets.check_prepared_folder(output_dir)  # E244: printed by the commands' group
 
     def dataset_synonyms() -> list[str]:
-        try:
-            described = read_datasets(settings).get(dataset.value) or {}
-        except ValueError as err:  # E153: the settings file cannot be read
-            msg.fail(str(err), exits=1)
+        described = read_datasets(settings).get(dataset.value) or {}
         return list(described.get("synonyms", []))
 
     sources = parse_synonym_sources(synonyms, default=dataset_synonyms)
@@ -150,10 +147,7 @@ def remove_entity_types(folder: Path, types: list[str], nlp, shown: Path | None 
                         ) -> None:
     """``spacy_arboel.pipeline.datasets.remove_entity_types`` in ``folder`` (exit with E113
     or E036), and say what it removed (in ``shown``: the folder ``folder`` becomes)."""
-    try:
-        removed = datasets.remove_entity_types(folder, types, nlp)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    removed = datasets.remove_entity_types(folder, types, nlp)
     msg.good(f"Removed the {len(removed)} KB entities of type {', '.join(types)} from the KB "
              f"and the train gold ids: {shown or folder}/removed_ids.json")
 
@@ -162,10 +156,7 @@ def hold_out_entities(folder: Path, fraction: float, seed: int, nlp,
                       shown: Path | None = None) -> None:
     """``spacy_arboel.pipeline.datasets.hold_out_entities`` in ``folder`` (exit with E036),
     and say what it held out (in ``shown``: the folder ``folder`` becomes)."""
-    try:
-        held = datasets.hold_out_entities(folder, fraction, seed, nlp)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    held = datasets.hold_out_entities(folder, fraction, seed, nlp)
     msg.good(f"Held out {len(held.test_ids)} of the test set's and {len(held.dev_ids)} of the "
              f"dev set's KB entities ({fraction:.0%}, seed {seed}; {len(held.ids)} in all) "
              f"from the KB and the train gold ids: {shown or folder}/heldout_ids.json")

@@ -47,12 +47,9 @@ def render_command(
     check_outputs({"MODEL": model, "INPUT_PATH": input_path},
                   {"--output": output, "--errors": errors},
                   kinds={"--output": "html", "--errors": "json"})
-    try:
-        if kb_url_template:
-            check_url_template(kb_url_template)
-        records = list(islice(read_texts(input_path), limit or None))
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    if kb_url_template:
+        check_url_template(kb_url_template)
+    records = list(islice(read_texts(input_path), limit or None))
     nlp = load_pipeline(model, command_overrides(ctx))
     kb = pipeline_kb(nlp)
     names = {e.id: e.name for e in kb} if kb is not None else {}

@@ -72,18 +72,13 @@ def project_train_command(
     from .overrides import command_overrides
 
     check_outputs({"--settings": settings}, {"--output": output}, folders=["--output"])
-    try:  # a training folder holds what spacy train and the evaluation log write, only
-        check_own_folder(output, "project-train", LOG_NAME, is_training_output)
-        config, overrides = dataset_settings(settings, step, dataset)
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    # a training folder holds what spacy train and the evaluation log write, only
+    check_own_folder(output, "project-train", LOG_NAME, is_training_output)
+    config, overrides = dataset_settings(settings, step, dataset)
     if objective != "default":
         if step != "linker":
             msg.fail(f"--objective applies to the linker step, not to '{step}'", exits=1)
-        try:
-            overrides[LINKER_OBJECTIVE] = switched_objective(objective, config, overrides)
-        except ValueError as err:
-            msg.fail(str(err), exits=1)
+        overrides[LINKER_OBJECTIVE] = switched_objective(objective, config, overrides)
     overrides.update(command_overrides(ctx))
     shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
     msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")
@@ -115,10 +110,7 @@ def package_meta_command(
     kb = pipeline_kb(load_pipeline(model))
     if kb is None:
         msg.fail(Errors.E119.format(path=model), exits=1)
-    try:
-        described = read_datasets(settings).get(dataset) or {}
-    except ValueError as err:
-        msg.fail(str(err), exits=1)
+    described = read_datasets(settings).get(dataset) or {}
     meta = package_meta(kb, metrics_dir, str(described.get("kb", "")), dataset, objective)
     write_text_atomic(output, srsly.json_dumps(meta, indent=2) + "\n")
     msg.good(f"Wrote {output}: {len(meta['performance'])} measured metrics, KB of "

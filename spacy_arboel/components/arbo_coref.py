@@ -26,6 +26,7 @@ from ..extensions import (
     VECTOR_EXT,
     register_extensions,
 )
+from ..factories import COREF, ENTITY_LINKER
 from .concurrency import in_worker_process, one_thread_at_a_time
 
 SETTINGS = ("linker", "k", "threshold", "directed", "same_doc_only", "buffer_size",
@@ -35,11 +36,11 @@ SAVED = ("state",)  # what to_disk and to_bytes write (the remembered mentions)
 
 
 @Language.factory(
-    "arbo_coref",
+    COREF,
     requires=["doc.ents", f"span._.{VECTOR_EXT}", f"span._.{CANDIDATES_EXT}"],
     assigns=["token.ent_kb_id", f"span._.{CLUSTER_EXT}", f"span._.{LINKER_ID_EXT}"],
     default_config={
-        "linker": "arbo_entity_linker", "k": 8, "threshold": None, "directed": True,
+        "linker": ENTITY_LINKER, "k": 8, "threshold": None, "directed": True,
         "same_doc_only": False, "buffer_size": 1000, "nil_prefix": "NIL_",
         "keep_state": False, "scorer": {"@scorers": "spacy_arboel.coref_scorer.v1"},
     },
@@ -83,7 +84,7 @@ class ArboCoref(Pipe):
     """
 
     def __init__(
-        self, nlp: Language, name: str = "arbo_coref", *, linker: str, k: int,
+        self, nlp: Language, name: str = COREF, *, linker: str, k: int,
         threshold: float | None, directed: bool, same_doc_only: bool, buffer_size: int,
         nil_prefix: str, keep_state: bool, scorer: Callable | None,
     ) -> None:

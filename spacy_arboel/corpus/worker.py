@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.texts import TextRecord
+from ..factories import COREF
 from .outcomes import Outcome, link_records
 from .shard_writer import docbin_bytes
 
@@ -48,7 +49,7 @@ class PipelineLinker:
                                    self.settings.top_k, docbin_bytes, self.settings.vectors)
 
 
-CROSS_DOCUMENT_FACTORIES = ("arbo_coref",)
+CROSS_DOCUMENT_FACTORIES = (COREF,)
 
 
 def load_pipeline(settings: LinkSettings) -> Any:

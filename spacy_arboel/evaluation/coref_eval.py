@@ -15,9 +15,10 @@ from spacy.training import Example
 
 from ..coref.graph import knn_graph
 from ..data.ids import gold_ids
-from ..data.readers import with_gold_mentions
 from ..errors import Errors
 from ..extensions import VECTOR_EXT
+from ..factories import COREF
+from ..spacy_data.readers import with_gold_mentions
 from .coref_metrics import coref_metrics, mention_recall
 from .coref_scorer import mention_clusters
 from .gold import check_gold
@@ -35,7 +36,7 @@ def gold_mention_examples(nlp: Language, gold_docs: Iterable[Doc]) -> list[Examp
 
 
 def evaluate_coref(
-    nlp: Language, examples: list[Example], *, component: str = "arbo_coref",
+    nlp: Language, examples: list[Example], *, component: str = COREF,
     run: bool = True, with_mention_recall: bool = True, heldout: set[str] | None = None,
 ) -> dict[str, Any]:
     """Linking accuracy with clustering (arboEL eq. 8) and with independent nearest-entity
@@ -147,7 +148,7 @@ def edge_weight_quantiles(examples: list[Example], quantiles: Sequence[float]) -
 
 
 def tune_coref(
-    nlp: Language, examples: list[Example], *, component: str = "arbo_coref",
+    nlp: Language, examples: list[Example], *, component: str = COREF,
     ks: Sequence[int] = (1, 2, 4, 8, 16), thresholds: Sequence[float | None] | None = None,
     directed: Sequence[bool] = (True, False), metric: str = "conll_f1",
     max_accuracy_loss: float | None = 0.02,

@@ -19,8 +19,9 @@ from spacy.training import Example
 
 from ..atomic import atomic_file
 from ..data.ids import gold_ids
-from ..data.readers import with_gold_mentions
 from ..errors import Errors
+from ..factories import ENTITY_LINKER
+from ..spacy_data.readers import with_gold_mentions
 from .gold import check_gold
 from .metrics import f1_score, prf
 
@@ -140,7 +141,7 @@ class NilScores:
         return sum(linked) / len(linked) if linked else 0.0
 
 
-def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = "arbo_entity_linker",
+def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = ENTITY_LINKER,
                batch_size: int = 256) -> NilScores:
     """Link the gold mentions of ``gold_docs``: each mention's best candidate score and
     whether it is NIL (no gold id in the KB, or the NIL id). Mentions without a gold id are

@@ -11,7 +11,8 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..data.readers import with_gold_mentions
+from ..factories import ENTITY_LINKER
+from ..spacy_data.readers import with_gold_mentions
 from .gold import check_gold
 from .metrics import linking_metrics, mention_outcomes_from_examples
 
@@ -22,7 +23,7 @@ def evaluate_linker(
     nlp: Language,
     gold_docs: Iterable[Doc],
     *,
-    component: str = "arbo_entity_linker",
+    component: str = ENTITY_LINKER,
     batch_size: int = 256,
     measure_encoder: bool = True,
     seen_ids: Container[str] | None = None,

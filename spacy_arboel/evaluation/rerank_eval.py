@@ -12,16 +12,17 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..data.ids import gold_ids
-from ..data.readers import with_gold_mentions
 from ..encoders.inputs import MentionSpan
 from ..errors import Errors
+from ..factories import ENTITY_LINKER, RERANKER
+from ..spacy_data.readers import with_gold_mentions
 from .gold import check_gold
 
 ORACLES = ("none", "self", "union")
 
 
 def linker_candidates(nlp: Language, gold_docs: Sequence[Doc],
-                      linker: str = "arbo_entity_linker") -> list[list[list[str]]]:
+                      linker: str = ENTITY_LINKER) -> list[list[list[str]]]:
     """Per doc, per gold mention, the ranked candidate ids of ``nlp``'s linker alone."""
     names = [n for n in nlp.pipe_names if n != linker]
     docs = [with_gold_mentions(nlp.make_doc(g.text), g) for g in gold_docs]
@@ -61,7 +62,7 @@ def oracle_candidates(retrieved: Sequence[str], gold: Sequence[str], oracle: str
 def evaluate_reranker(
     nlp: Language, gold_docs: Iterable[Doc], *, oracles: Sequence[str] = ("none",),
     top_ks: Sequence[int] = (), union_with: Sequence[Language] = (),
-    reranker: str = "arbo_reranker", linker: str = "arbo_entity_linker",
+    reranker: str = RERANKER, linker: str = ENTITY_LINKER,
 ) -> dict[str, Any]:
     """Accuracy of the bi-encoder's top 1 and of the re-ranked top 1 on in-KB gold mentions
     (also normalised: on mentions whose gold is among the candidates, and seen/unseen) for

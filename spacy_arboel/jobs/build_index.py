@@ -29,12 +29,12 @@ from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..kb.entity import Entity
 from ..kb.index import DenseIndex, near_duplicate_rows
-from ..kb.index_builder import build_index, choose_factory, resolve_kind
+from ..kb.index_builder import EF_SEARCH, NPROBE, build_index, choose_factory, resolve_kind
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings, row_settings
 from ..linking.indexed_kb import IndexedKB
 from .engines import LocalEngine, RayEngine
-from .kb_vectors import EmbeddingPlan, ShardStore
+from .kb_vectors import SHARD_ROWS, EmbeddingPlan, ShardStore
 
 # a task: a shard number and the entities whose rows it holds; a result: the shard number,
 # its row vectors and the fingerprint of the encoder that embedded them
@@ -85,7 +85,7 @@ class ShardEmbedder:
 
 
 def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEngine | RayEngine,
-             work_dir: str | Path, *, shard_rows: int = 50_000,
+             work_dir: str | Path, *, shard_rows: int = SHARD_ROWS,
              on_rows: Callable[[int], object] | None = None,
              embedder: Callable[[EmbedderSource], ShardEmbedder] = ShardEmbedder
              ) -> tuple[ShardStore, np.ndarray]:
@@ -130,8 +130,8 @@ def kept_rows(store: ShardStore, owners: np.ndarray, threshold: float | None) ->
 
 def build_kb_index(retriever: DenseRetriever, source: EmbedderSource,
                    engine: LocalEngine | RayEngine, work_dir: str | Path, *, kind: str = "auto",
-                   pq_bytes: int | None = None, refine: bool = True, shard_rows: int = 50_000,
-                   nprobe: int = 32, ef_search: int = 128,
+                   pq_bytes: int | None = None, refine: bool = True, shard_rows: int = SHARD_ROWS,
+                   nprobe: int = NPROBE, ef_search: int = EF_SEARCH,
                    on_rows: Callable[[int], object] | None = None,
                    on_stage: Callable[[str], object] | None = None) -> DenseIndex:
     """Embed ``retriever``'s KB with the encoder of ``source`` on ``engine``

@@ -15,13 +15,12 @@ import numpy as np
 
 from ..atomic import atomic_file
 from ..errors import Errors
-from ..parsing import parse_json
 from .ledger import MANIFEST, Ledger, LedgerError, digest
+
+SHARD_ROWS = 50_000  # KB rows per shard of the build-index job (the one default)
 
 VECTORS = "vectors.npy"
 LEDGER_KEY = "shards"
-# the ledger of the version before: the plan and the numbers of the embedded shards
-PLAN, DONE = "plan.json", "done.json"
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,8 @@ class ShardStore:
     for the same plan (E132 when it was made for another). Its ledger (``manifest.json``)
     holds the plan as its settings and, per embedded shard, its rows and the digest of
     their vectors; a shard whose vectors no longer have that digest is embedded again. A
-    folder of the version before (``plan.json``, ``done.json``) is taken over: its ledger
-    is written from them, which are then removed."""
+    folder without a ledger is refused (E132) unless it holds only what a run that stopped
+    before writing one leaves (``vectors.npy``)."""
 
     def __init__(self, folder: str | Path, plan: EmbeddingPlan) -> None:
         self.folder, self.plan = Path(folder), plan
@@ -81,8 +80,6 @@ class ShardStore:
         path = self.folder / MANIFEST
         if path.exists():
             self.ledger = self._open(path)
-        elif (self.folder / PLAN).exists():
-            self.ledger = self._take_over(path)
         else:
             self._check_empty()
             with atomic_file(self.folder / VECTORS) as temp:
@@ -114,37 +111,12 @@ class ShardStore:
                 saved = f"a plan with other {', '.join(err.keys)}"
             raise self._refuse(saved) from None
 
-    def _take_over(self, path: Path) -> Ledger:
-        """The ledger of a folder that the version before wrote (its plan in ``plan.json``,
-        the numbers of the embedded shards in ``done.json``)."""
-        try:
-            saved = EmbeddingPlan.of(parse_json((self.folder / PLAN).read_bytes()))
-        except (ValueError, TypeError, KeyError) as err:
-            raise self._refuse(f"a {PLAN} that cannot be read ({err})") from None
-        if saved != self.plan:
-            raise self._refuse(saved.describe())
-        try:
-            done = parse_json((self.folder / DONE).read_bytes())
-            if not isinstance(done, list) or not all(
-                    type(i) is int and 0 <= i < len(self.plan.shards) for i in done):
-                raise ValueError("not a list of shard numbers")
-        except (OSError, ValueError) as err:
-            raise self._refuse(f"a {DONE} that cannot be read ({err})") from None
-        vectors = np.load(self.folder / VECTORS, mmap_mode="r")
-        ledger = Ledger(path, LEDGER_KEY, asdict(self.plan),
-                        {str(i): self._entry(vectors, i) for i in sorted(done)})
-        ledger.save()
-        for name in (PLAN, DONE):
-            (self.folder / name).unlink()
-        return ledger
-
     def _check_empty(self) -> None:
         """E132 when the folder holds files that are not those of a run that stopped
         before writing its ledger."""
-        if any(p.name not in (VECTORS, DONE) and not p.name.startswith(".")
+        if any(p.name != VECTORS and not p.name.startswith(".")
                for p in self.folder.iterdir()):
             raise self._refuse(f"other files and no {MANIFEST}")
-        (self.folder / DONE).unlink(missing_ok=True)
 
     def _entry(self, vectors: np.ndarray, shard: int) -> dict[str, Any]:
         start, stop = self.plan.shards[shard]

@@ -23,7 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Errors, Warnings
-from .index_builder import build_index, choose_factory, load_index, save_index
+from .index_builder import (
+    EF_SEARCH,
+    NPROBE,
+    build_index,
+    choose_factory,
+    load_index,
+    save_index,
+)
 
 FAISS_FILE = "index.faiss"
 
@@ -114,8 +121,8 @@ class DenseIndex:
         owners: np.ndarray,
         meta: IndexMeta,
         *,
-        ef_search: int = 128,
-        nprobe: int = 32,
+        ef_search: int = EF_SEARCH,
+        nprobe: int = NPROBE,
         use_gpu: bool | None = None,
         rows: np.ndarray | None = None,
     ) -> None:
@@ -257,9 +264,6 @@ class DenseIndex:
             check_meta(meta, expected)
         arrays = {}
         for name in ("embeddings", "owners", "rows"):
-            if name == "rows" and not (path / "rows.npy").exists():  # saved before rows.npy
-                arrays[name] = np.arange(meta.n_rows)
-                continue
             try:
                 arrays[name] = np.load(path / f"{name}.npy", allow_pickle=False)
             except (OSError, ValueError, EOFError) as err:
@@ -277,7 +281,7 @@ class DenseIndex:
     @classmethod
     def _load_built(cls, path: Path, meta: IndexMeta, expected: IndexMeta | None,
                     n_entities: int | None, n_layout_rows: int | None, *,
-                    nprobe: int = 32, ef_search: int = 128, use_gpu: bool | None = None,
+                    nprobe: int = NPROBE, ef_search: int = EF_SEARCH, use_gpu: bool | None = None,
                     **_: object) -> DenseIndex:
         """An ``index.faiss`` saved by ``build-index``, memory-mapped, with its row arrays."""
         if expected is not None:

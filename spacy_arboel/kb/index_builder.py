@@ -38,6 +38,8 @@ EXACT_MAX_ROWS = 100_000  # the MeSH index (62k rows) is searched exactly (BENCH
 HNSW_MAX_ROWS = 1_000_000  # from here IVF-PQ: the fp32 vectors alone pass 1.5 GB at 384-d
 MIN_POINTS_PER_CELL = 39  # FAISS warns below this many training points per cell
 TRAIN_POINTS_PER_CELL = 64  # k-means sample per cell (the guidelines: 30 to 256)
+NPROBE = 32  # IVF cells visited per query (the one default of every search and build)
+EF_SEARCH = 128  # HNSW candidate list at search time
 PQ_CENTROIDS = 256  # an 8-bit PQ codebook's centroids
 PQ_TRAIN_POINTS = 39 * PQ_CENTROIDS  # 39 training points per centroid
 
@@ -97,7 +99,7 @@ def choose_factory(n_rows: int, dim: int, kind: str = "auto", pq_bytes: int | No
 
 def build_index(vectors: np.ndarray, factory: str, *, rows: np.ndarray | None = None,
                 train_size: int | None = None, batch_size: int = 65_536, seed: int = 0,
-                nprobe: int = 32, ef_search: int = 128,
+                nprobe: int = NPROBE, ef_search: int = EF_SEARCH,
                 on_rows: Callable[[int], object] | None = None):
     """An inner-product FAISS index over ``vectors`` (an array or a read-only memory map),
     or over its ``rows`` (increasing positions) when given: trained on a random sample of
@@ -129,7 +131,7 @@ def build_index(vectors: np.ndarray, factory: str, *, rows: np.ndarray | None = 
     return index
 
 
-def set_search_params(index, *, nprobe: int = 32, ef_search: int = 128) -> None:
+def set_search_params(index, *, nprobe: int = NPROBE, ef_search: int = EF_SEARCH) -> None:
     """Cells searched (IVF) and the candidate list of the graph search (HNSW)."""
     import faiss
 
@@ -151,8 +153,8 @@ def save_index(index, path: str | Path) -> None:
     faiss.write_index(index, str(path))
 
 
-def load_index(path: str | Path, *, mmap: bool = True, nprobe: int = 32,
-               ef_search: int = 128):
+def load_index(path: str | Path, *, mmap: bool = True, nprobe: int = NPROBE,
+               ef_search: int = EF_SEARCH):
     """A saved index, memory-mapped where FAISS allows it (flat codes, HNSW storage, IVF
     lists), so that loading costs no copy of the vectors; read-only."""
     import faiss

@@ -86,7 +86,7 @@ def packaged_file(packaged: PackagedFile, wheels: Path, into: Path) -> Path:
         if not wheel.is_file():
             raise FileNotFoundError(Errors.E175.format(
                 what=packaged.what, package=packaged.package,
-                distribution=packaged.distribution,
+                install=packaged.install,
                 file=f"{packaged.package}/{packaged.file}, or its wheel {wheel}")) from None
     member = f"{packaged.package}/{packaged.file}"
     try:

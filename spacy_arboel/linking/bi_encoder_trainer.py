@@ -65,6 +65,10 @@ def training_similarity(objective_similarity: str, scoring: str) -> tuple[str, f
     return objective_similarity, 1.0
 
 
+# updates between refreshes of the mined negatives' index: the workflow's measured setting
+REFRESH_EVERY = 200
+
+
 class BiEncoderTrainer:
     """Computes the objective's loss and gradients for a batch of gold mentions.
 
@@ -73,7 +77,7 @@ class BiEncoderTrainer:
     """
 
     def __init__(self, retriever: DenseRetriever, objective: Objective, *,
-                 refresh_every: int = 500, mixed_precision: bool = False) -> None:
+                 refresh_every: int = REFRESH_EVERY, mixed_precision: bool = False) -> None:
         check_value("refresh_every", refresh_every, PositiveInt)
         self.retriever = retriever
         self.objective = objective

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors.torch import save_file
+from scipy.special import softmax
 
 from ..encoders.cross_scorer import CrossScorer, load_scorer
 from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
@@ -30,7 +31,6 @@ from ..encoders.weights import Int8Copies, autocast, forward_without_grad, modul
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..settings import PositiveInt, check_fields
-from .reader_spans import softmax
 
 PairBatch = tuple[np.ndarray, np.ndarray, np.ndarray]
 # what the scorer was trained with: changing them feeds it other inputs than it learnt from
@@ -52,7 +52,7 @@ class RerankerSettings:
 
     mention_max_length: int = 32
     entity_max_length: int = 32
-    expand_abbreviations: bool = False
+    expand_abbreviations: bool = True  # as the retriever's
     batch_size: PositiveInt = 64
     quantize: bool = False
     mixed_precision: bool = False

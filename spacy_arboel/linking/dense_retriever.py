@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy.special import logsumexp
 
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan, has_content
 from ..encoders.loading import load_tokenizer
@@ -40,6 +41,23 @@ SIDES = ("mention", "entity")
 # softmax over 20 x cosine (MultipleNegativesRankingLoss's scale); BLINK's dot products have
 # their own (scale 1). Linking (p(e | m)) and training under ``names`` inputs both use it.
 COSINE_SCALE = 20.0
+# p(e | m) is the softmax over a mention's PROBABILITY_POOL best candidates as retrieved,
+# whatever top_k and the type rule keep (up to that many), so that a threshold reads the
+# same number when top_k or label_types change (issue 40)
+PROBABILITY_POOL = 64
+
+
+def pooled_probabilities(raw: Sequence[float], scale: float,
+                         pool: int = PROBABILITY_POOL) -> list[float]:
+    """p(e | m) of a mention's candidates, best first: the softmax of ``scale`` x their raw
+    scores over the first ``pool`` of them, as the bi-encoder was trained (BLINK's eq. 2
+    over in-batch or retrieved candidates; ELQ links with the same softmax over its
+    candidates). A candidate past ``pool`` gets its share of the same normaliser, so that
+    each one's probability does not depend on how many are kept."""
+    if not len(raw):
+        return []
+    logits = np.asarray(raw, dtype="float64") * scale
+    return np.exp(logits - logsumexp(logits[:pool])).tolist()
 
 
 @dataclass(frozen=True)
@@ -61,11 +79,13 @@ class RetrieverSettings:
     share_weights: bool = False
     mention_max_length: int = 32
     entity_max_length: int = 32
-    entity_granularity: choices(GRANULARITIES) = "entity"
+    # a row per name and alias: in-KB R@1 0.776 against 0.583 with one row per entity
+    # (BLINK's), the same trained encoders (BENCHMARKS.md, deviations)
+    entity_granularity: choices(GRANULARITIES) = "alias"
     expand_abbreviations: bool = True
     row_dedupe_threshold: float | None = 0.97
     index_kind: choices(INDEX_KINDS) = "flat"
-    batch_size: PositiveInt = 64
+    batch_size: PositiveInt = 128
     quantize: bool = False
     similarity: choices(SIMILARITIES) = "dot"
     mixed_precision: bool = False
@@ -318,6 +338,17 @@ class DenseRetriever(OverIndexedKB):
             queries, scores, positions,
             lambda rows, found: self.dense_scores(vectors[rows], found), 0.0)
         return best_weight(combined.dense, combined.sparse, combined.positions, gold)
+
+    @property
+    def score_scale(self) -> float:
+        """What a raw score is multiplied by before its softmax: ``COSINE_SCALE`` for the
+        cosines of ``names`` inputs, 1 for BLINK's dot products."""
+        return COSINE_SCALE if self.settings.scoring == "cosine" else 1.0
+
+    def probabilities(self, raw: Sequence[float]) -> list[float]:
+        """p(e | m) of one mention's raw candidate scores, best first
+        (:func:`pooled_probabilities` on this retriever's scale)."""
+        return pooled_probabilities(raw, self.score_scale)
 
     def candidates(self, scores: np.ndarray, positions: np.ndarray
                    ) -> list[list[tuple[str, float]]]:

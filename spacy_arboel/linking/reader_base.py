@@ -46,7 +46,7 @@ class PassageReaderSettings:
     passage_length: int = 128
     passage_stride: int = 96
     entity_max_length: int = 32
-    entity_granularity: choices(GRANULARITIES) = "entity"
+    entity_granularity: choices(GRANULARITIES) = "alias"  # as the retriever's
     top_k: PositiveInt = 16
     train_top_k: PositiveInt = 8
     threshold: Probability = 0.3
@@ -272,17 +272,16 @@ def structural_settings(settings: Any) -> dict[str, Any]:
 
 def check_saved_settings(saved: dict[str, Any], configured: dict[str, Any], name: str,
                          path: Path) -> None:
-    """A saved reader's architecture (``reader``; pipelines saved before it was recorded are
-    ``passage`` readers) and structural settings must be the configured ones: the config is
-    the source of truth, never silently overridden (E056, E080)."""
-    found = {"reader": "passage", **saved}
+    """A saved reader's architecture (``reader``) and structural settings must be the
+    configured ones: the config is the source of truth, never silently overridden (E056,
+    E080). A setting ``saved`` lacks (its cfg.json left out) is not checked."""
     for setting, value in configured.items():
-        if found.get(setting, value) == value:
+        if saved.get(setting, value) == value:
             continue
         if setting == "entity_granularity":
-            raise ValueError(Errors.E056.format(name=name, path=path, found=found[setting],
+            raise ValueError(Errors.E056.format(name=name, path=path, found=saved[setting],
                                                 configured=value))
-        shown = (("model.@architectures", ARCHITECTURES[found[setting]], ARCHITECTURES[value])
-                 if setting == "reader" else (f"model.{setting}", found[setting], value))
+        shown = (("model.@architectures", ARCHITECTURES[saved[setting]], ARCHITECTURES[value])
+                 if setting == "reader" else (f"model.{setting}", saved[setting], value))
         raise ValueError(Errors.E080.format(name=name, path=path, setting=shown[0],
                                             found=shown[1], configured=shown[2]))

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import softmax
 
 
 @dataclass(frozen=True)
@@ -39,17 +40,9 @@ class LinkedSpan:
     score: float
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis (p_rank of eq. 10 for one passage's candidates)."""
-    return _masked_softmax(logits, np.ones(np.shape(logits), dtype=bool))
-
-
 def _masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Softmax over the last axis restricted to ``allowed`` positions (0 elsewhere)."""
-    masked = np.where(allowed, logits, -np.inf)
-    shifted = masked - masked.max(axis=-1, keepdims=True)
-    weights = np.exp(shifted)
-    return weights / weights.sum(axis=-1, keepdims=True)
+    return softmax(np.where(allowed, logits, -np.inf), axis=-1)
 
 
 def decode_spans(
@@ -91,7 +84,7 @@ def decode_spans(
     passage = slice(offset, offset + n_pieces)
     p1 = _masked_softmax(start, allowed)[:, passage]  # (K, n)
     p2 = _masked_softmax(end, allowed)[:, passage]  # (K, n)
-    p_rank = softmax(rank)  # (K,)
+    p_rank = softmax(rank, axis=-1)  # (K,)
     scores = p1[:, :, None] * p2[:, None, :] * p_rank[:, None, None]  # (K, n, n)
     width = np.arange(n_pieces)[None, :] - np.arange(n_pieces)[:, None]  # y - x
     valid = (width >= 0) & (width < max_span_length)

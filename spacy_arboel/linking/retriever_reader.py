@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy.special import softmax
 
 from ..encoders.inputs import MentionSpan, pad_ids
 from ..encoders.passages import Passage
@@ -43,7 +44,7 @@ from ..settings import (
 )
 from .dense_retriever import DenseRetriever
 from .reader_base import PassageReaderSettings, ReaderBase
-from .reader_spans import LinkedSpan, candidates_by_span, decode_spans, softmax
+from .reader_spans import LinkedSpan, candidates_by_span, decode_spans
 
 MODES = ("joint", "pipeline")
 

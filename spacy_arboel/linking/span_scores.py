@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+from scipy.special import softmax
 
 
 def span_grid(n_pieces: int, max_width: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,8 +98,5 @@ def proposed_spans(probabilities: np.ndarray, minimum: float, most: int
 def candidate_probabilities(scores: np.ndarray) -> np.ndarray:
     """ELQ's p(e | m): a softmax over each span's retrieved candidates (-inf: padding)."""
     scores = np.asarray(scores, dtype="float64")
-    finite = np.isfinite(scores)
-    top = np.max(np.where(finite, scores, -np.inf), axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    weights = np.where(finite, np.exp(np.where(finite, scores - top, 0.0)), 0.0)
-    return weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+    empty = ~np.isfinite(scores).any(axis=1, keepdims=True)  # a span without candidates
+    return softmax(np.where(empty, 0.0, scores), axis=1) * ~empty

@@ -13,6 +13,7 @@ from thinc.api import Model
 from ..encoders.inputs import InputBuilder
 from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.transformer import POOLINGS, PooledEncoder, load_pooled_encoders
+from ..linking.dense_retriever import RetrieverSettings
 from ..settings import choices
 from .module_holder import module_holder, torch_modules
 
@@ -22,9 +23,9 @@ SIDES = ("mention", "entity")
 @registry.architectures("spacy_arboel.BiEncoder.v1")
 def build_bi_encoder(
     encoder_name: str = DEFAULT_ENCODER,
-    pooling: choices(POOLINGS) = "cls",
-    share_weights: bool = False,
-    mixed_precision: bool = False,
+    pooling: choices(POOLINGS) = RetrieverSettings.pooling,
+    share_weights: bool = RetrieverSettings.share_weights,
+    mixed_precision: bool = RetrieverSettings.mixed_precision,
 ) -> Model:
     """Separate mention and entity transformers (BLINK), or one shared if ``share_weights``."""
     return module_holder(

@@ -12,12 +12,13 @@ from thinc.api import Model
 
 from ..encoders.cross_scorer import CrossScorer, load_scorer
 from ..encoders.loading import DEFAULT_ENCODER
+from ..linking.cross_encoder_reranker import RerankerSettings
 from .module_holder import module_holder, torch_modules
 
 
 @registry.architectures("spacy_arboel.CrossEncoder.v1")
 def build_cross_encoder(encoder_name: str = DEFAULT_ENCODER,
-                        mixed_precision: bool = False) -> Model:
+                        mixed_precision: bool = RerankerSettings.mixed_precision) -> Model:
     """One transformer over the concatenated mention and entity, scored from its [CLS]."""
     return module_holder("arbo_cross_encoder", ["scorer"], _base_scorer,
                          {"encoder_name": encoder_name, "mixed_precision": mixed_precision})

@@ -1,12 +1,10 @@
 """The registered objective functions (``[components.arbo_entity_linker.objective]``): one
 versioned function per objective, FGSM and distillation as wrappers of another.
 ``objective_block`` is the config block of an objective chosen by name (``project-train
---objective``); ``spacy_arboel.Objective.v1``, the by-name function of earlier versions, is
-kept only so that their saved pipelines load."""
+--objective``)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from inspect import signature
 from pathlib import Path
@@ -14,8 +12,8 @@ from typing import Any
 
 from spacy.util import registry
 
-from ..errors import Errors, Warnings
-from ..factories import RERANKER, find_components
+from ..errors import Errors
+from ..factories import ENTITY_LINKER, RERANKER, find_components
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.cross_encoder_reranker import check_state
 from ..objectives import (
@@ -42,23 +40,34 @@ def make_in_batch() -> Objective:
     return InBatch()
 
 
+def _core(objective: type, setting: str) -> Any:
+    """The default of ``setting`` that the core class ``objective`` declares: each
+    registered function's defaults are its core's (one declaration per setting)."""
+    return signature(objective.__init__).parameters[setting].default
+
+
 @registry.misc("spacy_arboel.KnnNegativesObjective.v1")
-def make_knn_negatives(n_negatives: int = 8, negatives: str = "hard",
-                       hard_fraction: float = 0.5) -> Objective:
+def make_knn_negatives(n_negatives: int = _core(KnnNegatives, "n_negatives"),
+                       negatives: str = KnnNegatives.default_negatives,
+                       hard_fraction: float = _core(KnnNegatives, "hard_fraction")) -> Objective:
     """Cross-entropy against the k nearest other entities (``random``/``mixed``: PEL-CE)."""
     return KnnNegatives(n_negatives, negatives, hard_fraction)
 
 
 @registry.misc("spacy_arboel.ArborescenceObjective.v1")
-def make_arborescence(variant: str = "full", n_negatives: int = 8,
-                      max_cluster: int = 512) -> Objective:
+def make_arborescence(variant: str = _core(Arborescence, "variant"),
+                      n_negatives: int = _core(Arborescence, "n_negatives"),
+                      max_cluster: int = _core(Arborescence, "max_cluster")) -> Objective:
     """arboEL §2.3: positives from the gold cluster's minimum spanning arborescence."""
     return Arborescence(variant, n_negatives, max_cluster)
 
 
 @registry.misc("spacy_arboel.ProxyObjective.v1")
-def make_proxy(n_negatives: int = 8, negatives: str = "mixed", hard_fraction: float = 0.5,
-               alpha: float = 32.0, margin: float = 0.0) -> Objective:
+def make_proxy(n_negatives: int = _core(Proxy, "n_negatives"),
+               negatives: str = Proxy.default_negatives,
+               hard_fraction: float = _core(Proxy, "hard_fraction"),
+               alpha: float = _core(Proxy, "alpha"),
+               margin: float = _core(Proxy, "margin")) -> Objective:
     """PEL eq. 3: the proxy-based loss over cosine similarities."""
     return Proxy(n_negatives, negatives, hard_fraction, alpha, margin)
 
@@ -123,45 +132,6 @@ def _taken(name: str, settings: Mapping[str, Any], names: tuple[str, ...] | None
             and k != "objective"}
 
 
-@registry.misc("spacy_arboel.Objective.v1")
-def make_objective(
-    name: str = "knn_negatives", variant: str = "full", n_negatives: int = 8,
-    max_cluster: int = 512, negatives: str | None = None, hard_fraction: float = 0.5,
-    alpha: float = 32.0, margin: float = 0.0, fgsm_epsilon: float = 0.0,
-    fgsm_lambda: float = 1.0, teacher_path: str | None = None, temperature: float = 2.0,
-    distill_alpha: float = 0.5,
-) -> Objective:
-    """Deprecated (W040): the by-name objective of pipelines saved by earlier versions; it
-    builds the versioned function's objective (``named_objective_block``)."""
-    block = named_objective_block(**locals())
-    warnings.warn(Warnings.W040.format(name=name, function=FUNCTIONS[name]), stacklevel=2)
-    return registry.resolve({"objective": block})["objective"]
-
-
-def named_objective_block(name: str, negatives: str | None = None, fgsm_epsilon: float = 0.0,
-                          fgsm_lambda: float = 1.0, distill_alpha: float | None = None,
-                          **settings: Any) -> dict[str, Any]:
-    """The config block of the versioned objective that ``Objective.v1``'s flat settings
-    name (also what ``--components.arbo_entity_linker.objective.KEY`` overrides written for
-    it mean): ``name = "proxy"`` is ``ProxyObjective.v1`` with the settings it takes,
-    ``negatives`` applies to knn_negatives, proxy and distill (E054 otherwise),
-    ``fgsm_epsilon`` > 0 wraps it in ``FGSMObjective.v1`` with weight ``fgsm_lambda``, and
-    ``distill_alpha`` is distill's ``alpha`` (``alpha`` is proxy's)."""
-    if negatives is not None and name not in ("knn_negatives", "proxy", "distill"):
-        raise ValueError(Errors.E054.format(negatives=negatives, name=name))
-    if fgsm_epsilon < 0:
-        raise ValueError(Errors.E011.format(name="fgsm_epsilon", condition=">= 0 (0 turns "
-                                            "FGSM off)", value=fgsm_epsilon))
-    if name == "distill":
-        settings["alpha"] = distill_alpha
-    settings["negatives"] = negatives  # None: each objective's own default
-    block = objective_block(name, {k: v for k, v in settings.items() if v is not None})
-    if fgsm_epsilon > 0:
-        block = {"@misc": "spacy_arboel.FGSMObjective.v1", "objective": block,
-                 "epsilon": fgsm_epsilon, "weight": fgsm_lambda}
-    return block
-
-
 def switched_objective(name: str, config_path: Path, overrides: Mapping[str, Any]
                        ) -> dict[str, Any]:
     """The block of objective ``name`` for the ``arbo_entity_linker`` of the training config
@@ -170,4 +140,5 @@ def switched_objective(name: str, config_path: Path, overrides: Mapping[str, Any
     from spacy.util import load_config
 
     config = load_config(config_path, overrides=dict(overrides), interpolate=False)
-    return objective_block(name, config["components"]["arbo_entity_linker"]["objective"])
+    # a config without the block trains the factory's objective at its function's defaults
+    return objective_block(name, config["components"][ENTITY_LINKER].get("objective"))

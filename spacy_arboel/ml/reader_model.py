@@ -14,7 +14,7 @@ from thinc.api import Model
 
 from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS, QUERY_POOLINGS, base_reader_modules
-from ..linking.retriever_reader import MODES
+from ..linking.retriever_reader import MODES, ReaderSettings
 from ..settings import choices
 from .module_holder import module_holder
 
@@ -22,15 +22,15 @@ from .module_holder import module_holder
 @registry.architectures("spacy_arboel.RetrieverReader.v1")
 def build_retriever_reader(
     encoder_name: str = DEFAULT_ENCODER,
-    entity_pooling: choices(ENTITY_POOLINGS) = "mean",
-    query_pooling: choices(QUERY_POOLINGS) = "cls",
-    share_weights: bool = True,
-    mode: choices(MODES) = "joint",
-    warmup_retriever_steps: int = 50,
-    warmup_reader_steps: int = 50,
-    span_retrieval: bool = True,
-    empty_passage_rate: float = 1.0,
-    mixed_precision: bool = False,
+    entity_pooling: choices(ENTITY_POOLINGS) = ReaderSettings.entity_pooling,
+    query_pooling: choices(QUERY_POOLINGS) = ReaderSettings.query_pooling,
+    share_weights: bool = ReaderSettings.share_weights,
+    mode: choices(MODES) = ReaderSettings.mode,
+    warmup_retriever_steps: int = ReaderSettings.warmup_retriever_steps,
+    warmup_reader_steps: int = ReaderSettings.warmup_reader_steps,
+    span_retrieval: bool = ReaderSettings.span_retrieval,
+    empty_passage_rate: float = ReaderSettings.empty_passage_rate,
+    mixed_precision: bool = ReaderSettings.mixed_precision,
 ) -> Model:
     """Passage encoder + reader heads (shared transformer when ``share_weights``) and an
     entity encoder. ``query_pooling``: the passage query, [CLS] as BEER² eq. 3 or the mean

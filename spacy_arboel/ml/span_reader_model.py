@@ -15,6 +15,7 @@ from thinc.api import Model
 from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.span_heads import base_span_reader_modules
+from ..linking.span_reader import SpanReaderSettings
 from ..settings import choices
 from .module_holder import module_holder
 
@@ -22,12 +23,12 @@ from .module_holder import module_holder
 @registry.architectures("spacy_arboel.SpanReader.v1")
 def build_span_reader(
     encoder_name: str = DEFAULT_ENCODER,
-    entity_pooling: choices(ENTITY_POOLINGS) = "mean",
-    span_threshold: float = 0.05,
-    max_spans: int = 64,
-    cross_reread: int = 0,
-    abbreviations: bool = True,
-    mixed_precision: bool = False,
+    entity_pooling: choices(ENTITY_POOLINGS) = SpanReaderSettings.entity_pooling,
+    span_threshold: float = SpanReaderSettings.span_threshold,
+    max_spans: int = SpanReaderSettings.max_spans,
+    cross_reread: int = SpanReaderSettings.cross_reread,
+    abbreviations: bool = SpanReaderSettings.abbreviations,
+    mixed_precision: bool = SpanReaderSettings.mixed_precision,
 ) -> Model:
     """A passage encoder with ELQ's mention heads, an entity encoder and, when
     ``cross_reread`` > 0, a cross reader that re-reads that many candidates of each span.

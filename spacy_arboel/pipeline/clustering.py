@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from ..data.readers import with_gold_mentions
 from ..extensions import CLUSTER_EXT, VECTOR_EXT
 from ..factories import NER, find_components
+from ..spacy_data.readers import with_gold_mentions
 
 
 @dataclass

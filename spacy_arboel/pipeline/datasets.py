@@ -15,10 +15,7 @@ from spacy.language import Language
 from spacy.tokens import DocBin
 
 from ..atomic import atomic_file, check_own_folder, write_text_atomic
-from ..data.convert import docs_to_docbin, pubtator_to_docs
-from ..data.discovery import choose_heldout, without_ids
 from ..data.pubtator import PubtatorDocument, read_pubtator_member
-from ..data.readers import read_pubtator_documents
 from ..errors import Errors, Warnings
 from ..kb.build import without_entities
 from ..kb.knowledge_base import KnowledgeBase
@@ -29,6 +26,9 @@ from ..kb.mesh_packages import (
     write_mesh_files,
 )
 from ..kb.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
+from ..spacy_data.convert import docs_to_docbin, pubtator_to_docs
+from ..spacy_data.discovery import choose_heldout, without_ids
+from ..spacy_data.readers import read_pubtator_documents
 
 SPLITS = ("train", "dev", "test")
 # NCBI-disease's official splits are its train, development and test files; without the

@@ -9,10 +9,12 @@ from typing import Any
 
 from spacy.language import Language
 
+from ..jobs.kb_vectors import SHARD_ROWS
+
 
 def build_linker_index(nlp: Language, linker: str, model: str | Path, engine: Any,
                        work_dir: str | Path, *, kind: str = "auto", pq_bytes: int | None = None,
-                       refine: bool = True, shard_rows: int = 50_000,
+                       refine: bool = True, shard_rows: int = SHARD_ROWS,
                        on_total: Callable[[int], object] | None = None,
                        on_rows: Callable[[int], object] | None = None,
                        on_stage: Callable[[str], object] | None = None) -> Any:

@@ -177,7 +177,7 @@ def test_a_folder_save_replaces_only_a_pipeline_or_an_empty_folder(tmp_path):
         before = _snapshot(tmp_path)
         with pytest.raises(ValueError, match=r"\[E046\]"), atomic_folder(target):
             pytest.fail("nothing may be written")
-        with pytest.raises(SystemExit):
+        with pytest.raises(ValueError, match=r"\[E046\]"):
             save_pipeline(_Pipeline("new"), target)
         assert _snapshot(tmp_path) == before
         assert sorted(p.name for p in tmp_path.iterdir()) == ["Documents", "file"]
@@ -195,7 +195,7 @@ def _refuses_to_replace(target: Path) -> None:
     before = _snapshot(target.parent)
     with pytest.raises(ValueError, match=r"\[E046\]"), atomic_folder(target):
         pytest.fail("nothing may be written")
-    with pytest.raises(SystemExit):
+    with pytest.raises(ValueError, match=r"\[E046\]"):
         save_pipeline(_Pipeline("new"), target)
     assert _snapshot(target.parent) == before
 
@@ -300,3 +300,21 @@ def test_a_coded_error_while_loading_is_printed_not_a_traceback(saved_linker, co
     assert result.exit_code == 1 and "[E011]" in result.output, result.output
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
+
+
+def test_a_plot_without_matplotlib_is_refused_before_anything_is_written(tmp_path,
+                                                                          monkeypatch):
+    """matplotlib is the ``plots`` extra: `compare-runs --plot` without it says how to
+    install it (E227) and writes nothing, not even its other outputs."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    metrics = tmp_path / "run.json"
+    metrics.write_text('{"name": "run", "nel_inkb_recall@1": 0.5}')
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["compare-runs", str(metrics), "--markdown",
+                                      str(out / "table.md"), "--plot", str(out / "r.png")])
+    assert result.exit_code == 1 and "[E227]" in result.output, result.output
+    assert "spacy-arboel[plots]" in result.output and not out.exists()

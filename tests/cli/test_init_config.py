@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
 from spacy_arboel.configs import COMPONENT_CONFIGS, packaged_config
+from spacy_arboel.training.configs import fill_components
 
 
 def _invoke(*args):
@@ -32,8 +33,9 @@ def test_init_config_writes_the_packaged_config_with_the_paths(tmp_path, compone
     assert written["paths"]["train"] == str(tmp_path / "train.spacy")
     assert written["paths"]["encoder"] == "my-encoder" and written["nlp"]["lang"] == "xx"
     assert written["paths"]["dev"] is None  # not given: `spacy train --paths.dev` gives it
-    # everything else as the package's config
-    assert written["components"] == packaged["components"]
+    # everything else as the package's config, its settings filled in from the factories
+    assert written["components"] == fill_components(packaged)["components"]
+    assert "top_k" in written["components"][component]
     assert written["training"] == packaged["training"]
     assert "--paths.dev" in result.output
 

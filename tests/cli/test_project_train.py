@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from spacy_arboel.cli import app
 from spacy_arboel.cli.train_commands import DATASET_FIELDS, SETTINGS, dataset_settings
 from spacy_arboel.configs import packaged_config
+from spacy_arboel.training.configs import fill_components
 
 ROOT = Path(__file__).parents[2]
 DATASETS = srsly.read_yaml(ROOT / SETTINGS)
@@ -23,7 +24,7 @@ STEPS = [(d, s) for d, steps in DATASETS.items() for s in steps if s not in DATA
 def test_every_setting_names_a_config_and_keys_it_has(dataset, step):
     config, overrides = dataset_settings(ROOT / SETTINGS, step, dataset)
     assert config.exists()
-    base = load_config(config)
+    base = fill_components(load_config(config, interpolate=False))  # the factories' too
     for key in overrides:  # each key is a setting the config has (no typo is ignored)
         node = base
         for part in key.split("."):
@@ -71,7 +72,8 @@ def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path
 
 def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch):
     """--objective default: the dataset's (arborescence on the toy data, whose coref step
-    needs it; knn_negatives on the real data); a name given wins; other steps refuse it."""
+    needs it; on the real data none is set: the factory's, knn_negatives); a name given
+    wins, with the settings of the block it replaces; other steps refuse it."""
     import spacy_arboel.training.run
 
     monkeypatch.chdir(ROOT)
@@ -79,19 +81,18 @@ def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch
     monkeypatch.setattr(spacy_arboel.training.run, "train_to_best",
                         lambda config, output, use_gpu, overrides: seen.append(overrides))
     key = "components.arbo_entity_linker.objective"
-    arborescence = {"@misc": "spacy_arboel.ArborescenceObjective.v1", "n_negatives": 4}
-    knn = {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 4}
+    arborescence = {"@misc": "spacy_arboel.ArborescenceObjective.v1"}
+    factorys = None  # no override: the factory's objective
     for dataset, extra, expected in (
-            ("toy", [], arborescence), ("bc5cdr", [], knn),
+            ("toy", [], arborescence), ("bc5cdr", [], factorys),
             ("toy", ["--objective", "in_batch"], {"@misc": "spacy_arboel.InBatchObjective.v1"}),
-            ("bc5cdr", ["--objective", "arborescence"], arborescence),  # n_negatives kept
-            ("toy", ["--objective", "proxy"],
-             {"@misc": "spacy_arboel.ProxyObjective.v1", "n_negatives": 4}),
-            ("ncbi", ["--objective", "default"], knn)):
+            ("bc5cdr", ["--objective", "arborescence"], arborescence),
+            ("toy", ["--objective", "proxy"], {"@misc": "spacy_arboel.ProxyObjective.v1"}),
+            ("ncbi", ["--objective", "default"], factorys)):
         result = CliRunner().invoke(app, ["project-train", "linker", dataset, "--output",
                                           str(tmp_path / "out"), *extra])
         assert result.exit_code == 0, result.output
-        assert seen[-1][key] == expected
+        assert seen[-1].get(key) == expected
         load_config(packaged_config("arbo_entity_linker"), overrides=seen[-1])
     result = CliRunner().invoke(app, ["project-train", "linker", "toy", "--output",
                                       str(tmp_path / "out"), "--objective", "softmax"])

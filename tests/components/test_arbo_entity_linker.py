@@ -13,6 +13,7 @@ from confection import ConfigValidationError
 from spacy.tokens import DocBin
 from thinc.api import Adam
 
+from spacy_arboel.artefacts import write_manifest
 from spacy_arboel.configs import packaged_config
 from spacy_arboel.kb import KnowledgeBaseError
 from spacy_arboel.ml.objectives import objective_block
@@ -110,9 +111,15 @@ def test_loading_with_another_kb_is_an_error(tiny_encoder, toy_kb_path, tmp_path
     kb_file.write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(ValueError, match=r"\[E030\].*kb.jsonl has"):  # the manifest sees it
         spacy.load(tmp_path / "pipeline")
-    (tmp_path / "pipeline" / "arbo_entity_linker" / "manifest.json").unlink()
-    with pytest.warns(UserWarning, match="W003"), pytest.raises(ValueError, match="E012"):
-        spacy.load(tmp_path / "pipeline")  # without a manifest, the index's fingerprint does
+    # with a manifest written over the changed KB, the index's KB fingerprint sees it
+    folder = tmp_path / "pipeline" / "arbo_entity_linker"
+    listed = json.loads((folder / "manifest.json").read_text())["files"]
+    write_manifest(folder, sorted({name.split("/")[0] for name in listed}))
+    with pytest.raises(ValueError, match="E012"):
+        spacy.load(tmp_path / "pipeline")
+    (folder / "manifest.json").unlink()  # every save writes one
+    with pytest.raises(ValueError, match=r"E030.*manifest.json is missing"):
+        spacy.load(tmp_path / "pipeline")
 
 
 def test_gold_ids_missing_from_the_kb_are_counted(tiny_encoder, toy_kb_path, toy_examples):
@@ -603,7 +610,7 @@ def test_quantized_candidates_match_float_within_tolerance(
 
 def test_candidate_scores_are_probabilities_with_the_raw_scores_kept(tiny_encoder, toy_kb_path,
                                                                      toy_examples):
-    from spacy_arboel.components.arbo_entity_linker import candidate_probabilities
+    from spacy_arboel.linking.dense_retriever import pooled_probabilities as candidate_probabilities
 
     # p(e | m): the softmax of the scores as trained (dot products; cosine x 20)
     assert candidate_probabilities([2.0, 1.0], 1.0) == pytest.approx(
@@ -684,28 +691,39 @@ def test_a_threshold_never_changes_scale_on_load_or_save(tiny_encoder, toy_kb_pa
     # ... while a threshold given at load with its scale is the user's own
     spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw",
                                               "components.arbo_entity_linker.threshold": 40.0})
-    # as a linker saved before issue 32 left it: no "scores" in cfg.json, its threshold raw
-    from spacy_arboel.artefacts import write_manifest
-
-    del cfg["scores"]
-    srsly.write_json(cfg_path, cfg)
-    folder = cfg_path.parent
-    write_manifest(folder, [p.name for p in folder.iterdir() if p.name != "manifest.json"])
+    cleared = spacy.load(tmp_path / "pipeline",
+                         config={"components.arbo_entity_linker.scores": "raw",
+                                 "components.arbo_entity_linker.threshold": None})
+    assert cleared.get_pipe("arbo_entity_linker").cfg["scores"] == "raw"
+    # a linker with its threshold on raw scores, saved again, stays as it links (issue 40:
+    # a re-save moved it to probabilities with the raw threshold)
+    raw = _nlp(tiny_encoder, toy_kb_path, threshold=0.5, scores="raw")
+    raw.to_disk(tmp_path / "raw")
+    old = spacy.load(tmp_path / "raw")
+    assert old.get_pipe("arbo_entity_linker").cfg["scores"] == "raw"
     with pytest.raises(ValueError, match=r"E224.*raw"):
-        spacy.load(tmp_path / "pipeline")
-    # the two ways E224 gives: the scale it was tuned on, or the threshold cleared
-    old = spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw"})
+        spacy.load(tmp_path / "raw",
+                   config={"components.arbo_entity_linker.scores": "probability"})
     doc = old(toy_examples[0].predicted.copy())
     assert all([s for _, s in e._.kb_candidates] == e._.kb_raw_scores for e in doc.ents)
-    # ... and saved again it stays as it links (issue 40: a re-save moved it to
-    # probabilities with the raw threshold)
     old.to_disk(tmp_path / "again")
     again = spacy.load(tmp_path / "again")
     assert again.get_pipe("arbo_entity_linker").cfg["scores"] == "raw"
     assert _linked(again, [again(toy_examples[0].predicted.copy())]) == _linked(old, [doc])
-    cleared = spacy.load(tmp_path / "pipeline",
-                         config={"components.arbo_entity_linker.threshold": None})
-    assert cleared.get_pipe("arbo_entity_linker").cfg["scores"] == "probability"
+
+
+@pytest.mark.parametrize("key", ["scores", "inputs"])
+def test_a_saved_cfg_without_its_scores_or_inputs_is_damaged(tiny_encoder, toy_kb_path,
+                                                              tmp_path, key):
+    """They are read from cfg.json, never guessed: a cfg.json without them is refused."""
+    _nlp(tiny_encoder, toy_kb_path, threshold=0.5).to_disk(tmp_path / "pipeline")
+    folder = tmp_path / "pipeline" / "arbo_entity_linker"
+    cfg = srsly.read_json(folder / "cfg.json")
+    del cfg[key]
+    srsly.write_json(folder / "cfg.json", cfg)
+    write_manifest(folder, [p.name for p in folder.iterdir() if p.name != "manifest.json"])
+    with pytest.raises(ValueError, match=rf"E030.*cfg\.json lacks '{key}'"):
+        spacy.load(tmp_path / "pipeline")
 
 
 @pytest.mark.parametrize("threshold", [45.0, 1.5, -0.1])

@@ -12,6 +12,7 @@ import srsly
 import torch
 from thinc.api import Adam
 
+from spacy_arboel.artefacts import write_manifest
 from spacy_arboel.errors import Errors
 from tests.conftest import passage_linker_config
 
@@ -164,8 +165,14 @@ def test_save_load_round_trip(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     kb_file.write_text(kb_file.read_text().replace("Fever", "Fevers"))
     with pytest.raises(ValueError, match=r"\[E030\].*kb.jsonl"):
         spacy.load(tmp_path / "pipeline")
-    (tmp_path / "pipeline" / "arbo_linker" / "manifest.json").unlink()
-    with pytest.warns(UserWarning, match="W003"), pytest.raises(ValueError, match="E012"):
+    # with a manifest written over the changed KB, the index's KB fingerprint sees it
+    folder = tmp_path / "pipeline" / "arbo_linker"
+    listed = json.loads((folder / "manifest.json").read_text())["files"]
+    write_manifest(folder, sorted({name.split("/")[0] for name in listed}))
+    with pytest.raises(ValueError, match="E012"):
+        spacy.load(tmp_path / "pipeline")
+    (folder / "manifest.json").unlink()  # every save writes one
+    with pytest.raises(ValueError, match=r"E030.*manifest.json is missing"):
         spacy.load(tmp_path / "pipeline")
 
 
@@ -235,7 +242,8 @@ def test_starts_from_a_trained_entity_linker(tiny_encoder, toy_kb_path, toy_exam
     bi_encoder = linker_nlp.get_pipe("arbo_entity_linker")
 
     nlp = spacy.blank("xx")
-    nlp.add_pipe("arbo_linker", config={"model": {"encoder_name": tiny_encoder}})
+    nlp.add_pipe("arbo_linker", config={"entity_granularity": "entity",
+                                        "model": {"encoder_name": tiny_encoder}})
     with pytest.raises(ValueError, match="knowledge base"):
         nlp.initialize(lambda: toy_examples)  # no KB anywhere: a clear error
     # the config is the source of truth: a linker of another granularity is an error
@@ -437,6 +445,20 @@ def test_nlp_to_disk_can_leave_the_linker_out(tiny_encoder, toy_kb_path, toy_exa
     with pytest.raises(ValueError, match=r"E030.*does not exist"):
         spacy.load(tmp_path / "pipeline")  # never the base encoder in its place
     assert spacy.load(tmp_path / "pipeline", exclude=[LINKER]).pipe_names == []
+
+
+def test_a_saved_cfg_without_trained_is_damaged(tiny_encoder, toy_kb_path, tmp_path):
+    """Whether the heads were trained is read from cfg.json, never guessed from the updates:
+    a cfg.json without it is refused."""
+    _nlp(tiny_encoder, toy_kb_path).to_disk(tmp_path / "pipeline")
+    folder = tmp_path / "pipeline" / LINKER
+    cfg = srsly.read_json(folder / "cfg.json")
+    assert cfg["trained"] is False
+    del cfg["trained"]
+    srsly.write_json(folder / "cfg.json", cfg)
+    write_manifest(folder, [p.name for p in folder.iterdir() if p.name != "manifest.json"])
+    with pytest.raises(ValueError, match=r"E030.*cfg\.json lacks 'trained'"):
+        spacy.load(tmp_path / "pipeline")
 
 
 # --- the one-pass span reader (the default architecture) -----------------------------------

@@ -63,10 +63,7 @@ def test_a_factorys_defaults_are_its_cores(factory, make, core):
 def test_an_architectures_defaults_are_its_cores(architecture, core):
     parameters = inspect.signature(registry.architectures.get(architecture)).parameters
     defaults = _defaults(core)
-    # BiEncoder.v1's own pooling default is still cls (a config naming it without pooling
-    # meant cls); the factory's default model, and so the component, pools the mention
-    shared = set(parameters) & set(defaults) - (
-        {"pooling"} if architecture == "spacy_arboel.BiEncoder.v1" else set())
+    shared = set(parameters) & set(defaults)
     assert shared
     assert {k: parameters[k].default for k in shared} == {k: defaults[k] for k in shared}
     # a choice both take has one type

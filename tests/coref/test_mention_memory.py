@@ -202,12 +202,14 @@ def test_to_disk_from_disk_round_trip_in_the_saved_format(tmp_path):
     loaded = MentionMemory.from_disk(tmp_path / "state")
     _assert_same(loaded, memory)
     loaded.validate(n_entities=1, width=4)
-    # a memory saved before labels were kept reads with empty labels
+    # the labels are part of the saved state: without them it is malformed, never guessed
+    (tmp_path / "state" / "memory.json").write_text(json.dumps({**meta, "labels": []}))
+    with pytest.raises(MemoryFormatError, match=r"E060.*and 0 labels for 4 mentions"):
+        MentionMemory.from_disk(tmp_path / "state").validate(n_entities=1, width=4)
     del meta["labels"]
     (tmp_path / "state" / "memory.json").write_text(json.dumps(meta))
-    older = MentionMemory.from_disk(tmp_path / "state")
-    assert older.labels == [""] * len(memory)
-    older.validate(n_entities=1, width=4)
+    with pytest.raises(MemoryFormatError, match=r"E060.*metadata must hold exactly.*labels"):
+        MentionMemory.from_disk(tmp_path / "state")
 
 
 def test_to_bytes_from_bytes_round_trip():
@@ -220,6 +222,8 @@ def test_to_bytes_from_bytes_round_trip():
 @pytest.mark.parametrize("change, problem", [
     (lambda msg: msg.pop("vectors"), "expected a map of meta"),
     (lambda msg: msg["meta"].pop("fingerprints"), "metadata must hold exactly"),
+    (lambda msg: msg["meta"].pop("labels"), "metadata must hold exactly"),
+    (lambda msg: msg["meta"].update(labels="abcd"), "must be lists"),
     (lambda msg: msg["meta"].update(keys="abcd"), "must be lists"),
     (lambda msg: msg.update(vectors=[1, 2]), "must be arrays"),
 ])
@@ -249,4 +253,5 @@ def test_validate_names_every_disagreement():
         broken.validate(n_entities=1, width=4)
     assert info.value.problem.split("; ") == [
         "vectors are float32 (3, 4), expected float32 (4, 4)", "entity_scores are int64 (4,)",
-        "4 doc keys and 2 cluster ids for 4 mentions", "keys and cluster ids must be strings"]
+        "4 doc keys, 2 cluster ids and 4 labels for 4 mentions",
+        "keys and cluster ids must be strings"]

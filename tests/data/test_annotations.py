@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
 from spacy_arboel.data.annotations import read_brat_documents, read_jsonl_documents
-from spacy_arboel.data.readers import corpus_format
+from spacy_arboel.spacy_data.readers import corpus_format
 
 TEXT = "Aspirin induced cough and acute pain."
 

@@ -10,17 +10,17 @@ import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
-from spacy_arboel.data.convert import (
-    docs_to_docbin,
-    gold_ids,
-    pubtator_to_doc,
-    pubtator_to_docs,
-)
 from spacy_arboel.data.pubtator import (
     PubtatorDocument,
     PubtatorMention,
     parse_pubtator_string,
     read_pubtator,
+)
+from spacy_arboel.spacy_data.convert import (
+    docs_to_docbin,
+    gold_ids,
+    pubtator_to_doc,
+    pubtator_to_docs,
 )
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "data"

@@ -118,39 +118,22 @@ PLAN = {"kb_fingerprint": "k", "encoder_fingerprint": "e", "granularity": "entit
         "similarity": "dot", "mixed_precision": False, "dim": 4}
 
 
-def _old_work_folder(folder, plan: EmbeddingPlan, done: list[int]) -> np.ndarray:
-    """A build-index work folder as the version before left it after embedding ``done``."""
-    folder.mkdir()
-    vectors = np.lib.format.open_memmap(folder / "vectors.npy", mode="w+", dtype="float32",
-                                        shape=(plan.n_rows, plan.dim))
-    for i in done:
-        start, stop = plan.shards[i]
-        vectors[start:stop] = i + 1
-    vectors.flush()
-    (folder / "plan.json").write_text(json.dumps(asdict(plan), indent=1))
-    (folder / "done.json").write_text(json.dumps(done))
-    return np.array(vectors)
-
-
-def test_a_build_index_folder_of_the_version_before_resumes(tmp_path):
+def test_a_folder_without_a_ledger_is_refused_unless_a_run_left_it(tmp_path):
+    """Without manifest.json a work folder is this job's only as a run that stopped before
+    writing its ledger leaves it (vectors.npy); any other file, a plan.json included, is
+    someone else's: refused, nothing removed."""
     plan = EmbeddingPlan.cut(np.arange(8), 2, **PLAN)
-    written = _old_work_folder(tmp_path / "work", plan, [0, 2])
-    store = ShardStore(tmp_path / "work", plan)
-    assert store.pending == [1, 3] and (np.asarray(store.vectors) == written).all()
-    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["manifest.json",
-                                                                      "vectors.npy"]
-    ledger = json.loads((tmp_path / "work" / "manifest.json").read_text())
-    assert ledger["settings"]["shards"] == [[0, 2], [2, 4], [4, 6], [6, 8]]
-    assert ledger["shards"]["2"] == {"rows": [4, 6], "sha256": digest(written[4:6])}
-    store.write(1, np.full((2, 4), 9, "float32"))
-    assert ShardStore(tmp_path / "work", plan).pending == [3]
-    other = EmbeddingPlan.cut(np.arange(8), 4, **PLAN)
-    with pytest.raises(ValueError, match="E132.*8, 4 shards.*not for.*8, 2 shards"):
-        ShardStore(tmp_path / "work", other)
-    _old_work_folder(tmp_path / "old", plan, [1])
-    with pytest.raises(ValueError, match="E132.*8, 4 shards.*not for.*8, 2 shards"):
-        ShardStore(tmp_path / "old", other)  # refused before anything is taken over
-    assert (tmp_path / "old" / "plan.json").exists()
+    (tmp_path / "stopped").mkdir()
+    np.lib.format.open_memmap(tmp_path / "stopped" / "vectors.npy", mode="w+", dtype="float32",
+                              shape=(plan.n_rows, plan.dim)).flush()
+    assert ShardStore(tmp_path / "stopped", plan).pending == [0, 1, 2, 3]
+    for name in ("plan.json", "done.json"):
+        folder = tmp_path / name.split(".")[0]
+        folder.mkdir()
+        (folder / name).write_text(json.dumps(asdict(plan) if name == "plan.json" else [0]))
+        with pytest.raises(ValueError, match=r"E132.*other files and no manifest\.json"):
+            ShardStore(folder, plan)
+        assert sorted(p.name for p in folder.iterdir()) == [name]
 
 
 def test_a_shard_whose_vectors_changed_is_embedded_again(tmp_path):

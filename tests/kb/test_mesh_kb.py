@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from spacy_arboel.data.aliases import harvest_aliases, types_from_docs
-from spacy_arboel.data.convert import docs_to_docbin, gold_ids, pubtator_to_docs
 from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
+from spacy_arboel.spacy_data.aliases import harvest_aliases, types_from_docs
+from spacy_arboel.spacy_data.convert import docs_to_docbin, gold_ids, pubtator_to_docs
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "data"
 MESH_CSV = DATA_DIR / "mesh" / "mesh_descriptors_2026.csv"

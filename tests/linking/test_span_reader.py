@@ -66,7 +66,9 @@ def test_scored_spans_are_p_mention_times_p_entity(tiny_encoder, toy_kb_path):
     assert found[2] == [] and found[3] == [] and links[2].passages == []
     proposals = reader.propose(reader.passages.passages(TEXTS[:1]), TEXTS)
     joint = proposals.p_mention[:, None] * proposals.p_entity
-    assert sorted(s.score for s in found[0]) == pytest.approx(sorted(joint.ravel()))
+    # the same spans, encoded in another batch: float32 noise of the encoder only
+    assert sorted(s.score for s in found[0]) == pytest.approx(sorted(joint.ravel()),
+                                                             rel=1e-5)
     for span in found[0]:
         assert 0 <= span.start_char < span.end_char <= len(TEXTS[0])
         assert span.kb_id in reader.kb

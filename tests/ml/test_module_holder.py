@@ -249,7 +249,7 @@ def test_finish_update_steps_the_held_modules(tiny_encoder):
 
 
 def test_shared_weights_collect_the_gradients_of_both_sides(tiny_encoder):
-    model = build_bi_encoder(encoder_name=tiny_encoder, share_weights=True)
+    model = build_bi_encoder(encoder_name=tiny_encoder, share_weights=True, pooling="cls")
     model.initialize()
     encoder = torch_encoders(model)["mention"]
     for side in SIDES:

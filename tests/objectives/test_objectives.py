@@ -7,12 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from spacy_arboel.ml.objectives import (
-    FUNCTIONS,
-    make_objective,
-    named_objective_block,
-    objective_block,
-)
+from spacy_arboel.ml.objectives import FUNCTIONS, objective_block
 from spacy_arboel.objectives import (
     FGSM,
     Arborescence,
@@ -248,37 +243,25 @@ def test_objective_blocks_select_the_versioned_functions():
         objective_block("softmax")
 
 
-def test_flat_by_name_settings_become_the_versioned_block():
-    """What Objective.v1's flat settings (and overrides written for it) mean."""
-    assert named_objective_block("distill", teacher_path="t", distill_alpha=0.3, alpha=32.0,
-                                 n_negatives=4, negatives="random") == {
-        "@misc": "spacy_arboel.DistillationObjective.v1", "teacher_path": "t", "alpha": 0.3,
-        "objective": {"@misc": "spacy_arboel.KnnNegativesObjective.v1", "n_negatives": 4,
-                      "negatives": "random"}}
-    assert named_objective_block("proxy", fgsm_epsilon=0.01, alpha=16.0) == {
-        "@misc": "spacy_arboel.FGSMObjective.v1", "epsilon": 0.01, "weight": 1.0,
-        "objective": {"@misc": "spacy_arboel.ProxyObjective.v1", "alpha": 16.0}}
-    with pytest.raises(ValueError, match="E054"):
-        named_objective_block("in_batch", negatives="hard")
+def test_the_versioned_functions_build_their_objectives():
+    from spacy.util import registry
 
+    def build(block: dict):
+        return registry.resolve({"o": block})["o"]
 
-def test_the_deprecated_by_name_objective_builds_the_versioned_ones():
-    """``spacy_arboel.Objective.v1`` stays only for saved pipelines: W040 names the fix."""
-    with pytest.warns(UserWarning, match=r"W040.*ProxyObjective\.v1"):
-        assert make_objective("proxy").negatives == "mixed"
-    with pytest.warns(UserWarning):
-        assert make_objective("knn_negatives").negatives == "hard"
-        wrapped = make_objective("in_batch", fgsm_epsilon=0.01)
-        arbo = make_objective("arborescence", variant="1nn", n_negatives=3)
+    assert build({"@misc": FUNCTIONS["proxy"]}).negatives == "mixed"
+    assert build({"@misc": FUNCTIONS["knn_negatives"]}).negatives == "hard"
+    wrapped = build({"@misc": "spacy_arboel.FGSMObjective.v1", "epsilon": 0.01,
+                     "objective": {"@misc": FUNCTIONS["in_batch"]}})
+    arbo = build({"@misc": FUNCTIONS["arborescence"], "variant": "1nn", "n_negatives": 3})
     assert isinstance(wrapped, FGSM) and wrapped.epsilon == 0.01
     assert isinstance(wrapped.objective, InBatch) and wrapped.captures_entity_embeddings
     assert isinstance(arbo, Arborescence) and (arbo.variant, arbo.n_negatives) == ("1nn", 3)
-    with pytest.raises(ValueError, match="proxy and distill only"):
-        make_objective("arborescence", negatives="random")
-    with pytest.raises(ValueError, match="fgsm_epsilon"):
-        make_objective("proxy", fgsm_epsilon=-1)
-    with pytest.raises(ValueError, match="Unknown negatives"), pytest.warns(UserWarning):
-        make_objective("proxy", negatives="some")
+    with pytest.raises(ValueError, match="fgsm epsilon"):
+        build({"@misc": "spacy_arboel.FGSMObjective.v1", "epsilon": -1.0,
+               "objective": {"@misc": FUNCTIONS["proxy"]}})
+    with pytest.raises(ValueError, match="E007.*some"):
+        build({"@misc": FUNCTIONS["proxy"], "negatives": "some"})
 
 
 def test_distillation_loss_matches_blink_eq_8_to_10():
@@ -305,8 +288,6 @@ def test_distill_needs_a_teacher():
 
     with pytest.raises(ValueError, match="teacher_path"):
         registry.resolve({"o": objective_block("distill")})
-    with pytest.raises(ValueError, match="teacher_path"), pytest.warns(UserWarning):
-        make_objective("distill")
     distill = registry.resolve({"o": objective_block("distill", {"teacher_path": "x",
                                                                  "n_negatives": 3})})["o"]
     assert isinstance(distill, Distillation) and distill.objective.negatives == "hard"

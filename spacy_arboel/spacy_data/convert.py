@@ -17,9 +17,9 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.util import filter_spans
 
 from ..atomic import atomic_file
+from ..data.ids import gold_ids, join_ids  # noqa: F401  (gold_ids re-exported)
+from ..data.pubtator import PubtatorDocument
 from ..errors import Warnings
-from .ids import ID_SEPARATOR, gold_ids, join_ids  # noqa: F401  (re-exported)
-from .pubtator import PubtatorDocument
 
 SPAN_KEY = "pubtator"
 PMID_KEY = "pmid"

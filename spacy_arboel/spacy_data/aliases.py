@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 
 from spacy.tokens import Doc, Span
 
+from ..data.ids import gold_ids
 from .convert import SPAN_KEY
-from .ids import gold_ids
 
 
 def gold_mentions(doc: Doc) -> Iterator[Span]:

@@ -11,9 +11,9 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 
+from ..data.pubtator import PubtatorDocument, read_pubtator
 from ..errors import Errors
 from .convert import pubtator_to_doc
-from .pubtator import PubtatorDocument, read_pubtator
 
 
 def pubtator_paths(path: str | Path) -> list[Path]:
@@ -57,7 +57,7 @@ def read_annotated_documents(path: str | Path, fmt: str = "auto",
     """Stream the documents of an annotated corpus in ``fmt`` (see :func:`corpus_format`):
     PubTator, JSONL with character spans and ids, or brat standoff (``data.annotations``);
     at most ``limit`` if it is > 0."""
-    from .annotations import read_brat_documents, read_jsonl_documents
+    from ..data.annotations import read_brat_documents, read_jsonl_documents
 
     fmt = corpus_format(path, fmt)
     if fmt != "pubtator" and not Path(path).exists():

@@ -8,7 +8,7 @@ from pathlib import Path
 import spacy
 from spacy.language import Language
 
-from .knowledge_base import KnowledgeBase
+from ..kb.knowledge_base import KnowledgeBase
 
 
 @spacy.registry.misc("spacy_arboel.JsonlKB.v1")

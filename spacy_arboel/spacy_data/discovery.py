@@ -8,8 +8,8 @@ from collections.abc import Container, Iterable
 import numpy as np
 from spacy.tokens import Doc, Span
 
+from ..data.ids import gold_ids, join_ids
 from ..errors import Errors
-from .ids import gold_ids, join_ids
 
 
 def choose_heldout(test_docs: Iterable[Doc], kb: Container[str], fraction: float,

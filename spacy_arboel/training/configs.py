@@ -1,0 +1,71 @@
+"""A training config filled against the factories: every setting a packaged config leaves
+out is its factory's default, or that of the architecture, objective or scorer a block
+names, so that ``init-config`` writes them all (as ``spacy init fill-config`` does) and
+the packaged configs hold only their deliberate deviations (``configs.DEVIATIONS``)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from inspect import Parameter, signature
+from typing import Any
+
+from confection import Config
+from spacy import blank
+from spacy.util import registry
+
+
+def function_of(block: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The registry and name of the function a config block names (``@architectures``,
+    ``@misc``, ``@scorers``...), None for a plain section."""
+    return next(((key, value) for key, value in block.items() if key.startswith("@")), None)
+
+
+def function_defaults(block: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaults of the registered function a block names (none for a plain section)."""
+    named = function_of(block)
+    if named is None:
+        return {}
+    function = getattr(registry, named[0][1:]).get(named[1])
+    return {name: p.default for name, p in signature(function).parameters.items()
+            if p.default is not Parameter.empty}
+
+
+def factory_defaults(factory: str) -> dict[str, Any]:
+    """The ``default_config`` of the component factory ``factory`` (a blank pipeline loads
+    the factories of the installed packages' entry points)."""
+    return copy.deepcopy(dict(blank("xx").get_factory_meta(factory).default_config))
+
+
+def fill_block(block: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``block`` over ``defaults``: a nested block over the defaults of the block it
+    replaces when both name the same function, else over its own function's defaults."""
+    filled: dict[str, Any] = {}
+    keys = {**defaults, **block}
+    for key in sorted(keys, key=lambda k: not k.startswith("@")):  # the function first
+        value = block[key] if key in block else defaults[key]
+        if not isinstance(value, Mapping):
+            filled[key] = copy.deepcopy(value)
+            continue
+        default = defaults.get(key)
+        same = isinstance(default, Mapping) and function_of(default) == function_of(value)
+        base = {**function_defaults(value), **(default if same else {})}
+        filled[key] = fill_block(value if key in block else {}, base)
+    return filled
+
+
+def component_blocks(config: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The name and block of each component of ``config`` made by a factory (a sourced
+    component takes its settings from its pipeline)."""
+    for name, block in config.get("components", {}).items():
+        if "factory" in block:
+            yield name, block
+
+
+def fill_components(config: Config) -> Config:
+    """``config`` with each factory-made component's settings filled in from its factory,
+    architecture, objective and scorer; variables such as ``${paths.encoder}`` are kept."""
+    filled = config.copy()
+    for name, block in component_blocks(config):
+        filled["components"][name] = fill_block(block, factory_defaults(block["factory"]))
+    return filled
