@@ -186,3 +186,29 @@ def passage_linker_config(config: dict, model: dict | None = None) -> dict:
     return {**PASSAGE_DEFAULTS, **{k: v for k, v in config.items()
                                    if k not in PASSAGE_MODEL_KEYS and k != "model"},
             "model": model}
+
+
+def restamp(folder: Path) -> None:
+    """Write the manifest of the saved component ``folder`` again over its (changed) files,
+    so that the checks after the checksums must catch the change."""
+    import json
+
+    from spacy_arboel.artefacts import write_manifest
+
+    listed = json.loads((folder / "manifest.json").read_text())["files"]
+    write_manifest(folder, sorted({name.split("/")[0] for name in listed}))
+
+
+def check_another_kb_is_refused(pipeline: Path, component: str) -> None:
+    """A saved pipeline whose ``component`` KB was changed (and refused by the manifest):
+    with a manifest written over the change, the index's KB fingerprint refuses it (E012);
+    without a manifest, E030 (every save writes one)."""
+    import spacy
+
+    restamp(pipeline / component)
+    with pytest.raises(ValueError, match="E012"):
+        spacy.load(pipeline)
+    (pipeline / component / "manifest.json").unlink()
+    with pytest.raises(ValueError, match=r"E030.*manifest.json is missing"):
+        spacy.load(pipeline)
+

@@ -13,7 +13,7 @@ from confection import ConfigValidationError
 
 from spacy_arboel import artefacts
 from spacy_arboel.artefacts import check_folder, clear_saved, unsafe_entry, write_manifest
-from tests.conftest import passage_linker_config
+from tests.conftest import passage_linker_config, restamp
 
 COMPONENTS = ["arbo_entity_linker", "arbo_linker", "arbo_reranker"]
 
@@ -313,13 +313,6 @@ def _load_fails(path, match="E030"):
         spacy.load(path)
 
 
-def _restamp(folder) -> None:
-    """Write the manifest of ``folder`` again over its (damaged) files, so that the checks
-    after the checksums must catch the damage."""
-    listed = json.loads((folder / "manifest.json").read_text())["files"]
-    write_manifest(folder, sorted({name.split("/")[0] for name in listed}))
-
-
 def test_a_saved_pipeline_loads(saved):
     nlp = spacy.load(saved[0])
     assert len(nlp.get_pipe("arbo_coref").state) == 11  # the ents of TOY_SENTENCES
@@ -358,7 +351,7 @@ def test_truncated_or_inconsistent_index_files_are_refused(saved, tmp_path, rest
             owners = np.load(index / "owners.npy")
             np.save(index / "owners.npy", np.minimum(owners, owners.max() - 1))
         if restamped:  # the checksums pass: the index's own checks must catch it
-            _restamp(linker)
+            restamp(linker)
             _load_fails(path, "E004" if damage == "width" else "E030")
         else:
             _load_fails(path)
@@ -385,7 +378,7 @@ def test_truncated_weights_that_pass_the_checksums_give_a_coded_error(saved, tmp
     path, linker = _copy(saved, tmp_path)
     weights = linker / "mention_encoder" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:1000])
-    _restamp(linker)
+    restamp(linker)
     _load_fails(path, r"E030.*arbo_entity_linker")
 
 
@@ -395,7 +388,7 @@ def test_damaged_coref_state_is_refused(saved, tmp_path):
     vectors = np.load(state / "vectors.npy")
     np.save(state / "vectors.npy", vectors[:-1])
     _load_fails(path, r"E030.*vectors.npy")
-    _restamp(path / "arbo_coref")  # the checksums pass: the state's own checks catch it
+    restamp(path / "arbo_coref")  # the checksums pass: the state's own checks catch it
     _load_fails(path, r"E030.*vectors are float32 \(10, 32\), expected float32 \(11, 32\)")
 
 
