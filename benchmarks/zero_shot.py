@@ -18,7 +18,7 @@ No-corpus rows link with ``nlp.add_pipe("arbo_entity_linker", config=...)`` and
 ``nlp.initialize()`` over the KB of the MeSH files alone (no aliases harvested from train/dev):
 what a user with a KB and no corpus runs. ``base-blink`` is the factory's former default (the
 base encoder reading BLINK's inputs, [CLS] pooling, entity rows, dot product), ``base-names``
-today's default (``inputs = "auto"``: the mention's text against name and alias rows, mean
+today's default (``inputs = "names"``: the mention's text against name and alias rows, mean
 pooling, cosine), ``self-aligned`` the same inputs with ``pretrain-kb``'s encoder, and
 ``*-lexical`` adds BioSyn's character n-gram score with its weight tuned on dev, and
 ``*-synonyms`` links over the MeSH KB enriched with the installed vocabularies' MeSH synonyms

@@ -67,11 +67,12 @@ def linker_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> dict[
         _seed()
         nlp = spacy.blank("en")
         # the factory's defaults when the outputs were frozen (pooling and abbreviations
-        # changed with issue 30's zero-shot defaults; rows, batch size and the re-ranker's
-        # abbreviations with issue 42's one declaration per setting)
+        # changed with issue 30's zero-shot defaults; rows, batch size, inputs (then BLINK's
+        # once trained) and the re-ranker's abbreviations with issue 42's one declaration
+        # per setting)
         nlp.add_pipe("arbo_entity_linker", config={
             "kb_path": str(kb_path), "top_k": 4, "expand_abbreviations": False,
-            "entity_granularity": "entity", "batch_size": 64,
+            "entity_granularity": "entity", "batch_size": 64, "inputs": "blink",
             "model": {"encoder_name": encoder, "pooling": "cls"},
             "objective": objective})
         with_more = key == "knn_negatives"

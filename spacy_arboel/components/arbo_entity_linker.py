@@ -3,7 +3,6 @@ trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,6 @@ from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, VECTOR_EXT, register_extensions
 from ..factories import ENTITY_LINKER
-from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TYPE_RULES, TypeRule
@@ -46,8 +44,6 @@ INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "entity_granularity
                   "expand_abbreviations", "row_dedupe_threshold", "index_kind", "batch_size")
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": DEFAULT_ENCODER,
                  **defaults(RetrieverSettings, MODEL_SETTINGS)}
-# the component's ``inputs``: ``auto`` or one of the retriever's
-INPUTS = ("auto", *INPUT_FORMATS)
 # the best measured objective (BENCHMARKS.md), its settings the registered function's;
 # arboEL's is "spacy_arboel.ArborescenceObjective.v1"
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1"}
@@ -66,7 +62,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         "top_k": 64, "threshold": None, "nil_id": "NIL",
         **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": REFRESH_EVERY,
         **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
-        "inputs": "auto", **defaults(RetrieverSettings, ("lexical_weight",)),
+        **defaults(RetrieverSettings, ("inputs", "lexical_weight")),
         "label_types": None, "type_rule": "restrict", "scores": "probability",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
@@ -79,19 +75,19 @@ def make_entity_linker(
     entity_max_length: int, entity_granularity: choices(GRANULARITIES),
     expand_abbreviations: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
-    quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUTS),
+    quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUT_FORMATS),
     lexical_weight: NonNegativeFloat | None, label_types: dict[str, list[str]] | str | None,
     type_rule: choices(TYPE_RULES), scores: choices(SCORE_SCALES), scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and
     ``RetrieverSettings`` for the retriever's (their defaults come from there)."""
     settings = settings_from(RetrieverSettings, {
-        **locals(), "similarity": objective.similarity, "inputs": resolve_inputs(inputs, False),
+        **locals(), "similarity": objective.similarity,
         **{key: model.attrs[key] for key in MODEL_SETTINGS}})
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, verify_files=verify_files,
-                            inputs=inputs, label_types=label_types, type_rule=type_rule,
+                            label_types=label_types, type_rule=type_rule,
                             scores=scores, scorer=scorer)
 
 
@@ -102,15 +98,6 @@ def check_threshold(threshold: float | None, scores: str) -> None:
         raise ValueError(Errors.E011.format(
             name="threshold", value=threshold, condition='in [0, 1] with scores = '
             '"probability" (a threshold on raw scores needs scores = "raw")'))
-
-
-def resolve_inputs(inputs: str, corpus_trained: bool) -> str:
-    """The retriever's ``inputs`` for the component's ``inputs`` setting: ``auto`` is
-    ``names`` (how the encoder was pretrained) until the linker is trained on a corpus, then
-    ``blink`` (BLINK's mention in context, what corpus training learns best from)."""
-    if inputs != "auto":
-        return inputs
-    return "blink" if corpus_trained else "names"
 
 
 class ArboEntityLinker(KBComponent):
@@ -124,12 +111,11 @@ class ArboEntityLinker(KBComponent):
     (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``settings`` hold
     the retriever's input and index settings (the factory's arguments). ``verify_files``:
     how ``from_disk`` checks the saved files, ``sha256`` (all read whole) or ``quick`` (large
-    files by size and ends; see ``artefacts.check_folder``). ``inputs``: ``auto`` (default)
-    links an untrained linker by the mention's text against a row per KB name and alias,
-    cosine (``names``: how the base sentence encoder or ``pretrain-kb``'s encoder learnt to
-    compare names), and a linker trained on a corpus by BLINK's mention in context
-    (``blink``); the switch happens when ``initialize`` finds gold mentions or at the first
-    ``update``, and is saved. ``blink`` or ``names`` fix the inputs. ``label_types`` maps
+    files by size and ends; see ``artefacts.check_folder``). ``inputs`` (in ``settings``):
+    ``names`` links and trains by the mention's text against a row per KB name and alias,
+    cosine (how the base sentence encoder or ``pretrain-kb``'s encoder learnt to compare
+    names), ``blink`` by BLINK's mention in context against ``name [TITLE] description``
+    rows. ``label_types`` maps
     ent labels to the KB types they may link to (``{"Chemical": ["Chemical"]}``); with
     ``type_rule`` ``restrict`` the candidates of other types are dropped, with ``prefer``
     ranked last (``kb.type_rule``: an untyped entity or an unmapped label is never acted on).
@@ -141,7 +127,7 @@ class ArboEntityLinker(KBComponent):
     def __init__(self, vocab, model: Model, name: str = ENTITY_LINKER, *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
-                 verify_files: str, inputs: str,
+                 verify_files: str,
                  label_types: dict[str, list[str]] | str | None = None,
                  type_rule: str = "restrict", scores: str = "probability",
                  scorer: Callable | None) -> None:
@@ -150,11 +136,10 @@ class ArboEntityLinker(KBComponent):
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
                                     "verify_files": verify_files,
-                                    "inputs": inputs, "label_types": label_types,
+                                    "inputs": settings.inputs, "label_types": label_types,
                                     "type_rule": type_rule, "scores": scores}
         self.type_rule = TypeRule.from_settings(label_types, type_rule)
         check_threshold(threshold, scores)
-        self.settings = replace(settings, inputs=resolve_inputs(inputs, False))
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
         register_extensions()
@@ -217,32 +202,18 @@ class ArboEntityLinker(KBComponent):
                    nlp: Language | None = None,
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
         """Load the KB (``kb_loader``, else ``kb_path``) and the base encoder, collect the
-        gold training mentions and build the index. Gold mentions mean corpus training
-        follows: ``inputs = "auto"`` switches to BLINK's inputs before they are read."""
+        gold training mentions and build the index."""
         kb = kb_loader(nlp) if kb_loader is not None else None
         self._set_up(kb if kb is not None else self._config_kb())
         texts, spans, gold_ids = gold_mentions(eg.reference for eg in get_examples())
-        if any(gold_ids):
-            self._corpus_training()
         self.trainer.collect(texts, spans, gold_ids)
         self.trainer.refresh()
-
-    def _corpus_training(self, refresh: bool = False) -> None:
-        """Corpus training starts: under ``inputs = "auto"`` the linker reads BLINK's inputs
-        from now on (``refresh``: rebuild the index and training state for them now)."""
-        inputs = resolve_inputs(self.cfg["inputs"], True)
-        if self.settings.inputs != inputs:
-            self.settings = replace(self.settings, inputs=inputs)
-            self._require("encoders").use_settings(self.settings)
-            if refresh:
-                self.trainer.refresh()
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optimizer | None = None,
                losses: dict[str, float] | None = None) -> dict[str, float]:
         """One step of the configured objective on the gold mentions of ``examples``."""
         self._require("encoders (call initialize first)")
-        self._corpus_training(refresh=True)
         return run_update(self, examples, lambda egs: self.trainer.step(
             *gold_mentions(eg.reference for eg in egs)), sgd, losses)
 
@@ -346,13 +317,6 @@ class ArboEntityLinker(KBComponent):
             cfg = {"seen_ids": [], "n_missing_gold_ids": 0, **state["cfg"]}
             sources = {side: (self.model.attrs["encoder_name"] if p.name in exclude else p)
                        for side, p in sources.items()}
-            # the inputs it was saved with: its index's, else its cfg.json's (with both left
-            # out, the config's)
-            saved_inputs = cfg.get("inputs", self.settings.inputs)
-            if "index" not in exclude:
-                saved_inputs = read_index_meta(path / "index").inputs
-            if self.cfg["inputs"] == "auto":
-                self.settings = replace(self.settings, inputs=saved_inputs)
             self._set_up(state["kb"], state["tokenizer"], sources)
             # a saved threshold holds on the scale it was chosen on: another scale is
             # refused, never a silent change; a threshold given at load with the scale is

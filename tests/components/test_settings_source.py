@@ -14,7 +14,7 @@ from spacy.util import registry
 import spacy_arboel.components.arbo_entity_linker
 import spacy_arboel.components.arbo_linker
 import spacy_arboel.components.arbo_reranker  # noqa: F401  (registers the factories)
-from spacy_arboel.components.arbo_entity_linker import make_entity_linker, resolve_inputs
+from spacy_arboel.components.arbo_entity_linker import make_entity_linker
 from spacy_arboel.components.arbo_linker import make_linker
 from spacy_arboel.components.arbo_reranker import make_reranker
 from spacy_arboel.linking import (
@@ -30,9 +30,6 @@ FACTORIES = [("arbo_entity_linker", make_entity_linker, RetrieverSettings),
              ("arbo_linker", make_linker, SpanReaderSettings),
              ("arbo_linker", make_linker, ReaderSettings),
              ("arbo_reranker", make_reranker, RerankerSettings)]
-# the factory's ``inputs`` is the component's choice: ``auto`` resolves to the core's
-# ``names`` until the linker is trained on a corpus, then to the core's default ``blink``
-RESOLVED = {"inputs"}
 # each architecture with the core whose settings it holds
 ARCHITECTURES = [("spacy_arboel.BiEncoder.v1", RetrieverSettings),
                  ("spacy_arboel.SpanReader.v1", SpanReaderSettings),
@@ -49,7 +46,7 @@ def _defaults(settings_class) -> dict:
 def test_a_factorys_defaults_are_its_cores(factory, make, core):
     config = spacy.blank("xx").get_factory_meta(factory).default_config
     defaults = _defaults(core)
-    shared = (set(defaults) & set(config)) - RESOLVED
+    shared = set(defaults) & set(config)
     assert len(shared) >= 5, shared
     assert {k: config[k] for k in shared} == {k: defaults[k] for k in shared}
     in_model = set(defaults) & set(config["model"])
@@ -84,7 +81,7 @@ def test_the_cores_alone_get_the_components_defaults():
         {k: getattr(span_reader, k) for k in shared if k not in ("entity_pooling",)}
     retriever = RetrieverSettings()
     assert (retriever.pooling, retriever.expand_abbreviations) == ("mention", True)
-    assert resolve_inputs("auto", corpus_trained=True) == retriever.inputs
+    assert retriever.inputs == "names"  # the component's too (one declaration)
 
 
 @pytest.mark.parametrize("core,bad,code", [
@@ -112,7 +109,7 @@ def test_a_core_used_alone_checks_its_settings_once(core, bad, code):
     ("arbo_reranker", {"top_k": 0}, r"top_k.*PositiveInt"),
     ("arbo_reranker", {"train_top_k": -1}, r"train_top_k.*PositiveInt"),
     ("arbo_reranker", {"batch_size": 0}, r"batch_size.*PositiveInt"),
-    ("arbo_entity_linker", {"inputs": "context"}, r"inputs.*'auto', 'blink', 'names'"),
+    ("arbo_entity_linker", {"inputs": "context"}, r"inputs.*'blink', 'names'"),
     # the settings the model's architecture holds are typed there
     ("arbo_entity_linker", {"model": {"pooling": "max"}}, r"pooling.*'cls', 'mean', 'mention'"),
     ("arbo_linker", {"model": {"entity_pooling": "mention"}}, r"entity_pooling.*'cls', 'mean'"),

@@ -1,5 +1,5 @@
-"""Zero-shot linking with arbo_entity_linker: ``names`` inputs for an untrained linker (the
-``auto`` default), BLINK's inputs once it trains on a corpus, BioSyn's lexical score, and
+"""Zero-shot linking with arbo_entity_linker: ``names`` inputs (the default, untrained and
+trained), BLINK's inputs when the config says so, BioSyn's lexical score, and
 ``pretrain-kb``'s encoder and linker."""
 
 from __future__ import annotations
@@ -69,46 +69,46 @@ def test_names_retriever_links_an_exact_alias_with_cosine_one(tiny_encoder, toy_
     np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-5)  # unit vectors, same input
 
 
-def test_untrained_component_reads_names_and_switches_to_blink_for_corpus_training(
+def test_the_component_reads_names_trained_or_not_unless_told_blink(
         tiny_encoder, toy_kb_path, toy_examples):
+    """One ``inputs`` setting: ``names`` (the core's default), untrained and trained alike
+    (issue 42: the component's ``auto`` switched to BLINK's inputs for corpus training);
+    ``blink`` when the config says so."""
     nlp = spacy.blank("xx")
     linker = _linker(nlp, tiny_encoder, toy_kb_path)
     nlp.initialize()
-    assert linker.retriever.settings.inputs == "names"
+    assert linker.retriever.settings.inputs == RetrieverSettings().inputs == "names"
     assert linker.retriever.settings.scoring == "cosine"
     assert [kb for _, kb, _ in _links(nlp, "Pyrexia and tussis.", [(0, 7), (12, 18)])] == [
         "D005334", "D003371"]
-    # gold mentions at initialize: corpus training follows, BLINK's inputs from the start
+    # gold mentions at initialize, then an update: still names, no switch
     trained = spacy.blank("xx")
     trained_linker = _linker(trained, tiny_encoder, toy_kb_path)
     trained.initialize(lambda: toy_examples)
-    assert trained_linker.retriever.settings.inputs == "blink"
-    assert trained_linker.retriever.index.meta.inputs == "blink"
-    # no gold at initialize, then an update: the switch happens there, index rebuilt
-    losses = {}
-    linker.update(toy_examples[:2], sgd=None, losses=losses)
-    assert linker.retriever.settings.inputs == "blink"
-    assert linker.retriever.index.meta.inputs == "blink"
-    # fixed inputs stay as they are
-    fixed = spacy.blank("xx")
-    fixed_linker = _linker(fixed, tiny_encoder, toy_kb_path, inputs="names")
-    fixed.initialize(lambda: toy_examples)
-    assert fixed_linker.retriever.settings.inputs == "names"
-    with pytest.raises(ConfigValidationError, match=r"inputs.*'auto', 'blink', 'names'"):
-        _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, inputs="context")
+    trained_linker.update(toy_examples[:2], sgd=None, losses={})
+    trained_linker.ensure_ready()
+    assert trained_linker.retriever.settings.inputs == "names"
+    assert trained_linker.retriever.index.meta.inputs == "names"
+    blink = spacy.blank("xx")
+    blink_linker = _linker(blink, tiny_encoder, toy_kb_path, inputs="blink")
+    blink.initialize(lambda: toy_examples)
+    assert blink_linker.retriever.settings.inputs == "blink"
+    assert blink_linker.retriever.index.meta.inputs == "blink"
+    with pytest.raises(ConfigValidationError, match=r"inputs.*'blink', 'names'"):
+        _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, inputs="auto")
 
 
-def test_saved_untrained_and_trained_linkers_keep_their_inputs(
-        tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+def test_saved_linkers_keep_their_inputs(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
     text, spans = "Aspirin induced coughing and fever.", [(0, 7), (16, 24), (29, 34)]
-    for name, examples in (("untrained", None), ("trained", toy_examples)):
+    for name, examples, inputs in (("untrained", None, "names"),
+                                   ("trained", toy_examples, "names"),
+                                   ("blink", toy_examples, "blink")):
         nlp = spacy.blank("xx")
-        linker = _linker(nlp, tiny_encoder, toy_kb_path)
+        linker = _linker(nlp, tiny_encoder, toy_kb_path, inputs=inputs)
         nlp.initialize((lambda ex=examples: ex) if examples else None)
         expected = _links(nlp, text, spans)
         nlp.to_disk(tmp_path / name)
         loaded = spacy.load(tmp_path / name)
-        inputs = "names" if examples is None else "blink"
         assert read_index_meta(tmp_path / name / "arbo_entity_linker" / "index").inputs == inputs
         assert loaded.get_pipe("arbo_entity_linker").retriever.settings.inputs == inputs
         assert _links(loaded, text, spans) == expected
