@@ -19,7 +19,7 @@ class CodedErrorsGroup(TyperGroup):
         try:
             with command_resources():
                 return super().invoke(ctx)
-        except ValueError as err:
+        except (ValueError, ImportError) as err:  # ImportError: an extra not installed
             if not is_coded(str(err)):
                 raise
             from wasabi import msg

@@ -56,8 +56,10 @@ def link_corpus_command(
     from ..corpus.link_corpus import link_corpus
     from ..corpus.worker import LinkSettings, cross_document_pipes
     from ..errors import Warnings
-    from ..jobs.engines import LocalEngine, RayEngine, import_ray
+    from ..jobs.engines import make_engine
 
+    # the engine first: checked before anything is written (E007, E011, E128)
+    runner = make_engine(engine, num_workers, address=address, num_gpus=num_gpus)
     check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output},
                   folders=["OUTPUT"])
     skipped = cross_document_pipes(load_config(model / "config.cfg"))
@@ -69,17 +71,6 @@ def link_corpus_command(
         msg.fail("--vectors writes vectors beside JSONL shards: use --format jsonl", exits=1)
     settings = LinkSettings(str(model), fmt, batch_size, top_k,
                             command_overrides(ctx), vectors)
-    if engine not in ("local", "ray"):
-        msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
-    if engine == "ray":
-        try:
-            import_ray()
-        except ImportError as err:
-            msg.fail(str(err), exits=1)
-    default = 2 if engine == "ray" else 1
-    workers = default if num_workers is None else num_workers
-    runner = (RayEngine(workers, address=address, num_gpus=num_gpus)
-              if engine == "ray" else LocalEngine(workers))
     with tqdm(unit="doc", desc="link-corpus", disable=None) as bar:
         summary = link_corpus(input_path, output, settings, runner, bar.update,
                               lambda total: setattr(bar, "total", total))

@@ -55,31 +55,24 @@ def build_index_command(
     from wasabi import msg
 
     from ..factories import ENTITY_LINKER, find_component
-    from ..jobs.engines import LocalEngine, RayEngine, import_ray
+    from ..jobs.engines import make_engine
     from ..kb.knowledge_base import KnowledgeBase
     from ..pipeline.indexes import build_linker_index
     from ..pipeline.knowledge_bases import swap_kb, without_kb_paths
     from ..pipeline.loading import load_pipeline
 
     work_dir = work_dir or output.with_name(output.name + ".shards")
+    # the engine first: checked before anything is written (E007, E011, E128)
+    runner = make_engine(engine, num_workers, address=address, num_gpus=num_gpus)
     check_outputs({"MODEL": model, "--kb": kb}, {"OUTPUT": output, "--work-dir": work_dir},
                   pipelines=("OUTPUT",), folders=("--work-dir",))
     config = load_config(model / "config.cfg")
     component = find_component(config, ENTITY_LINKER, component, where=str(model))
-    if engine not in ("local", "ray"):
-        msg.fail(f"--engine {engine!r}: choose local or ray", exits=1)
-    if engine == "ray":
-        try:
-            import_ray()
-        except ImportError as err:
-            msg.fail(str(err), exits=1)
     nlp = load_pipeline(model, {**command_overrides(ctx), **without_kb_paths(config, component)})
     progress = Progress()
     if kb is not None:
         for name in swap_kb(nlp, KnowledgeBase.from_jsonl(kb), component):
             msg.warn(f"{name}'s remembered mentions were linked to the old KB: cleared")
-    runner = (RayEngine(num_workers, address=address, num_gpus=num_gpus)
-              if engine == "ray" else LocalEngine(num_workers))
     index = build_linker_index(nlp, component, model, runner, work_dir, kind=kind,
                                pq_bytes=pq_bytes, refine=refine, shard_rows=shard_rows,
                                on_total=progress.start_bar, on_rows=progress.update,

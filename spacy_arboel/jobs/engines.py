@@ -154,6 +154,26 @@ class _RayWorker:
         return self.worker(task)
 
 
+ENGINES = ("local", "ray")
+
+
+def make_engine(kind: str, num_workers: int | None = None, *, address: str | None = None,
+                num_gpus: float = 0.0) -> LocalEngine | RayEngine:
+    """The engine a command's ``--engine``/``--num-workers``/``--address``/``--num-gpus``
+    name, checked before any work (E007 for another kind, E011 for fewer than one worker,
+    E128 for ``ray`` where Ray is not installed): ``num_workers`` None is 1 process, or 2
+    Ray actors."""
+    if kind not in ENGINES:
+        raise ValueError(Errors.E007.format(what="--engine", value=kind,
+                                            options=", ".join(ENGINES)))
+    if kind == "local":
+        return LocalEngine(1 if num_workers is None else num_workers)
+    engine = RayEngine(2 if num_workers is None else num_workers, address=address,
+                       num_gpus=num_gpus)
+    import_ray()
+    return engine
+
+
 def import_ray() -> Any:
     """Ray (an optional dependency: ``pip install "spacy-arboel[ray]"``), or E128 saying
     how to install it."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spacy_arboel.jobs.engines import IN_FLIGHT, LocalEngine, RayEngine
+from spacy_arboel.jobs.engines import IN_FLIGHT, LocalEngine, RayEngine, make_engine
 
 
 class Squarer:
@@ -94,3 +94,17 @@ def test_ray_actors_give_the_local_results_and_survive_a_killed_actor(ray_cluste
     assert marker.exists()  # the actor did die, at task 7
     _check(killed, 12)
     assert len({pid for *_, pid in killed}) == 2  # and was restarted
+
+
+def test_a_commands_engine_is_made_in_one_place():
+    """``link-corpus`` and ``build-index`` make their engine with ``make_engine``: one
+    process by default, two Ray actors with ``ray``, and a clear error for anything else."""
+    local = make_engine("local")
+    assert isinstance(local, LocalEngine) and local.num_workers == 1
+    ray = make_engine("ray", address="auto", num_gpus=0.5)
+    assert isinstance(ray, RayEngine) and ray.num_workers == 2
+    assert (ray.address, ray.num_gpus) == ("auto", 0.5)  # nothing started yet
+    with pytest.raises(ValueError, match=r"E007.*--engine 'mpi'.*local, ray"):
+        make_engine("mpi")
+    with pytest.raises(ValueError, match=r"E011.*num_workers"):
+        make_engine("local", 0)
