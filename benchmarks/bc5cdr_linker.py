@@ -47,12 +47,12 @@ OBJECTIVE_KEY = "--components.arbo_entity_linker.objective."
 
 def objective_overrides(objective: str, overrides: list[str]) -> tuple[list[str], list[str]]:
     """The override of the linker's objective block (the versioned function of
-    ``objective``, with the config's n_negatives and the settings it takes of the
+    ``objective``, with the settings it takes of the
     ``OBJECTIVE_KEY``KEY=VALUE entries of ``overrides``, e.g. negatives), and the other
     overrides. As the commands of BENCHMARKS.md give them, ``fgsm_epsilon`` > 0 wraps the
     block in ``FGSMObjective.v1`` (weight ``fgsm_lambda``) and ``distill_alpha`` is
     distill's ``alpha``."""
-    settings: dict = {"n_negatives": 4}
+    settings: dict = {}  # n_negatives: the objectives' own
     rest = []
     for entry in overrides:
         if entry.startswith(OBJECTIVE_KEY) and "=" in entry:

@@ -34,8 +34,9 @@ def build_index_command(
              "of 0.77 at 1M rows; 384 more bytes per row at 384 dimensions, "
              "memory-mapped)")] = True,
     engine: Annotated[str, typer.Option(help="local (processes) or ray (actors)")] = "local",
-    num_workers: Annotated[int, typer.Option(
-        help="Processes or Ray actors embedding shards, each loading the encoder once")] = 1,
+    num_workers: Annotated[int | None, typer.Option(
+        help="Processes or Ray actors embedding shards, each loading the encoder once "
+             "(default: 1 process, or 2 Ray actors)")] = None,
     address: Annotated[str | None, typer.Option(
         help="--engine ray: join this cluster (e.g. auto); default: start a local one")] =
         None,

@@ -1,6 +1,6 @@
 """Readers of the annotation formats people have besides PubTator: JSONL with character
 spans and ids, and brat standoff. Each gives ``PubtatorDocument`` objects (whole text as the
-title, no abstract), which ``data.convert`` turns into spaCy docs. No spaCy here.
+title, no abstract), which ``spacy_data.convert`` turns into spaCy docs. No spaCy here.
 
 JSONL, one document a line::
 

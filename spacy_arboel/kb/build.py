@@ -1,5 +1,5 @@
 """Assemble a KB from MeSH files, existing JSONL KBs and aliases harvested from corpora
-(``data.aliases`` harvests them from docs), and take entities out of a KB."""
+(``spacy_data.aliases`` harvests them from docs), and take entities out of a KB."""
 
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ def build_kb(
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
 ) -> tuple[KnowledgeBase, KBBuildReport]:
     """MeSH descriptors (with disease synonyms) and/or JSONL KBs, merged by id; ``aliases``
-    (per id, e.g. the gold mention texts of a corpus: ``data.aliases.harvest_aliases``)
+    (per id, e.g. the gold mention texts of a corpus: ``spacy_data.aliases.harvest_aliases``)
     come before the others, and ``types`` (per id, a Counter of labels:
-    ``data.aliases.types_from_docs``) type the entities that have none.
+    ``spacy_data.aliases.types_from_docs``) type the entities that have none.
     ``synonym_sources``: ``drug_ner``, ``gilda``, ``mondo``, ``doid`` (``True`` for the
     installed package's file, or its path), whose MeSH synonyms join the KB before the
     corpus aliases
@@ -98,5 +98,5 @@ def add_missing_types(
 
 def without_entities(kb: KnowledgeBase, ids: set[str]) -> KnowledgeBase:
     """A copy of ``kb`` without the entities ``ids`` (the discovery setting holds them out,
-    ``data.discovery``; ``prepare --remove-types`` removes those of some types)."""
+    ``spacy_data.discovery``; ``prepare --remove-types`` removes those of some types)."""
     return KnowledgeBase(entity for entity in kb if entity.id not in ids)

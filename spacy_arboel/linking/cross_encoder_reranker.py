@@ -31,6 +31,7 @@ from ..encoders.weights import Int8Copies, autocast, forward_without_grad, modul
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..settings import PositiveInt, check_fields
+from .dense_retriever import RetrieverSettings
 
 PairBatch = tuple[np.ndarray, np.ndarray, np.ndarray]
 # what the scorer was trained with: changing them feeds it other inputs than it learnt from
@@ -52,7 +53,7 @@ class RerankerSettings:
 
     mention_max_length: int = 32
     entity_max_length: int = 32
-    expand_abbreviations: bool = True  # as the retriever's
+    expand_abbreviations: bool = RetrieverSettings.expand_abbreviations
     batch_size: PositiveInt = 64
     quantize: bool = False
     mixed_precision: bool = False

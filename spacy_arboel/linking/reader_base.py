@@ -27,7 +27,7 @@ from ..kb.index import DenseIndex
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..settings import PositiveInt, Probability, choices
-from .dense_retriever import GRANULARITIES
+from .dense_retriever import GRANULARITIES, RetrieverSettings
 from .indexed_kb import IndexedKB, OverIndexedKB, RowSettings
 
 ENTITY_BATCH = 64
@@ -46,7 +46,7 @@ class PassageReaderSettings:
     passage_length: int = 128
     passage_stride: int = 96
     entity_max_length: int = 32
-    entity_granularity: choices(GRANULARITIES) = "alias"  # as the retriever's
+    entity_granularity: choices(GRANULARITIES) = RetrieverSettings.entity_granularity
     top_k: PositiveInt = 16
     train_top_k: PositiveInt = 8
     threshold: Probability = 0.3

@@ -73,7 +73,8 @@ def make_proxy(n_negatives: int = _core(Proxy, "n_negatives"),
 
 
 @registry.misc("spacy_arboel.FGSMObjective.v1")
-def make_fgsm(objective: Objective, epsilon: float = 0.01, weight: float = 1.0) -> Objective:
+def make_fgsm(objective: Objective, epsilon: float = 0.01,
+              weight: float = _core(FGSM, "weight")) -> Objective:
     """PEL eq. 6–8: ``objective`` plus ``weight`` times its loss on FGSM-moved entities."""
     return FGSM(objective, epsilon, weight)
 
@@ -98,8 +99,9 @@ def teacher_loader(path: str) -> Callable[[KnowledgeBase], Any]:
 
 
 @registry.misc("spacy_arboel.DistillationObjective.v1")
-def make_distillation(objective: Objective, teacher_path: str, temperature: float = 2.0,
-                      alpha: float = 0.5) -> Objective:
+def make_distillation(objective: Objective, teacher_path: str,
+                      temperature: float = _core(Distillation, "temperature"),
+                      alpha: float = _core(Distillation, "alpha")) -> Objective:
     """BLINK §4.3: distil the ``arbo_reranker`` of the pipeline at ``teacher_path`` over the
     candidates ``objective`` plans (e.g. knn_negatives)."""
     if not teacher_path:
@@ -137,8 +139,13 @@ def switched_objective(name: str, config_path: Path, overrides: Mapping[str, Any
     """The block of objective ``name`` for the ``arbo_entity_linker`` of the training config
     at ``config_path`` with ``overrides``, keeping those settings of its current block that
     the function of ``name`` takes (``project-train linker DATASET --objective NAME``)."""
+    from confection import ConfigValidationError
     from spacy.util import load_config
 
-    config = load_config(config_path, overrides=dict(overrides), interpolate=False)
+    try:
+        config = load_config(config_path, overrides=dict(overrides), interpolate=False)
+    except ConfigValidationError as err:  # e.g. an override of a section the config lacks
+        raise ValueError(Errors.E211.format(option=", ".join(overrides) or config_path,
+                                            problem=" ".join(str(err).split()))) from None
     # a config without the block trains the factory's objective at its function's defaults
     return objective_block(name, config["components"][ENTITY_LINKER].get("objective"))

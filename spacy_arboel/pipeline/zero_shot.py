@@ -20,9 +20,8 @@ def zero_shot_linker(kb: str | Path, encoder: str | Path, gpu_id: int = -1) -> L
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)
     nlp = spacy.blank("en")
+    # the factory's model and settings, with this encoder
     linker = nlp.add_pipe(ENTITY_LINKER, config={
-        "model": {"@architectures": "spacy_arboel.BiEncoder.v1",
-                  "encoder_name": str(Path(encoder).resolve()), "pooling": "mention",
-                  "share_weights": False, "mixed_precision": False}})
+        "model": {"encoder_name": str(Path(encoder).resolve())}})
     linker.initialize(lambda: [], nlp=nlp, kb_loader=lambda _: KnowledgeBase.from_jsonl(kb))
     return nlp

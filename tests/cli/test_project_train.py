@@ -100,3 +100,16 @@ def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch
     result = CliRunner().invoke(app, ["project-train", "ner", "toy", "--output",
                                       str(tmp_path / "out"), "--objective", "in_batch"])
     assert result.exit_code == 1 and "linker step" in result.output
+
+
+def test_an_override_of_a_section_the_config_lacks_is_a_coded_error(tmp_path):
+    """Switching the objective reads the config with the dataset's overrides: one naming a
+    section the config has not is E211 naming it, not a traceback."""
+    settings = tmp_path / "datasets.yml"
+    settings.write_text("toy:\n  linker:\n    config: arbo_entity_linker\n"
+                        "    overrides: {components.no_such.k: 4}\n")
+    result = CliRunner().invoke(app, ["project-train", "linker", "toy", "--output",
+                                      str(tmp_path / "out"), "--settings", str(settings),
+                                      "--objective", "in_batch"])
+    assert result.exit_code == 1 and "[E211]" in result.output, result.output
+    assert "components.no_such.k" in result.output and not (tmp_path / "out").exists()
