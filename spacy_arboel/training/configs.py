@@ -39,7 +39,8 @@ def factory_defaults(factory: str) -> dict[str, Any]:
 
 def fill_block(block: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     """``block`` over ``defaults``: a nested block over the defaults of the block it
-    replaces when both name the same function, else over its own function's defaults."""
+    replaces when it names the same function or none (spaCy merges such a block into the
+    default one), else over its own function's defaults."""
     filled: dict[str, Any] = {}
     keys = {**defaults, **block}
     for key in sorted(keys, key=lambda k: not k.startswith("@")):  # the function first
@@ -48,7 +49,8 @@ def fill_block(block: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[st
             filled[key] = copy.deepcopy(value)
             continue
         default = defaults.get(key)
-        same = isinstance(default, Mapping) and function_of(default) == function_of(value)
+        same = isinstance(default, Mapping) and function_of(value) in (None,
+                                                                       function_of(default))
         base = {**function_defaults(value), **(default if same else {})}
         filled[key] = fill_block(value if key in block else {}, base)
     return filled

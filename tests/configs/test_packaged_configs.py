@@ -108,3 +108,14 @@ def test_the_filled_config_is_what_spacy_trains(name):
         assert set(function_defaults(model)) <= set(model)
         assert model["encoder_name"] == "${paths.encoder}"
     assert config == load_config(packaged_config(name), interpolate=False)  # not changed
+
+
+def test_a_block_naming_no_function_is_filled_over_the_default_one():
+    """As spaCy merges ``{"model": {"encoder_name": ...}}`` into the factory's model."""
+    from spacy_arboel.training.configs import fill_block
+
+    filled = fill_block({"model": {"encoder_name": "my-encoder"}},
+                        factory_defaults("arbo_entity_linker"))
+    assert filled["model"]["@architectures"] == "spacy_arboel.BiEncoder.v1"
+    assert filled["model"]["encoder_name"] == "my-encoder"
+    assert filled["model"]["pooling"] == "mention" and filled["top_k"] == 64
