@@ -76,9 +76,10 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
     (E242) when an output named in ``keep`` exists and not ``force``; then create the
     parent folders of the outputs. Keys name the arguments and options, e.g. "CORPUS" or
     "--output"; values are paths, lists or None."""
+    kinds = kinds or {}
     named_outputs = [(name, p) for name, value in outputs.items() for p in _paths(value)]
     for name, _ in named_outputs:
-        if (kinds or {}).get(name) == "png":
+        if kinds.get(name) == "png":
             require_plots(name)
     others = [(name, p, "an input of the command")
               for name, value in inputs.items() for p in _paths(value)]
@@ -103,7 +104,7 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
             found, wanted = ("file", "folder") if is_folder else ("folder", "file")
             msg.fail(Errors.E241.format(name=name, path=path, found=found, wanted=wanted),
                      exits=1)
-        kind = (kinds or {}).get(name)
+        kind = kinds.get(name)
         problem = _not_of_kind(path, kind) if kind and path.is_file() else None
         if problem:
             msg.fail(Errors.E245.format(name=name, path=path, kind=kind, problem=problem),

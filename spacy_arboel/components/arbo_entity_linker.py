@@ -135,8 +135,7 @@ class ArboEntityLinker(KBComponent):
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
-                                    "verify_files": verify_files,
-                                    "inputs": settings.inputs, "label_types": label_types,
+                                    "verify_files": verify_files, "label_types": label_types,
                                     "type_rule": type_rule, "scores": scores}
         self.type_rule = TypeRule.from_settings(label_types, type_rule)
         check_threshold(threshold, scores)
