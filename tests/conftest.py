@@ -9,11 +9,14 @@ README tests keep English, as recorded and as documented.
 from __future__ import annotations
 
 import string
+import sys
 from pathlib import Path
 
 import pytest
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# the project's scripts (tests/scripts/), imported as `python scripts/project.py` runs them
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 
 def _vocab() -> list[str]:

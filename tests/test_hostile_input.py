@@ -9,7 +9,6 @@ import pytest
 
 from spacy_arboel.artefacts import check_folder
 from spacy_arboel.cli.coref_commands import heldout_ids, tuned_settings
-from spacy_arboel.cli.train_commands import dataset_settings, read_datasets
 from spacy_arboel.corpus.shards import open_manifest
 from spacy_arboel.data.pubtator import read_pubtator
 from spacy_arboel.data.texts import read_texts
@@ -119,10 +118,3 @@ def test_settings_files_with_a_hostile_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         tuned_settings(tmp_path / "tuned.json")
     assert "E151" in capsys.readouterr().out
-    datasets = tmp_path / "datasets.yml"
-    datasets.write_text(DEEP)
-    with pytest.raises(ValueError, match="E153.*datasets.yml"):
-        read_datasets(datasets)
-    datasets.write_text("toy: [linker]\n1: {}\n")  # a dataset that is no mapping
-    with pytest.raises(ValueError, match="E118"):
-        dataset_settings(datasets, "linker", "toy")

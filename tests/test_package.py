@@ -56,7 +56,9 @@ def shipped(saved_english_linker, tiny_encoder, toy_examples, tmp_path):
 def test_the_package_installs_and_links_in_a_fresh_environment(shipped, tmp_path):
     model, metrics = shipped
     meta = tmp_path / "package_meta.json"
-    result = CliRunner().invoke(app, ["package-meta", str(model), str(metrics), "--output",
+    from project import app as project
+
+    result = CliRunner().invoke(project, ["package-meta", str(model), str(metrics), "--output",
                                       str(meta), "--dataset", "toy", "--objective",
                                       "knn_negatives", "--settings",
                                       str(ROOT / "configs" / "datasets.yml")])

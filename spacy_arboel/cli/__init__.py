@@ -11,9 +11,7 @@ from . import (  # noqa: F401  (registers the commands)
     lexical_commands,
     nil_commands,
     pretrain_commands,
-    project_commands,
     render_commands,
-    train_commands,
 )
 from .app import app
 

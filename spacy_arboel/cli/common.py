@@ -20,14 +20,13 @@ def report(metrics: dict[str, Any], output: Path | None, *, title: str, corpus: 
            table: tuple[Sequence[str] | None, list] | None = None,
            name: str | None = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """Print the metrics as a table that reads on a terminal (``table``'s header and rows,
-    else every value of ``metrics`` a row) and the warnings ``prepare`` recorded for
-    ``corpus`` (e.g. W020, NCBI-disease without its test file); write ``name``, ``context``
+    else every value of ``metrics`` a row) and the warnings recorded beside
+    ``corpus`` (``evaluation.report.corpus_warnings``); write ``name``, ``context``
     (what was scored: model, corpus, ...), those warnings and the metrics to ``output`` as
     JSON, and return what was written."""
     from wasabi import msg
 
-    from ..evaluation.report import flat_rows, write_json
-    from ..pipeline.datasets import corpus_warnings
+    from ..evaluation.report import corpus_warnings, flat_rows, write_json
 
     header, rows = table if table is not None else (None, flat_rows(metrics))
     widths = len(rows[0]) if rows else 2

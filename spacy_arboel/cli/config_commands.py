@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from ..configs import COMPONENT_CONFIGS
 from ..factories import ENTITY_LINKER, LINKER, RERANKER
 from .app import app
 from .outputs import atomic_file, check_outputs
@@ -47,29 +46,14 @@ def init_config_command(
     `spacy train OUTPUT --output DIR` then trains it (paths not given here are given there,
     e.g. --paths.train), and `spacy.load("DIR/model-best")` links. An existing OUTPUT is
     refused without --force, as `spacy init config` does; the file is written atomically."""
-    from spacy.util import load_config
     from wasabi import msg
 
-    from ..configs import packaged_config
-    from ..errors import Errors
-    from ..training.configs import fill_components
+    from ..pipeline.configs import init_config
 
-    if component not in COMPONENT_CONFIGS:
-        msg.fail(Errors.E007.format(what="--component", value=component,
-                                    options=", ".join(COMPONENT_CONFIGS)), exits=1)
     given = {"train": train, "dev": dev, "kb": kb, "linker": linker, "encoder": encoder}
+    config = init_config(component, given, lang)  # E007, E228: before anything is written
     check_outputs({f"--{k}": v for k, v in given.items() if isinstance(v, Path)},
                   {"OUTPUT": output}, keep=["OUTPUT"], force=force)
-    config = fill_components(load_config(packaged_config(COMPONENT_CONFIGS[component]),
-                                         interpolate=False))
-    for key, value in given.items():
-        if value is None:
-            continue
-        if key not in config["paths"]:
-            msg.fail(f"--{key} does not apply to {component}: its config has no paths.{key} "
-                     f"(it has {', '.join(config['paths'])})", exits=1)
-        config["paths"][key] = str(value)
-    config["nlp"]["lang"] = lang
     with atomic_file(output) as temp:
         config.to_disk(temp)
     missing = [f"--paths.{k}" for k in REQUIRED[component] if config["paths"][k] is None]

@@ -140,8 +140,6 @@ def parse_synonym_sources(values: Iterable[str], default: Callable[[], Iterable[
 def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources: Any) -> None:
     """Build a KB with ``build_kb`` (``sources``: its MeSH and JSONL arguments), aliases and
     types from the gold mentions of ``alias_corpus``; save it and print a summary."""
-    from ..pipeline.datasets import save_kb
-
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
     try:
         kb, report = build_kb(aliases=harvest_aliases(docs), types=types_from_docs(docs),
@@ -160,7 +158,7 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
         msg.info(f"synonyms, {source}: {stats}")
     for path, shared in report.merged:
         msg.info(f"{path}: merged ({shared} ids already present, aliases combined)")
-    save_kb(kb, output_path)  # E036 when it is empty
+    kb.to_jsonl(output_path)  # E036 when it is empty
     msg.good(f"Saved {len(kb)} entities to {output_path}")
     msg.table(
         [("entities", len(kb)), ("ids merged from several sources",

@@ -20,7 +20,7 @@ from ..factories import ENTITY_LINKER
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
 from .options import DocLimit, GoldCorpus, LinkerComponent, MetricsOutput, PipelineModel, RunName
-from .outputs import check_outputs, require_plots, write_text_atomic
+from .outputs import check_outputs, write_text_atomic
 from .overrides import command_overrides
 
 
@@ -257,29 +257,3 @@ def tune_e2e(
     if output_model is not None:
         save_with_setting(model, overrides, f"components.{component}.threshold",
                           best["threshold"], output_model)
-
-
-@app.command("report")
-def report_command(
-    metrics_dir: Annotated[Path, typer.Argument(
-        help="The metrics folder of a run, e.g. metrics/bc5cdr", exists=True, file_okay=False)],
-    output: Annotated[Path | None, typer.Option(
-        help="The Markdown report (default: METRICS_DIR/report.md); its plots are written "
-             "beside it")] = None,
-    title: Annotated[str, typer.Option(help="The report's title (default: the folder)")] = "",
-) -> None:
-    """Write the report of a run (tables of linking, NER, end-to-end, coref, re-ranking and
-    NIL metrics with the recall@k and NIL PR plots) and print its headline table."""
-    from wasabi import msg
-
-    from ..evaluation.run_report import metric_files, write_report
-
-    output = output or metrics_dir / "report.md"
-    require_plots("report")  # its recall@k plot
-    check_outputs({"METRICS_DIR": metric_files(metrics_dir)}, {"--output": output})
-    written = write_report(metrics_dir, output, title)
-    if written.headline:
-        width = max(len(what) for what, _ in written.headline)
-        msg.table(written.headline, header=("what", "value"), divider=True, widths=(width, 14))
-    msg.good(f"Wrote {output}" + (f" and {', '.join(written.plots)} beside it"
-                                  if written.plots else ""))

@@ -11,7 +11,10 @@ from ..atomic import atomic_file, write_text_atomic
 from ..errors import Errors
 from ..parsing import parse_json
 
-_DASH = "–"
+DASH = "–"  # a table's cell without a value
+# a corpus folder's record of how it was made (the project's `prepare` writes one): its
+# "warnings" (e.g. W020, NCBI-disease without its test file) travel with the metrics
+PREPARED_FILE = "prepared.json"
 
 # (header, group, metric key)
 _COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -31,6 +34,17 @@ def write_json(metrics: Mapping[str, Any], path: str | Path) -> Path:
     return write_text_atomic(path, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
 
 
+def corpus_warnings(corpus: str | Path) -> list[str]:
+    """The warnings recorded beside the ``.spacy`` file ``corpus`` (its folder's
+    ``PREPARED_FILE``; none where it has no readable one)."""
+    try:
+        data = json.loads((Path(corpus).parent / PREPARED_FILE).read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return []
+    warnings = data.get("warnings") if isinstance(data, dict) else None
+    return [str(w) for w in warnings] if isinstance(warnings, list) else []
+
+
 def read_metrics(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     """A metric JSON file's run name (its "name" key, if any) and metrics (its "metrics"
     object where it has one, else the whole object); E111 unreadable, E112 not an object."""
@@ -46,7 +60,7 @@ def read_metrics(path: str | Path) -> tuple[str | None, dict[str, Any]]:
 
 
 def _fmt(value: Any) -> str:
-    return _DASH if value is None else f"{value:.3f}"
+    return DASH if value is None else f"{value:.3f}"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -66,7 +80,7 @@ def markdown_table(runs: Mapping[str, Mapping[str, Any]]) -> str:
     for name, metrics in runs.items():
         n = metrics.get("all", {}).get("n")
         rows.append([name, *(_fmt(metrics.get(group, {}).get(key)) for _, group, key in _COLUMNS),
-                     _DASH if n is None else n])
+                     DASH if n is None else n])
     return table(headers, rows)
 
 
@@ -89,7 +103,7 @@ def linking_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]
                          _fmt(values.get("accuracy"))])
     out_of_kb = metrics.get("out_of_kb", {})
     if out_of_kb.get("n"):
-        rows.append(["out-of-KB (put in NIL)", out_of_kb["n"], *(_DASH for _ in _LINKING_KS),
+        rows.append(["out-of-KB (put in NIL)", out_of_kb["n"], *(DASH for _ in _LINKING_KS),
                      _fmt(out_of_kb.get("nil_accuracy"))])
     return header, rows
 
@@ -118,7 +132,7 @@ def flat_rows(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, s
         if isinstance(value, Mapping):
             rows.extend(flat_rows(value, f"{name} "))
         elif isinstance(value, bool) or value is None or isinstance(value, str):
-            rows.append((name, _DASH if value is None else str(value)))
+            rows.append((name, DASH if value is None else str(value)))
         elif isinstance(value, float):
             rows.append((name, f"{value:.3f}" if abs(value) < 10 else
                          f"{value:.1f}" if abs(value) < 1e4 else f"{value:,.0f}"))

@@ -1,6 +1,6 @@
 """The pipeline operations behind the commands, for use from Python: load a pipeline with
 config overrides, find its components by factory, swap its KB or its mention encoder,
-build a linker's index, merge arbo_coref's settings, cluster a corpus, prepare a dataset.
+build a linker's index, merge arbo_coref's settings, cluster a corpus, fill a training config.
 The commands parse arguments and call these (as spaCy's ``evaluate_cli`` calls
 ``evaluate``).
 
@@ -17,8 +17,7 @@ _MODULES = {
     "clustering": ("ClusteredDocs", "cluster_docs", "discovered_clusters"),
     "coref_settings": ("coref_defaults", "linked_corpus_settings", "load_with_coref",
                        "merge_coref_settings", "read_tuned_settings"),
-    "datasets": ("Dataset", "hold_out_entities", "merge_ncbi_classes", "read_dataset",
-                 "remove_entity_types", "write_splits"),
+    "configs": ("factory_defaults", "fill_block", "fill_components", "init_config"),
     "indexes": ("build_linker_index",),
     "knowledge_bases": ("clear_coref_memory", "kb_holders", "swap_kb", "without_kb_paths"),
     "loading": ("load_pipeline", "save_pipeline", "save_with_setting"),

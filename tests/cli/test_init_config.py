@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
 from spacy_arboel.configs import COMPONENT_CONFIGS, packaged_config
-from spacy_arboel.training.configs import fill_components
+from spacy_arboel.pipeline.configs import fill_components
 
 
 def _invoke(*args):

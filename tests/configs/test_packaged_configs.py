@@ -13,7 +13,7 @@ import pytest
 from spacy.util import load_config
 
 from spacy_arboel.configs import DEVIATIONS, FOLDER, packaged_config
-from spacy_arboel.training.configs import (
+from spacy_arboel.pipeline.configs import (
     component_blocks,
     factory_defaults,
     fill_components,
@@ -112,7 +112,7 @@ def test_the_filled_config_is_what_spacy_trains(name):
 
 def test_a_block_naming_no_function_is_filled_over_the_default_one():
     """As spaCy merges ``{"model": {"encoder_name": ...}}`` into the factory's model."""
-    from spacy_arboel.training.configs import fill_block
+    from spacy_arboel.pipeline.configs import fill_block
 
     filled = fill_block({"model": {"encoder_name": "my-encoder"}},
                         factory_defaults("arbo_entity_linker"))

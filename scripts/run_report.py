@@ -6,11 +6,21 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from ..atomic import atomic_file, write_text_atomic
-from ..errors import Errors
-from .report import _DASH, markdown_table, plot_recall_at_k, read_metrics, table
+import typer
+
+from project_app import app
+from project_errors import ProjectErrors
+from spacy_arboel.atomic import atomic_file, write_text_atomic
+from spacy_arboel.cli.outputs import check_outputs, require_plots
+from spacy_arboel.evaluation.report import (
+    DASH,
+    markdown_table,
+    plot_recall_at_k,
+    read_metrics,
+    table,
+)
 
 RECALL_KS = (1, 8, 64)
 RECALL_PLOT = "recall_at_k.png"
@@ -31,7 +41,7 @@ class RunReport:
 
 def _num(value: Any, scale: float = 1.0, digits: int = 3) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return _DASH if value is None else str(value)
+        return DASH if value is None else str(value)
     return f"{value * scale:.{digits}f}"
 
 
@@ -81,7 +91,7 @@ def _linking(runs: dict[str, dict], report: RunReport, folder: Path,
             _num(m.get("in_kb", {}).get(f"recall@{k}")) for k in (1, 64))))
         groups = [(g, m.get(g, {})) for g in ("all", "in_kb", "seen", "unseen")]
         groups += [(f"type {t}", v) for t, v in sorted(m.get("per_type", {}).items())]
-        rows = [[g, str(v.get("n", _DASH)), *(_num(v.get(f"recall@{k}")) for k in RECALL_KS),
+        rows = [[g, str(v.get("n", DASH)), *(_num(v.get(f"recall@{k}")) for k in RECALL_KS),
                  _num(v.get("accuracy"))] for g, v in groups if v]
         text += f"\n{name}, by group:\n\n" + table(
             ["group", "n", *(f"R@{k}" for k in RECALL_KS), "accuracy"], rows)
@@ -120,7 +130,7 @@ def _end_to_end(runs: dict[str, dict], report: RunReport, folder: Path,
         report.headline.append((f"{name}: InKB F1 (%)", _num(in_kb.get("f1"), 100, 1)))
         rows.append([name, _num(in_kb.get("precision"), 100, 1),
                      _num(in_kb.get("recall"), 100, 1), _num(in_kb.get("f1"), 100, 1),
-                     str(in_kb.get("n_gold", _DASH)), _num(timings.get("docs_per_s"), 1, 2)])
+                     str(in_kb.get("n_gold", DASH)), _num(timings.get("docs_per_s"), 1, 2)])
     return ("## End-to-end linking of the raw test text (`evaluate-e2e`; InKB micro, strong "
             "matching)\n\n" + table(["run", "P", "R", "F1", "gold", "docs/s"], rows) + "\n"
             + _tuned_thresholds(folder))
@@ -207,7 +217,7 @@ def _link_errors(runs: dict[str, dict], report: RunReport, folder: Path,
         report.headline.append(("rendered gold links wrong / missed",
                                 f"{wrong} / {len(errors) - wrong} of {n}"))
         rows = [[e.get("doc", ""), e.get("text", ""), e.get("kind", ""),
-                 f"{e.get('predicted', '')} {e.get('predicted_name', '')}".strip() or _DASH,
+                 f"{e.get('predicted', '')} {e.get('predicted_name', '')}".strip() or DASH,
                  f"{e.get('gold', '')} {e.get('gold_name', '')}".strip()] for e in errors]
         text += (f"{n - len(errors)} of {n} gold links right on the page.\n\n"
                  + (table(["doc", "mention", "", "linked", "gold"], rows) if rows else ""))
@@ -243,7 +253,7 @@ def build_report(folder: str | Path, title: str = "", plots: str | Path | None =
         if runs:
             sections.append(section(runs, report, folder, plots))
     if not sections:
-        raise ValueError(Errors.E116.format(path=folder))
+        raise ValueError(ProjectErrors.E116.format(path=folder))
     head = table(["what", "value"], [list(r) for r in report.headline])
     warnings = dict.fromkeys(w for path in metric_files(folder)
                              for w in read_metrics(path)[1].get("corpus_warnings", []))
@@ -263,3 +273,27 @@ def write_report(folder: str | Path, output: str | Path | None = None,
     report = build_report(folder, title, output.parent)
     write_text_atomic(output, report.markdown)
     return report
+
+
+@app.command("report")
+def report_command(
+    metrics_dir: Annotated[Path, typer.Argument(
+        help="The metrics folder of a run, e.g. metrics/bc5cdr", exists=True, file_okay=False)],
+    output: Annotated[Path | None, typer.Option(
+        help="The Markdown report (default: METRICS_DIR/report.md); its plots are written "
+             "beside it")] = None,
+    title: Annotated[str, typer.Option(help="The report's title (default: the folder)")] = "",
+) -> None:
+    """Write the report of a run (tables of linking, NER, end-to-end, coref, re-ranking and
+    NIL metrics with the recall@k and NIL PR plots) and print its headline table."""
+    from wasabi import msg
+
+    output = output or metrics_dir / "report.md"
+    require_plots("report")  # its recall@k plot
+    check_outputs({"METRICS_DIR": metric_files(metrics_dir)}, {"--output": output})
+    written = write_report(metrics_dir, output, title)
+    if written.headline:
+        width = max(len(what) for what, _ in written.headline)
+        msg.table(written.headline, header=("what", "value"), divider=True, widths=(width, 14))
+    msg.good(f"Wrote {output}" + (f" and {', '.join(written.plots)} beside it"
+                                  if written.plots else ""))

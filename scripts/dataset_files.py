@@ -1,6 +1,6 @@
-"""The datasets of ``prepare`` (toy, BC5CDR, NCBI-disease): where their files lie, how
-their splits are made, and the KB settings (held-out entities, removed types) that change
-a prepared dataset."""
+"""The project's datasets (toy, BC5CDR, NCBI-disease) as ``prepare`` reads them: where their
+files lie, how their splits are made, and the KB settings (held-out entities, removed
+types) that change a prepared dataset."""
 
 from __future__ import annotations
 
@@ -14,21 +14,22 @@ from typing import Any
 from spacy.language import Language
 from spacy.tokens import DocBin
 
-from ..atomic import atomic_file, check_own_folder, write_text_atomic
-from ..data.pubtator import PubtatorDocument, read_pubtator_member
-from ..errors import Errors, Warnings
-from ..kb.build import without_entities
-from ..kb.knowledge_base import KnowledgeBase
-from ..kb.mesh_packages import (
+from project_errors import ProjectErrors, ProjectWarnings
+from spacy_arboel.atomic import atomic_file, check_own_folder, write_text_atomic
+from spacy_arboel.data.pubtator import PubtatorDocument, read_pubtator_member
+from spacy_arboel.evaluation.report import PREPARED_FILE
+from spacy_arboel.kb.build import without_entities
+from spacy_arboel.kb.knowledge_base import KnowledgeBase
+from spacy_arboel.kb.mesh_packages import (
     DESCRIPTORS_FILE,
     DISEASE_DICTIONARY,
     SYNONYMS_FILE,
     write_mesh_files,
 )
-from ..kb.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
-from ..spacy_data.convert import docs_to_docbin, pubtator_to_docs
-from ..spacy_data.discovery import choose_heldout, without_ids
-from ..spacy_data.readers import read_pubtator_documents
+from spacy_arboel.kb.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
+from spacy_arboel.spacy_data.convert import docs_to_docbin, pubtator_to_docs
+from spacy_arboel.spacy_data.discovery import choose_heldout, without_ids
+from spacy_arboel.spacy_data.readers import read_pubtator_documents
 
 SPLITS = ("train", "dev", "test")
 # NCBI-disease's official splits are its train, development and test files; without the
@@ -37,9 +38,8 @@ SPLITS = ("train", "dev", "test")
 NCBI_FILES = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt",
               "test": "NCBItestset_corpus.txt"}
 NCBI_DEV_FRACTION = 0.1
-# what `prepare` writes beside the corpora: where each split came from, and its warnings,
-# which the evaluation commands copy into their metrics
-PREPARED_FILE = "prepared.json"
+# beside the corpora, `prepare` writes PREPARED_FILE (where each split came from, and its
+# warnings, which the library's evaluation commands copy into their metrics)
 HELDOUT_FILE = "heldout_ids.json"
 REMOVED_FILE = "removed_ids.json"
 # all that `prepare` writes: the folder of an earlier run holds these only, and is replaced
@@ -123,7 +123,7 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
         return DatasetFiles({"train": train, "dev": dev, "test": _read(paths["test"])}, mesh,
                             notes, sources={k: str(p) for k, p in paths.items()})
     n_dev = max(1, round(len(train) * NCBI_DEV_FRACTION))
-    warning = Warnings.W020.format(folder=root, n_test=len(dev), n_dev=n_dev,
+    warning = ProjectWarnings.W020.format(folder=root, n_test=len(dev), n_dev=n_dev,
                                    n_train=len(train))
     return DatasetFiles({"train": train[:-n_dev], "dev": train[-n_dev:], "test": dev}, mesh,
                         notes, warnings=[warning],
@@ -157,7 +157,7 @@ def check_blob_id(path: Path, expected: str) -> None:
         for block in iter(lambda: file_.read(1 << 20), b""):
             digest.update(block)
     if digest.hexdigest() != expected:
-        raise ValueError(Errors.E202.format(archive=path, found=digest.hexdigest(),
+        raise ValueError(ProjectErrors.E202.format(archive=path, found=digest.hexdigest(),
                                             expected=expected))
 
 
@@ -175,16 +175,6 @@ def write_prepared(output_dir: Path, dataset: str, files: DatasetFiles) -> Path:
                                         "warnings": files.warnings}, indent=2) + "\n")
     return path
 
-
-def corpus_warnings(corpus: Path) -> list[str]:
-    """The warnings ``prepare`` recorded for the corpus folder of the ``.spacy`` file
-    ``corpus`` (none where it has no readable ``prepared.json``)."""
-    try:
-        data = json.loads((Path(corpus).parent / PREPARED_FILE).read_text(encoding="utf8"))
-    except (OSError, ValueError):
-        return []
-    warnings = data.get("warnings") if isinstance(data, dict) else None
-    return [str(w) for w in warnings] if isinstance(warnings, list) else []
 
 
 def merge_ncbi_classes(splits: dict[str, list[PubtatorDocument]]
@@ -211,12 +201,6 @@ def relabel(documents: list[PubtatorDocument],
             for document in documents]
 
 
-def save_kb(kb: KnowledgeBase, path: Path) -> None:
-    """Write ``kb`` to ``path`` (atomically); a ValueError (E036) when it is empty."""
-    if not len(kb):
-        raise ValueError(Errors.E036.format(path=path))
-    kb.to_jsonl(path)
-
 
 def remove_entity_types(output_dir: Path, types: list[str], nlp: Language) -> list[str]:
     """PEL's NIL setting: drop every KB entity typed with one of ``types`` from
@@ -227,7 +211,7 @@ def remove_entity_types(output_dir: Path, types: list[str], nlp: Language) -> li
     removed = sorted(e.id for e in kb if set(e.types) & set(types))
     if not removed:
         known = sorted({t for e in kb for t in e.types})
-        raise ValueError(Errors.E113.format(types=", ".join(types),
+        raise ValueError(ProjectErrors.E113.format(types=", ".join(types),
                                             known=", ".join(known) or "none"))
     _drop_entities(output_dir, set(removed), nlp)
     write_text_atomic(output_dir / REMOVED_FILE, json.dumps(
@@ -268,7 +252,7 @@ def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp: Languag
 
 def _drop_entities(output_dir: Path, ids: set[str], nlp: Language) -> None:
     kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-    save_kb(without_entities(kb, ids), output_dir / "kb.jsonl")
+    without_entities(kb, ids).to_jsonl(output_dir / "kb.jsonl")  # E036 when empty
     train = [without_ids(doc, ids)
              for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
     with atomic_file(output_dir / "train.spacy") as temp:
@@ -282,6 +266,7 @@ def _read(path: Path) -> list[PubtatorDocument]:
 def _require(path: Path, kind: str, origin: str) -> Path:
     exists = path.is_dir() if kind == "folder" else path.is_file()
     if not exists:
-        raise ValueError(Errors.E104.format(path=path.resolve(), kind=kind,
-                                            origin=getattr(Errors, f"E104_{origin.upper()}")))
+        origin = getattr(ProjectErrors, f"E104_{origin.upper()}")
+        raise ValueError(ProjectErrors.E104.format(path=path.resolve(), kind=kind,
+                                                   origin=origin))
     return path

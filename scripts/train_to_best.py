@@ -15,11 +15,16 @@ from typing import Any
 
 from wasabi import msg
 
-from ..atomic import atomic_folder, write_text_atomic
-from .checkpoints import LOG_NAME, Choice, Evaluation, choose_model_best, read_log
-from .schedule import Schedule, plan_schedule
-
-LOGGER = "spacy_arboel.EvaluationLog.v1"
+from spacy_arboel.atomic import atomic_folder, write_text_atomic
+from training_checkpoints import (
+    LOG_NAME,
+    LOGGER,
+    Choice,
+    Evaluation,
+    choose_model_best,
+    read_log,
+)
+from training_schedule import Schedule, plan_schedule
 
 
 def count_batches(interpolated: Any) -> int:

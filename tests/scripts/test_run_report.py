@@ -5,8 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
-from spacy_arboel.evaluation.run_report import build_report, write_report
+from project import app
+from run_report import build_report, write_report
 
 GROUP = {"n": 10, "recall@1": 0.9, "recall@8": 0.95, "recall@64": 0.98, "accuracy": 0.9}
 FILES = {

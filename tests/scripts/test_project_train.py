@@ -10,10 +10,10 @@ from spacy.tokens import DocBin
 from spacy.util import load_config
 from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
-from spacy_arboel.cli.train_commands import DATASET_FIELDS, SETTINGS, dataset_settings
+from dataset_settings import DATASET_FIELDS, SETTINGS, dataset_settings
+from project import app
 from spacy_arboel.configs import packaged_config
-from spacy_arboel.training.configs import fill_components
+from spacy_arboel.pipeline.configs import fill_components
 
 ROOT = Path(__file__).parents[2]
 DATASETS = srsly.read_yaml(ROOT / SETTINGS)
@@ -50,7 +50,7 @@ def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
     out = tmp_path / "ner"
     result = CliRunner().invoke(app, [
-        "project-train", "ner", "toy", "--output", str(out),
+        "train", "ner", "toy", "--output", str(out),
         "--paths.train", str(tmp_path / "train.spacy"),
         "--paths.dev", str(tmp_path / "train.spacy"), "--training.max_steps", "3"])
     assert result.exit_code == 0, result.output
@@ -58,14 +58,14 @@ def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path
     config = spacy.load(out / "model-last").config
     assert config["training"]["max_steps"] == 3  # the command line wins
     assert config["training"]["eval_frequency"] == 50  # the toy setting
-    result = CliRunner().invoke(app, ["project-train", "ner", "pubmed", "--output", str(out)])
+    result = CliRunner().invoke(app, ["train", "ner", "pubmed", "--output", str(out)])
     assert result.exit_code == 1 and "E118" in result.output
     # a folder of other files is not a training output: nothing is written into it
     # (issue 40, item 3); a training folder (above) is trained into again
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "todo.txt").write_text("mine")
-    result = CliRunner().invoke(app, ["project-train", "ner", "toy", "--output", str(notes)])
+    result = CliRunner().invoke(app, ["train", "ner", "toy", "--output", str(notes)])
     assert result.exit_code == 1 and "[E244]" in result.output, result.output
     assert sorted(p.name for p in notes.iterdir()) == ["todo.txt"]
 
@@ -74,11 +74,11 @@ def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch
     """--objective default: the dataset's (arborescence on the toy data, whose coref step
     needs it; on the real data none is set: the factory's, knn_negatives); a name given
     wins, with the settings of the block it replaces; other steps refuse it."""
-    import spacy_arboel.training.run
+    import train_to_best
 
     monkeypatch.chdir(ROOT)
     seen = []
-    monkeypatch.setattr(spacy_arboel.training.run, "train_to_best",
+    monkeypatch.setattr(train_to_best, "train_to_best",
                         lambda config, output, use_gpu, overrides: seen.append(overrides))
     key = "components.arbo_entity_linker.objective"
     arborescence = {"@misc": "spacy_arboel.ArborescenceObjective.v1"}
@@ -89,15 +89,15 @@ def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch
             ("bc5cdr", ["--objective", "arborescence"], arborescence),
             ("toy", ["--objective", "proxy"], {"@misc": "spacy_arboel.ProxyObjective.v1"}),
             ("ncbi", ["--objective", "default"], factorys)):
-        result = CliRunner().invoke(app, ["project-train", "linker", dataset, "--output",
+        result = CliRunner().invoke(app, ["train", "linker", dataset, "--output",
                                           str(tmp_path / "out"), *extra])
         assert result.exit_code == 0, result.output
         assert seen[-1].get(key) == expected
         load_config(packaged_config("arbo_entity_linker"), overrides=seen[-1])
-    result = CliRunner().invoke(app, ["project-train", "linker", "toy", "--output",
+    result = CliRunner().invoke(app, ["train", "linker", "toy", "--output",
                                       str(tmp_path / "out"), "--objective", "softmax"])
     assert result.exit_code == 1 and "E007" in result.output and "knn_negatives" in result.output
-    result = CliRunner().invoke(app, ["project-train", "ner", "toy", "--output",
+    result = CliRunner().invoke(app, ["train", "ner", "toy", "--output",
                                       str(tmp_path / "out"), "--objective", "in_batch"])
     assert result.exit_code == 1 and "linker step" in result.output
 
@@ -108,8 +108,20 @@ def test_an_override_of_a_section_the_config_lacks_is_a_coded_error(tmp_path):
     settings = tmp_path / "datasets.yml"
     settings.write_text("toy:\n  linker:\n    config: arbo_entity_linker\n"
                         "    overrides: {components.no_such.k: 4}\n")
-    result = CliRunner().invoke(app, ["project-train", "linker", "toy", "--output",
+    result = CliRunner().invoke(app, ["train", "linker", "toy", "--output",
                                       str(tmp_path / "out"), "--settings", str(settings),
                                       "--objective", "in_batch"])
     assert result.exit_code == 1 and "[E211]" in result.output, result.output
     assert "components.no_such.k" in result.output and not (tmp_path / "out").exists()
+
+
+def test_a_hostile_datasets_file_is_refused(tmp_path):
+    from dataset_settings import read_datasets
+
+    datasets = tmp_path / "datasets.yml"
+    datasets.write_text("[" * 100_000 + "]" * 100_000)  # nested too deeply for the parser
+    with pytest.raises(ValueError, match="E153.*datasets.yml"):
+        read_datasets(datasets)
+    datasets.write_text("toy: [linker]\n1: {}\n")  # a dataset that is no mapping
+    with pytest.raises(ValueError, match="E118"):
+        dataset_settings(datasets, "linker", "toy")

@@ -12,16 +12,16 @@ from spacy.tokens import DocBin
 from spacy.util import load_config, load_model_from_config
 from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
-from spacy_arboel.cli.train_commands import DATASET_FIELDS
+from dataset_settings import DATASET_FIELDS
+from project import app
 from spacy_arboel.configs import packaged_config
-from spacy_arboel.training.checkpoints import (
+from training_checkpoints import (
     Evaluation,
     TrainingLog,
     choose_model_best,
     read_log,
 )
-from spacy_arboel.training.schedule import plan_schedule
+from training_schedule import plan_schedule
 
 ROOT = Path(__file__).parents[2]
 DATASETS = srsly.read_yaml(ROOT / "configs" / "datasets.yml")
@@ -140,7 +140,7 @@ def test_project_train_keeps_a_trained_model_best(dataset, step, small_corpus, t
     if overrides.get("training.max_steps", 0) > MAX_STEPS_CAP:
         extra += ["--training.max_steps", str(MAX_STEPS_CAP)]
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["project-train", step, dataset, "--output", str(out),
+    result = CliRunner().invoke(app, ["train", step, dataset, "--output", str(out),
                                       *extra])
     assert result.exit_code == 0, result.output
     log = read_log(out / "evaluations.jsonl")
@@ -159,7 +159,7 @@ def test_project_train_keeps_a_trained_model_best(dataset, step, small_corpus, t
 def test_an_invalid_config_exits_with_its_validation_errors(tmp_path, capsys):
     from confection import ConfigValidationError
 
-    from spacy_arboel.training.run import show_validation_error
+    from train_to_best import show_validation_error
 
     error = ConfigValidationError(config={"training": {}}, errors=[
         {"loc": ["training", "max_steps"], "msg": "field required",

@@ -3,10 +3,15 @@ the run's metric files) and a description of its knowledge base."""
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from ..kb.knowledge_base import KnowledgeBase
-from .report import read_metrics
+import typer
+
+from dataset_settings import SETTINGS, read_datasets
+from project_app import app
+from project_errors import ProjectErrors
+from spacy_arboel.evaluation.report import read_metrics
+from spacy_arboel.kb.knowledge_base import KnowledgeBase
 
 # (metric file pattern, key in the file, key in meta.json's "performance")
 PERFORMANCE = (
@@ -58,3 +63,34 @@ def package_meta(kb: KnowledgeBase, metrics_folder: str | Path, kb_text: str = "
     return {"description": (f"ner + arbo_entity_linker + arbo_coref trained on {dataset} "
                             f"by spacy-arboel; links to a KB of {described}"),
             "performance": measured_performance(metrics_folder, objective), "kb": kb_meta}
+
+
+@app.command("package-meta")
+def package_meta_command(
+    model: Annotated[Path, typer.Argument(help="The pipeline to package", exists=True)],
+    metrics_dir: Annotated[Path, typer.Argument(help="Its run's metrics folder", exists=True,
+                                                file_okay=False)],
+    output: Annotated[Path, typer.Option(help="The meta JSON for spacy package --meta-path")],
+    dataset: Annotated[str, typer.Option(help="Its dataset (a key of --settings)")],
+    objective: Annotated[str, typer.Option(help="The linker's objective (metric files)")] = "*",
+    settings: Annotated[Path, typer.Option(help="The datasets' settings")] = SETTINGS,
+) -> None:
+    """Write the meta.json entries of a package: the metrics its run measured, and its KB
+    (description from --settings, size, types, fingerprint)."""
+    import srsly
+    from wasabi import msg
+
+    from spacy_arboel.cli.outputs import check_outputs, write_text_atomic
+    from spacy_arboel.factories import pipeline_kb
+    from spacy_arboel.pipeline.loading import load_pipeline
+
+    check_outputs({"MODEL": model, "METRICS_DIR": metrics_dir, "--settings": settings},
+                  {"--output": output}, kinds={"--output": "json"})
+    kb = pipeline_kb(load_pipeline(model))
+    if kb is None:
+        msg.fail(ProjectErrors.E119.format(path=model), exits=1)
+    described = read_datasets(settings).get(dataset) or {}
+    meta = package_meta(kb, metrics_dir, str(described.get("kb", "")), dataset, objective)
+    write_text_atomic(output, srsly.json_dumps(meta, indent=2) + "\n")
+    msg.good(f"Wrote {output}: {len(meta['performance'])} measured metrics, KB of "
+             f"{meta['kb']['entities']} entities")

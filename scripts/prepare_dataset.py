@@ -10,14 +10,15 @@ import spacy
 import typer
 from wasabi import msg
 
-from ..errors import Errors, Warnings
-from ..kb.mesh_packages import synonym_source_files
-from ..pipeline import datasets
-from ..pipeline.datasets import Dataset
-from .app import app
-from .data_commands import SYNONYMS_HELP, parse_synonym_sources, write_kb
-from .outputs import atomic_folder, check_outputs
-from .train_commands import SETTINGS, read_datasets
+import dataset_files as datasets
+from dataset_files import Dataset
+from dataset_settings import SETTINGS, read_datasets
+from project_app import app
+from project_errors import ProjectErrors, ProjectWarnings
+from spacy_arboel.cli.data_commands import SYNONYMS_HELP, parse_synonym_sources, write_kb
+from spacy_arboel.cli.outputs import atomic_folder, check_outputs
+from spacy_arboel.errors import Errors
+from spacy_arboel.kb.mesh_packages import synonym_source_files
 
 PREPARE_HELP = (
     "Write train.spacy, dev.spacy, test.spacy and kb.jsonl for a dataset to OUTPUT_DIR.\n\n"
@@ -88,7 +89,7 @@ def prepare_command(
 
     sources = parse_synonym_sources(synonyms, default=dataset_synonyms)
     if sources and dataset is Dataset.toy:
-        msg.fail(Errors.E190.format(dataset=dataset.value), exits=1)
+        msg.fail(ProjectErrors.E190.format(dataset=dataset.value), exits=1)
     try:
         files = datasets.read_dataset(dataset, data_dir, assets_dir)
     except (ValueError, FileNotFoundError) as err:  # E104, E200-E202, E175 (MeSH packages)
@@ -110,7 +111,7 @@ def prepare_command(
                 if name in named:
                     msg.fail(str(err), exits=1)
                 del sources[name]
-                files.warnings.append(Warnings.W023.format(source=name, error=err))
+                files.warnings.append(ProjectWarnings.W023.format(source=name, error=err))
                 msg.warn(files.warnings[-1])
             except ValueError as err:  # E200, E201: a damaged wheel
                 msg.fail(str(err), exits=1)
@@ -145,7 +146,7 @@ def prepare_command(
 
 def remove_entity_types(folder: Path, types: list[str], nlp, shown: Path | None = None
                         ) -> None:
-    """``spacy_arboel.pipeline.datasets.remove_entity_types`` in ``folder`` (exit with E113
+    """``dataset_files.remove_entity_types`` in ``folder`` (exit with E113
     or E036), and say what it removed (in ``shown``: the folder ``folder`` becomes)."""
     removed = datasets.remove_entity_types(folder, types, nlp)
     msg.good(f"Removed the {len(removed)} KB entities of type {', '.join(types)} from the KB "
@@ -154,7 +155,7 @@ def remove_entity_types(folder: Path, types: list[str], nlp, shown: Path | None 
 
 def hold_out_entities(folder: Path, fraction: float, seed: int, nlp,
                       shown: Path | None = None) -> None:
-    """``spacy_arboel.pipeline.datasets.hold_out_entities`` in ``folder`` (exit with E036),
+    """``dataset_files.hold_out_entities`` in ``folder`` (exit with E036),
     and say what it held out (in ``shown``: the folder ``folder`` becomes)."""
     held = datasets.hold_out_entities(folder, fraction, seed, nlp)
     msg.good(f"Held out {len(held.test_ids)} of the test set's and {len(held.dev_ids)} of the "

@@ -1,7 +1,8 @@
 """A training config filled against the factories: every setting a packaged config leaves
 out is its factory's default, or that of the architecture, objective or scorer a block
-names, so that ``init-config`` writes them all (as ``spacy init fill-config`` does) and
-the packaged configs hold only their deliberate deviations (``configs.DEVIATIONS``)."""
+names, so that ``init_config`` (``init-config``) writes them all (as ``spacy init
+fill-config`` does) and the packaged configs hold only their deliberate deviations
+(``configs.DEVIATIONS``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from typing import Any
 
 from confection import Config
 from spacy import blank
-from spacy.util import registry
+from spacy.util import load_config, registry
+
+from ..configs import COMPONENT_CONFIGS, packaged_config
+from ..errors import Errors
 
 
 def function_of(block: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -71,3 +75,25 @@ def fill_components(config: Config) -> Config:
     for name, block in component_blocks(config):
         filled["components"][name] = fill_block(block, factory_defaults(block["factory"]))
     return filled
+
+
+def init_config(component: str, paths: Mapping[str, Any] | None = None,
+                lang: str = "en") -> Config:
+    """The training config of ``component`` (a key of ``configs.COMPONENT_CONFIGS``) with
+    every component setting filled in (``fill_components``) and the given ``paths`` set
+    (``None`` values are left to ``spacy train --paths.x``). E007 for an unknown
+    component, E228 for a path its config does not have."""
+    if component not in COMPONENT_CONFIGS:
+        raise ValueError(Errors.E007.format(what="--component", value=component,
+                                            options=", ".join(COMPONENT_CONFIGS)))
+    config = fill_components(load_config(packaged_config(COMPONENT_CONFIGS[component]),
+                                         interpolate=False))
+    for key, value in (paths or {}).items():
+        if value is None:
+            continue
+        if key not in config["paths"]:
+            raise ValueError(Errors.E228.format(key=key, component=component,
+                                                known=", ".join(config["paths"])))
+        config["paths"][key] = str(value)
+    config["nlp"]["lang"] = lang
+    return config

@@ -16,10 +16,12 @@ from typing import IO, Any
 
 from spacy import registry
 
-from ..errors import Errors
-from ..parsing import parse_json
+from project_errors import ProjectErrors
+from spacy_arboel.parsing import parse_json
 
 LOG_NAME = "evaluations.jsonl"
+# the logger that writes it; registered when this module is imported (train_to_best does)
+LOGGER = "arboel_project.EvaluationLog.v1"
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,13 @@ def read_log(path: Path) -> TrainingLog:
                 elif "final" not in record:  # the final evaluation, written after training
                     evaluations.append(Evaluation(int(record["step"]), float(record["score"])))
             except (ValueError, KeyError, TypeError) as err:
-                raise ValueError(Errors.E138.format(path=path, line=number,
+                raise ValueError(ProjectErrors.E138.format(path=path, line=number,
                                                     problem=f"{type(err).__name__}: {err}")
                                  ) from None
     return TrainingLog(evaluations, steps)
 
 
-@registry.loggers("spacy_arboel.EvaluationLog.v1")
+@registry.loggers(LOGGER)
 def evaluation_log(path: str, logger: Callable | None = None) -> Callable:
     """A spaCy training logger that writes each evaluation (step, epoch, score) and, at the
     end, the number of updates to ``path`` (JSONL, replaced at the start of a run), and

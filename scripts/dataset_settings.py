@@ -1,0 +1,42 @@
+"""The datasets' settings of the project (configs/datasets.yml): for each dataset, the
+config and overrides of each training step, its KB's description and the vocabularies of
+``prepare --synonyms default``."""
+
+from pathlib import Path
+
+from project_errors import ProjectErrors
+from spacy_arboel.configs import packaged_config
+
+SETTINGS = Path("configs") / "datasets.yml"
+# a dataset's entries in SETTINGS that are not training steps: its KB's description (the
+# package's meta.json) and the vocabularies of `prepare --synonyms default`
+DATASET_FIELDS = ("kb", "synonyms")
+
+
+def read_datasets(path: Path) -> dict:
+    """The datasets' settings in ``path`` (empty where there is no such file or mapping;
+    E153 when it cannot be read)."""
+    import srsly
+
+    try:
+        settings = srsly.read_yaml(path) if path.exists() else None
+    except (OSError, ValueError, RecursionError) as err:  # srsly: ValueError("Invalid YAML")
+        raise ValueError(ProjectErrors.E153.format(path=path, problem=err)) from None
+    return settings if isinstance(settings, dict) else {}
+
+
+def dataset_settings(path: Path, step: str, dataset: str) -> tuple[Path, dict]:
+    """The config file and the spaCy overrides of ``step`` on ``dataset`` in ``path``
+    (E118 where it lacks them): the config beside ``path`` (``configs/ner.cfg``), else the
+    one that comes with the package (``spacy_arboel/configs/``; E205 for neither)."""
+    settings = read_datasets(path)
+    described = settings.get(dataset)
+    entry = described.get(step) if isinstance(described, dict) else None
+    if not isinstance(entry, dict) or "config" not in entry:
+        known = ", ".join(sorted(map(str, settings))) or "none"
+        raise ValueError(ProjectErrors.E118.format(path=path, step=step, dataset=dataset,
+                                            known=known))
+    config = path.parent / f"{entry['config']}.cfg"  # the project's own, else the package's
+    if not config.is_file():
+        config = packaged_config(entry["config"])
+    return config, dict(entry.get("overrides") or {})
