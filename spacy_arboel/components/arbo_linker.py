@@ -417,7 +417,7 @@ class ArboLinker(KBComponent):
             tokenizer = load_tokenizer(str(state["tokenizer"]
                                            or self.model.attrs["encoder_name"]))
             self._set_up(state["kb"], tokenizer, partial(self.core_class.load_modules, path,
-                                                         len(tokenizer), self.settings))
+                                                         tokenizer, self.settings))
             self.reader.entity_labels = dict(cfg["labels"])
             self.reader.updates = int(cfg["updates"])
             self.trained = bool(cfg["trained"])

@@ -12,9 +12,8 @@ works apart from its component::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +117,9 @@ class DenseRetriever(OverIndexedKB):
     entity encoder even under ``quantize``: linking compares the int8 mention vectors with
     it, and its fingerprint names the fp32 weights.
     """
+
+    STATE_FILE = "retriever.json"
+    SETTINGS = RetrieverSettings
 
     def __init__(self, kb: KnowledgeBase, tokenizer, encoders: dict[str, torch.nn.Module],
                  settings: RetrieverSettings = RetrieverSettings()) -> None:
@@ -307,46 +309,21 @@ class DenseRetriever(OverIndexedKB):
                  for s, p in zip(row_scores, row_positions, strict=True) if p >= 0]
                 for row_scores, row_positions in zip(scores, positions, strict=True)]
 
-    # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
+    # --- saving and loading (``SavedCore``: safetensors, JSON, numpy; no pickle) -------------
 
-    def writers(self) -> dict[str, Callable[[Path], Any]]:
-        """What ``save`` writes, by entry name: the KB, tokenizer, encoders (one folder when
-        weights are shared) and index (build it first: ``entities.ensure_index``)."""
-        writers = self.entities.writers()
-        index = writers.pop("index")
-        for side in SIDES[:1] if self.settings.share_weights else SIDES:
-            writers[f"{side}_encoder"] = lambda p, s=side: self.encoders[
-                s].transformer.save_pretrained(str(p), safe_serialization=True)
-        writers["index"] = index
-        return writers
-
-    def save(self, path: str | Path) -> list[str]:
-        """Write ``writers()`` and the settings (``retriever.json``); returns the names
-        written. Builds the index first unless it is current."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        self.entities.ensure_index()
-        writers = self.writers()
-        writers["retriever.json"] = lambda p: p.write_text(json.dumps(asdict(self.settings)))
-        for name, write in writers.items():
-            write(path / name)
-        return list(writers)
+    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
+        """The encoders, one folder when weights are shared."""
+        return {f"{side}_encoder": lambda p, s=side: self.encoders[s].transformer.save_pretrained(
+                    str(p), safe_serialization=True)
+                for side in (SIDES[:1] if self.settings.share_weights else SIDES)}
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> DenseRetriever:
-        """A retriever saved by ``save``; ``overrides`` change inference settings
-        (``batch_size``, ``quantize``, ``index_kind``)."""
-        path = Path(path)
-        settings = RetrieverSettings(**{**json.loads((path / "retriever.json").read_text()),
-                                        **overrides})
-        tokenizer = load_tokenizer(str(path / "tokenizer"))
-        retriever = cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer,
-                        load_pooled_encoders(cls.saved_sources(path, settings), settings.pooling,
-                                             settings.share_weights, len(tokenizer),
-                                             InputBuilder(tokenizer).marker_ids),
-                        settings)
-        retriever.entities.load_index(path / "index")
-        return retriever
+    def load_modules(cls, path: Path, tokenizer, settings: RetrieverSettings
+                     ) -> dict[str, torch.nn.Module]:
+        """The saved encoders (``saved_sources``)."""
+        return load_pooled_encoders(cls.saved_sources(path, settings), settings.pooling,
+                                    settings.share_weights, len(tokenizer),
+                                    InputBuilder(tokenizer).marker_ids)
 
     @staticmethod
     def saved_sources(path: Path, settings: RetrieverSettings) -> dict[str, Path]:

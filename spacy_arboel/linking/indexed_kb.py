@@ -23,6 +23,7 @@ from ..encoders.weights import forward_without_grad, weights_fingerprint
 from ..errors import Errors
 from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
+from .saved_core import SavedCore
 
 T = TypeVar("T")
 
@@ -295,8 +296,9 @@ class IndexedKB:
                 "index": lambda p: self.ready_index().to_disk(p)}
 
 
-class OverIndexedKB:
-    """A core over an ``IndexedKB`` (``entities``): its KB, tokenizer and index."""
+class OverIndexedKB(SavedCore):
+    """A core over an ``IndexedKB`` (``entities``): its KB, tokenizer and index, saved with
+    the modules of ``module_writers`` (``SavedCore``)."""
 
     entities: IndexedKB
 
@@ -311,3 +313,24 @@ class OverIndexedKB:
     @property
     def index(self) -> DenseIndex | None:
         return self.entities.index
+
+    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
+        """Writers of the PyTorch modules, by saved name."""
+        raise NotImplementedError
+
+    def writers(self) -> dict[str, Callable[[Path], Any]]:
+        """What ``save`` writes, by entry name: the KB, tokenizer, ``module_writers()`` and
+        index (build it first: ``entities.ensure_index``)."""
+        writers = self.entities.writers()
+        index = writers.pop("index")
+        return {**writers, **self.module_writers(), "index": index}
+
+    def save(self, path: str | Path) -> list[str]:
+        """``SavedCore.save`` after building the index unless it is current."""
+        self.entities.ensure_index()
+        return super().save(path)
+
+    def restore(self, saved: dict[str, Any], path: Path) -> None:
+        """Load the saved index, checked against the KB and the entity encoder
+        (``IndexedKB.load_index``)."""
+        self.entities.load_index(path / "index")

@@ -7,9 +7,8 @@ entity labels, the modules' forward passes, saving and loading (numpy/torch/fais
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -64,9 +63,9 @@ class ReaderBase(OverIndexedKB):
     (``entities.reuse_index`` after ``modules_from``, a span reader's after
     ``modules_from_reader``): a loaded index is not checked against this reader's layout.
 
-    ``settings`` needs ``passage_length``, ``passage_stride``, ``entity_max_length``,
-    ``entity_pooling``, ``entity_granularity``, ``index_kind``, ``quantize`` and
-    ``mixed_precision``. ``OP_MODULES`` maps each forward op
+    ``settings`` (of the subclass's ``SETTINGS``) needs ``passage_length``,
+    ``passage_stride``, ``entity_max_length``, ``entity_pooling``, ``entity_granularity``,
+    ``index_kind``, ``quantize`` and ``mixed_precision``. ``OP_MODULES`` maps each forward op
     to the module that runs it; ``PLAIN_OPS`` are called without the op name.
     """
 
@@ -176,7 +175,7 @@ class ReaderBase(OverIndexedKB):
     @classmethod
     def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str, settings: Any = None):
         """Every transformer from one base encoder (a name or path, offline first)."""
-        settings = cls.default_settings() if settings is None else settings
+        settings = cls.SETTINGS() if settings is None else settings
         tokenizer = load_tokenizer(encoder_name)
         return cls(kb, tokenizer, cls.base_modules(encoder_name, len(tokenizer), settings),
                    settings)
@@ -186,56 +185,24 @@ class ReaderBase(OverIndexedKB):
         """A subclass's modules, every transformer from the base encoder ``name``."""
         raise NotImplementedError
 
-    # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
+    # --- saving and loading (``SavedCore``: safetensors, JSON, numpy; no pickle) -------------
 
-    @staticmethod
-    def load_modules(path: Path, vocab_size: int, settings: Any) -> dict[str, torch.nn.Module]:
-        """The PyTorch modules a subclass saved with ``module_writers`` in ``path``."""
-        raise NotImplementedError
-
-    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
-        """Writers of the PyTorch modules, by saved name."""
-        raise NotImplementedError
-
-    def writers(self) -> dict[str, Callable[[Path], Any]]:
-        """What ``save`` writes, by entry name (build the index first)."""
-        writers = self.entities.writers()
-        index = writers.pop("index")
-        return {**writers, **self.module_writers(), "index": index}
-
-    def save(self, path: str | Path) -> list[str]:
-        """Write ``writers()``, the settings, update count and learnt labels
-        (``STATE_FILE``); returns the names written."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        self.entities.ensure_index()
-        writers = self.writers()
-        writers[self.STATE_FILE] = lambda p: p.write_text(json.dumps(
-            {"settings": asdict(self.settings), "updates": self.updates,
-             "labels": self.entity_labels}))
-        for name, write in writers.items():
-            write(path / name)
-        return list(writers)
+    def saved_state(self) -> dict[str, Any]:
+        """The settings, update count and learnt labels."""
+        return {"settings": asdict(self.settings), "updates": self.updates,
+                "labels": self.entity_labels}
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any):
-        """A reader saved by ``save``; ``overrides`` change inference settings
-        (``threshold``, ``top_k``, ``batch_size``, ``quantize``)."""
-        path = Path(path)
-        saved = json.loads((path / cls.STATE_FILE).read_text())
-        settings = type(cls.default_settings())(**{**saved["settings"], **overrides})
-        tokenizer = load_tokenizer(str(path / "tokenizer"))
-        reader = cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer,
-                     cls.load_modules(path, len(tokenizer), settings), settings)
-        reader.updates = int(saved["updates"])
-        reader.entity_labels = dict(saved["labels"])
-        reader.entities.load_index(path / "index")
-        return reader
+    def loaded_settings(cls, saved: dict[str, Any], overrides: dict[str, Any],
+                        path: Path) -> Any:
+        """The saved settings (``settings`` of the state file) with ``overrides``."""
+        return cls.SETTINGS(**{**saved["settings"], **overrides})
 
-    @staticmethod
-    def default_settings() -> Any:
-        """The subclass's settings with their defaults."""
-        raise NotImplementedError
+    def restore(self, saved: dict[str, Any], path: Path) -> None:
+        """The update count, the learnt labels and the index."""
+        self.updates = int(saved["updates"])
+        self.entity_labels = dict(saved["labels"])
+        super().restore(saved, path)
 
 
 STRUCTURAL = ("entity_granularity", "share_weights", "cross_reread")

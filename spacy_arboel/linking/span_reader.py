@@ -110,6 +110,7 @@ class SpanReader(ReaderBase):
     OP_MODULES = {"entity": "entity", "spans": "spans", "read": "cross"}
     PLAIN_OPS = ("entity", "spans")
     STATE_FILE = "span_reader.json"
+    SETTINGS = SpanReaderSettings
 
     def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
                  settings: SpanReaderSettings = SpanReaderSettings()) -> None:
@@ -163,13 +164,9 @@ class SpanReader(ReaderBase):
             with_cross=settings.cross_reread > 0, heads=heads, new_cross=cross is None)
 
     @staticmethod
-    def default_settings() -> SpanReaderSettings:
-        return SpanReaderSettings()
-
-    @staticmethod
-    def load_modules(path, vocab_size: int, settings: SpanReaderSettings
+    def load_modules(path, tokenizer, settings: SpanReaderSettings
                      ) -> dict[str, torch.nn.Module]:
-        return load_span_reader_modules(path, vocab_size,
+        return load_span_reader_modules(path, len(tokenizer),
                                         entity_pooling=settings.entity_pooling,
                                         with_cross=settings.cross_reread > 0)
 
