@@ -2,7 +2,7 @@
 trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,16 +15,19 @@ from thinc.api import Model, Optimizer
 from ..artefacts import VERIFY_MODES
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
-from ..encoders.transformer import load_pooled_encoders
+from ..encoders.transformer import PooledEncoder, load_pooled_encoders
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, VECTOR_EXT, register_extensions
 from ..factories import ENTITY_LINKER
+from ..kb.index import DenseIndex
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..linking.bi_encoder_trainer import REFRESH_EVERY
 from ..linking.dense_retriever import GRANULARITIES, PROBABILITY_POOL
+from ..linking.loop_settings import DistillSettings
+from ..linking.mention_distiller import MentionDistiller, shrink_encoder
 from ..ml.bi_encoder import torch_encoders
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
@@ -159,10 +162,6 @@ class ArboEntityLinker(KBComponent):
             self.type_rule.check_types(kb.types())
         return kb
 
-    def set_kb(self, kb: KnowledgeBase) -> None:
-        """Use another knowledge base; its index is built by ``ensure_ready()``."""
-        self._require("a retriever").set_kb(self._check_kb(kb))
-
     def _set_up(self, kb: KnowledgeBase, tokenizer: str | None = None,
                 sources: dict[str, Any] | None = None) -> None:
         """The retriever over ``kb`` with the encoders of ``sources`` (default: the base
@@ -189,13 +188,72 @@ class ArboEntityLinker(KBComponent):
         retriever.use_encoders(torch_encoders(self.model))
         retriever.prepare_inference()
 
+    def distil_mention_encoder(self, docs: Iterable[Doc], settings: DistillSettings, *,
+                               on_start: Callable[[int], None] | None = None,
+                               on_epoch: Callable[[int, float], None] | None = None
+                               ) -> PooledEncoder:
+        """A mention encoder of ``settings.layers`` layers distilled from this linker's on
+        the mentions (``doc.ents``) of ``docs`` against its index (``MentionDistiller``;
+        E123 when the two encoders share weights); ``use_mention_encoder`` links with it.
+        ``on_start`` gets the number of mentions, ``on_epoch`` each epoch's number and
+        loss."""
+        self.ensure_ready()
+        texts, spans, _ = gold_mentions(docs)
+        student = shrink_encoder(self.retriever.encoders["mention"], settings.layers)
+        distiller = MentionDistiller(self.retriever, student, settings)
+        if on_start is not None:
+            on_start(len(spans))
+        distiller.fit(texts, spans, on_epoch=on_epoch)
+        return student
+
+    def tune_lexical_weight(self, docs: Iterable[Doc], top_k: int = 64
+                            ) -> tuple[float, dict[float, float]]:
+        """The weight of BioSyn's lexical score added to the dense score that maximises
+        in-KB recall@1 on the gold mentions of ``docs`` (over the union of the dense and
+        lexical top ``top_k``), and the recall@1 of each weight tried
+        (``DenseRetriever.tune_lexical_weight``)."""
+        self.ensure_ready()
+        texts, spans, gold_ids = gold_mentions(docs)
+        return self.retriever.tune_lexical_weight(texts, spans, gold_ids, top_k)
+
+    def build_index(self, build: Callable[[DenseRetriever], DenseIndex]) -> DenseIndex:
+        """Link with the index that ``build`` makes of the retriever's KB rows
+        (``build-index``: ``jobs.build_index.build_kb_index`` on an engine); returns it."""
+        self.ensure_ready()
+        index = build(self.retriever)
+        self.retriever.entities.set_index(index)
+        return index
+
+    @property
+    def vector_width(self) -> int:
+        """The width of the mention vectors (``span._.mention_vector``)."""
+        return self._require("encoders").vector_width
+
+    def mention_fingerprint(self) -> str:
+        """A hash of the mention encoder's weights and input settings: what the mention
+        vectors depend on besides the KB."""
+        return self._require("encoders").mention_fingerprint()
+
+    def mention_batches(self, docs: Sequence[Doc]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The ents of ``docs`` as the mention encoder's padded ``(ids, mask)`` batches,
+        length-sorted as linking makes them (``forward_mentions`` runs one)."""
+        retriever = self._require("encoders")
+        spans = [MentionSpan(i, e.start_char, e.end_char)
+                 for i, d in enumerate(docs) for e in d.ents]
+        inputs = retriever.builder.mention_ids([d.text for d in docs], spans)
+        return retriever.builder.sorted_batches(inputs, retriever.settings.batch_size)[1]
+
+    def forward_mentions(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The mention vectors of one padded batch, as linking embeds them (fp32 or int8)."""
+        return self._require("encoders").forward("mention", ids, mask)
+
     def _set_up_from_config(self) -> None:
         self._set_up(self._config_kb())
 
     def _make_current(self) -> None:
         """Bring the index up to date with the encoders (also before docs are processed,
         after training updates or ``set_kb``: spacy train's evaluation)."""
-        self.retriever.ensure_index()
+        self.retriever.entities.ensure_index()
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -228,7 +286,7 @@ class ArboEntityLinker(KBComponent):
     def finish_update(self, sgd: Optimizer) -> None:
         """Apply the optimizer; the index is stale until the next refresh."""
         super().finish_update(sgd)
-        self.retriever.changed()
+        self.retriever.entities.changed()
 
     @one_thread_at_a_time
     def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -238,7 +296,7 @@ class ArboEntityLinker(KBComponent):
         retriever = self._require("knowledge base or encoders")
         if not docs:
             return []
-        if not retriever.is_current:
+        if not retriever.entities.is_current:
             raise ValueError(Errors.E050)
         spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs)
                  for e in d.ents]
@@ -330,10 +388,10 @@ class ArboEntityLinker(KBComponent):
             self.trainer.seen_ids = set(cfg["seen_ids"])
             self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]
             if "index" not in exclude:
-                self.retriever.load_index(path / "index")
+                self.retriever.entities.load_index(path / "index")
         kb = self._kb_override(cfg)
         if kb is not None:
             self.set_kb(kb)
-        self.retriever.ensure_index()
+        self.retriever.entities.ensure_index()
         self.retriever.prepare_inference()
         return self

@@ -7,7 +7,7 @@ with per-span retrieval, ``linking.SpanReader``) or ``spacy_arboel.RetrieverRead
 aliases found in the text instead, linked by the zero-shot encoder (``dictionary_spans``,
 see ``dictionary_spans.py``)."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -32,7 +32,7 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking.dense_retriever import GRANULARITIES
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
-from ..linking.reader_spans import resolve_spans
+from ..linking.reader_spans import LinkedSpan, resolve_spans
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..ml.module_holder import initialize_with, torch_modules
@@ -164,17 +164,18 @@ class ArboLinker(KBComponent):
         """The core over ``kb`` with the modules of ``load`` (default: the base encoder);
         new heads are drawn from ``HEAD_SEED`` (the caller's random state is left as it
         was)."""
-        self._check_types(kb)
+        self._check_kb(kb)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(HEAD_SEED)
             initialize_with(self.model, load)
         self.reader = self.core_class(kb, tokenizer, torch_modules(self.model), self.settings)
         self.dictionary = None
 
-    def _check_types(self, kb: KnowledgeBase) -> None:
-        """E225/W022 when ``label_types`` names types ``kb`` lacks."""
+    def _check_kb(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """``kb``; E225/W022 when ``label_types`` names types it lacks."""
         if self.type_rule is not None:
             self.type_rule.check_types(kb.types())
+        return kb
 
     def _set_up_from_config(self) -> None:
         self._set_up(self._config_kb(), load_tokenizer(self.model.attrs["encoder_name"]))
@@ -182,14 +183,14 @@ class ArboLinker(KBComponent):
     def _make_current(self) -> None:
         """Build the entity index, and the dictionary and its names index while dictionary
         proposals are in use."""
-        self.reader.ensure_index()
+        self.reader.entities.ensure_index()
         if self.uses_dictionary:
             self._ensure_dictionary()
 
     def _ensure_reader(self) -> None:
         if self.reader is None:
             self._set_up_from_config()
-        self.reader.ensure_index()
+        self.reader.entities.ensure_index()
 
     def _ensure_dictionary(self, index_path: Path | None = None) -> DictionaryLinker:
         """The dictionary of the core's KB and its names index, embedded by the core's
@@ -271,7 +272,7 @@ class ArboLinker(KBComponent):
             kb = self._config_kb()
         self._set_up(kb or retriever.kb, retriever.tokenizer,
                      partial(self.core_class.modules_from, retriever, self.settings))
-        self.reader.reuse_index(retriever.kb, retriever.index)
+        self.reader.entities.reuse_index(retriever.kb, retriever.index)
 
     def _from_reader(self, path: Path, kb: KnowledgeBase | None) -> None:
         import spacy
@@ -291,7 +292,7 @@ class ArboLinker(KBComponent):
                      partial(SpanReader.modules_from_reader, found, self.settings))
         self.trained = source.trained  # its trained heads are ours
         if found.settings.entity_max_length == self.settings.entity_max_length:
-            self.reader.reuse_index(found.kb, found.ready_index())
+            self.reader.entities.reuse_index(found.kb, found.entities.ready_index())
 
     def _require(self, what: str = "encoders or index") -> ReaderBase:
         """The reader with its index (E051 before either is there)."""
@@ -347,6 +348,18 @@ class ArboLinker(KBComponent):
                     (span.start_char, span.end_char), [(span.kb_id, span.score)])
             result.spans = sorted(heads + added, key=lambda s: (s.start_char, s.end_char))
         return results
+
+    def scored_spans(self, texts: Sequence[str], threshold: float | None = None
+                     ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:
+        """The heads' reading of ``texts``: per text, every (span, entity) pair scoring above
+        ``threshold`` (default: the configured one) before overlaps are resolved, and its
+        ``DocLinks`` (the reader's ``scored_spans``)."""
+        return self._require().scored_spans(texts, threshold)
+
+    def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
+        """The reader's retrieval alone: per text, per passage, ``(start_char, end_char,
+        top-k entity ids)`` (for recall@K curves)."""
+        return self._require().retrieve(texts, k)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
         """Write ``doc.ents`` (replacing or keeping the old ones), ``span._.kb_candidates``
@@ -404,17 +417,16 @@ class ArboLinker(KBComponent):
             tokenizer = load_tokenizer(str(state["tokenizer"]
                                            or self.model.attrs["encoder_name"]))
             self._set_up(state["kb"], tokenizer, partial(self.core_class.load_modules, path,
-                                                         len(tokenizer), self.settings))
+                                                         tokenizer, self.settings))
             self.reader.entity_labels = dict(cfg["labels"])
             self.reader.updates = int(cfg["updates"])
             self.trained = bool(cfg["trained"])
             if "index" not in exclude:
-                self.reader.load_index(path / "index")
+                self.reader.entities.load_index(path / "index")
         kb = self._kb_override(cfg)
         names = path / "names_index"
         if kb is not None:
-            self._check_types(kb)
-            self.reader.set_kb(kb)
+            self.set_kb(kb)
         elif self.uses_dictionary and not exclude & {"index", "names_index"} and names.exists():
             with reading(path, self.name):  # saved for this KB (not one from kb_path)
                 if read_index_meta(names).kb_fingerprint == self.kb.fingerprint():

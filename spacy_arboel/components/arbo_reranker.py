@@ -118,6 +118,15 @@ class ArboReranker(KBComponent):
     def _require(self, what: str = "knowledge base or cross-encoder") -> CrossEncoderReranker:
         return super()._require(what)
 
+    def _kb_holder(self) -> CrossEncoderReranker:
+        """The core holds its KB itself (no index)."""
+        return self.reranker
+
+    def check_state(self, kb: KnowledgeBase, where: str) -> None:
+        """That the scorer goes with ``kb`` (E012) and was trained with this component's
+        input settings (E071): ``linking.check_state``, ``where`` naming it in the errors."""
+        check_state(self._require().state(), kb, self.settings, where)
+
     def _set_up_from_config(self) -> None:
         self._set_up(self._config_kb())
 
@@ -157,7 +166,7 @@ class ArboReranker(KBComponent):
         if self.reranker is None or self.cfg["kb_path"] or linker is None:
             return
         if linker.kb is not None and linker.kb is not self.reranker.kb:
-            self.reranker.set_kb(linker.kb)
+            self.set_kb(linker.kb)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -281,7 +290,7 @@ class ArboReranker(KBComponent):
         self.seen_ids = set(state["cfg"].get("seen_ids", []))
         kb = self._kb_override(state["cfg"])
         if kb is not None:
-            self.reranker.set_kb(kb)
+            self.set_kb(kb)
         return self
 
 

@@ -1,5 +1,6 @@
 """The adapter base of the components that drive a core over a KB (``arbo_entity_linker``,
-``arbo_linker``, ``arbo_reranker``): the setup verbs they share, written once."""
+``arbo_linker``, ``arbo_reranker``): the setup verbs they share (``ensure_ready``,
+``set_kb``), written once."""
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -24,7 +25,8 @@ class KBComponent(SavedAsFolder, TrainablePipe):
 
     Subclasses set ``core_attribute`` (the public name of their core) and ``saved_files``,
     and write ``_set_up_from_config`` (the KB of ``kb_path`` and the base encoder) and
-    ``_make_current`` (what ``ensure_ready`` brings up to date once set up).
+    ``_make_current`` (what ``ensure_ready`` brings up to date once set up); ``_check_kb``
+    and ``_kb_holder`` say how ``set_kb`` checks a KB and what takes it.
     """
 
     core_attribute: str = "core"
@@ -57,6 +59,21 @@ class KBComponent(SavedAsFolder, TrainablePipe):
 
     def _set_up_from_config(self) -> None:
         raise NotImplementedError
+
+    def set_kb(self, kb: KnowledgeBase) -> None:
+        """Link with another knowledge base (checked by ``_check_kb``; E051 before the
+        component is set up); what depends on it (an index) is built by ``ensure_ready()``."""
+        if self.core is None:
+            raise ValueError(Errors.E051.format(name=self.name, what="knowledge base"))
+        self._kb_holder().set_kb(self._check_kb(kb))
+
+    def _check_kb(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """``kb`` if the component can link with it (any KB by default)."""
+        return kb
+
+    def _kb_holder(self) -> Any:
+        """What holds the core's KB: the ``IndexedKB`` of a core over one (``entities``)."""
+        return self.core.entities
 
     def _make_current(self) -> None:
         """Nothing by default."""

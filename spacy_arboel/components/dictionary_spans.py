@@ -210,9 +210,9 @@ class DictionaryLinker:
         retriever = DenseRetriever(kb, tokenizer, {"mention": encoder, "entity": encoder},
                                    names_settings(settings))
         if index_path is not None:
-            retriever.load_index(index_path)
+            retriever.entities.load_index(index_path)
         else:
-            retriever.refresh(desc="Embedding KB names")
+            retriever.entities.refresh(desc="Embedding KB names")
         return cls(spans, retriever, settings.top_k, getattr(settings, "abbreviations", True))
 
     @property

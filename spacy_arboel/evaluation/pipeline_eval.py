@@ -77,18 +77,14 @@ def evaluate_linker(
 def encoder_rate(linker, docs: list[Doc]) -> dict[str, float]:
     """Forward rate of the mention encoder alone over pre-tokenised, pre-padded batches
     (the same weights, fp32 or int8, that the linker uses)."""
-    from ..encoders.inputs import MentionSpan
-
-    spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs) for e in d.ents]
-    retriever = linker.retriever
-    inputs = retriever.builder.mention_ids([d.text for d in docs], spans)
-    _, batches = retriever.builder.sorted_batches(inputs, retriever.settings.batch_size)
+    batches = linker.mention_batches(docs)
     start = time.perf_counter()
     for ids, mask in batches:
-        retriever.forward("mention", ids, mask)
+        linker.forward_mentions(ids, mask)
     seconds = time.perf_counter() - start
+    lengths = [int(n) for _, mask in batches for n in mask.sum(axis=1)]
     return {
         "encoder_seconds": round(seconds, 3),
-        "encoder_mentions_per_s": round(len(inputs) / seconds, 1),
-        "mean_wordpieces": round(float(np.mean([len(s) for s in inputs])), 1),
+        "encoder_mentions_per_s": round(len(lengths) / seconds, 1),
+        "mean_wordpieces": round(float(np.mean(lengths)), 1),
     }

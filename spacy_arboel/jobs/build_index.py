@@ -6,10 +6,10 @@ alias rows as the retriever does; build the FAISS index the guidelines choose by
 as ``index.faiss`` and loads memory-mapped. No spaCy here::
 
     retriever = DenseRetriever.load(folder)          # or a loaded linker's retriever
-    retriever.set_kb(big_kb)
+    retriever.entities.set_kb(big_kb)
     index = build_kb_index(retriever, EmbedderSource.of(folder, retriever), LocalEngine(),
                            "work/")
-    retriever.set_index(index)
+    retriever.entities.set_index(index)
 """
 
 from __future__ import annotations
@@ -86,16 +86,20 @@ class ShardEmbedder:
 
 def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEngine | RayEngine,
              work_dir: str | Path, *, shard_rows: int = SHARD_ROWS,
+             on_total: Callable[[int], object] | None = None,
              on_rows: Callable[[int], object] | None = None,
              embedder: Callable[[EmbedderSource], ShardEmbedder] = ShardEmbedder
              ) -> tuple[ShardStore, np.ndarray]:
     """Embed the rows of ``retriever``'s KB into the work folder on ``engine``, each of its
     workers loading the encoder of ``source`` once (``embedder``: the worker class; tests
     pass one that dies), skipping the shards the folder already holds; returns the store
-    and the entity position behind each row."""
-    owners = retriever.set_row_layout()
+    and the entity position behind each row. ``on_total`` gets the number of rows,
+    ``on_rows`` the rows of the shards done already, then of each shard embedded."""
+    owners = retriever.entities.set_row_layout()
+    if on_total is not None:
+        on_total(len(owners))
     plan = EmbeddingPlan.cut(owners, shard_rows, kb_fingerprint=retriever.kb.fingerprint(),
-                             encoder_fingerprint=retriever.fingerprint("entity"),
+                             encoder_fingerprint=retriever.entities.fingerprint(),
                              granularity=retriever.settings.granularity,
                              similarity=retriever.settings.scoring,
                              mixed_precision=retriever.settings.mixed_precision,
@@ -132,15 +136,16 @@ def build_kb_index(retriever: DenseRetriever, source: EmbedderSource,
                    engine: LocalEngine | RayEngine, work_dir: str | Path, *, kind: str = "auto",
                    pq_bytes: int | None = None, refine: bool = True, shard_rows: int = SHARD_ROWS,
                    nprobe: int = NPROBE, ef_search: int = EF_SEARCH,
+                   on_total: Callable[[int], object] | None = None,
                    on_rows: Callable[[int], object] | None = None,
                    on_stage: Callable[[str], object] | None = None) -> DenseIndex:
     """Embed ``retriever``'s KB with the encoder of ``source`` on ``engine``
-    (``embed_kb``), keep the rows the retriever's dedupe
-    threshold keeps, and build the FAISS index of ``kind`` (``auto``: by size; ``pq_bytes``
-    and ``refine``: see ``choose_factory``); returns it as
-    a ``DenseIndex`` built apart, with the metadata that ties it to this KB and encoder."""
+    (``embed_kb``, with its ``on_total`` and ``on_rows``), keep the rows the retriever's
+    dedupe threshold keeps, and build the FAISS index of ``kind`` (``auto``: by size;
+    ``pq_bytes`` and ``refine``: see ``choose_factory``); returns it as a ``DenseIndex``
+    built apart, with the metadata that ties it to this KB and encoder."""
     store, owners = embed_kb(retriever, source, engine, work_dir, shard_rows=shard_rows,
-                             on_rows=on_rows)
+                             on_total=on_total, on_rows=on_rows)
     threshold = retriever.settings.row_dedupe_threshold
     keep = kept_rows(store, owners, threshold)
     dim = store.plan.dim
@@ -149,6 +154,7 @@ def build_kb_index(retriever: DenseRetriever, source: EmbedderSource,
         on_stage(f"building {factory} over {len(keep)} rows")
     index = build_index(store.vectors, factory, rows=keep, nprobe=nprobe,
                         ef_search=ef_search)
-    meta = replace(retriever.index_meta(dim, len(keep)), kind=resolve_kind(len(keep), kind),
-                   factory=factory, dedupe_threshold=threshold)
+    meta = replace(retriever.entities.index_meta(dim, len(keep)),
+                   kind=resolve_kind(len(keep), kind), factory=factory,
+                   dedupe_threshold=threshold)
     return DenseIndex.from_faiss(index, owners[keep], meta, rows=keep)

@@ -6,7 +6,7 @@ No spaCy here: a step takes texts, character spans and each mention's gold ids::
     trainer.collect(texts, spans, gold_ids)      # the gold training mentions (arboEL's graph)
     trainer.refresh()
     loss = trainer.step(texts, spans, gold_ids)  # gradients are in the encoders' .grad
-    optimizer.step(); retriever.changed()
+    optimizer.step(); retriever.entities.changed()
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class BiEncoderTrainer:
 
     def refresh(self) -> None:
         """Re-embed the KB (and the training mentions if the objective mines them)."""
-        self.retriever.refresh()
+        self.retriever.entities.refresh()
         if self.objective.needs_mention_index and len(self.store):
             self.store.set_embeddings(self.retriever.encode(
                 "mention", self.store.inputs, desc="Embedding training mentions",
@@ -184,16 +184,16 @@ class BiEncoderTrainer:
         queries_out = self._forward("mention", builder.pad(mention_inputs))
         index = retriever.index
         ctx = PlanContext(
-            gold_rows=[retriever.rows_of[g] for g in golds],
+            gold_rows=[retriever.entities.rows_of[g] for g in golds],
             gold_entities=golds,
             store_positions=[self.store.lookup((texts[s.doc_index], s.start_char, s.end_char))
                              for s in spans],
             queries=retriever.normalized(queries_out.detach().float().cpu().numpy()),
             row_vectors=index.embeddings, row_owners=index.owners,
-            search_rows=index.search_rows, rows_of=retriever.rows_of, store=self.store,
+            search_rows=index.search_rows, rows_of=retriever.entities.rows_of, store=self.store,
         )
         plan = self.objective.plan(ctx)
-        entity_batch = builder.pad([retriever.row_inputs[index.rows[r]]
+        entity_batch = builder.pad([retriever.entities.row_inputs[index.rows[r]]
                                     for r in plan.entity_rows])
         step = TrainingStep(texts, spans, plan, retriever, torch.as_tensor(plan.candidates),
                             entity_batch, similarity=training_similarity(

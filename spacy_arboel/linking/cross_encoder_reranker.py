@@ -13,9 +13,8 @@ No spaCy here: drive it with texts, character spans and candidate KB ids (those 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +31,11 @@ from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..settings import PositiveInt, check_fields
 from .dense_retriever import RetrieverSettings
+from .saved_core import SavedCore
 
 PairBatch = tuple[np.ndarray, np.ndarray, np.ndarray]
 # what the scorer was trained with: changing them feeds it other inputs than it learnt from
 INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations")
-SETTINGS_FILE = "reranker.json"
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def candidate_softmax_loss(scores: torch.Tensor, sizes: Sequence[int],
     return torch.stack(losses).mean()
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(SavedCore):
     """Scores each mention's candidate entities with BLINK's cross-encoder, and trains it.
 
     A pair is ``[CLS] mention context [SEP] title [TITLE] description [SEP]`` (the entity
@@ -110,6 +109,9 @@ class CrossEncoderReranker:
     elsewhere (the thinc model of ``arbo_reranker``) and be updated by another optimizer:
     call ``changed()`` after each weight update.
     """
+
+    STATE_FILE = "reranker.json"
+    SETTINGS = RerankerSettings
 
     def __init__(self, kb: KnowledgeBase, tokenizer, scorer: CrossScorer,
                  settings: RerankerSettings = RerankerSettings()) -> None:
@@ -279,25 +281,17 @@ class CrossEncoderReranker:
                 {k: v.contiguous() for k, v in self.scorer.score.state_dict().items()}, str(p)),
         }
 
-    def save(self, path: str | Path) -> list[str]:
-        """Write ``writers()`` and the settings (``reranker.json``); returns the names."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        writers = self.writers()
-        writers[SETTINGS_FILE] = lambda p: p.write_text(json.dumps(asdict(self.settings)))
-        for name, write in writers.items():
-            write(path / name)
-        return list(writers)
+    @staticmethod
+    def load_modules(path: Path, tokenizer, settings: RerankerSettings) -> CrossScorer:
+        """The saved scorer: its transformer (``encoder``) and head W."""
+        return load_scorer(path / "encoder", len(tokenizer), head=path / "head.safetensors")
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> CrossEncoderReranker:
-        """A re-ranker saved by ``save``. ``overrides`` may change ``batch_size``,
-        ``quantize`` and ``mixed_precision``; an input setting other than the saved one is
-        E071 (the scorer was trained with the saved one)."""
-        path = Path(path)
-        saved = json.loads((path / SETTINGS_FILE).read_text())
-        settings = RerankerSettings(**{**saved, **overrides})
+    def loaded_settings(cls, saved: dict[str, Any], overrides: dict[str, Any],
+                        path: Path) -> RerankerSettings:
+        """The saved settings with ``overrides`` of ``batch_size``, ``quantize`` and
+        ``mixed_precision``; an input setting other than the saved one is E071 (the scorer
+        was trained with the saved one)."""
+        settings = super().loaded_settings(saved, overrides, path)
         check_state({"settings": saved}, None, settings, str(path))
-        tokenizer = load_tokenizer(str(path / "tokenizer"))
-        scorer = load_scorer(path / "encoder", len(tokenizer), head=path / "head.safetensors")
-        return cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer, scorer, settings)
+        return settings

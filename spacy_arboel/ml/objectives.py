@@ -15,7 +15,6 @@ from spacy.util import registry
 from ..errors import Errors
 from ..factories import ENTITY_LINKER, RERANKER, find_components
 from ..kb.knowledge_base import KnowledgeBase
-from ..linking.cross_encoder_reranker import check_state
 from ..objectives import (
     FGSM,
     Arborescence,
@@ -92,7 +91,7 @@ def teacher_loader(path: str) -> Callable[[KnowledgeBase], Any]:
             raise ValueError(Errors.E055.format(path=path))
         teacher = nlp.get_pipe(names[0])
         teacher.ensure_ready()
-        check_state(teacher.reranker.state(), kb, teacher.settings, f"{path} ({teacher.name})")
+        teacher.check_state(kb, f"{path} ({teacher.name})")
         return teacher
 
     return load

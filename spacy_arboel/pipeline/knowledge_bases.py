@@ -53,7 +53,7 @@ def swap_kb(nlp: Language, kb: KnowledgeBase, linker: str) -> list[str]:
     for name in kb_holders(nlp, linker)[1:]:
         holder = nlp.get_pipe(name)
         holder.ensure_ready()
-        holder.reranker.set_kb(kb)
+        holder.set_kb(kb)
     for name in kb_holders(nlp, linker):  # a kb_path would bring the old KB back at load
         nlp.get_pipe_config(name)["kb_path"] = None
         nlp.get_pipe(name).cfg["kb_path"] = None

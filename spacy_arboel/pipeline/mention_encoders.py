@@ -8,9 +8,7 @@ from collections.abc import Callable, Iterable
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from ..components.common import gold_mentions
 from ..linking.loop_settings import DistillSettings
-from ..linking.mention_distiller import MentionDistiller, shrink_encoder
 from .knowledge_bases import clear_coref_memory
 
 
@@ -31,12 +29,6 @@ def distill_mention_encoder(nlp: Language, linker: str, docs: Iterable[Doc],
     mentions (``doc.ents``) of ``docs`` and link with it (:func:`swap_mention_encoder`).
     ``on_start`` gets the number of mentions, ``on_epoch`` each epoch's number and loss.
     Returns the names of the coref components whose memory was cleared."""
-    pipe = nlp.get_pipe(linker)
-    pipe.ensure_ready()
-    student = shrink_encoder(pipe.retriever.encoders["mention"], settings.layers)
-    texts, spans, _ = gold_mentions(docs)
-    distiller = MentionDistiller(pipe.retriever, student, settings)
-    if on_start is not None:
-        on_start(len(spans))
-    distiller.fit(texts, spans, on_epoch=on_epoch)
+    student = nlp.get_pipe(linker).distil_mention_encoder(docs, settings, on_start=on_start,
+                                                          on_epoch=on_epoch)
     return swap_mention_encoder(nlp, linker, student)

@@ -189,7 +189,7 @@ def test_training_and_reloading_with_deduplicated_alias_rows(
     nlp.initialize(lambda: toy_examples)
     linker = nlp.get_pipe("arbo_entity_linker")
     index = linker.retriever.index
-    assert len(index.owners) == len(linker.kb) < len(linker.retriever.row_inputs)
+    assert len(index.owners) == len(linker.kb) < len(linker.retriever.entities.row_inputs)
     assert index.rows.tolist() == [rows[0] for rows in _layout_rows(linker)]
     optimizer = Adam(0.002)
     for _ in range(3):
@@ -252,7 +252,7 @@ def test_quantized_inference_stays_close_to_float(tiny_encoder, toy_kb_path, toy
     nlp = _nlp(tiny_encoder, toy_kb_path)
     linker = nlp.get_pipe("arbo_entity_linker")
     retriever = linker.retriever
-    ids, mask = retriever.builder.pad(retriever.row_inputs)
+    ids, mask = retriever.builder.pad(retriever.entities.row_inputs)
     full = retriever.forward("entity", ids, mask)
     quantized = _nlp(tiny_encoder, toy_kb_path, quantize=True).get_pipe("arbo_entity_linker")
     fast = quantized.retriever.forward("entity", ids, mask)
@@ -437,7 +437,7 @@ def test_component_to_disk_without_the_index_rebuilds_it(tiny_encoder, toy_kb_pa
     with pytest.raises(ValueError, match=r"E030.*index missing"):
         _fresh(tiny_encoder).from_disk(tmp_path / "no_index")
     restored = _fresh(tiny_encoder).from_disk(tmp_path / "no_index", exclude=["index"])
-    assert restored.retriever.is_current  # built from the loaded entity encoder
+    assert restored.retriever.entities.is_current  # built from the loaded entity encoder
     assert len(restored.retriever.index) == len(linker.kb)
     np.testing.assert_allclose(restored.retriever.index.embeddings,
                                linker.retriever.index.embeddings, rtol=1e-5, atol=1e-6)
@@ -539,8 +539,8 @@ def test_loading_does_not_tokenise_the_kb(saved_linker, toy_examples):
     assert retriever.entities._row_inputs is None
     # the lazily tokenised rows are the ones the saved index was built from
     index = retriever.index
-    assert (retriever.set_row_layout()[index.rows] == index.owners).all()
-    rebuilt = retriever.encode("entity", [retriever.row_inputs[r] for r in index.rows])
+    assert (retriever.entities.set_row_layout()[index.rows] == index.owners).all()
+    rebuilt = retriever.encode("entity", [retriever.entities.row_inputs[r] for r in index.rows])
     assert np.allclose(rebuilt, index.embeddings, atol=1e-5)
 
 

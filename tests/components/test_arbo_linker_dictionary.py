@@ -13,7 +13,7 @@ from confection import ConfigValidationError
 from thinc.api import Adam
 
 from spacy_arboel.components.dictionary_spans import DictionaryLinker
-from spacy_arboel.linking.dense_retriever import DenseRetriever
+from spacy_arboel.linking.indexed_kb import IndexedKB
 from spacy_arboel.linking.reader_spans import LinkedSpan
 from spacy_arboel.linking.retriever_reader import DocLinks
 
@@ -134,9 +134,9 @@ def test_save_and_load_give_the_same_links(tiny_encoder, toy_kb_path, toy_exampl
     assert srsly.read_json(folder / "cfg.json")["trained"] is False
     listed = srsly.read_json(folder / "manifest.json")["files"]
     assert any(name.startswith("names_index/") for name in listed)
-    with monkeypatch.context() as patch:  # the saved names index is loaded, not rebuilt
-        patch.setattr(DenseRetriever, "refresh",
-                      lambda *a, **k: pytest.fail("names index built again"))
+    with monkeypatch.context() as patch:  # the saved indexes are loaded, not rebuilt
+        patch.setattr(IndexedKB, "refresh",
+                      lambda *a, **k: pytest.fail("an index built again"))
         loaded = spacy.load(tmp_path / "pipeline")
         assert _full(loaded.pipe(texts)) == expected
         linker = nlp.get_pipe("arbo_linker")

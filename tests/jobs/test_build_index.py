@@ -116,24 +116,24 @@ class _Failing(LocalEngine):
 def test_embedding_in_shards_gives_the_retrievers_vectors_and_resumes(retriever, tmp_path):
     folder, retriever = retriever
     retriever = _settings(retriever)
-    retriever.set_kb(_big_kb(60))
+    retriever.entities.set_kb(_big_kb(60))
     source = EmbedderSource.of(folder, retriever)
     with pytest.raises(KeyboardInterrupt):
         embed_kb(retriever, source, _Failing(2), tmp_path / "work", shard_rows=16)
     resumed = _Failing(10**6)
     store, owners = embed_kb(retriever, source, resumed, tmp_path / "work", shard_rows=16)
     assert resumed.seen == list(range(2, len(store.plan.shards)))  # shards 0, 1 were kept
-    retriever.refresh(desc=None)
-    whole = retriever.encode("entity", retriever.row_inputs, quantized=False)
+    retriever.entities.refresh(desc=None)
+    whole = retriever.encode("entity", retriever.entities.row_inputs, quantized=False)
     np.testing.assert_allclose(store.vectors, whole, atol=1e-5)
-    assert (owners == retriever.set_row_layout()).all()
+    assert (owners == retriever.entities.set_row_layout()).all()
 
 
 def test_the_index_built_apart_finds_what_the_retriever_finds(retriever, tmp_path):
     folder, retriever = retriever
     retriever = _settings(retriever)
-    retriever.set_kb(_big_kb(120))
-    retriever.refresh(desc=None)
+    retriever.entities.set_kb(_big_kb(120))
+    retriever.entities.refresh(desc=None)
     exact = retriever.index
     built = build_kb_index(retriever, EmbedderSource.of(folder, retriever), LocalEngine(),
                            tmp_path / "work", kind="flat", shard_rows=50)
@@ -160,7 +160,7 @@ def test_the_index_built_apart_finds_what_the_retriever_finds(retriever, tmp_pat
 @pytest.mark.slow
 def test_two_local_processes_embed_like_one(retriever, tmp_path):
     folder, retriever = retriever
-    retriever.set_kb(_big_kb(40))
+    retriever.entities.set_kb(_big_kb(40))
     source = EmbedderSource.of(folder, retriever)
     one, _ = embed_kb(retriever, source, LocalEngine(), tmp_path / "one", shard_rows=10)
     two, _ = embed_kb(retriever, source, LocalEngine(num_workers=2), tmp_path / "two",
@@ -277,7 +277,7 @@ def _dying_once(marker: str) -> type:
 def test_ray_actors_embed_like_one_process_and_survive_a_killed_actor(ray_cluster, retriever,
                                                                       tmp_path):
     folder, retriever = retriever
-    retriever.set_kb(_big_kb(40))
+    retriever.entities.set_kb(_big_kb(40))
     source = EmbedderSource.of(folder, retriever)
     local, _ = embed_kb(retriever, source, LocalEngine(), tmp_path / "local", shard_rows=10)
     remote, _ = embed_kb(retriever, source, RayEngine(2), tmp_path / "ray", shard_rows=10)

@@ -18,7 +18,7 @@ def test_links_saves_and_loads_without_spacy(tiny_encoder, toy_kb_path, tmp_path
         RetrieverSettings(entity_granularity="alias", share_weights=True))
     with pytest.raises(RuntimeError, match="E050"):
         retriever.link(TEXTS, SPANS, k=3)  # no index yet
-    retriever.refresh()
+    retriever.entities.refresh()
     scores, positions, vectors = retriever.link(TEXTS, SPANS, k=3)
     candidates = retriever.candidates(scores, positions)
     assert [len(c) for c in candidates] == [3, 3, 0]  # whitespace: nothing to encode
@@ -31,7 +31,7 @@ def test_links_saves_and_loads_without_spacy(tiny_encoder, toy_kb_path, tmp_path
     assert [[i for i, _ in c] for c in found] == [[i for i, _ in c] for c in candidates]
     np.testing.assert_allclose([s for c in found for _, s in c],
                                [s for c in candidates for _, s in c], rtol=1e-5)
-    retriever.changed()  # trained since: the index is stale until refreshed
-    assert not retriever.is_current
+    retriever.entities.changed()  # trained since: the index is stale until refreshed
+    assert not retriever.entities.is_current
 
 

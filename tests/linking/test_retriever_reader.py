@@ -20,7 +20,7 @@ def _reader(tiny_encoder, toy_kb_path, **settings) -> RetrieverReader:
     reader = RetrieverReader.from_pretrained(
         KnowledgeBase.from_jsonl(toy_kb_path), tiny_encoder,
         ReaderSettings(top_k=3, train_top_k=3, threshold=0.0, **settings))
-    reader.ensure_index()
+    reader.entities.ensure_index()
     return reader
 
 

@@ -23,7 +23,7 @@ def _reader(tiny_encoder, toy_kb_path, **settings) -> SpanReader:
               "max_span_length": 4, "passage_length": 48, "passage_stride": 40, **settings}
     reader = SpanReader.from_pretrained(KnowledgeBase.from_jsonl(toy_kb_path), tiny_encoder,
                                         SpanReaderSettings(**values))
-    reader.ensure_index()
+    reader.entities.ensure_index()
     return reader
 
 
@@ -160,7 +160,7 @@ def test_a_trained_span_reader_starts_one_with_a_cross_reread(tiny_encoder, toy_
     cross = modules["cross"].passage.state_dict()
     assert all(torch.equal(passage[k], cross[k]) for k in passage)  # the cross reader's start
     assert modules["spans"].encoder is not trained.modules["spans"].encoder  # copies
-    assert reader.reuse_index(trained.kb, trained.index)
+    assert reader.entities.reuse_index(trained.kb, trained.index)
     assert np.shares_memory(reader.index.embeddings, trained.index.embeddings)
     losses = _train(reader, 2)
     assert all(np.isfinite(losses)) and reader.updates == 2

@@ -57,7 +57,7 @@ def test_names_inputs_are_the_mention_text_and_one_row_per_name(tiny_encoder):
 def test_names_retriever_links_an_exact_alias_with_cosine_one(tiny_encoder, toy_kb_path):
     kb = KnowledgeBase.from_jsonl(toy_kb_path)
     retriever = DenseRetriever.from_pretrained(kb, tiny_encoder, NAMES)
-    retriever.refresh()
+    retriever.entities.refresh()
     # a row per name and alias, whatever entity_granularity says
     assert len(retriever.index.owners) == sum(1 + len(e.aliases) for e in kb)
     assert retriever.index.meta.inputs == "names"
@@ -123,7 +123,7 @@ def test_lexical_weight_ranks_a_misspelt_mention_by_its_character_ngrams(
     lexical = DenseRetriever.from_pretrained(
         kb, tiny_encoder, RetrieverSettings(inputs="names", pooling="mention",
                                             lexical_weight=100.0))
-    lexical.refresh()
+    lexical.entities.refresh()
     scores, positions, _ = lexical.link([text], spans, k=3)
     assert [kb.entity_at(int(p)).id for p in positions[:, 0]] == ["D001241", "D005334"]
     assert (np.diff(scores, axis=1) <= 1e-6).all()  # best first
