@@ -1,5 +1,6 @@
-"""The package map of docs/architecture.md, checked: imports go down the layers, and the core
-packages import neither spaCy nor thinc."""
+"""The package map of docs/architecture.md, checked: imports go down the layers, the core
+packages import neither spaCy nor thinc, and the package imports nothing of the project's
+scripts."""
 
 import ast
 import subprocess
@@ -9,12 +10,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spacy_arboel"
+SCRIPTS = PACKAGE.parent / "scripts"
 # top to bottom (docs/architecture.md): a package imports only packages of lower layers
 LAYERS = (
     ("__main__",),
     ("cli",),
     ("pipeline",),
-    ("components", "corpus", "evaluation", "training", "render"),
+    ("components", "corpus", "evaluation", "render"),
     ("ml", "artefacts", "spacy_data"),
     ("jobs",),
     ("linking", "coref"),
@@ -75,6 +77,26 @@ def test_imports_go_down_the_layers():
             if LAYER[target] <= LAYER[source]:
                 upward.append(f"{path.relative_to(PACKAGE)} imports {target}")
     assert not upward, upward
+
+
+def test_the_package_imports_nothing_of_the_projects_scripts():
+    """``scripts/`` is the project's (not installed with the package): no module of the
+    package imports one of its modules, and each script imports the package absolutely."""
+    scripts = {path.stem for path in SCRIPTS.glob("*.py")}
+    assert {"project", "dataset_files", "train_to_best"} <= scripts
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom)
+                     and node.level == 0 else [])
+            found += [f"{path.relative_to(PACKAGE)} imports {name}" for name in names
+                      if name.split(".")[0] in scripts]
+    assert not found, found
+    relative = [path.name for path in SCRIPTS.glob("*.py")
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.ImportFrom) and node.level]
+    assert not relative, relative
 
 
 def test_the_core_modules_import_neither_spacy_nor_thinc():

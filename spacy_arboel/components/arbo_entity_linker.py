@@ -1,4 +1,5 @@
-"""``arbo_entity_linker``: links ``doc.ents`` with the dense retriever (BLINK's bi-encoder),
+"""``arbo_entity_linker``: links ``doc.ents`` (or the spans its ``span_getter`` gives) with the
+dense retriever (BLINK's bi-encoder),
 trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
@@ -32,6 +33,7 @@ from ..ml.bi_encoder import torch_encoders
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
 from ..settings import NonNegativeFloat, PositiveInt, choices, defaults
+from ..spacy_data.spans import SpanGetter
 from .base import KBComponent
 from .common import (
     candidate_loss,
@@ -50,6 +52,8 @@ DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": 
 # the best measured objective (BENCHMARKS.md), its settings the registered function's;
 # arboEL's is "spacy_arboel.ArborescenceObjective.v1"
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1"}
+# the spans it links: doc.ents by default (the registered function's defaults)
+DEFAULT_SPAN_GETTER = {"@misc": "spacy_arboel.span_getter.v1"}
 # what ``kb_candidates`` holds: p(e | m) among the candidates, or the raw scores
 SCORE_SCALES = ("probability", "raw")
 # what to_disk writes (from_bytes accepts no other names)
@@ -67,6 +71,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
         **defaults(RetrieverSettings, ("inputs", "lexical_weight")),
         "label_types": None, "type_rule": "restrict", "scores": "probability",
+        "span_getter": DEFAULT_SPAN_GETTER,
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -80,7 +85,8 @@ def make_entity_linker(
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
     quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUT_FORMATS),
     lexical_weight: NonNegativeFloat | None, label_types: dict[str, list[str]] | str | None,
-    type_rule: choices(TYPE_RULES), scores: choices(SCORE_SCALES), scorer: Callable | None,
+    type_rule: choices(TYPE_RULES), scores: choices(SCORE_SCALES), span_getter: SpanGetter,
+    scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and
     ``RetrieverSettings`` for the retriever's (their defaults come from there)."""
@@ -91,7 +97,7 @@ def make_entity_linker(
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, verify_files=verify_files,
                             label_types=label_types, type_rule=type_rule,
-                            scores=scores, scorer=scorer)
+                            scores=scores, span_getter=span_getter, scorer=scorer)
 
 
 def check_threshold(threshold: float | None, scores: str) -> None:
@@ -104,7 +110,8 @@ def check_threshold(threshold: float | None, scores: str) -> None:
 
 
 class ArboEntityLinker(KBComponent):
-    """Links each span of ``doc.ents`` to a KB entity by dense retrieval.
+    """Links each span of ``doc.ents`` (or of the span groups ``span_getter`` names: edsnlp's
+    ``span_getter``, e.g. a spancat's ``doc.spans["sc"]``) to a KB entity by dense retrieval.
 
     Each mention's top-``top_k`` entities come from the retriever's FAISS index; the best
     becomes the span's ``kb_id_`` (``nil_id`` when its score is below ``threshold``), the
@@ -133,7 +140,7 @@ class ArboEntityLinker(KBComponent):
                  verify_files: str,
                  label_types: dict[str, list[str]] | str | None = None,
                  type_rule: str = "restrict", scores: str = "probability",
-                 scorer: Callable | None) -> None:
+                 span_getter: SpanGetter, scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
@@ -141,6 +148,7 @@ class ArboEntityLinker(KBComponent):
                                     "verify_files": verify_files, "label_types": label_types,
                                     "type_rule": type_rule, "scores": scores}
         self.type_rule = TypeRule.from_settings(label_types, type_rule)
+        self.span_getter = span_getter
         check_threshold(threshold, scores)
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
@@ -193,12 +201,12 @@ class ArboEntityLinker(KBComponent):
                                on_epoch: Callable[[int, float], None] | None = None
                                ) -> PooledEncoder:
         """A mention encoder of ``settings.layers`` layers distilled from this linker's on
-        the mentions (``doc.ents``) of ``docs`` against its index (``MentionDistiller``;
+        the mentions (``span_getter``) of ``docs`` against its index (``MentionDistiller``;
         E123 when the two encoders share weights); ``use_mention_encoder`` links with it.
         ``on_start`` gets the number of mentions, ``on_epoch`` each epoch's number and
         loss."""
         self.ensure_ready()
-        texts, spans, _ = gold_mentions(docs)
+        texts, spans, _ = gold_mentions(docs, self.span_getter)
         student = shrink_encoder(self.retriever.encoders["mention"], settings.layers)
         distiller = MentionDistiller(self.retriever, student, settings)
         if on_start is not None:
@@ -213,7 +221,7 @@ class ArboEntityLinker(KBComponent):
         lexical top ``top_k``), and the recall@1 of each weight tried
         (``DenseRetriever.tune_lexical_weight``)."""
         self.ensure_ready()
-        texts, spans, gold_ids = gold_mentions(docs)
+        texts, spans, gold_ids = gold_mentions(docs, self.span_getter)
         return self.retriever.tune_lexical_weight(texts, spans, gold_ids, top_k)
 
     def build_index(self, build: Callable[[DenseRetriever], DenseIndex]) -> DenseIndex:
@@ -235,11 +243,11 @@ class ArboEntityLinker(KBComponent):
         return self._require("encoders").mention_fingerprint()
 
     def mention_batches(self, docs: Sequence[Doc]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The ents of ``docs`` as the mention encoder's padded ``(ids, mask)`` batches,
+        """The mentions of ``docs`` as the mention encoder's padded ``(ids, mask)`` batches,
         length-sorted as linking makes them (``forward_mentions`` runs one)."""
         retriever = self._require("encoders")
         spans = [MentionSpan(i, e.start_char, e.end_char)
-                 for i, d in enumerate(docs) for e in d.ents]
+                 for i, d in enumerate(docs) for e in self.span_getter(d)]
         inputs = retriever.builder.mention_ids([d.text for d in docs], spans)
         return retriever.builder.sorted_batches(inputs, retriever.settings.batch_size)[1]
 
@@ -262,7 +270,8 @@ class ArboEntityLinker(KBComponent):
         gold training mentions and build the index."""
         kb = kb_loader(nlp) if kb_loader is not None else None
         self._set_up(kb if kb is not None else self._config_kb())
-        texts, spans, gold_ids = gold_mentions(eg.reference for eg in get_examples())
+        texts, spans, gold_ids = gold_mentions((eg.reference for eg in get_examples()),
+                                               self.span_getter)
         self.trainer.collect(texts, spans, gold_ids)
         self.trainer.refresh()
 
@@ -272,16 +281,16 @@ class ArboEntityLinker(KBComponent):
         """One step of the configured objective on the gold mentions of ``examples``."""
         self._require("encoders (call initialize first)")
         return run_update(self, examples, lambda egs: self.trainer.step(
-            *gold_mentions(eg.reference for eg in egs)), sgd, losses)
+            *gold_mentions((eg.reference for eg in egs), self.span_getter)), sgd, losses)
 
     def get_loss(self, examples: Iterable[Example], predictions) -> tuple[float, list]:
-        """The softmax loss of each ent's gold among the top-k ``predict`` scored, and its
+        """The softmax loss of each mention's gold among the top-k ``predict`` scored, and its
         gradient: a diagnostic (``update`` trains through the objective)."""
         kb = self._require("a knowledge base").kb
         return candidate_loss(examples, [
             [(ent, [kb.entity_at(int(p)).id if p >= 0 else None for p in row_p], row_s)
-             for ent, row_s, row_p in zip(eg.predicted.ents, s, p, strict=True)]
-            for eg, (s, p, _) in zip(examples, predictions, strict=True)])
+             for ent, row_s, row_p in zip(self.span_getter(eg.predicted), s, p, strict=True)]
+            for eg, (s, p, _) in zip(examples, predictions, strict=True)], self.span_getter)
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Apply the optimizer; the index is stale until the next refresh."""
@@ -290,7 +299,8 @@ class ArboEntityLinker(KBComponent):
 
     @one_thread_at_a_time
     def predict(self, docs: Iterable[Doc]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Per doc: top-k scores and entity positions, and the mention vectors of its ents;
+        """Per doc: top-k scores and entity positions, and the vectors of its mentions
+        (``span_getter``);
         an index older than the encoders is an error (E050): see ``ensure_ready()``."""
         docs = list(docs)
         retriever = self._require("knowledge base or encoders")
@@ -298,13 +308,14 @@ class ArboEntityLinker(KBComponent):
             return []
         if not retriever.entities.is_current:
             raise ValueError(Errors.E050)
-        spans = [MentionSpan(i, e.start_char, e.end_char) for i, d in enumerate(docs)
-                 for e in d.ents]
+        mentions = [self.span_getter(d) for d in docs]
+        spans = [MentionSpan(i, e.start_char, e.end_char) for i, found in enumerate(mentions)
+                 for e in found]
         k = self.cfg["top_k"]
         if self.cfg["scores"] == "probability":
             k = max(k, PROBABILITY_POOL)  # the probabilities' normaliser (set_annotations)
         scores, positions, vectors = retriever.link([d.text for d in docs], spans, k)
-        bounds = np.cumsum([len(d.ents) for d in docs])[:-1]
+        bounds = np.cumsum([len(found) for found in mentions])[:-1]
         return list(zip(*(np.split(a, bounds) for a in (scores, positions, vectors)),
                         strict=True))
 
@@ -316,7 +327,9 @@ class ArboEntityLinker(KBComponent):
         threshold, nil_id, top_k = self.cfg["threshold"], self.cfg["nil_id"], self.cfg["top_k"]
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
-            for ent, candidates, vector in zip(doc.ents, lists, vectors, strict=True):
+            kb_ids = {}
+            for ent, candidates, vector in zip(self.span_getter(doc), lists, vectors,
+                                               strict=True):
                 encoded = bool(candidates)
                 raw = [float(score) for _, score in candidates]
                 # (id, score, raw score): the score is the raw one or its probability
@@ -331,11 +344,11 @@ class ArboEntityLinker(KBComponent):
                 raw = [r for _, _, r in scored]
                 best = candidates[0] if candidates else (nil_id, float("-inf"))
                 kb_id = best[0] if threshold is None or best[1] >= threshold else nil_id
-                for token in ent:
-                    token.ent_kb_id_ = kb_id
+                kb_ids[ent.start_char, ent.end_char] = kb_id
                 ent._.set(CANDIDATES_EXT, candidates)
                 ent._.set(RAW_SCORES_EXT, raw)
                 ent._.set(VECTOR_EXT, vector if encoded else None)
+            self.span_getter.write(doc, kb_ids)
 
     def _types_of(self, kb_id: str) -> tuple[str, ...]:
         return self.kb[kb_id].types

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
 from spacy.util import to_disk
 from thinc.api import Optimizer
@@ -24,13 +24,20 @@ from ..objectives.losses import ranked_candidate_loss
 S = TypeVar("S")
 
 
-def gold_mentions(docs: Iterable[Doc]) -> tuple[list[str], list[MentionSpan], list[list[str]]]:
-    """The texts of ``docs``, their ents as spans and each ent's gold ids (may be none)."""
+def ents(doc: Doc) -> tuple[Span, ...]:
+    """A doc's ents: the mentions of a component without a ``span_getter``."""
+    return doc.ents
+
+
+def gold_mentions(docs: Iterable[Doc], mentions: Callable[[Doc], Iterable[Span]] = ents
+                  ) -> tuple[list[str], list[MentionSpan], list[list[str]]]:
+    """The texts of ``docs``, their ``mentions`` (default: ents) as spans and each one's
+    gold ids (may be none)."""
     texts: list[str] = []
     spans: list[MentionSpan] = []
     ids: list[list[str]] = []
     for doc in docs:
-        for ent in doc.ents:
+        for ent in mentions(doc):
             spans.append(MentionSpan(len(texts), ent.start_char, ent.end_char))
             ids.append(gold_ids(ent.kb_id_))
         texts.append(doc.text)
@@ -102,14 +109,15 @@ def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], 
     doc.set_ents(sorted(kept + new, key=lambda s: s.start), default="outside")
 
 
-def candidate_loss(examples: Iterable[Example], rows: Iterable[Iterable[tuple[Any, list, Any]]]
-                   ) -> tuple[float, list]:
+def candidate_loss(examples: Iterable[Example], rows: Iterable[Iterable[tuple[Any, list, Any]]],
+                   mentions: Callable[[Doc], Iterable[Span]] = ents) -> tuple[float, list]:
     """``get_loss`` of a component that scores candidates: BLINK's softmax loss (eq. 4) of
-    each scored ent's gold entity among its candidates, and d loss / d scores. ``rows``: per
-    example, ``(ent, candidate ids, scores)`` of each ent ``predict`` scored."""
+    each scored mention's gold entity among its candidates, and d loss / d scores. ``rows``:
+    per example, ``(span, candidate ids, scores)`` of each span ``predict`` scored; the gold
+    ids are those of the reference's ``mentions`` (default: ents) at the same offsets."""
     scores, gold = [], []
     for eg, doc_rows in zip(examples, rows, strict=True):
-        golds = {(e.start_char, e.end_char): gold_ids(e.kb_id_) for e in eg.reference.ents}
+        golds = {(e.start_char, e.end_char): gold_ids(e.kb_id_) for e in mentions(eg.reference)}
         for ent, ids, row in doc_rows:
             wanted = golds.get((ent.start_char, ent.end_char), [])
             scores.append(row)

@@ -1,7 +1,7 @@
 """The registered objective functions (``[components.arbo_entity_linker.objective]``): one
 versioned function per objective, FGSM and distillation as wrappers of another.
-``objective_block`` is the config block of an objective chosen by name (``project-train
---objective``)."""
+``objective_block`` is the config block of an objective chosen by name (the project's
+``scripts/project.py train --objective``)."""
 
 from __future__ import annotations
 
@@ -137,7 +137,8 @@ def switched_objective(name: str, config_path: Path, overrides: Mapping[str, Any
                        ) -> dict[str, Any]:
     """The block of objective ``name`` for the ``arbo_entity_linker`` of the training config
     at ``config_path`` with ``overrides``, keeping those settings of its current block that
-    the function of ``name`` takes (``project-train linker DATASET --objective NAME``)."""
+    the function of ``name`` takes (the project's ``scripts/project.py train linker DATASET
+    --objective NAME``)."""
     from confection import ConfigValidationError
     from spacy.util import load_config
 
