@@ -697,6 +697,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "--{key} does not apply to {component}: its training config has no paths.{key} (it "
         "has {known}). Drop --{key}, or choose the component whose training takes it."
     )
+    E229 = (
+        "{path} is not a saved spaCy pipeline: its config.cfg cannot be read ({error}). Give "
+        "the folder that `nlp.to_disk` or `spacy train` wrote (e.g. training/model-best), "
+        "which holds config.cfg, meta.json and a folder per component."
+    )
 
     # --- the pipeline API (spacy_arboel/pipeline/) and its command options: E210-E219 ---
     E210 = (

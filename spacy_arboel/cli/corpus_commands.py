@@ -49,7 +49,6 @@ def link_corpus_command(
     shard (atomically, with a manifest of finished shards: a rerun resumes), the documents
     that raised in <shard>.errors.jsonl. Extra --section.key value options override the
     pipeline's config."""
-    from spacy.util import load_config
     from tqdm import tqdm
     from wasabi import msg
 
@@ -57,12 +56,13 @@ def link_corpus_command(
     from ..corpus.worker import LinkSettings, cross_document_pipes
     from ..errors import Warnings
     from ..jobs.engines import make_engine
+    from ..pipeline.loading import pipeline_config
 
     # the engine first: checked before anything is written (E007, E011, E128)
     runner = make_engine(engine, num_workers, address=address, num_gpus=num_gpus)
     check_outputs({"MODEL": model, "INPUT": input_path}, {"OUTPUT": output},
                   folders=["OUTPUT"])
-    skipped = cross_document_pipes(load_config(model / "config.cfg"))
+    skipped = cross_document_pipes(pipeline_config(model))
     if skipped:
         msg.info(f"{', '.join(skipped)} clusters across documents, which batch-by-batch "
                  "linking cannot do: it is disabled here; cluster the linked corpus with "

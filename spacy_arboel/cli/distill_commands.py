@@ -48,12 +48,11 @@ def distill_mentions_command(
     """Distil the linker's mention encoder into one with fewer layers (the fast CPU setting,
     BENCHMARKS.md); the entity encoder and its index are kept, so the saved pipeline links
     against the same KB vectors. `--components.x.y value` overrides apply at load."""
-    from spacy.util import load_config
     from wasabi import msg
 
     from ..errors import Errors
     from ..factories import ENTITY_LINKER, find_component
-    from ..pipeline.loading import load_pipeline
+    from ..pipeline.loading import load_pipeline, pipeline_config
     from ..pipeline.mention_encoders import distill_mention_encoder
 
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output},
@@ -63,7 +62,7 @@ def distill_mentions_command(
                                     "measured fast setting)", value=mention_max_length),
                  exits=1)
     overrides = command_overrides(ctx)
-    find_component(load_config(model / "config.cfg"), ENTITY_LINKER, component,
+    find_component(pipeline_config(model), ENTITY_LINKER, component,
                    where=str(model))
     nlp = load_pipeline(model, {**overrides, f"components.{component}.quantize": quantize})
     settings = DistillSettings(layers=layers, epochs=epochs, batch_size=batch_size,

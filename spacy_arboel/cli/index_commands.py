@@ -52,7 +52,6 @@ def build_index_command(
     the shards already in --work-dir), build the FAISS index chosen by size, and save the
     pipeline with it: the linker then loads index.faiss memory-mapped instead of embedding
     the KB. Extra --section.key value options override the pipeline's config."""
-    from spacy.util import load_config
     from wasabi import msg
 
     from ..factories import ENTITY_LINKER, find_component
@@ -60,14 +59,14 @@ def build_index_command(
     from ..kb.knowledge_base import KnowledgeBase
     from ..pipeline.indexes import build_linker_index
     from ..pipeline.knowledge_bases import swap_kb, without_kb_paths
-    from ..pipeline.loading import load_pipeline
+    from ..pipeline.loading import load_pipeline, pipeline_config
 
     work_dir = work_dir or output.with_name(output.name + ".shards")
     # the engine first: checked before anything is written (E007, E011, E128)
     runner = make_engine(engine, num_workers, address=address, num_gpus=num_gpus)
     check_outputs({"MODEL": model, "--kb": kb}, {"OUTPUT": output, "--work-dir": work_dir},
                   pipelines=("OUTPUT",), folders=("--work-dir",))
-    config = load_config(model / "config.cfg")
+    config = pipeline_config(model)
     component = find_component(config, ENTITY_LINKER, component, where=str(model))
     nlp = load_pipeline(model, {**command_overrides(ctx), **without_kb_paths(config, component)})
     progress = Progress()

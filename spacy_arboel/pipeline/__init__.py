@@ -20,7 +20,7 @@ _MODULES = {
     "configs": ("factory_defaults", "fill_block", "fill_components", "init_config"),
     "indexes": ("build_linker_index",),
     "knowledge_bases": ("clear_coref_memory", "kb_holders", "swap_kb", "without_kb_paths"),
-    "loading": ("load_pipeline", "save_pipeline", "save_with_setting"),
+    "loading": ("load_pipeline", "pipeline_config", "save_pipeline", "save_with_setting"),
     "mention_encoders": ("distill_mention_encoder", "swap_mention_encoder"),
     "tuning": ("tune_lexical_weight",),
     "zero_shot": ("zero_shot_linker",),

@@ -13,7 +13,7 @@ from spacy.language import Language
 from ..errors import Errors
 from ..factories import COREF
 from ..parsing import parse_json
-from .loading import load_pipeline
+from .loading import load_pipeline, pipeline_config
 
 TUNED = ("k", "threshold", "directed")  # what a tune-coref file chooses
 # what clustering a linked corpus (``cluster_linked``) takes from the settings
@@ -65,10 +65,8 @@ def load_with_coref(model: str | Path, component: str = COREF,
     """The pipeline at ``model`` with ``component`` (an ``arbo_coref``, added where the
     pipeline has none of that name) configured by :func:`merge_coref_settings`; the
     settings go through the config, so that a saved pipeline keeps them."""
-    from spacy.util import load_config
-
     merged, others = merge_coref_settings(component, overrides, tuned=tuned, **settings)
-    if component in load_config(Path(model) / "config.cfg")["nlp"]["pipeline"]:
+    if component in pipeline_config(model)["nlp"]["pipeline"]:
         return load_pipeline(model, {**others, **{f"components.{component}.{key}": value
                                                   for key, value in merged.items()}})
     nlp = load_pipeline(model, others)
@@ -84,13 +82,11 @@ def linked_corpus_settings(model: str | Path, component: str = COREF,
     defaults, then ``component``'s config in the pipeline at ``model`` (where there is
     one), ``tuned``, then the overrides of ``component``. Also whether that config sets
     ``same_doc_only``, which clustering a linked corpus does not apply."""
-    from spacy.util import load_config
-
     defaults = coref_defaults()
     settings = {key: defaults[key] for key in LINKED_CORPUS}
     found: dict[str, Any] = {}
     if (Path(model) / "config.cfg").exists():
-        found = load_config(Path(model) / "config.cfg")["components"].get(component, {})
+        found = pipeline_config(model)["components"].get(component, {})
         settings.update({key: found[key] for key in settings if key in found})
     settings.update(tuned or {})
     own, _ = split_overrides(overrides or {}, component)

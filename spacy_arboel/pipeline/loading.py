@@ -6,17 +6,33 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from confection import Config
 from spacy.language import Language
 
 from ..atomic import atomic_folder
+from ..errors import Errors
+
+
+def pipeline_config(path: str | Path) -> Config:
+    """The config of the pipeline saved in the folder ``path`` (not interpolated); E229 where
+    it has no readable ``config.cfg``."""
+    from spacy.util import load_config
+
+    try:
+        return load_config(Path(path) / "config.cfg", interpolate=False)
+    except (OSError, ValueError) as err:  # spaCy's E053 (an OSError), a config parse error
+        raise ValueError(Errors.E229.format(path=path, error=err)) from None
 
 
 def load_pipeline(path: str | Path, overrides: Mapping[str, Any] | None = None, *,
                   disable: Iterable[str] = ()) -> Language:
     """``spacy.load(path)`` with ``overrides`` (dotted config keys, as in ``spacy train``:
-    ``{"components.arbo_coref.k": 4}``) and the components of ``disable`` disabled."""
+    ``{"components.arbo_coref.k": 4}``) and the components of ``disable`` disabled; a folder
+    that is no pipeline is E229."""
     import spacy
 
+    if Path(path).is_dir():
+        pipeline_config(path)
     return spacy.load(path, config=dict(overrides or {}), disable=list(disable))
 
 

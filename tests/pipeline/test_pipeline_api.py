@@ -20,7 +20,7 @@ from spacy_arboel.pipeline import (
     load_pipeline,
     load_with_coref,
     merge_coref_settings,
-    read_dataset,
+    pipeline_config,
     read_tuned_settings,
     save_pipeline,
     swap_kb,
@@ -173,12 +173,23 @@ def test_a_swapped_kb_is_used_by_every_component_that_holds_one(
         assert loaded.get_pipe(name).kb.fingerprint() == new_kb.fingerprint()
 
 
-def test_a_dataset_is_read_from_its_files_or_named_where_to_get_them(tmp_path):
-    from pathlib import Path
+def test_a_folder_that_is_no_pipeline_is_a_coded_error(tmp_path, saved_linker):
+    """E229 (not spaCy's OSError) for a folder without a readable config.cfg, from the
+    config reader, the loader and a command that reads the config first."""
+    from typer.testing import CliRunner
 
-    root = Path(__file__).resolve().parents[2]
-    files = read_dataset("toy", tmp_path, root / "assets")
-    assert set(files.splits) == {"train", "dev", "test"} and all(files.splits.values())
-    assert files.kb_sources == {"jsonl": [root / "assets" / "toy" / "kb.jsonl"]}
-    with pytest.raises(ValueError, match=r"E104.*bc5cdr.*BioCreative"):
-        read_dataset("bc5cdr", tmp_path, root / "assets")
+    from spacy_arboel.cli import app
+
+    assert pipeline_config(saved_linker / "pipeline")["nlp"]["pipeline"]
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.cfg").write_text("[nlp\nlang = en\n")
+    for folder in (tmp_path, tmp_path / "broken"):
+        with pytest.raises(ValueError, match=f"E229.*{folder.name}"):
+            pipeline_config(folder)
+        with pytest.raises(ValueError, match="E229"):
+            load_pipeline(folder)
+    result = CliRunner().invoke(app, ["distill-mentions", str(tmp_path / "broken"),
+                                      str(saved_linker / "gold.spacy"), "--output",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 1 and "[E229]" in result.output, result.output
+    assert not (tmp_path / "out").exists()

@@ -463,3 +463,16 @@ def test_removing_every_entity_of_a_kb_is_refused(tmp_path):
     output = " ".join(str(refused.value).split())
     assert f"[E036] {tmp_path / 'kb.jsonl'}: " in output and ".tmp-" not in output
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_dataset_is_read_from_its_files_or_named_where_to_get_them(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    from dataset_files import read_dataset
+
+    files = read_dataset("toy", tmp_path, root / "assets")
+    assert set(files.splits) == {"train", "dev", "test"} and all(files.splits.values())
+    assert files.kb_sources == {"jsonl": [root / "assets" / "toy" / "kb.jsonl"]}
+    with pytest.raises(ValueError, match=r"E104.*bc5cdr.*BioCreative"):
+        read_dataset("bc5cdr", tmp_path, root / "assets")
