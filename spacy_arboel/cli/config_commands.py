@@ -10,6 +10,7 @@ import typer
 
 from ..factories import ENTITY_LINKER, LINKER, RERANKER
 from .app import app
+from .options import TrainedComponent
 from .outputs import atomic_file, check_outputs
 
 # the paths a component's training needs (arbo_linker starts from the base encoder without
@@ -21,7 +22,7 @@ REQUIRED = {ENTITY_LINKER: ("train", "dev", "kb"), LINKER: ("train", "dev", "kb"
 @app.command("init-config")
 def init_config_command(
     output: Annotated[Path, typer.Argument(help="The config file to write, e.g. linker.cfg")],
-    component: Annotated[str, typer.Option(
+    component: Annotated[TrainedComponent, typer.Option(
         help="arbo_entity_linker (links given mentions: after a ner or a ruler), arbo_linker "
              "(raw text in, linked ents out) or arbo_reranker (re-ranks a linker's "
              "candidates)")] = ENTITY_LINKER,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .app import OVERRIDES, app
+from .options import EngineName, ShardFormat
 from .outputs import check_outputs
 from .overrides import command_overrides
 
@@ -24,9 +25,9 @@ def link_corpus_command(
     output: Annotated[Path, typer.Argument(
         help="Folder for one output shard per input shard, its errors files and "
              "manifest.json (a rerun skips the shards it lists)")],
-    engine: Annotated[str, typer.Option(help="local (this process) or ray (Ray actors)")] =
+    engine: Annotated[EngineName, typer.Option(help="local (this process) or ray (Ray actors)")] =
         "local",
-    fmt: Annotated[str, typer.Option("--format", help="jsonl (id, entities with offsets, "
+    fmt: Annotated[ShardFormat, typer.Option("--format", help="jsonl (id, entities with offsets, "
                                      "label, kb_id, score, candidates) or spacy (DocBin)")] =
         "jsonl",
     batch_size: Annotated[int, typer.Option(help="Documents per nlp.pipe call")] = 32,

@@ -19,7 +19,15 @@ from ..evaluation.report import (
 from ..factories import ENTITY_LINKER
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting
-from .options import DocLimit, GoldCorpus, LinkerComponent, MetricsOutput, PipelineModel, RunName
+from .options import (
+    DocLimit,
+    GoldCorpus,
+    IndexKind,
+    LinkerComponent,
+    MetricsOutput,
+    PipelineModel,
+    RunName,
+)
 from .outputs import check_outputs, write_text_atomic
 from .overrides import command_overrides
 
@@ -78,7 +86,7 @@ def evaluate(
     limit: DocLimit = 0,
     encoder_rate: Annotated[bool, typer.Option(help="Also time the raw encoder")] = True,
     index_kind: Annotated[
-        str | None, typer.Option(help="Override the index kind: auto, flat, hnsw, ivf or ivfpq")
+        IndexKind | None, typer.Option(help="Override the index kind (auto: by size)")
     ] = None,
     quantize: Annotated[
         bool | None, typer.Option(help="Override int8 quantised inference")

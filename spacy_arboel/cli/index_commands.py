@@ -11,6 +11,7 @@ import typer
 
 from ..jobs.kb_vectors import SHARD_ROWS
 from .app import OVERRIDES, app
+from .options import EngineName, IndexKind
 from .outputs import check_outputs, save_pipeline
 from .overrides import command_overrides
 
@@ -24,7 +25,7 @@ def build_index_command(
     kb: Annotated[Path | None, typer.Option(
         help="KB JSONL to link against instead of the pipeline's (e.g. millions of "
              "entities)", exists=True)] = None,
-    kind: Annotated[str, typer.Option(
+    kind: Annotated[IndexKind, typer.Option(
         help="auto (FAISS guidelines by size: flat up to 100k rows, HNSW below 1M, IVF-PQ "
              "above), flat, hnsw, ivf or ivfpq")] = "auto",
     pq_bytes: Annotated[int | None, typer.Option(
@@ -33,7 +34,8 @@ def build_index_command(
         help="ivfpq: re-score the PQ candidates from 8-bit vectors (recall@1 0.94 instead "
              "of 0.77 at 1M rows; 384 more bytes per row at 384 dimensions, "
              "memory-mapped)")] = True,
-    engine: Annotated[str, typer.Option(help="local (processes) or ray (actors)")] = "local",
+    engine: Annotated[EngineName, typer.Option(help="local (processes) or ray (actors)")] = (
+        "local"),
     num_workers: Annotated[int | None, typer.Option(
         help="Processes or Ray actors embedding shards, each loading the encoder once "
              "(default: 1 process, or 2 Ray actors)")] = None,

@@ -1,12 +1,23 @@
 """The arguments and options several commands share, declared once (typer's ``Annotated``
-types)."""
+types), and the choices options take, typed from the vocabulary their library declares
+(typer refuses another value and lists these)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
+
+from ..configs import COMPONENT_CONFIGS
+from ..corpus.shards import OUTPUT_FORMATS
+from ..jobs.engines import ENGINES
+from ..kb.index_builder import INDEX_KINDS
+
+EngineName = Literal[ENGINES]  # type: ignore[valid-type]
+IndexKind = Literal[INDEX_KINDS]  # type: ignore[valid-type]
+ShardFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
+TrainedComponent = Literal[tuple(COMPONENT_CONFIGS)]  # type: ignore[valid-type]
 
 LinkerModel = Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")]
 PipelineModel = Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")]

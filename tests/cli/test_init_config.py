@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
 from spacy_arboel.configs import COMPONENT_CONFIGS, packaged_config
-from spacy_arboel.pipeline.configs import fill_components
+from spacy_arboel.pipeline.configs import fill_components, init_config
 
 
 def _invoke(*args):
@@ -42,7 +42,10 @@ def test_init_config_writes_the_packaged_config_with_the_paths(tmp_path, compone
 
 def test_init_config_refuses_what_does_not_apply(tmp_path):
     result = _invoke("init-config", tmp_path / "x.cfg", "--component", "ner")
-    assert result.exit_code != 0 and "[E007]" in result.output
+    assert result.exit_code == 2 and "'ner' is not one of 'arbo_entity_linker'" in " ".join(
+        result.output.replace("│", " ").split())
+    with pytest.raises(ValueError, match=r"\[E007\].*--component 'ner'"):
+        init_config("ner")
     result = _invoke("init-config", tmp_path / "x.cfg", "--component", "arbo_reranker",
                      "--kb", tmp_path / "kb.jsonl")
     assert result.exit_code != 0 and "--kb does not apply to arbo_reranker" in result.output
