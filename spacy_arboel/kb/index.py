@@ -37,21 +37,22 @@ FAISS_FILE = "index.faiss"
 
 @dataclass(frozen=True)
 class IndexMeta:
-    """What an index was built from; a mismatch with the pipeline is an error (E004)."""
+    """What an index was built from (each setting as the linker that built it had it: no
+    default here); a mismatch with the pipeline is an error (E004)."""
 
     kb_fingerprint: str
     encoder_fingerprint: str
     dim: int
     n_rows: int
-    kind: str = "flat"
-    granularity: str = "entity"
+    kind: str
+    granularity: str
+    # the encoders' inputs the rows were embedded for (``encoders.inputs``)
+    inputs: str
     # the near-duplicate threshold the saved rows already passed (None: not de-duplicated)
     dedupe_threshold: float | None = None
     # the FAISS factory string of an index built apart and saved as index.faiss (None: built
     # from embeddings.npy when loaded)
     factory: str | None = None
-    # the encoders' inputs the rows were embedded for (``encoders.inputs``)
-    inputs: str = "blink"
 
     @property
     def built_apart(self) -> bool:

@@ -219,7 +219,7 @@ class IndexedKB:
         """What an index built now would be built from."""
         return IndexMeta(self.kb.fingerprint(), self.fingerprint(), dim, n_rows,
                          self.settings.index_kind, self.settings.granularity,
-                         inputs=self.settings.inputs)
+                         self.settings.inputs)
 
     def set_index(self, index: DenseIndex) -> None:
         """Use ``index`` as built by the current weights; training addresses rows by their

@@ -7,7 +7,7 @@ from spacy_arboel.kb.index import DenseIndex, IndexMeta, blas_search, near_dupli
 
 
 def _meta(n, kind="flat", granularity="entity"):
-    return IndexMeta("kb1", "enc1", 8, n, kind, granularity)
+    return IndexMeta("kb1", "enc1", 8, n, kind, granularity, "names")
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
@@ -50,7 +50,7 @@ def test_round_trip_and_mismatch(tmp_path):
     index.to_disk(tmp_path / "index")
     loaded = DenseIndex.from_disk(tmp_path / "index", expected=_meta(10))
     assert np.array_equal(loaded.search(vectors, 4)[1], index.search(vectors, 4)[1])
-    other = IndexMeta("kb2", "enc1", 8, 10)
+    other = IndexMeta("kb2", "enc1", 8, 10, "flat", "entity", "names")
     with pytest.raises(ValueError, match="does not match the pipeline"):
         DenseIndex.from_disk(tmp_path / "index", expected=other)
 
