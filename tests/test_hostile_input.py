@@ -11,13 +11,14 @@ from spacy_arboel.artefacts import check_folder
 from spacy_arboel.cli.coref_commands import tuned_settings
 from spacy_arboel.corpus.shards import open_manifest
 from spacy_arboel.data.ids import read_heldout_ids
+from spacy_arboel.data.inputs import read_documents
 from spacy_arboel.data.pubtator import read_pubtator
-from spacy_arboel.data.texts import read_texts
 from spacy_arboel.evaluation.report import read_metrics
 from spacy_arboel.jobs.kb_vectors import EmbeddingPlan, ShardStore
 from spacy_arboel.kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
 from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
 from spacy_arboel.parsing import parse_json
+from spacy_arboel.spacy_data.readers import read_corpus_documents
 
 DEEP = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
 NOT_UTF8 = b'{"text": "caf\xe9"}'
@@ -47,16 +48,16 @@ def test_kb_jsonl_with_a_deeply_nested_line(tmp_path):
 def test_corpus_jsonl_with_a_hostile_line(tmp_path, line, problem):
     (tmp_path / "bad.jsonl").write_bytes(b'{"text": "fine"}\n' + line + b"\n")
     with pytest.raises(ValueError, match=f"E115.*bad.jsonl, line 2: .*{problem}"):
-        list(read_texts(tmp_path / "bad.jsonl"))
+        list(read_documents(tmp_path / "bad.jsonl", strict=False))
 
 
 def test_plain_text_and_docbin_documents_that_cannot_be_read(tmp_path):
     (tmp_path / "doc.txt").write_bytes(b"Fine text\nthen caf\xe9.")
     with pytest.raises(ValueError, match="E154.*doc.txt: .*byte 0xe9 at line 2, column 9"):
-        list(read_texts(tmp_path / "doc.txt"))
+        list(read_documents(tmp_path / "doc.txt"))
     (tmp_path / "docs.spacy").write_bytes(b"not a DocBin")
     with pytest.raises(ValueError, match="E155.*docs.spacy"):
-        list(read_texts(tmp_path / "docs.spacy"))
+        list(read_corpus_documents(tmp_path / "docs.spacy"))
 
 
 def test_pubtator_bytes_that_are_not_utf8_name_the_line(tmp_path):
@@ -66,7 +67,7 @@ def test_pubtator_bytes_that_are_not_utf8_name_the_line(tmp_path):
         list(read_pubtator(path))
     (tmp_path / "docs.txt").write_bytes(b"1|t|Cough.\n1|a|Caf\xe9.\n\n")  # detected as PubTator
     with pytest.raises(ValueError, match=r"E010.*docs.txt: .* line 2: not UTF-8"):
-        list(read_texts(tmp_path / "docs.txt"))
+        list(read_documents(tmp_path / "docs.txt"))
 
 
 def test_mesh_files_with_a_hostile_line(tmp_path):
