@@ -24,11 +24,11 @@ from _common import RESULTS, machine
 
 def long_text(source: Path, n_chars: int) -> str:
     """BC5CDR abstracts (title and abstract) joined by blank lines up to ``n_chars``."""
-    from spacy_arboel.spacy_data.readers import read_pubtator_documents
+    from spacy_arboel.data.inputs import read_documents
 
     parts, size = [], 0
     while size < n_chars:
-        for document in read_pubtator_documents(source):
+        for document in read_documents(source, "pubtator"):
             parts.append(document.text)
             size += len(document.text) + 2
             if size >= n_chars:

@@ -16,7 +16,9 @@ from spacy.tokens import DocBin
 
 from project_errors import ProjectErrors, ProjectWarnings
 from spacy_arboel.atomic import atomic_file, check_own_folder, write_text_atomic
-from spacy_arboel.data.pubtator import PubtatorDocument, read_pubtator_member
+from spacy_arboel.data.documents import Document
+from spacy_arboel.data.inputs import read_documents
+from spacy_arboel.data.pubtator import read_pubtator_member
 from spacy_arboel.evaluation.report import PREPARED_FILE
 from spacy_arboel.kb.build import without_entities
 from spacy_arboel.kb.knowledge_base import KnowledgeBase
@@ -27,9 +29,8 @@ from spacy_arboel.kb.mesh_packages import (
     write_mesh_files,
 )
 from spacy_arboel.kb.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
-from spacy_arboel.spacy_data.convert import docs_to_docbin, pubtator_to_docs
+from spacy_arboel.spacy_data.convert import docs_to_docbin, documents_to_docs
 from spacy_arboel.spacy_data.discovery import choose_heldout, without_ids
-from spacy_arboel.spacy_data.readers import read_pubtator_documents
 
 SPLITS = ("train", "dev", "test")
 # NCBI-disease's official splits are its train, development and test files; without the
@@ -76,7 +77,7 @@ class DatasetFiles:
     """A dataset's documents by split, its KB sources (keyword arguments of ``build_kb``),
     notes and warnings on how its splits were made, and the file each split came from."""
 
-    splits: dict[str, list[PubtatorDocument]]
+    splits: dict[str, list[Document]]
     kb_sources: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -177,24 +178,24 @@ def write_prepared(output_dir: Path, dataset: str, files: DatasetFiles) -> Path:
 
 
 
-def merge_ncbi_classes(splits: dict[str, list[PubtatorDocument]]
-                       ) -> dict[str, list[PubtatorDocument]]:
+def merge_ncbi_classes(splits: dict[str, list[Document]]
+                       ) -> dict[str, list[Document]]:
     """NCBI-disease's splits with its four mention classes labelled ``NCBI_LABEL``."""
     return {split: relabel(docs, dict.fromkeys(NCBI_CLASSES, NCBI_LABEL))
             for split, docs in splits.items()}
 
 
-def write_splits(splits: dict[str, list[PubtatorDocument]], output_dir: Path,
+def write_splits(splits: dict[str, list[Document]], output_dir: Path,
                  nlp: Language) -> dict[str, dict[str, Any]]:
     """Write each split to ``output_dir/<split>.spacy`` (tokenised by ``nlp``); return the
     summary of each (``docs_to_docbin``)."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    return {split: docs_to_docbin(pubtator_to_docs(splits[split], nlp),
+    return {split: docs_to_docbin(documents_to_docs(splits[split], nlp),
                                   output_dir / f"{split}.spacy") for split in SPLITS}
 
 
-def relabel(documents: list[PubtatorDocument],
-            labels: dict[str, str]) -> list[PubtatorDocument]:
+def relabel(documents: list[Document],
+            labels: dict[str, str]) -> list[Document]:
     """The documents with each mention label found in ``labels`` replaced by its value."""
     return [replace(document, mentions=[replace(m, label=labels.get(m.label, m.label))
                                         for m in document.mentions])
@@ -259,8 +260,8 @@ def _drop_entities(output_dir: Path, ids: set[str], nlp: Language) -> None:
         DocBin(docs=train, store_user_data=True).to_disk(temp)
 
 
-def _read(path: Path) -> list[PubtatorDocument]:
-    return list(read_pubtator_documents(path))
+def _read(path: Path) -> list[Document]:
+    return list(read_documents(path, "pubtator"))
 
 
 def _require(path: Path, kind: str, origin: str) -> Path:

@@ -217,10 +217,6 @@ class Errors(metaclass=ErrorsWithCodes):
         "Nothing to build the knowledge base from. Give `--mesh-descriptors` and/or at least "
         "one `--jsonl` file."
     )
-    E102 = (
-        "{path}: unknown corpus format. Alias corpora must be `.spacy` DocBins or PubTator "
-        "`.txt` files (or folders of them)."
-    )
     E103 = (
         "{path}: no such file or folder ({what})."
     )
@@ -282,8 +278,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path}: no documents were read as {fmt}, so nothing was written ({output} is left "
         "as it was). Give the corpus and its format with --format: pubtator (a PubTator file "
         "or a folder of them), jsonl (a .jsonl file, one {{\"text\", \"spans\"}} object a "
-        "line) or brat (a folder of NAME.txt and NAME.ann pairs); auto takes a .jsonl file "
-        "as jsonl, a folder with .ann files as brat, anything else as pubtator."
+        "line), brat (a folder of NAME.txt and NAME.ann pairs) or text (plain text, one "
+        "document a file); auto takes a folder with .ann files as brat, and otherwise each "
+        "file by its suffix: .jsonl as jsonl, .pubtator as pubtator, a .txt as pubtator when "
+        "its first line is a PMID|t|title line, else as text."
     )
     E244 = (
         "{path} is neither new, nor empty, nor the output of an earlier `{command}` ({problem}): "
@@ -404,9 +402,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "--output` writes), found a {found}."
     )
     E114 = (
-        "{path}: not a document file, nor a folder of them. Give .jsonl (one JSON object per "
-        "line with a \"text\" field and an optional \"id\"), .pubtator, .txt (PubTator, or "
-        "one plain document per file) or .spacy files ({suffixes})."
+        "{path}: not a document file, nor a folder of them ({suffixes}). Give .jsonl (one "
+        "JSON object per line with a \"text\" field and an optional \"id\"), .pubtator, "
+        ".txt (PubTator when it starts with a PMID|t|title line, else one plain document) "
+        "or .spacy files, or a brat folder (NAME.txt and NAME.ann pairs)."
     )
     E115 = (
         "{path}, line {line}: {problem}. Each line of a .jsonl input must be a JSON object "
@@ -645,6 +644,11 @@ class Errors(metaclass=ErrorsWithCodes):
     E205 = (
         "No training config named '{name}' comes with spacy-arboel; there are: {known}. "
         "`python -m spacy_arboel init-config --help` lists what it writes."
+    )
+    E206 = (
+        "{path} is a .spacy DocBin: spaCy's corpus format, not annotated text that this "
+        "reads (PubTator, JSONL, brat or plain text). A DocBin is a corpus already; "
+        "spacy_arboel.spacy_data.readers.read_corpus_documents reads it with the others."
     )
     # --- the KB-and-index runtime and the component adapters: E220-E229 ---
     E223 = (

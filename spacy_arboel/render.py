@@ -78,7 +78,8 @@ def checkable_gold(doc: Doc, gold: Sequence[tuple[int, int, str]]
                    ) -> list[tuple[int, int, str]]:
     """The gold spans of ``gold`` that can be checked on ``doc``: within its text
     (``0 <= start < end <= len``) and with at least one id (``-1``, PubTator's "no id",
-    is none). ``data.texts`` reads only such spans; others are left out here too."""
+    is none). The readers give only such spans (``data.documents.Document.gold_links``);
+    others are left out here too."""
     return [(start, end, ids) for start, end, ids in gold
             if 0 <= start < end <= len(doc.text) and any(i != NO_ID for i in gold_ids(ids))]
 

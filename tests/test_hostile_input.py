@@ -8,15 +8,17 @@ import numpy as np
 import pytest
 
 from spacy_arboel.artefacts import check_folder
-from spacy_arboel.cli.coref_commands import heldout_ids, tuned_settings
+from spacy_arboel.cli.coref_commands import tuned_settings
 from spacy_arboel.corpus.shards import open_manifest
+from spacy_arboel.data.ids import read_heldout_ids
+from spacy_arboel.data.inputs import read_documents
 from spacy_arboel.data.pubtator import read_pubtator
-from spacy_arboel.data.texts import read_texts
 from spacy_arboel.evaluation.report import read_metrics
 from spacy_arboel.jobs.kb_vectors import EmbeddingPlan, ShardStore
 from spacy_arboel.kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
 from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
 from spacy_arboel.parsing import parse_json
+from spacy_arboel.spacy_data.readers import read_corpus_documents
 
 DEEP = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
 NOT_UTF8 = b'{"text": "caf\xe9"}'
@@ -46,16 +48,16 @@ def test_kb_jsonl_with_a_deeply_nested_line(tmp_path):
 def test_corpus_jsonl_with_a_hostile_line(tmp_path, line, problem):
     (tmp_path / "bad.jsonl").write_bytes(b'{"text": "fine"}\n' + line + b"\n")
     with pytest.raises(ValueError, match=f"E115.*bad.jsonl, line 2: .*{problem}"):
-        list(read_texts(tmp_path / "bad.jsonl"))
+        list(read_documents(tmp_path / "bad.jsonl", strict=False))
 
 
 def test_plain_text_and_docbin_documents_that_cannot_be_read(tmp_path):
     (tmp_path / "doc.txt").write_bytes(b"Fine text\nthen caf\xe9.")
     with pytest.raises(ValueError, match="E154.*doc.txt: .*byte 0xe9 at line 2, column 9"):
-        list(read_texts(tmp_path / "doc.txt"))
+        list(read_documents(tmp_path / "doc.txt"))
     (tmp_path / "docs.spacy").write_bytes(b"not a DocBin")
     with pytest.raises(ValueError, match="E155.*docs.spacy"):
-        list(read_texts(tmp_path / "docs.spacy"))
+        list(read_corpus_documents(tmp_path / "docs.spacy"))
 
 
 def test_pubtator_bytes_that_are_not_utf8_name_the_line(tmp_path):
@@ -65,7 +67,7 @@ def test_pubtator_bytes_that_are_not_utf8_name_the_line(tmp_path):
         list(read_pubtator(path))
     (tmp_path / "docs.txt").write_bytes(b"1|t|Cough.\n1|a|Caf\xe9.\n\n")  # detected as PubTator
     with pytest.raises(ValueError, match=r"E010.*docs.txt: .* line 2: not UTF-8"):
-        list(read_texts(tmp_path / "docs.txt"))
+        list(read_documents(tmp_path / "docs.txt"))
 
 
 def test_mesh_files_with_a_hostile_line(tmp_path):
@@ -110,10 +112,11 @@ def test_settings_files_with_a_hostile_line(tmp_path, capsys):
     metrics.write_text(DEEP)
     with pytest.raises(ValueError, match="E111.*nested too deeply"):
         read_metrics(metrics)
-    for read, code in ((tuned_settings, "E151"), (heldout_ids, "E152")):
-        with pytest.raises(SystemExit):
-            read(metrics)
-        assert code in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        tuned_settings(metrics)
+    assert "E151" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="E152.*nested too deeply"):
+        read_heldout_ids(metrics)
     (tmp_path / "tuned.json").write_text(json.dumps({"best": [1]}))
     with pytest.raises(SystemExit):
         tuned_settings(tmp_path / "tuned.json")

@@ -11,7 +11,6 @@ from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
-from spacy_arboel.data.texts import TextRecord, read_texts
 from spacy_arboel.extensions import CANDIDATES_EXT, register_extensions
 from spacy_arboel.render import (
     MESH_URL_TEMPLATE,
@@ -20,10 +19,16 @@ from spacy_arboel.render import (
     default_url_template,
     render_page,
 )
+from spacy_arboel.spacy_data.readers import read_corpus_documents
 
 PUBTATOR = ("123|t|Famotidine delirium\n123|a|In elderly patients.\n"
             "123\t0\t10\tFamotidine\tChemical\tD015738\n\n"
             "456|t|Cough\n456|a|Aspirin induced cough.\n")
+
+
+def _read(path):
+    """What render reads from ``path``: each document's id, text and gold links."""
+    return [(d.id, d.text, d.gold_links) for d in read_corpus_documents(path, strict=False)]
 
 
 def _doc():
@@ -97,11 +102,11 @@ def test_documents_are_read_from_each_format(tmp_path):
     nlp = spacy.blank("xx")
     DocBin(docs=[nlp("Fever.")]).to_disk(tmp_path / "d.spacy")
     (tmp_path / "notes.md").write_text("ignored in a folder")
-    assert list(read_texts(tmp_path)) == [
-        TextRecord("x1", "Aspirin."), TextRecord("a:3", "Cough."),
-        TextRecord("123", "Famotidine delirium In elderly patients.", ((0, 10, "D015738"),)),
-        TextRecord("456", "Cough Aspirin induced cough."),
-        TextRecord("c", "Plain text\nof one document."), TextRecord("d:0", "Fever.")]
+    assert _read(tmp_path) == [
+        ("x1", "Aspirin.", ()), ("a:3", "Cough.", ()),
+        ("123", "Famotidine delirium In elderly patients.", ((0, 10, "D015738"),)),
+        ("456", "Cough Aspirin induced cough.", ()),
+        ("c", "Plain text\nof one document.", ()), ("d:0", "Fever.", ())]
 
 
 @pytest.mark.parametrize("line,problem", [("not json", "not JSON"), ('{"id": 1}', '"text"'),
@@ -109,16 +114,16 @@ def test_documents_are_read_from_each_format(tmp_path):
 def test_bad_jsonl_lines_are_coded_errors(tmp_path, line, problem):
     (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n' + line + "\n")
     with pytest.raises(ValueError, match=f"E115.*line 2.*{problem}"):
-        list(read_texts(tmp_path / "bad.jsonl"))
+        _read(tmp_path / "bad.jsonl")
 
 
 def test_unknown_files_are_coded_errors(tmp_path):
     (tmp_path / "x.csv").write_text("a,b")
     with pytest.raises(ValueError, match="E114"):
-        list(read_texts(tmp_path / "x.csv"))
+        _read(tmp_path / "x.csv")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="E114"):
-        list(read_texts(tmp_path / "empty"))
+        _read(tmp_path / "empty")
 
 
 def _render(*args):
@@ -212,12 +217,12 @@ def test_gold_spans_are_read_as_convert_reads_them_and_bad_ones_skipped_with_W10
         {"start": 0, "end": 7, "kb_id": ["D1|D2"]}]}) + "\n"
         + json.dumps({"text": text, "spans": {"start": 0}}) + "\n")
     with pytest.warns(UserWarning) as caught:
-        first, second = read_texts(path)
+        first, second = read_corpus_documents(path, strict=False)
     skipped = [str(w.message) for w in caught]
     assert len(skipped) == 7 and all(m.startswith("[W105] ") for m in skipped)
     assert all(f"{path}:1: " in m for m in skipped[:6]) and f"{path}:2: " in skipped[6]
-    assert first.gold == ((0, 7, "D001241"), (8, 15, "D1|D2"))
-    assert second.gold == ()
+    assert first.gold_links == ((0, 7, "D001241"), (8, 15, "D1|D2"))
+    assert second.gold_links == ()
     # the same file is refused by convert
     result = CliRunner().invoke(app, ["convert", str(path), str(tmp_path / "gold.spacy")])
     assert result.exit_code == 1 and "[E203]" in result.output
@@ -226,9 +231,9 @@ def test_gold_spans_are_read_as_convert_reads_them_and_bad_ones_skipped_with_W10
 def test_jsonl_ids_that_are_not_ids_are_E115(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"id": null, "text": "Aspirin."}\n')
     with pytest.raises(ValueError, match=r"E115.*line 1.*\"id\" must be"):
-        list(read_texts(tmp_path / "a.jsonl"))
+        _read(tmp_path / "a.jsonl")
     (tmp_path / "b.jsonl").write_text('{"id": 7, "text": "Aspirin."}\n')
-    assert [r.id for r in read_texts(tmp_path / "b.jsonl")] == ["7"]
+    assert [doc_id for doc_id, _, _ in _read(tmp_path / "b.jsonl")] == ["7"]
 
 
 def test_gold_outside_the_text_or_without_an_id_is_not_drawn():

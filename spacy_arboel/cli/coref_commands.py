@@ -7,9 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import Errors
 from ..factories import COREF
-from ..parsing import parse_json
 from .app import OVERRIDES, app
 from .common import check_corpus, report
 from .options import CorefComponent, GoldCorpus, LinkerModel, MetricsOutput, RunName, TunedCoref
@@ -31,20 +29,6 @@ def tuned_settings(path: Path | None) -> dict:
     except ValueError as err:
         msg.fail(str(err))
         raise SystemExit(1) from None
-
-
-def heldout_ids(path: Path) -> set[str]:
-    """The ``ids`` of a ``heldout_ids.json`` (exit with E152 when it is no such file)."""
-    from wasabi import msg
-
-    try:
-        ids = parse_json(path.read_bytes())["ids"]
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise TypeError('"ids" is not a list of strings')
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        msg.fail(Errors.E152.format(path=path, problem=f"{type(err).__name__}: {err}"),
-                 exits=1)
-    return set(ids)
 
 
 def _load(model: Path, ctx: typer.Context | None, component: str, settings_file=None,
@@ -155,18 +139,20 @@ def evaluate_coref_command(
     inference, NMI, ARI, MUC, B³, CEAF-e and CoNLL F1 (all mentions and out-of-KB ones)."""
     from spacy.tokens import DocBin
 
+    from ..data.ids import read_heldout_ids
     from ..evaluation.coref_eval import evaluate_coref, gold_mention_examples
     from ..factories import NER, find_components
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--settings": settings,
                    "--heldout": heldout}, {"--output": output}, kinds={"--output": "json"})
     check_corpus(corpus)
+    heldout_ids = read_heldout_ids(heldout) if heldout else None  # E152
     nlp = _load(model, ctx, component, settings)
     examples = gold_mention_examples(nlp, DocBin().from_disk(corpus).get_docs(nlp.vocab))
     with nlp.select_pipes(disable=find_components(nlp, NER)):
         metrics = evaluate_coref(
             nlp, examples, component=component,
-            heldout=heldout_ids(heldout) if heldout else None)
+            heldout=heldout_ids)
     report(metrics, output, corpus=corpus,
            title=f"{name or model.name}: {corpus.name}, clustered",
            table=(None, _summary(metrics)), name=name)

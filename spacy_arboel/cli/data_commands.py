@@ -1,23 +1,23 @@
-"""CLI commands for data: ``convert`` (PubTator -> .spacy) and ``build-kb`` (-> KB JSONL)."""
+"""CLI commands for data: ``convert`` (annotated documents -> .spacy), ``mesh-files`` and
+``build-kb`` (-> KB JSONL)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import spacy
 import typer
-from spacy.language import Language
-from spacy.tokens import Doc, DocBin
 from wasabi import msg
 
 from ..errors import Errors
 from ..kb.build import build_kb
 from ..kb.knowledge_base import KnowledgeBaseError
 from ..spacy_data.aliases import harvest_aliases, types_from_docs
-from ..spacy_data.convert import docs_to_docbin, pubtator_to_docs
-from ..spacy_data.readers import read_pubtator_documents
+from ..spacy_data.convert import docs_to_docbin, documents_to_docs
+from ..spacy_data.readers import read_corpus_docs
 from .app import app
 from .outputs import check_outputs
 
@@ -35,34 +35,36 @@ SYNONYMS_HELP = (
 @app.command("convert")
 def convert_command(
     input_path: Path = typer.Argument(
-        ..., exists=True, help="PubTator file (or folder of .txt files), JSONL file "
-        "({\"text\", \"spans\": [{\"start\", \"end\", \"label\", \"kb_id\"}]} a line) "
-        "or brat folder (NAME.txt + NAME.ann)"),
+        ..., exists=True, help="PubTator file (.pubtator, or .txt starting with PMID|t|), "
+        "JSONL file ({\"text\", \"spans\": [{\"start\", \"end\", \"label\", \"kb_id\"}]} a "
+        "line), brat folder (NAME.txt + NAME.ann) or a folder of such files"),
     output_path: Path = typer.Argument(..., help="Output .spacy file"),
     input_format: str = typer.Option(
-        "auto", "--format", help="auto (.jsonl: jsonl, a folder with .ann files: brat, else "
-        "pubtator), pubtator, jsonl or brat"),
+        "auto", "--format", help="auto (a folder with .ann files: brat, else each file by "
+        "its suffix; a .txt is pubtator when it starts with PMID|t|, else text), pubtator, "
+        "jsonl, brat or text"),
     lang: str = typer.Option("en", "--lang", help="Language of the blank tokenizer"),
     limit: int = typer.Option(0, "--limit", help="Convert at most N documents (0: all)"),
 ) -> None:
     """Convert an annotated corpus (PubTator, JSONL with character spans and ids, or brat
     standoff) to a spaCy DocBin (.spacy) with gold entities and kb_ids: the training and
     evaluation corpora of every command."""
+    from ..data.inputs import FORMATS, document_sources, read_documents
     from ..settings import check_value, choices
-    from ..spacy_data.readers import CORPUS_FORMATS, corpus_format, read_annotated_documents
 
     check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path},
                   kinds={"OUTPUT_PATH": "spacy"})
-    check_value("--format", input_format, choices(CORPUS_FORMATS))
+    check_value("--format", input_format, choices(FORMATS))
     nlp = spacy.blank(lang)
-    fmt = corpus_format(input_path, input_format)
+    fmt = ", ".join(dict.fromkeys(f for _, f in document_sources(input_path, input_format)))
 
     def some_documents(summary: dict) -> None:
         if not summary["docs"]:
             raise ValueError(Errors.E243.format(path=input_path, fmt=fmt, output=output_path))
 
-    documents = read_annotated_documents(input_path, fmt, limit)
-    summary = docs_to_docbin(pubtator_to_docs(documents, nlp), output_path,
+    documents = islice(read_documents(input_path, input_format),
+                       limit if limit > 0 else None)
+    summary = docs_to_docbin(documents_to_docs(documents, nlp), output_path,
                              check=some_documents)
     msg.good(f"Saved {summary['docs']} docs to {output_path}")
     msg.table([(key.replace("_", " "), value) for key, value in summary.items()],
@@ -101,7 +103,8 @@ def build_kb_command(
         None, "--disease-synonyms", exists=True, help="MeSH disease-synonym TSV"),
     alias_corpus: list[Path] = typer.Option(
         [], "--alias-corpus", exists=True,
-        help="Corpus (.spacy or PubTator .txt) whose gold mentions add aliases; repeatable"),
+        help="Corpus (.spacy, PubTator, JSONL, brat, or a folder of them) whose gold "
+        "mentions add aliases; repeatable"),
     jsonl: list[Path] = typer.Option(
         [], "--jsonl", exists=True, help="Existing KB JSONL to include; repeatable"),
     synonyms: list[str] = typer.Option([], "--synonyms", help=SYNONYMS_HELP),
@@ -171,17 +174,3 @@ def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources:
     if report.absent:
         msg.text(f"e.g. absent: {', '.join(sorted(report.absent)[:10])}")
 
-
-def read_corpus_docs(paths: Iterable[Path], nlp: Language) -> Iterator[Doc]:
-    """Gold docs from ``.spacy`` DocBins or PubTator ``.txt`` files (or folders of them)."""
-    for path in paths:
-        files = [path]
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix in (".spacy", ".txt"))
-        for file_path in files:
-            if file_path.suffix == ".spacy":
-                yield from DocBin().from_disk(file_path).get_docs(nlp.vocab)
-            elif file_path.suffix == ".txt":
-                yield from pubtator_to_docs(read_pubtator_documents(file_path), nlp)
-            else:
-                raise typer.BadParameter(Errors.E102.format(path=file_path))

@@ -16,8 +16,9 @@ def render_command(
     model: Annotated[Path, typer.Argument(help="A pipeline that links (arbo_linker, or ner "
                                                "+ arbo_entity_linker)", exists=True)],
     input_path: Annotated[Path, typer.Argument(
-        help="Documents: .jsonl (\"text\", optional \"id\"), .txt (PubTator or plain), "
-             ".spacy, or a folder of them", exists=True)],
+        help="Documents: .jsonl (\"text\", optional \"id\" and \"spans\"), .pubtator, "
+             ".txt (PubTator when it starts with PMID|t|, else plain text), .spacy, a brat "
+             "folder, or a folder of such files", exists=True)],
     output: Annotated[Path, typer.Option(help="The HTML page to write")] = Path("page.html"),
     limit: Annotated[int, typer.Option(help="Render the first N documents (0: all)")] = 10,
     kb_url_template: Annotated[str | None, typer.Option(
@@ -38,31 +39,32 @@ def render_command(
     from wasabi import msg
 
     from ..data.ids import gold_ids
-    from ..data.texts import read_texts
     from ..evaluation.report import write_json
     from ..factories import pipeline_kb
     from ..pipeline.loading import load_pipeline
     from ..render import check_links, check_url_template, default_url_template, render_page
+    from ..spacy_data.readers import read_corpus_documents
 
     check_outputs({"MODEL": model, "INPUT_PATH": input_path},
                   {"--output": output, "--errors": errors},
                   kinds={"--output": "html", "--errors": "json"})
     if kb_url_template:
         check_url_template(kb_url_template)
-    records = list(islice(read_texts(input_path), limit or None))
+    documents = list(islice(read_corpus_documents(input_path, strict=False),
+                            limit if limit > 0 else None))
     nlp = load_pipeline(model, command_overrides(ctx))
     kb = pipeline_kb(nlp)
     names = {e.id: e.name for e in kb} if kb is not None else {}
     if kb_url_template is None:
         kb_url_template = default_url_template(names)
-    docs = list(nlp.pipe(r.text for r in records))
+    docs = list(nlp.pipe(d.text for d in documents))
     page = render_page(docs, kb_url_template or None, names, candidates,
-                       [r.id for r in records], [r.gold for r in records])
+                       [d.id for d in documents], [d.gold_links for d in documents])
     write_text_atomic(output, page)
     msg.good(f"Rendered {len(docs)} docs with {sum(len(d.ents) for d in docs)} entities: "
              f"{output}")
-    checks = [c for doc, r in zip(docs, records, strict=True)
-              for c in check_links(doc, r.gold, r.id)]
+    checks = [c for doc, d in zip(docs, documents, strict=True)
+              for c in check_links(doc, d.gold_links, d.id)]
     if checks:
         wrong = [c for c in checks if c.kind != "right"]
         msg.info(f"{len(checks) - len(wrong)} of {len(checks)} gold links right; "

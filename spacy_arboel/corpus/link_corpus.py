@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 
 from ..artefacts import pipeline_fingerprint
-from ..data.texts import read_texts
 from ..errors import Errors
 from ..jobs.engines import LocalEngine, RayEngine
 from ..jobs.ledger import digest
 from .shard_writer import ShardWriter
-from .shards import Shard, is_done, mark_done, open_manifest, plan_shards
+from .shards import Shard, is_done, mark_done, open_manifest, plan_shards, shard_documents
 from .worker import LinkSettings, LinkTask, PipelineLinker
 
 
@@ -66,7 +65,7 @@ def count_documents(shard: Shard, ids: dict[str, np.ndarray] | None = None) -> i
     """The number of documents of ``shard`` (reading it through: a malformed file raises
     its coded ValueError here, before any linking); ``ids`` gets the 64-bit hashes of their
     ids under the shard's name (8 bytes a document, for :func:`repeated_ids`)."""
-    hashes = [_id_hash(record.id) for record in read_texts(shard.source)]
+    hashes = [_id_hash(document.id) for document in shard_documents(shard.source)]
     if ids is not None:
         ids[shard.name] = np.asarray(hashes, dtype="uint64")
     return len(hashes)
@@ -174,8 +173,8 @@ def link_tasks(pending: list[tuple[Shard, int]], batch_size: int) -> Iterator[Li
     """The documents of the ``pending`` shards in batches of ``batch_size``, read as the
     engine takes them."""
     for i, (shard, _) in enumerate(pending):
-        records = iter(read_texts(shard.source))
+        documents = iter(shard_documents(shard.source))
         start = 0
-        while batch := list(islice(records, batch_size)):
+        while batch := list(islice(documents, batch_size)):
             yield i, start, batch
             start += len(batch)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.texts import TextRecord
+from ..data.documents import Document
 from ..extensions import CANDIDATES_EXT, CLUSTER_EXT, VECTOR_EXT
 
 
@@ -71,30 +71,30 @@ def doc_record(doc: Any, doc_id: str, top_k: int) -> dict[str, Any]:
     return {"id": doc_id, "entities": [entity_record(span, top_k) for span in doc.ents]}
 
 
-def link_records(nlp: Any, records: Sequence[TextRecord], start: int, fmt: str,
-                 top_k: int = 5, to_bytes: Callable[[Any, str], bytes] | None = None,
-                 vectors: bool = False) -> list[Outcome]:
-    """Link ``records`` (positions ``start``, ``start + 1``, … in their shard) with
+def link_documents(nlp: Any, documents: Sequence[Document], start: int, fmt: str,
+                   top_k: int = 5, to_bytes: Callable[[Any, str], bytes] | None = None,
+                   vectors: bool = False) -> list[Outcome]:
+    """Link ``documents`` (positions ``start``, ``start + 1``, … in their shard) with
     ``nlp.pipe``; when the batch raises, each document is linked alone so that only the ones
     that raise get an error. ``fmt``: ``jsonl`` (payload: a JSON line) or ``spacy``
     (payload: ``to_bytes(doc, id)``); ``vectors``: keep the mention vectors too."""
-    def outcome(position: int, record: TextRecord, doc: Any) -> Outcome:
-        payload = (json.dumps(doc_record(doc, record.id, top_k), ensure_ascii=False)
-                   if fmt == "jsonl" else to_bytes(doc, record.id))
-        return Outcome(position, record.id, payload, len(doc.ents),
+    def outcome(position: int, document: Document, doc: Any) -> Outcome:
+        payload = (json.dumps(doc_record(doc, document.id, top_k), ensure_ascii=False)
+                   if fmt == "jsonl" else to_bytes(doc, document.id))
+        return Outcome(position, document.id, payload, len(doc.ents),
                        vectors=mention_vectors(doc) if vectors else None)
 
     try:
-        docs = list(nlp.pipe(r.text for r in records))
-        return [outcome(start + i, r, d) for i, (r, d) in enumerate(zip(records, docs,
-                                                                        strict=True))]
+        docs = list(nlp.pipe(d.text for d in documents))
+        return [outcome(start + i, document, doc) for i, (document, doc)
+                in enumerate(zip(documents, docs, strict=True))]
     except Exception:  # noqa: BLE001 - find the documents that raise, one by one
         pass
     outcomes = []
-    for i, record in enumerate(records):
+    for i, document in enumerate(documents):
         try:
-            outcomes.append(outcome(start + i, record, nlp(record.text)))
+            outcomes.append(outcome(start + i, document, nlp(document.text)))
         except Exception as err:  # noqa: BLE001 - recorded in the shard's errors file
-            outcomes.append(Outcome(start + i, record.id,
+            outcomes.append(Outcome(start + i, document.id,
                                     error=f"{type(err).__name__}: {err}"))
     return outcomes

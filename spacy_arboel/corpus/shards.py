@@ -5,11 +5,13 @@ file, written atomically, an errors file beside it, and a manifest of the finish
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.texts import input_files
+from ..data.documents import Document
+from ..data.inputs import document_files, read_documents
 from ..errors import Errors
 from ..jobs.ledger import MANIFEST, Ledger, LedgerError, changed, stamp
 
@@ -58,7 +60,7 @@ def plan_shards(input_path: str | Path, output_dir: str | Path, fmt: str) -> lis
     output_dir = Path(output_dir)
     shards: list[Shard] = []
     owners: dict[str, Shard] = {}
-    for source in input_files(input_path):
+    for source in document_files(input_path):
         shard = Shard(source, output_dir / f"{source.stem}.{fmt}",
                       output_dir / f"{source.stem}{ERRORS_SUFFIX}")
         for path in (shard.output, shard.errors, shard.vectors):
@@ -68,6 +70,17 @@ def plan_shards(input_path: str | Path, output_dir: str | Path, fmt: str) -> lis
                     names=f"{other.source.name} and {source.name}", output=path))
         shards.append(shard)
     return shards
+
+
+def shard_documents(source: Path) -> Iterator[Document]:
+    """The documents of the input shard ``source``, read as texts to link
+    (``data.inputs.read_documents``, lenient); a ``.spacy`` one through spaCy
+    (``spacy_data.readers``, imported for it alone: the rest needs no spaCy)."""
+    if source.suffix == ".spacy":
+        from ..spacy_data.readers import read_docbin_documents
+
+        return read_docbin_documents(source)
+    return read_documents(source, strict=False)
 
 
 def open_manifest(output_dir: str | Path, settings: dict[str, Any],

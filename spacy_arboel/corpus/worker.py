@@ -7,14 +7,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.texts import TextRecord
+from ..data.documents import Document
 from ..factories import COREF
-from .outcomes import Outcome, link_records
+from .outcomes import Outcome, link_documents
 from .shard_writer import docbin_bytes
 
 # a batch of one shard's documents: the shard's number, the position of the first one in
 # the shard, and the documents
-LinkTask = tuple[int, int, Sequence[TextRecord]]
+LinkTask = tuple[int, int, Sequence[Document]]
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ class PipelineLinker:
 
     def __call__(self, task: LinkTask) -> tuple[int, list[Outcome]]:
         """The outcomes of a batch, with its shard's number."""
-        shard, start, records = task
-        return shard, link_records(self.nlp, records, start, self.settings.fmt,
+        shard, start, documents = task
+        return shard, link_documents(self.nlp, documents, start, self.settings.fmt,
                                    self.settings.top_k, docbin_bytes, self.settings.vectors)
 
 

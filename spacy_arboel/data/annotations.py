@@ -1,14 +1,14 @@
 """Readers of the annotation formats people have besides PubTator: JSONL with character
-spans and ids, and brat standoff. Each gives ``PubtatorDocument`` objects (whole text as the
-title, no abstract), which ``spacy_data.convert`` turns into spaCy docs. No spaCy here.
+spans and ids, and brat standoff. Each gives ``data.documents.Document`` objects. No spaCy
+here.
 
 JSONL, one document a line::
 
     {"id": "doc1", "text": "Aspirin induced cough.",
      "spans": [{"start": 0, "end": 7, "label": "Chemical", "kb_id": "D001241"}]}
 
-``id`` is optional (the line number otherwise), a string or an integer; ``entities`` may
-stand for ``spans``; a span may be a list ``[start, end, label, kb_id]``. Offsets are
+``id`` is optional (see :func:`read_jsonl_documents`), a string or an integer; ``entities``
+may stand for ``spans``; a span may be a list ``[start, end, label, kb_id]``. Offsets are
 integers (not ``true``, not ``1.0``) with ``0 <= start < end <= len(text)``, counting the
 characters of ``text``. ``kb_id`` is an id, several ids joined by ``|`` (a composite
 mention, as ``data.ids``) or a list of ids; ids are stripped of surrounding whitespace, and
@@ -16,8 +16,9 @@ an id that is empty, whitespace only, or (in a list) holds ``|`` is refused. ``"
 ``"-1"``, ``[]``, ``null`` or no ``kb_id`` is a mention with no id (scored as out-of-KB).
 ``label`` is a string, or missing, ``null`` or ``""`` ("ENTITY"). A span's optional
 ``text`` is compared with the document text at its offsets (W103 where they differ).
-:func:`parse_span` is the one span parser: ``convert`` refuses a bad span (E203), ``render``
-skips it with W105 (``data.texts``).
+:func:`read_jsonl_documents` is the one JSONL reader, :func:`parse_span` its one span
+parser: read strictly (gold for ``convert``) a bad span is refused (E203), read leniently
+(texts to link, for ``render`` and ``link-corpus``) it is skipped with W105.
 
 brat standoff, a folder of ``name.txt`` and ``name.ann`` pairs: text-bound annotations
 ``T1<TAB>Chemical 0 7<TAB>Aspirin`` are the mentions and normalizations
@@ -40,23 +41,31 @@ from typing import Any
 
 from ..errors import Errors, Warnings
 from ..parsing import decode_utf8, parse_json, utf8_lines
+from .documents import Document, Mention
 from .ids import ID_SEPARATOR
-from .pubtator import NO_ID, PubtatorDocument, PubtatorMention
+from .pubtator import NO_ID
 
 DEFAULT_LABEL = "ENTITY"
 SPAN_FIELDS = ("start", "end", "label", "kb_id")
 
 
 class SpanError(ValueError):
-    """A span that cannot be read: the problem alone (the caller names the file and line:
-    ``convert``'s E203, or ``render``'s W105)."""
+    """A span or document that cannot be read: the problem alone (the caller names the file
+    and line)."""
 
 
-def read_jsonl_documents(path: str | Path) -> Iterator[PubtatorDocument]:
-    """Stream the documents of a JSONL file (the module's format). A line that is not such
-    a document is E203, naming the file, the line and what is wrong; a path that is no file
-    to read (a folder) E230; an id seen before W101 (both documents are kept, as in
-    PubTator)."""
+def read_jsonl_documents(path: str | Path, *, strict: bool = True) -> Iterator[Document]:
+    """Stream the documents of a JSONL file (the module's format); a path that is no file
+    to read (a folder) is E230.
+
+    ``strict`` (gold annotations: ``convert``, ``build-kb``): a line that is not such a
+    document is E203, naming the file, the line and what is wrong; a document without an
+    ``id`` gets its line number; an id seen before is W101 (both documents are kept, as in
+    PubTator). Lenient (texts to link: ``render``, ``link-corpus``): a line that is no
+    document (not JSON, no ``text`` string, an ``id`` that is no id) is E115; a span that
+    cannot be read, or ``spans`` that are no list, are skipped with W105 naming the file and
+    line; a document without an ``id`` gets ``<file stem>:<line>`` (ids seen before are
+    ``link-corpus``'s W007)."""
     path = Path(path)
     try:
         opened = path.open("rb")
@@ -65,42 +74,63 @@ def read_jsonl_documents(path: str | Path) -> Iterator[PubtatorDocument]:
             path=path, what="JSONL corpus file", error=err.strerror,
             hint=' of one {"text", "spans"} object a line (a brat folder is --format brat)')
         ) from None
+
+    def fail(number: int, problem: str) -> ValueError:
+        return ValueError(Errors.E203.format(where=f"{path}:{number}", problem=problem)
+                          if strict else
+                          Errors.E115.format(path=path, line=number, problem=problem))
+
     seen: dict[str, int] = {}
     with opened as file_:
-        for number, line in enumerate(utf8_lines(file_, lambda n, problem: ValueError(
-                Errors.E203.format(where=f"{path}:{n}", problem=problem))), start=1):
-            if line.strip():
-                document = _jsonl_document(line, f"{path}:{number}", str(number))
-                if document.pmid in seen:
-                    warnings.warn(Warnings.W101.format(path=path, line=number,
-                                                       pmid=document.pmid,
-                                                       first=seen[document.pmid]),
-                                  stacklevel=2)
-                seen.setdefault(document.pmid, number)
-                yield document
+        for number, line in enumerate(utf8_lines(file_, fail), start=1):
+            if not line.strip():
+                continue
+            try:
+                document = _jsonl_document(line, f"{path}:{number}", str(number) if strict
+                                           else f"{path.stem}:{number}", strict)
+            except SpanError as err:
+                raise fail(number, str(err)) from None
+            if strict:
+                if document.id in seen:
+                    warnings.warn(Warnings.W101.format(
+                        path=path, line=number, pmid=document.id, first=seen[document.id]),
+                        stacklevel=2)
+                seen.setdefault(document.id, number)
+            yield document
 
 
-def _jsonl_document(line: str, where: str, default_id: str) -> PubtatorDocument:
-    def fail(problem: str) -> ValueError:
-        return ValueError(Errors.E203.format(where=where, problem=problem))
-
+def _jsonl_document(line: str, where: str, default_id: str, strict: bool) -> Document:
+    """The document of one JSONL line, or a SpanError; a span that cannot be read is one
+    too where ``strict``, else skipped with W105 naming ``where``."""
     try:
         data = parse_json(line)
     except ValueError as err:
-        raise fail(str(err)) from None
+        raise SpanError(str(err)) from None
     if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-        raise fail('not an object with a "text" string')
+        raise SpanError('not an object with a "text" string')
     text = data["text"]
+    doc_id = _document_id(data, default_id)
+
+    def refuse_or_skip(err: SpanError) -> None:
+        if strict:
+            raise err
+        warnings.warn(Warnings.W105.format(where=where, problem=err), stacklevel=5)
+
+    mentions = []
     try:
-        doc_id = document_id(data, default_id)
-        mentions = [parse_span(span, text, where) for span in span_list(data)]
+        spans = _span_list(data)
     except SpanError as err:
-        raise fail(str(err)) from None
-    return PubtatorDocument(doc_id, text, None,
-                            sorted(mentions, key=lambda m: (m.start, -m.end)))
+        refuse_or_skip(err)
+        spans = []
+    for span in spans:
+        try:
+            mentions.append(parse_span(span, text, where))
+        except SpanError as err:
+            refuse_or_skip(err)
+    return Document(doc_id, text, sorted(mentions, key=lambda m: (m.start, -m.end)))
 
 
-def document_id(data: dict[str, Any], default: str) -> str:
+def _document_id(data: dict[str, Any], default: str) -> str:
     """A JSONL document's ``id``: a string that is not blank, or an integer (as its decimal
     string); ``default`` when it has none. Another value is a SpanError (``null`` would
     become the id "None", ``true`` "True")."""
@@ -115,7 +145,7 @@ def document_id(data: dict[str, Any], default: str) -> str:
     return value
 
 
-def span_list(data: dict[str, Any]) -> list[Any]:
+def _span_list(data: dict[str, Any]) -> list[Any]:
     """A JSONL document's ``spans`` (or ``entities``): a list, ``[]`` when it has none."""
     key = "spans" if "spans" in data else "entities"
     spans = data.get(key, [])
@@ -124,7 +154,7 @@ def span_list(data: dict[str, Any]) -> list[Any]:
     return spans
 
 
-def parse_span(span: Any, text: str, where: str = "") -> PubtatorMention:
+def parse_span(span: Any, text: str, where: str = "") -> Mention:
     """One JSONL span (the module's format) of a document whose text is ``text``: its
     mention, or a SpanError saying what is wrong. A span ``text`` that differs from the
     document text at its offsets is W103 (``where`` names the file and line)."""
@@ -158,7 +188,7 @@ def parse_span(span: Any, text: str, where: str = "") -> PubtatorMention:
         raise SpanError(f"the span {_json(span)} has a label that is not text (a string "
                         "that is not blank)")
     ids = span_ids(span.get("kb_id", span.get("id")))
-    return PubtatorMention(start, end, text[start:end], label.strip(), ids)
+    return Mention(start, end, text[start:end], label.strip(), ids)
 
 
 def span_ids(value: Any) -> tuple[str, ...]:
@@ -219,12 +249,12 @@ def brat_pairs(folder: str | Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def read_brat_documents(folder: str | Path) -> Iterator[PubtatorDocument]:
+def read_brat_documents(folder: str | Path) -> Iterator[Document]:
     """Stream the documents of a brat standoff folder (the module's format). A text that is
     not UTF-8 or a malformed annotation line is E204, naming the file and the line."""
     for txt, ann in brat_pairs(folder):
         text = read_brat_text(txt)
-        yield PubtatorDocument(txt.stem, text, None, _brat_mentions(ann, text))
+        yield Document(txt.stem, text, _brat_mentions(ann, text))
 
 
 def read_brat_text(txt: Path) -> str:
@@ -236,7 +266,7 @@ def read_brat_text(txt: Path) -> str:
         raise ValueError(Errors.E204.format(where=str(txt), problem=str(err))) from None
 
 
-def _brat_mentions(ann: Path, text: str) -> list[PubtatorMention]:
+def _brat_mentions(ann: Path, text: str) -> list[Mention]:
     spans: dict[str, tuple[int, int, str]] = {}
     ids: dict[str, list[str]] = {}
     discontinuous: list[tuple[str, str, str]] = []
@@ -278,7 +308,7 @@ def _brat_mentions(ann: Path, text: str) -> list[PubtatorMention]:
         warnings.warn(Warnings.W104.format(path=ann, n=len(discontinuous), mention=mention,
                                            offsets=offsets.partition(" ")[2], text=covered),
                       stacklevel=3)
-    return sorted((PubtatorMention(start, end, text[start:end], label,
+    return sorted((Mention(start, end, text[start:end], label,
                                    tuple(dict.fromkeys(ids.get(key, ()))))
                    for key, (start, end, label) in spans.items()),
                   key=lambda m: (m.start, -m.end))

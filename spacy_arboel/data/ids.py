@@ -1,8 +1,13 @@
-"""The composite gold-id convention, in one place (no spaCy needed)."""
+"""The composite gold-id convention, in one place, and the held-out ids of a prepared
+dataset (no spaCy needed)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import Errors
+from ..parsing import parse_json
 
 ID_SEPARATOR = "|"
 
@@ -15,3 +20,17 @@ def gold_ids(kb_id: str) -> tuple[str, ...]:
 def join_ids(ids: Iterable[str]) -> str:
     """The ``kb_id_`` for a mention with these gold ids (inverse of :func:`gold_ids`)."""
     return ID_SEPARATOR.join(ids)
+
+
+def read_heldout_ids(path: str | Path) -> set[str]:
+    """The ``ids`` of a ``heldout_ids.json`` (the entities ``prepare --holdout`` held out);
+    E152 when it is no such file."""
+    path = Path(path)
+    try:
+        ids = parse_json(path.read_bytes())["ids"]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise TypeError('"ids" is not a list of strings')
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(Errors.E152.format(path=path, problem=f"{type(err).__name__}: {err}")
+                         ) from None
+    return set(ids)

@@ -7,8 +7,9 @@ A document is a block of lines::
     PMID<TAB>start<TAB>end<TAB>text<TAB>type<TAB>id[<TAB>individual mentions]
     PMID<TAB>CID<TAB>chemical<TAB>disease        (relation lines: skipped)
 
-with offsets into ``title + " " + abstract``, and blocks separated by blank lines. Composite
-mentions carry several ids joined by ``|`` or ``+``; ``-1`` means "no id".
+with offsets into ``title + " " + abstract`` (the text of its ``Document``), and blocks
+separated by blank lines. Composite mentions carry several ids joined by ``|`` or ``+``;
+``-1`` means "no id".
 """
 
 from __future__ import annotations
@@ -17,44 +18,15 @@ import re
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Errors, Warnings
 from ..parsing import utf8_lines
+from .documents import Document, Mention
 
 NO_ID = "-1"
 _ID_SEPARATORS = re.compile(r"[|+]")
 _TEXT_LINE = re.compile(r"^([^\t|]+)\|([ta])\|(.*)$")
-
-
-@dataclass(frozen=True)
-class PubtatorMention:
-    """One annotated mention: character offsets into the document text, label and gold ids."""
-
-    start: int
-    end: int
-    text: str
-    label: str
-    ids: tuple[str, ...] = ()
-
-
-@dataclass
-class PubtatorDocument:
-    """One annotated document: its id (PubTator's PMID), title, abstract and mentions. A
-    document of another format (JSONL, brat) has its whole text as ``title`` and no
-    abstract (``None``)."""
-
-    pmid: str
-    title: str
-    abstract: str | None = ""
-    mentions: list[PubtatorMention] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        """The text the mention offsets point into: ``title + " " + abstract`` (the title
-        alone when ``abstract`` is None)."""
-        return self.title if self.abstract is None else self.title + " " + self.abstract
 
 
 def is_title_line(line: str) -> bool:
@@ -68,7 +40,7 @@ def split_ids(value: str) -> tuple[str, ...]:
     return tuple(i for i in ids if i and i != NO_ID)
 
 
-def read_pubtator(path: str | Path) -> Iterator[PubtatorDocument]:
+def read_pubtator(path: str | Path) -> Iterator[Document]:
     """Stream the documents of a PubTator file.
 
     Raises ValueError (naming the file and line) for malformed lines; warns about mentions
@@ -81,7 +53,7 @@ def read_pubtator(path: str | Path) -> Iterator[PubtatorDocument]:
         yield from _parse_lines(lines, str(path))
 
 
-def read_pubtator_member(archive: str | Path, name: str) -> Iterator[PubtatorDocument]:
+def read_pubtator_member(archive: str | Path, name: str) -> Iterator[Document]:
     """Stream the documents of the PubTator file whose base name is ``name`` inside the zip
     ``archive`` (BC5CDR's ``CDR_Data.zip`` as downloaded), without unpacking it. An archive
     that is not a readable zip is E200, one without such a member E201."""
@@ -100,28 +72,29 @@ def read_pubtator_member(archive: str | Path, name: str) -> Iterator[PubtatorDoc
         raise ValueError(Errors.E200.format(archive=archive, error=err)) from None
 
 
-def parse_pubtator_string(text: str, source: str = "<string>") -> list[PubtatorDocument]:
+def parse_pubtator_string(text: str, source: str = "<string>") -> list[Document]:
     """Parse PubTator text held in a string (for tests and small snippets)."""
     return list(_parse_lines(text.splitlines(), source))
 
 
-def _parse_lines(lines: Iterable[str], source: str) -> Iterator[PubtatorDocument]:
-    doc: PubtatorDocument | None = None
+def _parse_lines(lines: Iterable[str], source: str) -> Iterator[Document]:
+    doc: Document | None = None
     doc_line = 0
+    title = ""  # the text of ``doc`` is its title, a space and its abstract
     seen: dict[str, int] = {}
 
     def error(number: int, reason: str) -> ValueError:
         return ValueError(Errors.E010.format(path=source, line=number, reason=reason))
 
-    def finish(document: PubtatorDocument, first_line: int) -> PubtatorDocument:
-        if document.pmid in seen:
+    def finish(document: Document, first_line: int) -> Document:
+        if document.id in seen:
             warnings.warn(
-                Warnings.W101.format(path=source, line=first_line, pmid=document.pmid,
-                                     first=seen[document.pmid]),
+                Warnings.W101.format(path=source, line=first_line, pmid=document.id,
+                                     first=seen[document.id]),
                 stacklevel=3,
             )
         else:
-            seen[document.pmid] = first_line
+            seen[document.id] = first_line
         return document
 
     for number, raw in enumerate(lines, start=1):
@@ -137,14 +110,14 @@ def _parse_lines(lines: Iterable[str], source: str) -> Iterator[PubtatorDocument
             if kind == "t":
                 if doc is not None:  # a new title without a blank line in between
                     yield finish(doc, doc_line)
-                doc, doc_line = PubtatorDocument(pmid=pmid, title=content), number
+                doc, doc_line, title = Document(pmid, content + " "), number, content
                 continue
-            if doc is None or doc.pmid != pmid:
+            if doc is None or doc.id != pmid:
                 raise error(number, f"abstract line for PMID {pmid} without its title line")
-            if doc.mentions or doc.abstract:
+            if doc.mentions or doc.text != title + " ":
                 raise error(number, f"second abstract line, or abstract after mentions, "
                                     f"for PMID {pmid}")
-            doc.abstract = content
+            doc.text = title + " " + content
             continue
         if "\t" not in line:
             raise error(number, f"expected 'PMID|t|title', 'PMID|a|abstract' or a tab-separated "
@@ -154,16 +127,16 @@ def _parse_lines(lines: Iterable[str], source: str) -> Iterator[PubtatorDocument
             continue  # relation line, e.g. PMID<TAB>CID<TAB>D015738<TAB>D003693
         if doc is None:
             raise error(number, "annotation line before any 'PMID|t|title' line")
-        if columns[0] != doc.pmid:
+        if columns[0] != doc.id:
             raise error(number, f"annotation for PMID {columns[0]} inside the document of "
-                                f"PMID {doc.pmid}")
+                                f"PMID {doc.id}")
         doc.mentions.append(_parse_mention(columns, doc, number, source, error))
     if doc is not None:
         yield finish(doc, doc_line)
 
 
-def _parse_mention(columns: list[str], doc: PubtatorDocument, number: int, source: str,
-                   error: Callable[[int, str], ValueError]) -> PubtatorMention:
+def _parse_mention(columns: list[str], doc: Document, number: int, source: str,
+                   error: Callable[[int, str], ValueError]) -> Mention:
     if len(columns) not in (6, 7):
         if len(columns) == 5:
             columns = [*columns, NO_ID]  # some PubTator exports omit the id of unlinked mentions
@@ -186,8 +159,8 @@ def _parse_mention(columns: list[str], doc: PubtatorDocument, number: int, sourc
     found = doc.text[start:end]
     if found != mention_text:
         warnings.warn(
-            Warnings.W100.format(path=source, line=number, pmid=doc.pmid, start=start, end=end,
+            Warnings.W100.format(path=source, line=number, pmid=doc.id, start=start, end=end,
                                  text=mention_text, found=found),
             stacklevel=4,
         )
-    return PubtatorMention(start, end, mention_text, label.strip(), split_ids(id_field))
+    return Mention(start, end, mention_text, label.strip(), split_ids(id_field))

@@ -1,8 +1,10 @@
-"""Convert PubTator documents to spaCy ``Doc`` objects and ``.spacy`` DocBins.
+"""Convert documents (``data.documents``, of any input format) to spaCy ``Doc`` objects and
+``.spacy`` DocBins.
 
 Each mention becomes a span whose ``kb_id_`` holds its gold ids joined by ``|`` (see
 :func:`gold_ids`). ``doc.ents`` keeps the non-overlapping mentions (longer spans first); the span
-group ``doc.spans["pubtator"]`` keeps every mention, so no annotation is lost.
+group ``doc.spans["pubtator"]`` (its name kept from the PubTator converter, whatever the
+input format) keeps every mention, so no annotation is lost.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.util import filter_spans
 
 from ..atomic import atomic_file
+from ..data.documents import Document
 from ..data.ids import gold_ids, join_ids  # noqa: F401  (gold_ids re-exported)
-from ..data.pubtator import PubtatorDocument
 from ..errors import Warnings
 
 SPAN_KEY = "pubtator"
@@ -27,11 +29,12 @@ MISALIGNED_KEY = "pubtator_misaligned"
 UNALIGNED_KEY = "pubtator_unaligned"
 
 
-def pubtator_to_doc(document: PubtatorDocument, nlp: Language) -> Doc:
+def document_to_doc(document: Document, nlp: Language) -> Doc:
     """Tokenise one document with ``nlp.make_doc`` and add its mentions as spans.
 
-    ``doc.user_data`` gets the PMID and the number of mentions whose offsets had to be widened
-    to token boundaries ("misaligned") or that cover no token at all ("unaligned", skipped).
+    ``doc.user_data`` gets the document's id (as ``pmid``) and the number of mentions whose
+    offsets had to be widened to token boundaries ("misaligned") or that cover no token at
+    all ("unaligned", skipped).
     """
     doc = nlp.make_doc(document.text)
     spans: list[Span] = []
@@ -41,7 +44,7 @@ def pubtator_to_doc(document: PubtatorDocument, nlp: Language) -> Doc:
                              kb_id=join_ids(mention.ids), alignment_mode="expand")
         if span is None:
             unaligned += 1
-            warnings.warn(Warnings.W102.format(pmid=document.pmid, text=mention.text,
+            warnings.warn(Warnings.W102.format(pmid=document.id, text=mention.text,
                                                start=mention.start, end=mention.end),
                           stacklevel=2)
             continue
@@ -50,16 +53,16 @@ def pubtator_to_doc(document: PubtatorDocument, nlp: Language) -> Doc:
         spans.append(span)
     doc.spans[SPAN_KEY] = spans
     doc.ents = filter_spans(spans)
-    doc.user_data[PMID_KEY] = document.pmid
+    doc.user_data[PMID_KEY] = document.id
     doc.user_data[MISALIGNED_KEY] = misaligned + unaligned
     doc.user_data[UNALIGNED_KEY] = unaligned
     return doc
 
 
-def pubtator_to_docs(documents: Iterable[PubtatorDocument], nlp: Language) -> Iterator[Doc]:
-    """Stream ``Doc`` objects for PubTator documents (see :func:`pubtator_to_doc`)."""
+def documents_to_docs(documents: Iterable[Document], nlp: Language) -> Iterator[Doc]:
+    """Stream ``Doc`` objects for documents (see :func:`document_to_doc`)."""
     for document in documents:
-        yield pubtator_to_doc(document, nlp)
+        yield document_to_doc(document, nlp)
 
 
 def summarize_docs(docs: Iterable[Doc]) -> dict[str, int]:

@@ -1,4 +1,7 @@
-"""The spaCy corpus reader for PubTator files (``spacy_arboel.PubtatorCorpus.v1``)."""
+"""The corpora as spaCy reads them: documents of any input format with ``.spacy`` DocBins
+beside them (``data.inputs`` reads the others), gold docs for ``build-kb --alias-corpus``,
+and spaCy's corpus readers (``spacy_arboel.PubtatorCorpus.v1``,
+``spacy_arboel.GoldMentionsCorpus.v1``)."""
 
 from __future__ import annotations
 
@@ -8,64 +11,55 @@ from pathlib import Path
 
 import spacy
 from spacy.language import Language
-from spacy.tokens import Doc
+from spacy.tokens import Doc, DocBin
 from spacy.training import Corpus, Example
+from spacy.vocab import Vocab
 
-from ..data.pubtator import PubtatorDocument, read_pubtator
+from ..data.documents import Document, Mention
+from ..data.ids import gold_ids
+from ..data.inputs import DOCBIN, document_sources, read_documents, read_source
+from ..data.pubtator import NO_ID
 from ..errors import Errors
-from .convert import pubtator_to_doc
+from .convert import document_to_doc, documents_to_docs
 
 
-def pubtator_paths(path: str | Path) -> list[Path]:
-    """A PubTator file, or the ``.txt`` files of a folder in sorted order."""
-    path = Path(path)
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.suffix == ".txt")
-    if not path.exists():
-        raise FileNotFoundError(Errors.E103.format(path=path, what="PubTator corpus"))
-    return [path]
+def read_corpus_documents(path: str | Path, format: str = "auto", *,
+                          strict: bool = True) -> Iterator[Document]:
+    """``data.inputs.read_documents`` with ``.spacy`` DocBins read too (see
+    :func:`read_docbin_documents`)."""
+    for source, fmt in document_sources(path, format):
+        yield from (read_docbin_documents(source) if fmt == DOCBIN
+                    else read_source(source, fmt, strict=strict))
 
 
-def read_pubtator_documents(path: str | Path, limit: int = 0) -> Iterator[PubtatorDocument]:
-    """Stream the documents of a PubTator file or folder, at most ``limit`` if it is > 0."""
-    documents: Iterable[PubtatorDocument] = (
-        document for file_path in pubtator_paths(path) for document in read_pubtator(file_path)
-    )
-    if limit > 0:
-        documents = islice(documents, limit)
-    yield from documents
+def read_docbin_documents(path: Path) -> Iterator[Document]:
+    """The docs of a ``.spacy`` DocBin as documents, one at a time: the id in their user
+    data (else ``<file stem>:<number>``), their text and their ents as mentions (gold ids
+    from ``kb_id_``, PubTator's "no id" ``-1`` left out). E155 names the doc that cannot be
+    read."""
+    number = 0
+    try:
+        for doc in DocBin().from_disk(path).get_docs(Vocab()):
+            yield Document(str(doc.user_data.get("id", f"{path.stem}:{number}")), doc.text,
+                           [Mention(e.start_char, e.end_char, e.text, e.label_,
+                                    tuple(i for i in gold_ids(e.kb_id_) if i != NO_ID))
+                            for e in doc.ents])
+            number += 1
+    except Exception as err:  # spaCy, msgpack and numpy raise several unrelated types
+        raise ValueError(Errors.E155.format(path=path, number=number,
+                                            problem=f"{type(err).__name__}: {err}")) from None
 
 
-CORPUS_FORMATS = ("auto", "pubtator", "jsonl", "brat")
-
-
-def corpus_format(path: str | Path, fmt: str = "auto") -> str:
-    """``fmt``, or for "auto" the format of ``path``: "jsonl" for a ``.jsonl`` file, "brat"
-    for a folder with ``.ann`` files, else "pubtator"."""
-    path = Path(path)
-    if fmt != "auto":
-        return fmt
-    if path.suffix == ".jsonl":
-        return "jsonl"
-    if path.is_dir() and any(path.glob("*.ann")):
-        return "brat"
-    return "pubtator"
-
-
-def read_annotated_documents(path: str | Path, fmt: str = "auto",
-                             limit: int = 0) -> Iterator[PubtatorDocument]:
-    """Stream the documents of an annotated corpus in ``fmt`` (see :func:`corpus_format`):
-    PubTator, JSONL with character spans and ids, or brat standoff (``data.annotations``);
-    at most ``limit`` if it is > 0."""
-    from ..data.annotations import read_brat_documents, read_jsonl_documents
-
-    fmt = corpus_format(path, fmt)
-    if fmt != "pubtator" and not Path(path).exists():
-        raise FileNotFoundError(Errors.E103.format(path=path, what=f"{fmt} corpus"))
-    documents = {"pubtator": lambda: read_pubtator_documents(path),
-                 "jsonl": lambda: read_jsonl_documents(path),
-                 "brat": lambda: read_brat_documents(path)}[fmt]()
-    yield from islice(documents, limit) if limit > 0 else documents
+def read_corpus_docs(paths: Iterable[Path], nlp: Language) -> Iterator[Doc]:
+    """The gold docs of corpora (``build-kb --alias-corpus``): a ``.spacy`` DocBin's docs as
+    saved, the documents of the others (``data.inputs``, read strictly) made docs by
+    ``nlp``."""
+    for path in paths:
+        for source, fmt in document_sources(path):
+            if fmt == DOCBIN:
+                yield from DocBin().from_disk(source).get_docs(nlp.vocab)
+            else:
+                yield from documents_to_docs(read_source(source, fmt), nlp)
 
 
 def with_gold_mentions(predicted: Doc, gold: Doc) -> Doc:
@@ -104,14 +98,16 @@ def create_pubtator_reader(
 ) -> Callable[[Language], Iterable[Example]]:
     """A reader yielding ``Example(nlp.make_doc(text), gold_doc)`` for each PubTator document.
 
-    ``path`` is a PubTator file or a folder of them; ``limit`` > 0 keeps the first documents.
+    ``path`` is a PubTator file or a folder of them (its ``.txt`` and ``.pubtator`` files,
+    ``data.inputs``); ``limit`` > 0 keeps the first documents.
     Gold docs carry the mentions as ``ents`` (kb_id_ = ids joined by "|") and all of them in
     ``spans["pubtator"]``; with ``gold_mentions`` the predicted docs get the gold spans too.
     """
 
     def read(nlp: Language) -> Iterator[Example]:
-        for document in read_pubtator_documents(path, limit):
-            gold = pubtator_to_doc(document, nlp)
+        for document in islice(read_documents(path, "pubtator"),
+                               limit if limit > 0 else None):
+            gold = document_to_doc(document, nlp)
             predicted = nlp.make_doc(gold.text)
             if gold_mentions:
                 with_gold_mentions(predicted, gold)

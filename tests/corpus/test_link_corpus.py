@@ -53,11 +53,11 @@ def _outputs(folder: Path) -> dict[str, list[dict]]:
 
 def _expected(model: Path, corpus: Path) -> dict[str, list[dict]]:
     """What linking each document with nlp() directly gives."""
-    from spacy_arboel.data.texts import read_texts
+    from spacy_arboel.corpus.shards import shard_documents
 
     nlp = spacy.load(model)
-    return {f"{p.stem}.jsonl": [_comparable(doc_record(nlp(r.text), r.id, 5))
-                                for r in read_texts(p)]
+    return {f"{p.stem}.jsonl": [_comparable(doc_record(nlp(d.text), d.id, 5))
+                                for d in shard_documents(p)]
             for p in sorted(corpus.iterdir())}
 
 

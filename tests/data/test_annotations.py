@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from spacy_arboel.cli import app
 from spacy_arboel.data.annotations import read_brat_documents, read_jsonl_documents
-from spacy_arboel.spacy_data.readers import corpus_format
+from spacy_arboel.data.inputs import document_sources
 
 TEXT = "Aspirin induced cough and acute pain."
 
@@ -25,10 +25,10 @@ def test_jsonl_documents_with_spans_as_objects_or_lists(tmp_path):
                                              [10, 14]]},
     ]) + "\n\n")
     first, second = read_jsonl_documents(path)
-    assert first.pmid == "a" and first.text == TEXT  # the text as it is: no added space
+    assert first.id == "a" and first.text == TEXT  # the text as it is: no added space
     assert [(m.text, m.label, m.ids) for m in first.mentions] == [
         ("Aspirin", "Chemical", ("D001241",)), ("cough", "Disease", ("D003371",))]
-    assert second.pmid == "2"  # its line number
+    assert second.id == "2"  # its line number
     assert [(m.text, m.label, m.ids) for m in second.mentions] == [
         ("Fever", "Disease", ("D005334", "D010146")), ("pain", "ENTITY", ())]
 
@@ -66,7 +66,7 @@ def test_brat_mentions_take_their_ids_from_normalizations(tmp_path):
     with pytest.warns(UserWarning, match=r"\[W104\] .*doc1.ann: 1 discontinuous .*T3 "
                                          r"\(line 3\).*'cough and acute'"):
         (document,) = read_brat_documents(folder)
-    assert document.pmid == "doc1" and document.text == TEXT
+    assert document.id == "doc1" and document.text == TEXT
     assert [(m.text, m.label, m.ids) for m in document.mentions] == [
         ("Aspirin", "Chemical", ("D001241",)), ("cough and acute", "Disease", ()),
         ("acute pain", "Disease", ("D010146",))]
@@ -93,7 +93,8 @@ def test_convert_reads_each_format_into_gold_docs(tmp_path):
         {"start": 0, "end": 7, "label": "Chemical", "kb_id": "D001241"}]}) + "\n")
     brat = _brat(tmp_path / "brat", "T1\tChemical 0 7\tAspirin\nN1\tReference T1 MeSH:D001241\t"
                                     "Aspirin\n")
-    assert corpus_format(jsonl) == "jsonl" and corpus_format(brat) == "brat"
+    assert document_sources(jsonl) == [(jsonl, "jsonl")]
+    assert document_sources(brat) == [(brat, "brat")]
     nlp = spacy.blank("xx")
     for source in (jsonl, brat):
         output = tmp_path / f"{source.stem}.spacy"
@@ -168,7 +169,7 @@ def test_jsonl_ids_follow_the_composite_id_convention(tmp_path):
         [26, 31, "Disease", [" D010146", 42, "D010146"]],
         {"start": 32, "end": 36, "kb_id": [], "text": "pain"}]}) + "\n")
     (document,) = _no_warnings(read_jsonl_documents, path)
-    assert document.pmid == "17"
+    assert document.id == "17"
     assert [(m.text, m.label, m.ids) for m in document.mentions] == [
         ("Aspirin", "ENTITY", ("D001241", "D003371")), ("cough", "ENTITY", ()),
         ("acute", "Disease", ("D010146", "42")), ("pain", "ENTITY", ())]
@@ -247,13 +248,19 @@ def test_a_brat_text_that_is_not_utf8_is_E204_naming_it(tmp_path):
     assert result.exit_code == 1 and "[E204]" in result.output and "doc1.txt" in result.output
 
 
-def test_a_jsonl_corpus_that_is_a_folder_is_E230(tmp_path):
+def test_a_jsonl_corpus_that_is_a_folder_is_E230_or_its_files(tmp_path):
+    """The JSONL reader refuses a folder (E230); ``convert --format jsonl`` reads a
+    folder's .jsonl files, and one without any is E114."""
     (tmp_path / "docs.jsonl").mkdir()
     with pytest.raises(ValueError, match=r"\[E230\] .*docs.jsonl cannot be read as a JSONL"):
         list(read_jsonl_documents(tmp_path / "docs.jsonl"))
     result = CliRunner().invoke(app, ["convert", str(tmp_path / "docs.jsonl"),
                                       str(tmp_path / "out.spacy"), "--format", "jsonl"])
-    assert result.exit_code == 1 and "[E230]" in result.output
+    assert result.exit_code == 1 and "[E114]" in result.output
+    (tmp_path / "docs.jsonl" / "a.jsonl").write_text(json.dumps({"text": TEXT}) + "\n")
+    result = CliRunner().invoke(app, ["convert", str(tmp_path / "docs.jsonl"),
+                                      str(tmp_path / "out.spacy"), "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
 
 
 def test_a_jsonl_document_id_seen_before_is_W101(tmp_path):
@@ -263,7 +270,7 @@ def test_a_jsonl_document_id_seen_before_is_W101(tmp_path):
     with pytest.warns(UserWarning, match=r"\[W101\] .*docs.jsonl:3: .* a occurs again "
                                          r"\(first at line 1\)"):
         documents = list(read_jsonl_documents(path))
-    assert [d.pmid for d in documents] == ["a", "b", "a"]
+    assert [d.id for d in documents] == ["a", "b", "a"]
 
 
 def test_brat_texts_without_annotations_are_named_not_dropped_unseen(tmp_path):
@@ -272,6 +279,6 @@ def test_brat_texts_without_annotations_are_named_not_dropped_unseen(tmp_path):
     with pytest.warns(UserWarning, match=r"\[W106\] .*brat: 1 .txt file\(s\) have no .ann "
                                          r"beside them \(e.g. doc2.txt\)"):
         documents = list(read_brat_documents(folder))
-    assert [d.pmid for d in documents] == ["doc1"]
+    assert [d.id for d in documents] == ["doc1"]
     (folder / "doc2.ann").write_text("")
-    assert [d.pmid for d in _no_warnings(read_brat_documents, folder)] == ["doc1", "doc2"]
+    assert [d.id for d in _no_warnings(read_brat_documents, folder)] == ["doc1", "doc2"]

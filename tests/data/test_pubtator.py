@@ -10,17 +10,13 @@ import spacy
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
-from spacy_arboel.data.pubtator import (
-    PubtatorDocument,
-    PubtatorMention,
-    parse_pubtator_string,
-    read_pubtator,
-)
+from spacy_arboel.data.documents import Mention
+from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.spacy_data.convert import (
     docs_to_docbin,
+    document_to_doc,
+    documents_to_docs,
     gold_ids,
-    pubtator_to_doc,
-    pubtator_to_docs,
 )
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "data"
@@ -64,12 +60,12 @@ def test_read_real_bc5cdr_first_two_docs():
     reader = read_pubtator(path)
     docs = [next(reader), next(reader)]
     first, second = docs
-    assert first.pmid == "8701013"
-    assert first.title == "Famotidine-associated delirium. A series of six cases."
+    assert first.id == "8701013"
+    assert first.text.startswith("Famotidine-associated delirium. A series of six cases. ")
     assert len(first.mentions) == 11  # the CID relation line is skipped
-    assert first.mentions[0] == PubtatorMention(0, 10, "Famotidine", "Chemical", ("D015738",))
-    assert first.mentions[1] == PubtatorMention(22, 30, "delirium", "Disease", ("D003693",))
-    assert second.pmid == "439781"
+    assert first.mentions[0] == Mention(0, 10, "Famotidine", "Chemical", ("D015738",))
+    assert first.mentions[1] == Mention(22, 30, "delirium", "Disease", ("D003693",))
+    assert second.id == "439781"
     assert len(second.mentions) == 12
     for doc in docs:
         for mention in doc.mentions:
@@ -78,7 +74,7 @@ def test_read_real_bc5cdr_first_two_docs():
 
 def test_ncbi_snippet_plus_composite_and_omim():
     docs = parse_pubtator_string(NCBI_SNIPPET)
-    assert [d.pmid for d in docs] == ["7574457", "100562"]
+    assert [d.id for d in docs] == ["7574457", "100562"]
     assert docs[0].mentions[1].ids == ("D020279", "D035583")
     assert docs[0].mentions[1].label == "DiseaseClass"
     assert docs[1].mentions[0].ids == ("OMIM:610102",)  # trailing space stripped
@@ -124,18 +120,26 @@ def test_mismatched_mention_text_is_kept_with_warning():
     text = "9|t|Cough and fever.\n9|a|None.\n9\t0\t5\tCoufh\tDisease\tD003371\n"
     with pytest.warns(UserWarning, match=r"PMID 9.*\[0:5\]"):
         (doc,) = parse_pubtator_string(text)
-    assert doc.mentions == [PubtatorMention(0, 5, "Coufh", "Disease", ("D003371",))]
+    assert doc.mentions == [Mention(0, 5, "Coufh", "Disease", ("D003371",))]
 
 
 def test_duplicated_pmid_kept_with_warning():
     text = "9|t|One.\n9|a|A.\n\n9|t|Two.\n9|a|B.\n"
     with pytest.warns(UserWarning, match="PMID 9 occurs again"):
         docs = parse_pubtator_string(text)
-    assert [d.title for d in docs] == ["One.", "Two."]
+    assert [d.text for d in docs] == ["One. A.", "Two. B."]
 
 
-def test_text_property():
-    assert PubtatorDocument("1", "Title.", "Abstract.").text == "Title. Abstract."
+def test_the_text_is_title_space_abstract():
+    """Offsets count into the title, a space and the abstract (the title and a space
+    without an abstract line); a second abstract line is refused."""
+    first, second = parse_pubtator_string("1|t|Title.\n1|a|Abstract.\n\n2|t|Alone.\n"
+                                          "2\t0\t5\tAlone\tDisease\tD1\n")
+    assert (first.id, first.text) == ("1", "Title. Abstract.")
+    assert (second.text, second.mentions) == ("Alone. ", [Mention(0, 5, "Alone", "Disease",
+                                                                  ("D1",))])
+    with pytest.raises(ValueError, match=r"E010.*line 3: second abstract line"):
+        parse_pubtator_string("1|t|Title.\n1|a|One.\n1|a|Two.\n")
 
 
 def test_gold_ids():
@@ -146,7 +150,7 @@ def test_gold_ids():
 
 def test_convert_to_doc(nlp):
     (document,) = parse_pubtator_string(COMPOSITE)
-    doc = pubtator_to_doc(document, nlp)
+    doc = document_to_doc(document, nlp)
     assert doc.text == document.text
     assert doc.user_data["pmid"] == "1"
     ents = [(e.text, e.label_, e.kb_id_) for e in doc.ents]
@@ -164,7 +168,7 @@ def test_convert_to_doc(nlp):
 
 def test_convert_expands_to_token_boundaries(nlp):
     text = "3|t|CYP)-induced harm.\n3|a|x\n3\t0\t3\tCYP\tChemical\tD003520\n"
-    doc = pubtator_to_doc(parse_pubtator_string(text)[0], nlp)
+    doc = document_to_doc(parse_pubtator_string(text)[0], nlp)
     assert doc.ents[0].start_char == 0
     assert doc.ents[0].end_char >= 3
     assert doc.user_data["pubtator_misaligned"] == 1
@@ -172,7 +176,7 @@ def test_convert_expands_to_token_boundaries(nlp):
 
 def test_docbin_round_trip(nlp, tmp_path):
     documents = parse_pubtator_string(COMPOSITE) + parse_pubtator_string(NCBI_SNIPPET)
-    docs = list(pubtator_to_docs(documents, nlp))
+    docs = list(documents_to_docs(documents, nlp))
     path = tmp_path / "corpus.spacy"
     summary = docs_to_docbin(docs, path)
     assert summary == {"docs": 3, "mentions": 9, "ents": 8, "dropped_overlaps": 1,
@@ -236,10 +240,10 @@ def test_a_byte_order_mark_is_not_part_of_the_first_pmid_or_column(tmp_path):
 
     path = tmp_path / "bom.txt"
     path.write_bytes(b"\xef\xbb\xbf5|t|word one\n5|a|two\n\n6|t|Three.\n6|a|Four.\n")
-    assert [d.pmid for d in read_pubtator(path)] == ["5", "6"]
+    assert [d.id for d in read_pubtator(path)] == ["5", "6"]
     jsonl = tmp_path / "bom.jsonl"
     jsonl.write_bytes(b'\xef\xbb\xbf{"id": "a", "text": "Aspirin."}\n')
-    assert [d.pmid for d in read_jsonl_documents(jsonl)] == ["a"]
+    assert [d.id for d in read_jsonl_documents(jsonl)] == ["a"]
     csv_path = tmp_path / "bom.csv"
     csv_path.write_bytes(b"\xef\xbb\xbfid,scheme,subject\nhttps://x/D000001,MeSH,One\n")
     assert [e.id for e in read_mesh_descriptors(csv_path)] == ["D000001"]

@@ -13,7 +13,7 @@ from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
 from spacy_arboel.spacy_data.aliases import harvest_aliases, types_from_docs
-from spacy_arboel.spacy_data.convert import docs_to_docbin, gold_ids, pubtator_to_docs
+from spacy_arboel.spacy_data.convert import docs_to_docbin, documents_to_docs, gold_ids
 
 DATA_DIR = Path(__file__).parents[2].parent / "shared" / "data"
 MESH_CSV = DATA_DIR / "mesh" / "mesh_descriptors_2026.csv"
@@ -143,7 +143,7 @@ def test_mesh_wrong_columns(tmp_path):
 
 
 def test_harvest_aliases_and_types(nlp):
-    docs = list(pubtator_to_docs(parse_pubtator_string(CORPUS), nlp))
+    docs = list(documents_to_docs(parse_pubtator_string(CORPUS), nlp))
     aliases = harvest_aliases(docs)
     # case-insensitive dedupe, most frequent spelling, ordered by frequency
     assert aliases["D015738"] == ["Famotidine"]  # three spellings, one each: the first wins
@@ -162,7 +162,7 @@ def test_harvest_alias_order_by_frequency_then_first_seen(nlp):
         "2\t0\t2\taa\tChemical\tD1\n2\t3\t5\tbb\tChemical\tD1\n2\t6\t8\tcc\tChemical\tD1\n"
         "2\t9\t11\tbb\tChemical\tD1\n2\t12\t14\tcc\tChemical\tD1\n2\t15\t17\tcc\tChemical\tD1\n"
     )
-    docs = pubtator_to_docs(parse_pubtator_string(text), nlp)
+    docs = documents_to_docs(parse_pubtator_string(text), nlp)
     assert harvest_aliases(docs) == {"D1": ["cc", "bb", "aa"]}
 
 
@@ -186,7 +186,7 @@ def test_build_kb_command(small_files, tmp_path, nlp):
     corpus_txt = tmp_path / "corpus.txt"
     corpus_txt.write_text(CORPUS, encoding="utf8")
     corpus_spacy = tmp_path / "corpus.spacy"
-    docs_to_docbin(pubtator_to_docs(parse_pubtator_string(CORPUS), nlp), corpus_spacy)
+    docs_to_docbin(documents_to_docs(parse_pubtator_string(CORPUS), nlp), corpus_spacy)
     extra = tmp_path / "extra.jsonl"
     extra.write_text(json.dumps({"id": "C000001", "name": "Tumour X"}) + "\n"
                      + json.dumps({"id": "D015738", "name": "famotidin", "types": ["Drug"]})
@@ -225,7 +225,7 @@ def test_build_kb_command_needs_a_source(tmp_path):
 
 
 def test_gold_ids_is_the_composite_convention(nlp):
-    (doc,) = pubtator_to_docs(parse_pubtator_string(CORPUS), nlp)
+    (doc,) = documents_to_docs(parse_pubtator_string(CORPUS), nlp)
     composite = [e for e in doc.ents if len(gold_ids(e.kb_id_)) > 1]
     assert [gold_ids(e.kb_id_) for e in composite] == [("D000008", "C000001")]
 
