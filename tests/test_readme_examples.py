@@ -38,6 +38,23 @@ def test_the_own_pipeline_example_links(tiny_encoder, toy_kb_path):
     assert len(printed.getvalue().splitlines()) == 3
 
 
+def test_the_span_group_example_links_the_groups_spans(tiny_encoder, toy_kb_path):
+    code = _python_block("### Link span groups, not only `doc.ents`")
+    given = '    "kb_path": "kb.jsonl",'
+    assert given in code.splitlines()
+    code = code.replace(given, f'    "kb_path": {str(toy_kb_path)!r}, "model": '
+                               f'{{"encoder_name": {tiny_encoder!r}}},')
+    printed = io.StringIO()
+    namespace: dict = {"nlp": spacy.blank("en")}
+    with contextlib.redirect_stdout(printed):
+        exec(code, namespace)
+    doc = namespace["doc"]
+    ids = {entity["id"] for entity in TOY_ENTITIES}
+    assert [s.text for s in doc.spans["sc"]] == ["Pepcid", "delirious"] and not doc.ents
+    assert all(s.kb_id_ in ids and s._.kb_candidates for s in doc.spans["sc"])
+    assert printed.getvalue().startswith("[('Pepcid', 'D")
+
+
 def test_an_untrained_linker_not_set_up_says_what_to_call(tiny_encoder, toy_kb_path):
     """What the README says happens without ensure_ready() or nlp.initialize()."""
     nlp = spacy.blank("en")
