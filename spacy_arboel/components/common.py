@@ -20,16 +20,12 @@ from ..errors import Errors
 from ..extensions import CANDIDATES_EXT
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.losses import ranked_candidate_loss
+from ..spacy_data.spans import SpanGetter
 
 S = TypeVar("S")
 
 
-def ents(doc: Doc) -> tuple[Span, ...]:
-    """A doc's ents: the mentions of a component without a ``span_getter``."""
-    return doc.ents
-
-
-def gold_mentions(docs: Iterable[Doc], mentions: Callable[[Doc], Iterable[Span]] = ents
+def gold_mentions(docs: Iterable[Doc], mentions: Callable[[Doc], Iterable[Span]] = SpanGetter()
                   ) -> tuple[list[str], list[MentionSpan], list[list[str]]]:
     """The texts of ``docs``, their ``mentions`` (default: ents) as spans and each one's
     gold ids (may be none)."""
@@ -110,7 +106,7 @@ def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], 
 
 
 def candidate_loss(examples: Iterable[Example], rows: Iterable[Iterable[tuple[Any, list, Any]]],
-                   mentions: Callable[[Doc], Iterable[Span]] = ents) -> tuple[float, list]:
+                   mentions: Callable[[Doc], Iterable[Span]] = SpanGetter()) -> tuple[float, list]:
     """``get_loss`` of a component that scores candidates: BLINK's softmax loss (eq. 4) of
     each scored mention's gold entity among its candidates, and d loss / d scores. ``rows``:
     per example, ``(span, candidate ids, scores)`` of each span ``predict`` scored; the gold

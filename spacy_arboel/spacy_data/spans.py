@@ -23,6 +23,8 @@ class SpanGetter:
     spans_keys: tuple[str, ...] = ()
 
     def __call__(self, doc: Doc) -> list[Span]:
+        if not self.spans_keys:  # ents alone never share offsets
+            return list(doc.ents) if self.ents else []
         seen: set[tuple[int, int]] = set()
         found = []
         for span in self._sources(doc):
