@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,49 @@ def test_the_own_kb_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, tmp_p
     expected = link(spacy.load("out/linker"))
     monkeypatch.chdir(elsewhere)
     assert link(spacy.load(home / "out" / "linker")) == expected
+
+
+TOY_KB = README.parent / "assets" / "toy" / "kb.jsonl"
+OWN_LINKER = 'config={"kb_path": "kb.jsonl"}'
+
+
+def _in_toy_kb_folder(tmp_path: Path, monkeypatch) -> None:
+    """Work in ``tmp_path`` with the project's toy KB as kb.jsonl, as the recipes say."""
+    shutil.copy(TOY_KB, tmp_path / "kb.jsonl")
+    monkeypatch.chdir(tmp_path)
+
+
+def _with_encoder(code: str, encoder: str) -> str:
+    """``code`` with its linker on ``encoder`` (the README's own ``kb_path`` config kept)."""
+    assert OWN_LINKER in code
+    return code.replace(OWN_LINKER, f'config={{"kb_path": "kb.jsonl", '
+                                    f'"model": {{"encoder_name": {encoder!r}}}}}')
+
+
+def _run(code: str, namespace: dict) -> str:
+    """Execute ``code`` in ``namespace``; what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code, namespace)
+    return printed.getvalue()
+
+
+def _expected(code: str) -> str:
+    """The output a recipe states, the comment lines after its "with the project's ..." line."""
+    lines = code.split("# with the project's assets/toy/kb.jsonl:\n")[1].splitlines()
+    return "\n".join(line.removeprefix("# ") for line in lines) + "\n"
+
+
+def test_the_negation_recipe_keeps_the_links_of_negated_mentions(tiny_encoder, tmp_path,
+                                                                   monkeypatch):
+    """Issue 43: negspacy's negex after the linker marks negated ents, links untouched."""
+    _in_toy_kb_folder(tmp_path, monkeypatch)
+    code = _with_encoder(_python_block("### Negation next to linking"), tiny_encoder)
+    namespace: dict = {}
+    # the links are the toy KB's names and aliases, found whatever the encoder
+    assert _run(code, namespace) == _expected(code)
+    nlp, doc = namespace["nlp"], namespace["doc"]
+    assert nlp.pipe_names == ["sentencizer", "entity_ruler", "arbo_entity_linker", "negex"]
+    with nlp.select_pipes(disable=["negex"]):
+        plain = nlp(doc.text)
+    assert _linked(doc) == _linked(plain) and doc.ents[2]._.kb_candidates
