@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import multiprocessing
 import re
 import shutil
 from pathlib import Path
@@ -260,3 +261,82 @@ def test_the_negation_recipe_keeps_the_links_of_negated_mentions(tiny_encoder, t
     with nlp.select_pipes(disable=["negex"]):
         plain = nlp(doc.text)
     assert _linked(doc) == _linked(plain) and doc.ents[2]._.kb_candidates
+
+
+def _processes_recipe(namespace: dict) -> list:
+    """Run the README's n_process recipe in ``namespace`` (its ``nlp`` set); its docs."""
+    code = _python_block("### Several processes: `nlp.pipe(n_process=2)`")
+    if "arbo_coref" in namespace["nlp"].pipe_names:
+        added = 'nlp.add_pipe("arbo_coref")'
+        assert code.startswith(added)
+        code = code.replace(added, "", 1)
+    printed = _run(code, namespace)
+    docs = namespace["docs"]
+    assert printed.startswith("200 [(") and len(docs) == 200
+    return docs
+
+
+def _clustered(docs) -> list:
+    return [[(e.text, e.kb_id_, [tuple(c) for c in e._.kb_candidates], e._.cluster_id,
+              e._.linker_kb_id) for e in doc.ents] for doc in docs]
+
+
+def _check_the_processes_recipe(nlp, namespace: dict) -> None:
+    """The recipe's docs (linked in 2 processes, clustered here) are those of one process,
+    and the whole pipeline refuses worker processes (E033) as the recipe says."""
+    texts = namespace["texts"]
+    assert _clustered(namespace["docs"]) == _clustered(nlp.pipe(texts))
+    assert all(e.kb_id_ and e._.cluster_id for doc in namespace["docs"] for e in doc.ents)
+    with pytest.raises(ValueError, match=r"E033.*n_process=2, disable=\['arbo_coref'\]"):
+        list(nlp.pipe(texts[:4], n_process=2, batch_size=2))
+
+
+def test_the_processes_recipe_links_in_two_processes_and_clusters_in_one(
+        tiny_encoder, tmp_path, monkeypatch):
+    """Issue 43: the own-pipeline recipe with arbo_coref, run by the n_process recipe."""
+    _in_toy_kb_folder(tmp_path, monkeypatch)
+    namespace: dict = {}
+    _run(_with_encoder(_python_block("### Use it in your own pipeline"), tiny_encoder),
+         namespace)
+    _processes_recipe(namespace)
+    _check_the_processes_recipe(namespace["nlp"], namespace)
+
+
+def _save_every_component(encoder: str, folder: Path) -> Path:
+    """A saved pipeline of the four components over the toy KB: arbo_linker (untrained: the
+    KB's names in the text) finds the mentions, arbo_entity_linker links them again and
+    gives coref its vectors, arbo_reranker (untrained) re-ranks, arbo_coref clusters."""
+    nlp = spacy.blank("en")
+    model = {"encoder_name": encoder}
+    nlp.add_pipe("arbo_linker", config={"kb_path": str(TOY_KB), "passage_length": 48,
+                                        "passage_stride": 40, "model": model})
+    nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(TOY_KB), "model": model})
+    nlp.add_pipe("arbo_reranker", config={"model": model})
+    nlp.add_pipe("arbo_coref")
+    nlp.initialize()
+    nlp.to_disk(folder)
+    return folder
+
+
+def test_the_processes_recipe_runs_a_saved_pipeline_of_every_component(tiny_encoder,
+                                                                        tmp_path):
+    """What the recipe says of a saved pipeline with all four components (forked workers)."""
+    nlp = spacy.load(_save_every_component(tiny_encoder, tmp_path / "every"))
+    namespace = {"nlp": nlp}
+    docs = _processes_recipe(namespace)
+    assert [e.text for e in docs[1].ents] == ["Lignocaine", "delirious"]
+    _check_the_processes_recipe(nlp, namespace)
+
+
+@pytest.mark.slow
+def test_the_processes_recipe_runs_in_spawned_workers(tiny_encoder, tmp_path):
+    """As on macOS and Windows: each worker gets the pipeline pickled, not forked."""
+    nlp = spacy.load(_save_every_component(tiny_encoder, tmp_path / "every"))
+    method = multiprocessing.get_start_method()
+    multiprocessing.set_start_method("spawn", force=True)
+    try:
+        namespace = {"nlp": nlp}
+        _processes_recipe(namespace)
+        assert _clustered(namespace["docs"]) == _clustered(nlp.pipe(namespace["texts"]))
+    finally:
+        multiprocessing.set_start_method(method, force=True)
