@@ -340,3 +340,29 @@ def test_the_processes_recipe_runs_in_spawned_workers(tiny_encoder, tmp_path):
         assert _clustered(namespace["docs"]) == _clustered(nlp.pipe(namespace["texts"]))
     finally:
         multiprocessing.set_start_method(method, force=True)
+
+
+def test_the_evaluate_recipe_reports_the_linkers_scores(tiny_encoder, tmp_path, monkeypatch):
+    """Issue 43: nlp.evaluate gives the linker's registered scores, and `spacy evaluate
+    --per-component` writes them, as the README says."""
+    from spacy.cli.evaluate import evaluate
+    from spacy.tokens import DocBin
+
+    from spacy_arboel.evaluation.metrics import KS
+
+    _in_toy_kb_folder(tmp_path, monkeypatch)
+    namespace: dict = {}
+    _run(_with_encoder(_python_block("### Use it in your own pipeline"), tiny_encoder),
+         namespace)
+    code = _python_block("### Our scores in `nlp.evaluate`")
+    assert _run(code, namespace) == _expected(code)
+    nlp, scores = namespace["nlp"], namespace["scores"]
+    weights = nlp.get_pipe_meta("arbo_entity_linker").default_score_weights
+    assert "nel_inkb_recall@1" in weights and set(weights) <= set(scores)
+    assert {f"nel_inkb_recall@{k}" for k in KS} | {"nel_seen_acc", "nel_unseen_acc",
+                                                   "nel_nil_acc", "nel_per_type"} <= set(scores)
+    nlp.to_disk("pipeline")
+    DocBin(docs=[namespace["gold"]]).to_disk("test.spacy")
+    evaluate("pipeline", Path("test.spacy"), Path("scores.json"), per_component=True)
+    written = json.loads(Path("scores.json").read_text())["arbo_entity_linker"]
+    assert round(written["nel_inkb_recall@1"], 2) == 0.67 and written["nel_micro_f"] == 1.0
