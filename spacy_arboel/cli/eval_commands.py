@@ -25,6 +25,7 @@ from .options import (
     IndexKind,
     LinkerComponent,
     MetricsOutput,
+    Oracle,
     PipelineModel,
     RunName,
 )
@@ -172,7 +173,7 @@ def evaluate_rerank(
     model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker and "
                                                "arbo_reranker")],
     corpus: GoldCorpus,
-    oracle: Annotated[list[str] | None, typer.Option(
+    oracle: Annotated[list[Oracle] | None, typer.Option(
         help="none, self (gold injected) or union (gold injected into the union with "
              "--union-with); repeat the option for several, all from one scoring pass")
     ] = None,

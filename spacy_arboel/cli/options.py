@@ -11,6 +11,7 @@ import typer
 
 from ..configs import COMPONENT_CONFIGS
 from ..corpus.shards import OUTPUT_FORMATS
+from ..evaluation.rerank_eval import ORACLES
 from ..jobs.engines import ENGINES
 from ..kb.index_builder import INDEX_KINDS
 
@@ -18,6 +19,7 @@ EngineName = Literal[ENGINES]  # type: ignore[valid-type]
 IndexKind = Literal[INDEX_KINDS]  # type: ignore[valid-type]
 ShardFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
 TrainedComponent = Literal[tuple(COMPONENT_CONFIGS)]  # type: ignore[valid-type]
+Oracle = Literal[ORACLES]  # type: ignore[valid-type]
 
 LinkerModel = Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")]
 PipelineModel = Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")]
