@@ -198,8 +198,8 @@ def evaluate_rerank(
     nlp = load_pipeline(model, command_overrides(ctx))
     others = [load_pipeline(path) for path in union_with or []]
     metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit),
-                                oracles=oracle or ["none"], top_ks=top_k or [],
-                                union_with=others)
+                                oracles=[o.value for o in oracle or []] or ["none"],
+                                top_ks=top_k or [], union_with=others)
     report(metrics, output, corpus=corpus,
            title=f"{model.name}: {corpus.name}, re-ranked (in-KB accuracy)",
            table=rerank_rows(metrics),

@@ -4,6 +4,7 @@ types), and the choices options take, typed from the vocabulary their library de
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -19,7 +20,8 @@ EngineName = Literal[ENGINES]  # type: ignore[valid-type]
 IndexKind = Literal[INDEX_KINDS]  # type: ignore[valid-type]
 ShardFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
 TrainedComponent = Literal[tuple(COMPONENT_CONFIGS)]  # type: ignore[valid-type]
-Oracle = Literal[ORACLES]  # type: ignore[valid-type]
+# a repeatable choice: typer takes a list of an Enum, not of a Literal
+Oracle = Enum("Oracle", {name: name for name in ORACLES}, type=str)
 
 LinkerModel = Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")]
 PipelineModel = Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")]
