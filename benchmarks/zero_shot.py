@@ -163,8 +163,7 @@ def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
         weight, by_weight = tuned_lexical_weight(nlp, gold_docs(corpus / "dev.spacy",
                                                                 nlp.vocab))
         settings.update(lexical_weight=weight, dev_recall_at_1_by_weight=by_weight)
-    linker.settings = replace(linker.settings, lexical_weight=weight)
-    linker.retriever.use_settings(linker.settings)
+    linker.get_candidates = replace(linker.get_candidates, lexical_weight=weight)
     seen = corpus_ids(gold_docs(corpus / "train.spacy", nlp.vocab))
     metrics = evaluate_linker(nlp, gold_docs(corpus / "test.spacy", nlp.vocab),
                               seen_ids=seen)
@@ -225,7 +224,7 @@ def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool)
         weight, by_weight = tuned_lexical_weight(nlp, gold_docs(corpus / "dev.spacy",
                                                                 nlp.vocab))
         nlp = spacy.load(model, config={
-            "components.arbo_entity_linker.lexical_weight": weight})
+            "components.arbo_entity_linker.get_candidates.lexical_weight": weight})
         settings.update(lexical_weight=weight, dev_recall_at_1_by_weight=by_weight)
     start = time.perf_counter()
     nlp.get_pipe("arbo_entity_linker").ensure_ready()

@@ -660,9 +660,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "'{name}' has threshold = {threshold}, chosen on its {saved} scores, but would load "
         "with scores = \"{scores}\": the same threshold on another scale makes other "
         "mentions NIL. Load it with the scale it was tuned on (spacy.load(..., config="
-        "{{\"components.{name}.scores\": \"{saved}\"}})), or with threshold = null and "
-        "tune it again on the new scale (`tune-nil MODEL DEV --output-model OUT "
-        "--components.{name}.threshold null`, or `tune-e2e`)."
+        "{{\"components.{name}.get_candidates.scores\": \"{saved}\"}})), or with "
+        "threshold = null and tune it again on the new scale (`tune-nil MODEL DEV "
+        "--output-model OUT --components.{name}.threshold null`, or `tune-e2e`)."
     )
     E225 = (
         "label_types maps {problems}: every mention of such a label would lose every typed "

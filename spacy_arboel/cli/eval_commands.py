@@ -25,6 +25,7 @@ from .options import (
     IndexKind,
     LinkerComponent,
     MetricsOutput,
+    Oracle,
     PipelineModel,
     RunName,
 )
@@ -172,7 +173,7 @@ def evaluate_rerank(
     model: Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker and "
                                                "arbo_reranker")],
     corpus: GoldCorpus,
-    oracle: Annotated[list[str] | None, typer.Option(
+    oracle: Annotated[list[Oracle] | None, typer.Option(
         help="none, self (gold injected) or union (gold injected into the union with "
              "--union-with); repeat the option for several, all from one scoring pass")
     ] = None,
@@ -197,8 +198,8 @@ def evaluate_rerank(
     nlp = load_pipeline(model, command_overrides(ctx))
     others = [load_pipeline(path) for path in union_with or []]
     metrics = evaluate_reranker(nlp, read_docs(corpus, nlp.vocab, limit),
-                                oracles=oracle or ["none"], top_ks=top_k or [],
-                                union_with=others)
+                                oracles=[o.value for o in oracle or []] or ["none"],
+                                top_ks=top_k or [], union_with=others)
     report(metrics, output, corpus=corpus,
            title=f"{model.name}: {corpus.name}, re-ranked (in-KB accuracy)",
            table=rerank_rows(metrics),

@@ -30,8 +30,9 @@ def tune_lexical_command(
 ) -> None:
     """Choose the weight of the character n-gram TF-IDF score added to the dense score
     (BioSyn), maximising in-KB recall@1 on DEV's gold mentions over the union of the dense
-    and lexical top-k, and save the pipeline with it (lexical_weight in its config). A
-    weight of 0 means the lexical candidates join the dense ones but do not change scores."""
+    and lexical top-k, and save the pipeline with it (``get_candidates.lexical_weight`` in
+    its config). A weight of 0 means the lexical candidates join the dense ones but do not
+    change scores."""
     from wasabi import msg
 
     from ..evaluation.report import write_json
@@ -54,5 +55,6 @@ def tune_lexical_command(
                     "dev_recall@1": {f"{w:g}": r for w, r in by_weight.items()}}, output)
         msg.good(f"Wrote {output}")
     if output_model is not None:
-        save_with_setting(model, overrides, f"components.{component}.lexical_weight", weight,
+        save_with_setting(model, overrides,
+                          f"components.{component}.get_candidates.lexical_weight", weight,
                           output_model)

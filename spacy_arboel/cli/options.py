@@ -4,6 +4,7 @@ types), and the choices options take, typed from the vocabulary their library de
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -11,6 +12,7 @@ import typer
 
 from ..configs import COMPONENT_CONFIGS
 from ..corpus.shards import OUTPUT_FORMATS
+from ..evaluation.rerank_eval import ORACLES
 from ..jobs.engines import ENGINES
 from ..kb.index_builder import INDEX_KINDS
 
@@ -18,6 +20,8 @@ EngineName = Literal[ENGINES]  # type: ignore[valid-type]
 IndexKind = Literal[INDEX_KINDS]  # type: ignore[valid-type]
 ShardFormat = Literal[OUTPUT_FORMATS]  # type: ignore[valid-type]
 TrainedComponent = Literal[tuple(COMPONENT_CONFIGS)]  # type: ignore[valid-type]
+# a repeatable choice: typer takes a list of an Enum, not of a Literal
+Oracle = Enum("Oracle", {name: name for name in ORACLES}, type=str)
 
 LinkerModel = Annotated[Path, typer.Argument(help="Pipeline with arbo_entity_linker")]
 PipelineModel = Annotated[Path, typer.Argument(help="Pipeline directory (spacy.load)")]

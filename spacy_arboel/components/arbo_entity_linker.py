@@ -23,16 +23,18 @@ from ..factories import ENTITY_LINKER
 from ..kb.index import DenseIndex
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
-from ..kb.type_rule import TYPE_RULES, TypeRule
+from ..kb.type_rule import TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
 from ..linking.bi_encoder_trainer import REFRESH_EVERY
-from ..linking.dense_retriever import GRANULARITIES, PROBABILITY_POOL
+from ..linking.candidates import CandidatePolicy
+from ..linking.dense_retriever import GRANULARITIES
 from ..linking.loop_settings import DistillSettings
 from ..linking.mention_distiller import MentionDistiller, shrink_encoder
 from ..ml.bi_encoder import torch_encoders
+from ..ml.candidates import make_candidates  # noqa: F401  (registers get_candidates)
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
-from ..settings import NonNegativeFloat, PositiveInt, choices, defaults
+from ..settings import PositiveInt, choices, defaults
 from ..spacy_data.spans import SpanGetter
 from .base import KBComponent
 from .common import (
@@ -54,8 +56,8 @@ DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": 
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1"}
 # the spans it links: doc.ents by default (the registered function's defaults)
 DEFAULT_SPAN_GETTER = {"@misc": "spacy_arboel.span_getter.v1"}
-# what ``kb_candidates`` holds: p(e | m) among the candidates, or the raw scores
-SCORE_SCALES = ("probability", "raw")
+# its candidate policy: scale, lexical union, type rule (``CandidatePolicy``'s defaults)
+DEFAULT_CANDIDATES = {"@misc": "spacy_arboel.candidates.v1"}
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
 
@@ -69,9 +71,8 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         "top_k": 64, "threshold": None, "nil_id": "NIL",
         **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": REFRESH_EVERY,
         **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
-        **defaults(RetrieverSettings, ("inputs", "lexical_weight")),
-        "label_types": None, "type_rule": "restrict", "scores": "probability",
-        "span_getter": DEFAULT_SPAN_GETTER,
+        **defaults(RetrieverSettings, ("inputs",)),
+        "get_candidates": DEFAULT_CANDIDATES, "span_getter": DEFAULT_SPAN_GETTER,
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -84,9 +85,7 @@ def make_entity_linker(
     expand_abbreviations: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
     quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUT_FORMATS),
-    lexical_weight: NonNegativeFloat | None, label_types: dict[str, list[str]] | str | None,
-    type_rule: choices(TYPE_RULES), scores: choices(SCORE_SCALES), span_getter: SpanGetter,
-    scorer: Callable | None,
+    get_candidates: CandidatePolicy, span_getter: SpanGetter, scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and
     ``RetrieverSettings`` for the retriever's (their defaults come from there)."""
@@ -96,17 +95,8 @@ def make_entity_linker(
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, verify_files=verify_files,
-                            label_types=label_types, type_rule=type_rule,
-                            scores=scores, span_getter=span_getter, scorer=scorer)
-
-
-def check_threshold(threshold: float | None, scores: str) -> None:
-    """E011 for a threshold on probabilities outside [0, 1] (a raw-score threshold kept
-    with ``scores = "probability"`` would make every mention NIL, or none)."""
-    if threshold is not None and scores == "probability" and not 0.0 <= threshold <= 1.0:
-        raise ValueError(Errors.E011.format(
-            name="threshold", value=threshold, condition='in [0, 1] with scores = '
-            '"probability" (a threshold on raw scores needs scores = "raw")'))
+                            get_candidates=get_candidates, span_getter=span_getter,
+                            scorer=scorer)
 
 
 class ArboEntityLinker(KBComponent):
@@ -125,10 +115,11 @@ class ArboEntityLinker(KBComponent):
     ``names`` links and trains by the mention's text against a row per KB name and alias,
     cosine (how the base sentence encoder or ``pretrain-kb``'s encoder learnt to compare
     names), ``blink`` by BLINK's mention in context against ``name [TITLE] description``
-    rows. ``label_types`` maps
-    ent labels to the KB types they may link to (``{"Chemical": ["Chemical"]}``); with
-    ``type_rule`` ``restrict`` the candidates of other types are dropped, with ``prefer``
-    ranked last (``kb.type_rule``: an untyped entity or an unmapped label is never acted on).
+    rows. ``get_candidates`` (``linking.candidates.CandidatePolicy``, registered as
+    ``spacy_arboel.candidates.v1``) turns the retrieved entities into candidates: their
+    scale (p(e | m) or raw scores), BioSyn's lexical union, and the type rule
+    (``label_types``: ``{"Chemical": ["Chemical"]}``; ``type_rule`` ``restrict`` drops the
+    candidates of other types, ``prefer`` ranks them last).
     """
 
     saved_files = SAVED_FILES
@@ -137,22 +128,24 @@ class ArboEntityLinker(KBComponent):
     def __init__(self, vocab, model: Model, name: str = ENTITY_LINKER, *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
-                 verify_files: str,
-                 label_types: dict[str, list[str]] | str | None = None,
-                 type_rule: str = "restrict", scores: str = "probability",
+                 verify_files: str, get_candidates: CandidatePolicy | None = None,
                  span_getter: SpanGetter, scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
-                                    "verify_files": verify_files, "label_types": label_types,
-                                    "type_rule": type_rule, "scores": scores}
-        self.type_rule = TypeRule.from_settings(label_types, type_rule)
+                                    "verify_files": verify_files}
+        self.get_candidates = get_candidates or CandidatePolicy()
+        self.get_candidates.check_threshold(threshold)
         self.span_getter = span_getter
-        check_threshold(threshold, scores)
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
         register_extensions()
+
+    @property
+    def type_rule(self) -> TypeRule | None:
+        """The type rule of its candidate policy (``arbo_coref`` follows it)."""
+        return self.get_candidates.rule
 
     @property
     def seen_ids(self) -> set[str]:
@@ -311,19 +304,17 @@ class ArboEntityLinker(KBComponent):
         mentions = [self.span_getter(d) for d in docs]
         spans = [MentionSpan(i, e.start_char, e.end_char) for i, found in enumerate(mentions)
                  for e in found]
-        k = self.cfg["top_k"]
-        if self.cfg["scores"] == "probability":
-            k = max(k, PROBABILITY_POOL)  # the probabilities' normaliser (set_annotations)
-        scores, positions, vectors = retriever.link([d.text for d in docs], spans, k)
+        scores, positions, vectors = retriever.link(
+            [d.text for d in docs], spans, self.get_candidates.retrieval_k(self.cfg["top_k"]),
+            lexical_weight=self.get_candidates.lexical_weight)
         bounds = np.cumsum([len(found) for found in mentions])[:-1]
         return list(zip(*(np.split(a, bounds) for a in (scores, positions, vectors)),
                         strict=True))
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the top-k
-        candidates (their probabilities computed before the type rule acts: see
-        ``PROBABILITY_POOL``) and the mention vector (None for a mention with nothing to
-        encode)."""
+        candidates (``get_candidates``' ranking) and the mention vector (None for a mention
+        with nothing to encode)."""
         threshold, nil_id, top_k = self.cfg["threshold"], self.cfg["nil_id"], self.cfg["top_k"]
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
@@ -331,15 +322,9 @@ class ArboEntityLinker(KBComponent):
             for ent, candidates, vector in zip(self.span_getter(doc), lists, vectors,
                                                strict=True):
                 encoded = bool(candidates)
-                raw = [float(score) for _, score in candidates]
-                # (id, score, raw score): the score is the raw one or its probability
-                scored = list(zip((i for i, _ in candidates), raw, raw, strict=True))
-                if self.cfg["scores"] == "probability":
-                    scored = list(zip((i for i, _ in candidates),
-                                      self.retriever.probabilities(raw), raw, strict=True))
-                if self.type_rule is not None:
-                    scored = self.type_rule.apply(ent.label_, scored, self._types_of)
-                scored = scored[:top_k]
+                scored = self.get_candidates.rank(ent.label_, candidates,
+                                                  self.retriever.probabilities,
+                                                  self._types_of, top_k)
                 candidates = [(i, score) for i, score, _ in scored]
                 raw = [r for _, _, r in scored]
                 best = candidates[0] if candidates else (nil_id, float("-inf"))
@@ -364,7 +349,7 @@ class ArboEntityLinker(KBComponent):
         ``index``."""
         self._write(path, lambda: {"seen_ids": sorted(self.seen_ids),
                                    "inputs": self.settings.inputs,
-                                   "scores": self.cfg["scores"],
+                                   "scores": self.get_candidates.scores,
                                    "threshold": self.cfg["threshold"],
                                    "n_missing_gold_ids": self.trainer.n_missing_gold_ids},
                     exclude)
@@ -391,13 +376,14 @@ class ArboEntityLinker(KBComponent):
             # a saved threshold holds on the scale it was chosen on: another scale is
             # refused, never a silent change; a threshold given at load with the scale is
             # the user's own (with cfg.json left out, the config's are taken as they are)
-            saved_scores = cfg.get("scores", self.cfg["scores"])
+            scale = self.get_candidates.scores
+            saved_scores = cfg.get("scores", scale)
             saved_threshold = cfg.get("threshold", self.cfg["threshold"])
-            if self.cfg["threshold"] is not None and saved_scores != self.cfg["scores"] \
+            if self.cfg["threshold"] is not None and saved_scores != scale \
                     and self.cfg["threshold"] == saved_threshold:
                 raise ValueError(Errors.E224.format(name=self.name, saved=saved_scores,
                                                     threshold=self.cfg["threshold"],
-                                                    scores=self.cfg["scores"]))
+                                                    scores=scale))
             self.trainer.seen_ids = set(cfg["seen_ids"])
             self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]
             if "index" not in exclude:

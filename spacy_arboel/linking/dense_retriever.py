@@ -28,7 +28,7 @@ from ..encoders.weights import Int8Copies, forward_without_grad
 from ..errors import Errors
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
-from ..settings import NonNegativeFloat, PositiveInt, check_fields, choices
+from ..settings import PositiveInt, check_fields, choices
 from .indexed_kb import IndexedKB, OverIndexedKB, RowSettings, embed_sequences, normalized
 from .lexical import LexicalIndex, best_weight
 
@@ -91,7 +91,6 @@ class RetrieverSettings:
     # other corpora (BC5CDR test unseen 0.907 against 0.870, NCBI 0.823 against 0.813, 2.3x
     # the linking rate; BENCHMARKS.md, issue 41), a deviation from BLINK (blink)
     inputs: choices(INPUT_FORMATS) = "names"
-    lexical_weight: NonNegativeFloat | None = None
 
     @property
     def granularity(self) -> str:
@@ -145,7 +144,7 @@ class DenseRetriever(OverIndexedKB):
         """Use these settings from now on (e.g. another ``entity_granularity`` or
         ``inputs``); the index is stale until the next refresh when they change what
         its rows are (``IndexedKB.use_settings``), and kept when they change only the
-        mentions' side (``expand_abbreviations``, ``lexical_weight``, ``batch_size``, ...)."""
+        mentions' side (``expand_abbreviations``, ``batch_size``, ...)."""
         self.settings = settings
         self.builder = InputBuilder(self.tokenizer, settings.mention_max_length,
                                     settings.entity_max_length, settings.expand_abbreviations,
@@ -211,11 +210,13 @@ class DenseRetriever(OverIndexedKB):
 
     # --- linking -----------------------------------------------------------------------------
 
-    def link(self, texts: Sequence[str], spans: Sequence[MentionSpan], k: int
+    def link(self, texts: Sequence[str], spans: Sequence[MentionSpan], k: int,
+             lexical_weight: float | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per mention: top-``k`` scores, entity positions and its vector. A mention with
-        nothing to encode (only whitespace or control characters) gets no candidate
-        (positions -1, scores -inf) and a zero vector."""
+        """Per mention: top-``k`` scores, entity positions and its vector; with
+        ``lexical_weight``, BioSyn's ranking (``with_lexical``). A mention with nothing to
+        encode (only whitespace or control characters) gets no candidate (positions -1,
+        scores -inf) and a zero vector."""
         kept = [i for i, s in enumerate(spans)
                 if has_content(texts[s.doc_index][s.start_char:s.end_char])]
         if not kept:
@@ -224,10 +225,10 @@ class DenseRetriever(OverIndexedKB):
                     np.zeros((n, 0), "float32"))
         found = self.encode_mentions(texts, [spans[i] for i in kept])
         found_scores, found_positions = self.entities.search(found, k)
-        if self.settings.lexical_weight is not None:
+        if lexical_weight is not None:
             found_scores, found_positions = self.with_lexical(
                 texts, [spans[i] for i in kept], found, found_scores, found_positions, k,
-                self.settings.lexical_weight)
+                lexical_weight)
         scores = np.full((len(spans), found_scores.shape[1]), -np.inf, "float32")
         positions = np.full((len(spans), found_scores.shape[1]), -1, "int64")
         vectors = np.zeros((len(spans), found.shape[1]), "float32")

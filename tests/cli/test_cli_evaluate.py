@@ -150,3 +150,12 @@ def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_pa
     # each distinct pair is scored once; the union run at K=2 holds every other run's pairs
     union = runs["union", 2]["cross_encoder"]["mean_candidates"] * 11
     assert output["timings"]["pairs"] == round(union)
+
+
+def test_evaluate_rerank_refuses_an_unknown_oracle(tmp_path):
+    """The oracles are a typed choice: another is refused before anything is loaded."""
+    result = CliRunner().invoke(app, ["evaluate-rerank", str(tmp_path), str(tmp_path),
+                                      "--oracle", "gold"])
+    assert result.exit_code == 2
+    assert "'gold' is not one of 'none', 'self', 'union'" in " ".join(
+        result.output.replace("│", " ").split())

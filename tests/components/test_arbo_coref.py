@@ -311,7 +311,7 @@ def test_the_linkers_type_rule_holds_in_the_clusters(tiny_encoder, toy_kb_path, 
     nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
-        "label_types": rule})
+        "get_candidates": {"label_types": rule}})
     nlp.add_pipe("arbo_coref", config={"k": 3, "threshold": None})
     nlp.get_pipe("arbo_entity_linker").ensure_ready()
     docs = list(nlp.pipe(_docs(toy_examples)))
@@ -324,7 +324,7 @@ def test_the_linkers_type_rule_holds_in_the_clusters(tiny_encoder, toy_kb_path, 
     clusters = spacy.blank("xx")
     clusters.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
-        "label_types": rule, "type_rule": "clusters"})
+        "get_candidates": {"label_types": rule, "type_rule": "clusters"}})
     clusters.add_pipe("arbo_coref", config={"k": 3, "threshold": None})
     clusters.get_pipe("arbo_entity_linker").ensure_ready()
     free_docs = list(free.pipe(_docs(toy_examples)))
@@ -336,7 +336,7 @@ def test_the_linkers_type_rule_holds_in_the_clusters(tiny_encoder, toy_kb_path, 
     prefer = spacy.blank("xx")
     prefer.add_pipe("arbo_entity_linker", config={
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
-        "label_types": rule, "type_rule": "prefer"})
+        "get_candidates": {"label_types": rule, "type_rule": "prefer"}})
     prefer.get_pipe("arbo_entity_linker").ensure_ready()
     for doc in prefer.pipe(_docs(toy_examples)):
         for ent in doc.ents:

@@ -41,6 +41,16 @@ def _objective(name: str, fgsm_epsilon: float = 0.0, **settings) -> dict:
     return block
 
 
+# a candidate policy on raw scores; the config key of the policy's scale
+RAW = {"scores": "raw"}
+SCALE = "components.arbo_entity_linker.get_candidates.scores"
+
+
+def _typed(**label_types) -> dict:
+    """A candidate policy with this type rule (``get_candidates.label_types``)."""
+    return {"label_types": label_types}
+
+
 def _nlp(tiny_encoder, kb_path, ready=True, **config):
     """A linker from ``kb_path`` and the base encoder, ``ready`` without initialize."""
     nlp = spacy.blank("xx")
@@ -81,7 +91,7 @@ def test_pipe_links_across_docs_and_handles_empty_docs(tiny_encoder, toy_kb_path
 
 
 def test_threshold_gives_nil(tiny_encoder, toy_kb_path, toy_examples):
-    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=1e9, nil_id="NIL", scores="raw")
+    nlp = _nlp(tiny_encoder, toy_kb_path, threshold=1e9, nil_id="NIL", get_candidates=RAW)
     doc = nlp(toy_examples[0].predicted)
     assert {e.kb_id_ for e in doc.ents} == {"NIL"}
     assert all(e._.kb_candidates for e in doc.ents)
@@ -167,7 +177,7 @@ def test_bad_settings_are_rejected(tiny_encoder, toy_kb_path):
     with pytest.raises(ConfigValidationError, match=r"entity_granularity.*'entity', 'alias'"):
         _nlp(tiny_encoder, toy_kb_path, entity_granularity="sentence")
     with pytest.raises(ConfigValidationError, match=r"lexical_weight.*-1\.0 is not"):
-        _nlp(tiny_encoder, toy_kb_path, lexical_weight=-1.0)
+        _nlp(tiny_encoder, toy_kb_path, get_candidates={"lexical_weight": -1.0})
     with pytest.raises(ConfigValidationError, match=r"batch_size"):
         _nlp(tiny_encoder, toy_kb_path, batch_size=0)
 
@@ -612,7 +622,7 @@ def test_candidate_scores_are_probabilities_with_the_raw_scores_kept(tiny_encode
         1 / (1 + np.exp(-1.0)))
     assert candidate_probabilities([], 1.0) == []
     nlp = _nlp(tiny_encoder, toy_kb_path)
-    raw = _nlp(tiny_encoder, toy_kb_path, scores="raw")
+    raw = _nlp(tiny_encoder, toy_kb_path, get_candidates=RAW)
     for doc, raw_doc in zip(nlp.pipe(eg.predicted.copy() for eg in toy_examples),
                             raw.pipe(eg.predicted.copy() for eg in toy_examples), strict=True):
         for ent, raw_ent in zip(doc.ents, raw_doc.ents, strict=True):
@@ -641,8 +651,9 @@ def test_a_mentions_probability_does_not_depend_on_top_k_or_the_type_rule(
 
     full = probabilities()
     types = {"Chemical": ["Chemical"], "Disease": ["Disease"]}
-    for config in ({"top_k": 1}, {"top_k": 2}, {"label_types": types},
-                   {"label_types": types, "type_rule": "prefer", "top_k": 3}):
+    for config in ({"top_k": 1}, {"top_k": 2}, {"get_candidates": {"label_types": types}},
+                   {"get_candidates": {"label_types": types, "type_rule": "prefer"},
+                    "top_k": 3}):
         for everything, some in zip(full, probabilities(**config), strict=True):
             assert some and len(some) <= config.get("top_k", 64)
             assert some == pytest.approx({i: everything[i] for i in some}), config
@@ -653,15 +664,15 @@ def test_label_types_the_kb_cannot_meet_are_refused_where_given(tiny_encoder, to
 
     # a label mapped to no type: refused by the factory
     with pytest.raises(ValueError, match=r"E225.*'Chemical' to no type"):
-        _nlp(tiny_encoder, toy_kb_path, ready=False, label_types={"Chemical": []})
+        _nlp(tiny_encoder, toy_kb_path, ready=False, get_candidates=_typed(Chemical=[]))
     # a typo: every typed candidate of the label would be dropped
     with pytest.raises(ValueError, match=r"E225.*'Chemcial'.*Chemical, Disease"):
-        _nlp(tiny_encoder, toy_kb_path, label_types={"Chemical": ["Chemcial"]})
+        _nlp(tiny_encoder, toy_kb_path, get_candidates=_typed(Chemical=["Chemcial"]))
     # one unknown type beside a known one: a coded warning naming it
     with pytest.warns(UserWarning, match=r"W022.*'Drug'"):
-        _nlp(tiny_encoder, toy_kb_path, label_types={"Chemical": ["Chemical", "Drug"]})
+        _nlp(tiny_encoder, toy_kb_path, get_candidates=_typed(Chemical=["Chemical", "Drug"]))
     # checked again when the KB is swapped
-    nlp = _nlp(tiny_encoder, toy_kb_path, label_types={"Chemical": ["Chemical"]})
+    nlp = _nlp(tiny_encoder, toy_kb_path, get_candidates=_typed(Chemical=["Chemical"]))
     other = KnowledgeBase.from_jsonl(toy_kb_path)
     untyped = KnowledgeBase([type(e)(e.id, e.name, e.description, e.aliases, ("Drug",))
                              for e in other])
@@ -677,31 +688,31 @@ def test_a_threshold_never_changes_scale_on_load_or_save(tiny_encoder, toy_kb_pa
     cfg = srsly.read_json(cfg_path)
     assert cfg["scores"] == "probability"
     loaded = spacy.load(tmp_path / "pipeline")
-    assert loaded.get_pipe("arbo_entity_linker").cfg["scores"] == "probability"
+    assert loaded.get_pipe("arbo_entity_linker").get_candidates.scores == "probability"
     # the same threshold read on another scale is refused, not a silent change
     with pytest.raises(ValueError, match=r"E224.*scores.*probability"):
-        spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw"})
+        spacy.load(tmp_path / "pipeline", config={SCALE: "raw"})
     # ... while a threshold given at load with its scale is the user's own
-    spacy.load(tmp_path / "pipeline", config={"components.arbo_entity_linker.scores": "raw",
+    spacy.load(tmp_path / "pipeline", config={SCALE: "raw",
                                               "components.arbo_entity_linker.threshold": 40.0})
     cleared = spacy.load(tmp_path / "pipeline",
-                         config={"components.arbo_entity_linker.scores": "raw",
+                         config={SCALE: "raw",
                                  "components.arbo_entity_linker.threshold": None})
-    assert cleared.get_pipe("arbo_entity_linker").cfg["scores"] == "raw"
+    assert cleared.get_pipe("arbo_entity_linker").get_candidates.scores == "raw"
     # a linker with its threshold on raw scores, saved again, stays as it links (issue 40:
     # a re-save moved it to probabilities with the raw threshold)
-    raw = _nlp(tiny_encoder, toy_kb_path, threshold=0.5, scores="raw")
+    raw = _nlp(tiny_encoder, toy_kb_path, threshold=0.5, get_candidates=RAW)
     raw.to_disk(tmp_path / "raw")
     old = spacy.load(tmp_path / "raw")
-    assert old.get_pipe("arbo_entity_linker").cfg["scores"] == "raw"
+    assert old.get_pipe("arbo_entity_linker").get_candidates.scores == "raw"
     with pytest.raises(ValueError, match=r"E224.*raw"):
         spacy.load(tmp_path / "raw",
-                   config={"components.arbo_entity_linker.scores": "probability"})
+                   config={SCALE: "probability"})
     doc = old(toy_examples[0].predicted.copy())
     assert all([s for _, s in e._.kb_candidates] == e._.kb_raw_scores for e in doc.ents)
     old.to_disk(tmp_path / "again")
     again = spacy.load(tmp_path / "again")
-    assert again.get_pipe("arbo_entity_linker").cfg["scores"] == "raw"
+    assert again.get_pipe("arbo_entity_linker").get_candidates.scores == "raw"
     assert _linked(again, [again(toy_examples[0].predicted.copy())]) == _linked(old, [doc])
 
 
@@ -723,4 +734,4 @@ def test_a_saved_cfg_without_its_scores_or_inputs_is_damaged(tiny_encoder, toy_k
 def test_a_probability_threshold_outside_0_1_is_refused(tiny_encoder, toy_kb_path, threshold):
     with pytest.raises(ValueError, match=r"E011.*threshold"):
         _nlp(tiny_encoder, toy_kb_path, ready=False, threshold=threshold)
-    _nlp(tiny_encoder, toy_kb_path, ready=False, threshold=threshold, scores="raw")
+    _nlp(tiny_encoder, toy_kb_path, ready=False, threshold=threshold, get_candidates=RAW)

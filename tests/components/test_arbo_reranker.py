@@ -55,7 +55,8 @@ def test_reranker_rewrites_the_top_k_and_keeps_the_rest(tiny_encoder, toy_kb_pat
 
 
 def test_nil_ents_are_left_alone(tiny_encoder, toy_kb_path, toy_examples):
-    nlp = _nlp(tiny_encoder, toy_kb_path, linker={"threshold": 1e9, "scores": "raw"})
+    nlp = _nlp(tiny_encoder, toy_kb_path,
+               linker={"threshold": 1e9, "get_candidates": {"scores": "raw"}})
     nlp.initialize(lambda: toy_examples)
     doc = nlp(toy_examples[0].predicted.copy())
     assert {e.kb_id_ for e in doc.ents} == {"NIL"}
@@ -65,12 +66,14 @@ def test_a_nil_id_other_than_the_linkers_is_refused(tiny_encoder, toy_kb_path, t
     """Issue 40, item 5: the linker's NIL mentions ("UNLINKED") were re-ranked into links,
     the re-ranker looking for "NIL"."""
     nlp = _nlp(tiny_encoder, toy_kb_path,
-               linker={"threshold": 1e9, "scores": "raw", "nil_id": "UNLINKED"})
+               linker={"threshold": 1e9, "get_candidates": {"scores": "raw"},
+                       "nil_id": "UNLINKED"})
     with pytest.raises(ValueError, match=r"E226.*'UNLINKED'"):
         nlp.initialize(lambda: toy_examples)
         nlp(toy_examples[0].predicted.copy())
     nlp = _nlp(tiny_encoder, toy_kb_path, nil_id="UNLINKED",
-               linker={"threshold": 1e9, "scores": "raw", "nil_id": "UNLINKED"})
+               linker={"threshold": 1e9, "get_candidates": {"scores": "raw"},
+                       "nil_id": "UNLINKED"})
     nlp.initialize(lambda: toy_examples)
     assert {e.kb_id_ for e in nlp(toy_examples[0].predicted.copy()).ents} == {"UNLINKED"}
 

@@ -20,23 +20,29 @@ RAW_TEXT_LINKER = {"threshold": 0.0, "top_k": 3, "passage_length": 48, "passage_
 TEXTS = ["Aspirin induced cough in patients.", "Fever was caused by aspirin.",
          "Coughing and pyrexia in patients with cardiac failure."]
 
+
+def _policy(**settings) -> dict:
+    """A linker config setting its candidate policy (``get_candidates``)."""
+    return {"get_candidates": settings}
+
+
 # (name, [(factory, config)], whether nlp.initialize gets the gold examples)
 PIPELINES = [
     ("linker-defaults", [(LINKER, {})], False),
     ("linker-threshold", [(LINKER, {"threshold": 0.3})], False),
-    ("linker-raw-threshold", [(LINKER, {"scores": "raw", "threshold": 0.2})], False),
+    ("linker-raw-threshold", [(LINKER, {**_policy(scores="raw"), "threshold": 0.2})], False),
     ("linker-top-k", [(LINKER, {"top_k": 2})], False),
-    ("linker-restrict", [(LINKER, {"label_types": TYPES, "type_rule": "restrict"})], False),
-    ("linker-prefer", [(LINKER, {"label_types": TYPES, "type_rule": "prefer",
+    ("linker-restrict", [(LINKER, _policy(label_types=TYPES, type_rule="restrict"))], False),
+    ("linker-prefer", [(LINKER, {**_policy(label_types=TYPES, type_rule="prefer"),
                                  "top_k": 3})], False),
-    ("linker-lexical", [(LINKER, {"lexical_weight": 0.5})], False),
+    ("linker-lexical", [(LINKER, _policy(lexical_weight=0.5))], False),
     ("linker-alias-rows", [(LINKER, {"entity_granularity": "alias"})], False),
     ("linker-blink-inputs", [(LINKER, {"inputs": "blink"})], False),
     ("linker-int8", [(LINKER, {"quantize": True})], False),
     ("linker-hnsw", [(LINKER, {"index_kind": "hnsw"})], False),
     ("linker-nil-id", [(LINKER, {"nil_id": "UNLINKED", "threshold": 0.5})], False),
     ("linker-trained", [(LINKER, {"threshold": 0.2})], True),
-    ("linker-coref", [(LINKER, {"label_types": TYPES, "type_rule": "clusters"}),
+    ("linker-coref", [(LINKER, _policy(label_types=TYPES, type_rule="clusters")),
                       ("arbo_coref", {"k": 2, "threshold": None})], False),
     ("linker-coref-state", [(LINKER, {}), ("arbo_coref", {"keep_state": True})], False),
     ("linker-reranker", [(LINKER, {"top_k": 4}),

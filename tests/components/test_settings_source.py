@@ -23,6 +23,7 @@ from spacy_arboel.linking import (
     RetrieverSettings,
     SpanReaderSettings,
 )
+from spacy_arboel.linking.candidates import CandidatePolicy
 from spacy_arboel.settings import PositiveInt, check_fields
 
 # each factory with its core settings (arbo_linker drives one of two cores)
@@ -87,7 +88,9 @@ def test_the_cores_alone_get_the_components_defaults():
 @pytest.mark.parametrize("core,bad,code", [
     (RetrieverSettings, {"pooling": "max"}, r"E007.*pooling 'max'.*cls, mean, mention"),
     (RetrieverSettings, {"batch_size": 0}, r"E011.*batch_size.*>= 1"),
-    (RetrieverSettings, {"lexical_weight": -1.0}, r"E011.*lexical_weight.*>= 0"),
+    (CandidatePolicy, {"lexical_weight": -1.0}, r"E011.*lexical_weight.*>= 0"),
+    (CandidatePolicy, {"scores": "logit"}, r"E007.*scores 'logit'.*probability, raw"),
+    (CandidatePolicy, {"label_types": {"Chemical": "Chemical"}}, r"E223"),
     (ReaderSettings, {"warmup_reader_steps": -1}, r"E011.*warmup_reader_steps.*>= 0"),
     (ReaderSettings, {"empty_passage_rate": 1.5}, r"E011.*empty_passage_rate.*\[0, 1\]"),
     (ReaderSettings, {"mode": "cascade"}, r"E007.*mode 'cascade'.*joint, pipeline"),

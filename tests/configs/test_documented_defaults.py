@@ -8,6 +8,8 @@ from pathlib import Path
 
 import spacy
 
+from spacy_arboel.linking.candidates import CandidatePolicy
+
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "components.md"
 ROW = re.compile(r"^\| `(\w+)` \| `([^`]+)`")
 
@@ -26,3 +28,20 @@ def test_the_documented_defaults_are_the_factorys():
     wrong = {k: (documented[k], defaults[k]) for k in scalar
              if json.loads(documented[k]) != defaults[k]}
     assert not wrong, f"docs/components.md says (page, factory): {wrong}"
+
+
+def test_the_documented_candidate_policy_defaults_are_the_cores():
+    """``get_candidates``' own table: each setting with ``CandidatePolicy``'s default, and the
+    registered function's defaults the same."""
+    from dataclasses import fields
+    from inspect import signature
+
+    from spacy.util import registry
+
+    documented = documented_defaults()
+    declared = {f.name: f.default for f in fields(CandidatePolicy)}
+    assert {k: json.loads(documented[k]) for k in declared} == declared
+    registered = signature(registry.misc.get("spacy_arboel.candidates.v1")).parameters
+    assert {k: p.default for k, p in registered.items()} == declared
+    default = spacy.blank("xx").get_factory_meta("arbo_entity_linker").default_config
+    assert default["get_candidates"] == {"@misc": "spacy_arboel.candidates.v1"}

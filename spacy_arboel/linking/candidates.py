@@ -1,0 +1,79 @@
+"""How a mention's retrieved entities become its ranked candidates: ``arbo_entity_linker``'s
+candidate policy, spaCy's ``get_candidates`` over a dense retriever (registered as
+``spacy_arboel.candidates.v1``; a subclass registered under another name swaps it). No spaCy
+here.
+
+The retriever finds each mention's nearest entities (with BioSyn's lexical union when
+``lexical_weight`` is set); the policy puts their scores on its scale and applies the type
+rule, then the linker keeps the first ``top_k``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..errors import Errors
+from ..kb.type_rule import TYPE_RULES, TypeRule
+from ..settings import NonNegativeFloat, check_fields, choices
+from .dense_retriever import PROBABILITY_POOL
+
+# what a candidate's score is: p(e | m) among the retrieved candidates, or the raw score
+SCORE_SCALES = ("probability", "raw")
+# (entity id, score on the policy's scale, raw score)
+Scored = tuple[str, float, float]
+
+
+@dataclass(frozen=True)
+class CandidatePolicy:
+    """``scores``: ``probability`` makes a candidate's score p(e | m), the softmax of the raw
+    scores over the mention's ``PROBABILITY_POOL`` nearest entities as retrieved, before the
+    type rule acts (so a threshold reads the same number whatever ``top_k`` and
+    ``label_types`` keep); ``raw`` keeps the dot product or cosine. ``lexical_weight``:
+    BioSyn's λ (eq. 4 of its paper: dense + λ · sparse over the union of the dense and the
+    character n-gram top-k; ``None``: dense alone). ``label_types``/``type_rule``: the type
+    rule (``kb.type_rule.TypeRule``; a map, or its JSON text as a config override gives it).
+    """
+
+    scores: choices(SCORE_SCALES) = "probability"
+    lexical_weight: NonNegativeFloat | None = None
+    label_types: Mapping[str, Sequence[str]] | str | None = None
+    type_rule: choices(TYPE_RULES) = "restrict"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        self.rule  # noqa: B018  (E223/E225 for bad label_types, as it is made)
+
+    @cached_property
+    def rule(self) -> TypeRule | None:
+        """The type rule (None without ``label_types``)."""
+        return TypeRule.from_settings(self.label_types, self.type_rule)
+
+    def check_threshold(self, threshold: float | None) -> None:
+        """E011 for a NIL threshold on probabilities outside [0, 1] (a raw-score threshold
+        kept with ``scores = "probability"`` would make every mention NIL, or none)."""
+        if threshold is not None and self.scores == "probability" \
+                and not 0.0 <= threshold <= 1.0:
+            raise ValueError(Errors.E011.format(
+                name="threshold", value=threshold, condition='in [0, 1] with scores = '
+                '"probability" (a threshold on raw scores needs scores = "raw")'))
+
+    def retrieval_k(self, top_k: int) -> int:
+        """How many entities to retrieve for ``top_k`` candidates: the probabilities'
+        normaliser needs ``PROBABILITY_POOL`` of them."""
+        return max(top_k, PROBABILITY_POOL) if self.scores == "probability" else top_k
+
+    def rank(self, label: str, retrieved: Sequence[tuple[str, float]],
+             probabilities: Callable[[list[float]], list[float]],
+             types_of: Callable[[str], Iterable[str]], top_k: int) -> list[Scored]:
+        """A ``label`` mention's first ``top_k`` candidates ``(id, score, raw score)``, best
+        first: ``retrieved`` (``(id, raw score)``, best first) scored on the policy's scale
+        (``probabilities``: the retriever's p(e | m) of raw scores), then the type rule
+        (``types_of``: an entity's KB types)."""
+        raw = [float(score) for _, score in retrieved]
+        scores = probabilities(raw) if self.scores == "probability" else raw
+        scored = list(zip((i for i, _ in retrieved), scores, raw, strict=True))
+        if self.rule is not None:
+            scored = self.rule.apply(label, scored, types_of)
+        return scored[:top_k]
