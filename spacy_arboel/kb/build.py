@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import build_mesh_kb, dedupe_aliases
 from .synonym_sources import SOURCE_NAMES, add_synonym_sources
@@ -64,8 +63,8 @@ def build_kb(
 
 
 def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBase, int]:
-    """Append ``second`` to ``first``; an id in both keeps the first entry, aliases and types
-    are combined. Returns the merged KB and the number of shared ids."""
+    """Append ``second`` to ``first``; an id in both keeps the first entry, aliases, types,
+    alternate ids and xrefs are combined. Returns the merged KB and the number of shared ids."""
     entities = {entity.id: entity for entity in first}
     shared = 0
     for entity in second:
@@ -75,9 +74,10 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
             continue
         shared += 1
         aliases = dedupe_aliases(old.name, [*old.aliases, entity.name, *entity.aliases])
-        types = tuple(dict.fromkeys([*old.types, *entity.types]))
-        entities[entity.id] = Entity(old.id, old.name, old.description or entity.description,
-                                     aliases, types)
+        entities[entity.id] = replace(
+            old, description=old.description or entity.description, aliases=aliases,
+            **{key: tuple(dict.fromkeys([*getattr(old, key), *getattr(entity, key)]))
+               for key in ("types", "alt_ids", "xrefs")})
     return KnowledgeBase(entities.values()), shared
 
 
@@ -89,8 +89,7 @@ def add_missing_types(
     for entity in kb:
         counter = labels.get(entity.id)
         if not entity.types and counter:
-            entity = Entity(entity.id, entity.name, entity.description, entity.aliases,
-                            tuple(label for label, _ in counter.most_common()))
+            entity = replace(entity, types=tuple(label for label, _ in counter.most_common()))
             typed += 1
         entities.append(entity)
     return KnowledgeBase(entities), typed

@@ -45,13 +45,12 @@ import pickle
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
 from ..parsing import parse_json, utf8_lines
-from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import MESH_ID, dedupe_aliases
 
@@ -338,8 +337,7 @@ def merge_aliases(kb: KnowledgeBase, *sources: Mapping[str, Iterable[str]],
         added = len(aliases) - len(dedupe_aliases(entity.name, entity.aliases))
         n_added += added
         n_entities += added > 0
-        merged.append(Entity(entity.id, entity.name, entity.description, aliases,
-                             entity.types))
+        merged.append(replace(entity, aliases=aliases))
     if stats is not None:
         stats.update(aliases_added=n_added, entities_with_new_aliases=n_entities,
                      ambiguous_dropped=n_dropped, ids_absent=len(absent))
