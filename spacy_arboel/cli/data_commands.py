@@ -131,7 +131,7 @@ def build_kb_command(
         "type names) or tui (their ids, as scispaCy's UMLS KB)"),
     synonyms: list[str] = typer.Option([], "--synonyms", help=SYNONYMS_HELP),
     output_format: str = typer.Option(
-        "spacy-arboel", "--output-format", help="spacy-arboel (ours, with alternate ids "
+        KB_FORMATS[0], "--output-format", help="spacy-arboel (ours, with alternate ids "
         "and xrefs) or scispacy (scispaCy's KB JSONL)"),
 ) -> None:
     """Build a KB JSONL from MeSH files, KB JSONL files (ours or scispaCy's), OBO / OWL

@@ -19,17 +19,19 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from ..atomic import atomic_file
 from ..errors import Errors, Warnings
 from ..parsing import parse_json
+from ..settings import check_value
 from .entity import Entity, EntityValueError
 from .scispacy_format import from_scispacy_dict, is_scispacy_line, to_scispacy_dict
 
 NIL_ID = "NIL"  # the default id of unlinked mentions
 COMPOSITE_SEPARATOR = "|"  # joins the ids of a composite gold mention ("D1|D2")
-KB_FORMATS = ("spacy-arboel", "scispacy")  # what ``to_jsonl`` writes
+KbFormat = Literal["spacy-arboel", "scispacy"]
+KB_FORMATS: tuple[str, ...] = get_args(KbFormat)  # what ``to_jsonl`` writes, ours first
 
 
 class KnowledgeBaseError(ValueError):
@@ -197,15 +199,12 @@ class KnowledgeBase:
             raise KnowledgeBaseError(Errors.E036.format(path=path))
         return kb
 
-    def to_jsonl(self, path: str | Path, *,
-                 format: Literal["spacy-arboel", "scispacy"] = "spacy-arboel") -> None:
+    def to_jsonl(self, path: str | Path, *, format: KbFormat = "spacy-arboel") -> None:
         """Write the KB, atomically (a temporary file renamed over ``path``), in our JSONL
         or (``format="scispacy"``) scispaCy's, which drops alternate ids and xrefs; an empty
         KB is refused (E036) rather than written."""
         path = Path(path)
-        if format not in KB_FORMATS:
-            raise ValueError(Errors.E007.format(what="KB format", value=format,
-                                                options=", ".join(KB_FORMATS)))
+        check_value("KB format", format, KbFormat)
         if not len(self):
             raise KnowledgeBaseError(Errors.E036.format(path=path))
         to_dict = to_scispacy_dict if format == "scispacy" else Entity.to_dict
