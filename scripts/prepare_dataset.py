@@ -15,10 +15,12 @@ from dataset_files import Dataset
 from dataset_settings import SETTINGS, read_datasets
 from project_app import app
 from project_errors import ProjectErrors, ProjectWarnings
-from spacy_arboel.cli.data_commands import SYNONYMS_HELP, parse_synonym_sources, write_kb
+from spacy_arboel.cli.data_commands import SYNONYMS_HELP
 from spacy_arboel.cli.outputs import atomic_folder, check_outputs
 from spacy_arboel.errors import Errors
 from spacy_arboel.kb.mesh_packages import synonym_source_files
+from spacy_arboel.kb.synonym_sources import parse_synonym_sources
+from spacy_arboel.spacy_data.aliases import build_kb_with_corpus_aliases
 
 PREPARE_HELP = (
     "Write train.spacy, dev.spacy, test.spacy and kb.jsonl for a dataset to OUTPUT_DIR.\n\n"
@@ -128,9 +130,12 @@ def prepare_command(
                            check=datasets.check_prepared_folder) as folder:
             summaries = datasets.write_splits(splits, folder, nlp)
             datasets.write_prepared(folder, dataset.value, files)
-            write_kb(folder / "kb.jsonl", alias_corpus=[folder / "train.spacy",
-                                                        folder / "dev.spacy"],
-                     **files.kb_sources)
+            kb, kb_report = build_kb_with_corpus_aliases(
+                [folder / "train.spacy", folder / "dev.spacy"], **files.kb_sources)
+            kb.to_jsonl(folder / "kb.jsonl")  # E036 when it is empty
+            for note in kb_report.notes():
+                msg.info(note)
+            msg.table(kb_report.counts(), header=("kb.jsonl", "count"), aligns=("l", "r"))
             if holdout:
                 hold_out_entities(folder, holdout, seed, nlp, shown=output_dir)
             if remove_types:

@@ -214,8 +214,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "{path}: not a {what}: expected the columns {expected}, found {found}."
     )
     E101 = (
-        "Nothing to build the knowledge base from. Give `--mesh-descriptors` and/or at least "
-        "one `--jsonl` file."
+        "Nothing to build the knowledge base from. Give at least one of `--mesh-descriptors`, "
+        "`--jsonl` (spacy-arboel's or scispaCy's KB JSONL), `--obo` or `--umls`."
     )
     E103 = (
         "{path}: no such file or folder ({what})."
@@ -716,10 +716,37 @@ class Errors(metaclass=ErrorsWithCodes):
         "Invalid config override '{option}': {problem}. Give config settings as "
         "--section.key value, e.g. --components.arbo_coref.k 4."
     )
-    # --- readers of annotated corpora and KB files (issue 40): E230-E239 ---
+    # --- readers of annotated corpora and KB files (issues 40, 43): E230-E239 ---
     E230 = (
         "{path} cannot be read as a {what} ({error}). Give the path of a {what}, a UTF-8 "
         "text file{hint}."
+    )
+    E231 = (
+        "{path} cannot be read as an OBO or OWL ontology ({error}). Give an OBO 1.4 file "
+        "(.obo), an OWL file in RDF/XML (.owl) or an OBO Graphs JSON file, as the ontology "
+        "publishes it."
+    )
+    E232 = (
+        "Reading an OBO or OWL ontology needs pronto, which is not installed here: it is an "
+        "extra of spacy-arboel. Install it with `pip install \"spacy-arboel[obo]\"`."
+    )
+    E233 = (
+        "{where}: not a line of UMLS's {file} ({problem}). Its lines are {columns} "
+        "pipe-separated fields, each followed by '|': {layout}. Give the file of a UMLS "
+        "release (Rich Release Format) as MetamorphoSys or the full release writes it."
+    )
+    E234 = (
+        "{path} holds no MRCONSO.RRF (nor META/MRCONSO.RRF). Give --umls the folder of a "
+        "UMLS release's META files: MRCONSO.RRF, with MRSTY.RRF (semantic types) and "
+        "MRDEF.RRF (definitions) if you have them."
+    )
+    E235 = (
+        "{where}: {entity_id!r} is {what} and already {taken}: an id must resolve to one "
+        "entity. Drop the alternate id, or merge the two entities."
+    )
+    E236 = (
+        "{path}: no entity was read ({why}). Check the file, and the options that choose "
+        "what is kept ({options})."
     )
 
 

@@ -366,3 +366,30 @@ def test_the_evaluate_recipe_reports_the_linkers_scores(tiny_encoder, tmp_path, 
     evaluate("pipeline", Path("test.spacy"), Path("scores.json"), per_component=True)
     written = json.loads(Path("scores.json").read_text())["arbo_entity_linker"]
     assert round(written["nel_inkb_recall@1"], 2) == 0.67 and written["nel_micro_f"] == 1.0
+
+
+def test_the_own_kb_commands_run_as_written(tmp_path, monkeypatch):
+    """The README's build-kb commands, one per format a user holds, on small files."""
+    pytest.importorskip("pronto")
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+    from spacy_arboel.kb import KnowledgeBase
+
+    commands = _bash_block("### Bring your own KB")
+    assert [c.split()[5] for c in commands] == ["--obo", "--jsonl", "--umls"]
+    monkeypatch.chdir(tmp_path)
+    Path("hp.obo").write_text("format-version: 1.2\n\n[Term]\nid: HP:0012735\nname: Cough\n"
+                              'synonym: "Coughing" EXACT []\n')
+    Path("umls_kb.jsonl").write_text(json.dumps({
+        "concept_id": "C0010200", "canonical_name": "Coughing", "aliases": ["Cough"],
+        "types": ["T184"], "definition": None}) + "\n")
+    Path("2025AA/META").mkdir(parents=True)
+    Path("2025AA/META/MRCONSO.RRF").write_text(
+        "C0010200|ENG|P|L0010200|PF|S0028367|Y|A0038417||M0005087|D003371|MSH|MH|D003371|"
+        "Cough|0|N|256|\n")
+    for command in commands:
+        result = CliRunner().invoke(app, command.split()[3:])
+        assert result.exit_code == 0, (command, result.output)
+        kb = KnowledgeBase.from_jsonl("kb.jsonl")
+        assert kb.ids == (["HP:0012735"] if "--obo" in command else ["C0010200"])

@@ -11,7 +11,8 @@ class CodedErrorsGroup(TyperGroup):
     command_resources``: the output locks it takes, released when it ends); a coded error
     (``[E…]`` message) that a command lets through is printed as the commands print their
     own (wasabi's ✘, exit status 1), not as a traceback; any other exception is a bug and
-    keeps its traceback."""
+    keeps its traceback. A coded FileNotFoundError is a data file not found (E175: a
+    vocabulary package not installed)."""
 
     def invoke(self, ctx):
         from .outputs import command_resources
@@ -19,7 +20,8 @@ class CodedErrorsGroup(TyperGroup):
         try:
             with command_resources():
                 return super().invoke(ctx)
-        except (ValueError, ImportError) as err:  # ImportError: an extra not installed
+        # ImportError: an extra not installed
+        except (ValueError, ImportError, FileNotFoundError) as err:
             if not is_coded(str(err)):
                 raise
             from wasabi import msg

@@ -3,26 +3,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
 import spacy
 import typer
 from wasabi import msg
 
 from ..errors import Errors
-from ..kb.build import build_kb
-from ..kb.knowledge_base import KnowledgeBaseError
-from ..spacy_data.aliases import harvest_aliases, types_from_docs
+from ..kb.knowledge_base import KB_FORMATS
+from ..kb.obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, SYNONYM_SCOPES, OboTypes
+from ..kb.synonym_sources import parse_synonym_sources
+from ..kb.umls import DEFAULT_LANGUAGES, DEFAULT_UMLS_TYPES, UmlsTypes
+from ..settings import check_value, choices
+from ..spacy_data.aliases import build_kb_with_corpus_aliases
 from ..spacy_data.convert import docs_to_docbin, documents_to_docs
-from ..spacy_data.readers import read_corpus_docs
 from .app import app
 from .outputs import check_outputs
 
-SYNONYM_SOURCES = {"drug-ner": "drug_ner", "gilda": "gilda", "mondo": "mondo", "doid": "doid",
-                   "mesh-terms": "mesh_terms"}
 SYNONYMS_HELP = (
     "MeSH synonyms of an installed vocabulary: drug-ner (pip install "
     "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names), gilda (pip install "
@@ -50,7 +48,6 @@ def convert_command(
     standoff) to a spaCy DocBin (.spacy) with gold entities and kb_ids: the training and
     evaluation corpora of every command."""
     from ..data.inputs import FORMATS, document_sources, read_documents
-    from ..settings import check_value, choices
 
     check_outputs({"INPUT_PATH": input_path}, {"OUTPUT_PATH": output_path},
                   kinds={"OUTPUT_PATH": "spacy"})
@@ -106,71 +103,62 @@ def build_kb_command(
         help="Corpus (.spacy, PubTator, JSONL, brat, or a folder of them) whose gold "
         "mentions add aliases; repeatable"),
     jsonl: list[Path] = typer.Option(
-        [], "--jsonl", exists=True, help="Existing KB JSONL to include; repeatable"),
+        [], "--jsonl", exists=True, help="Existing KB JSONL to include, ours or scispaCy's "
+        "(concept_id, canonical_name, aliases, types, definition); repeatable"),
+    obo: list[Path] = typer.Option(
+        [], "--obo", exists=True, dir_okay=False,
+        help="OBO or OWL ontology (hp.obo, mondo.owl, ...) whose terms become entities; "
+        "repeatable (pip install \"spacy-arboel[obo]\")"),
+    obo_synonyms: str = typer.Option(
+        ",".join(DEFAULT_SYNONYM_SCOPES).lower(), "--obo-synonyms",
+        help=f"The synonym scopes that become aliases, comma-separated: "
+        f"{', '.join(SYNONYM_SCOPES).lower()}"),
+    obo_types: str = typer.Option(
+        DEFAULT_OBO_TYPES, "--obo-types", help="An ontology term's types: top (the names of "
+        "its ancestors one step below a root: HPO's Phenotypic abnormality, ...), namespace "
+        "or none"),
+    umls: Path | None = typer.Option(
+        None, "--umls", exists=True, file_okay=False,
+        help="Folder of a UMLS release's MRCONSO.RRF (with MRSTY.RRF and MRDEF.RRF if there)"),
+    umls_language: str = typer.Option(
+        ",".join(DEFAULT_LANGUAGES), "--umls-language",
+        help="UMLS languages (LAT) to keep, comma-separated"),
+    umls_sources: str = typer.Option(
+        "", "--umls-sources", help="UMLS source vocabularies (SAB) to keep, comma-separated, "
+        "e.g. MSH,SNOMEDCT_US (default: all)"),
+    umls_types: str = typer.Option(
+        DEFAULT_UMLS_TYPES, "--umls-types", help="A UMLS concept's types: sty (semantic "
+        "type names) or tui (their ids, as scispaCy's UMLS KB)"),
     synonyms: list[str] = typer.Option([], "--synonyms", help=SYNONYMS_HELP),
+    output_format: str = typer.Option(
+        KB_FORMATS[0], "--output-format", help="spacy-arboel (ours, with alternate ids "
+        "and xrefs) or scispacy (scispaCy's KB JSONL)"),
 ) -> None:
-    """Build a KB JSONL from MeSH and/or JSONL files, with aliases harvested from corpora."""
-    if mesh_descriptors is None and not jsonl:
-        msg.fail(Errors.E101, exits=1)
+    """Build a KB JSONL from MeSH files, KB JSONL files (ours or scispaCy's), OBO / OWL
+    ontologies and/or a UMLS release, with aliases harvested from corpora. Every input is
+    read before the output is written: a bad one leaves the output as it was."""
+    if mesh_descriptors is None and not jsonl and not obo and umls is None:
+        raise ValueError(Errors.E101)
     check_outputs({"--mesh-descriptors": mesh_descriptors, "--disease-synonyms": disease_synonyms,
-                   "--alias-corpus": alias_corpus, "--jsonl": jsonl},
-                  {"OUTPUT_PATH": output_path}, kinds={"OUTPUT_PATH": "jsonl"})
-    write_kb(output_path, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
-             jsonl=jsonl, alias_corpus=alias_corpus,
-             synonym_sources=parse_synonym_sources(synonyms))
-
-
-def parse_synonym_sources(values: Iterable[str], default: Callable[[], Iterable[str]] | None
-                          = None) -> dict[str, bool | str]:
-    """``--synonyms`` values (``drug-ner``, ``gilda=FILE``; repeated or comma-separated, blanks
-    ignored) as ``build_kb``'s ``synonym_sources``; ``default`` stands for the names that
-    ``default()`` gives (where a command has defaults); an unknown name exits with E007."""
-    sources: dict[str, bool | str] = {}
-    parts = [part.strip() for value in values for part in value.split(",")]
-    if default is not None and "default" in parts:
-        parts = [p for p in parts if p != "default"] + [p.strip() for p in default()]
-    for part in parts:
-        if not part:
-            continue
-        name, _, path = part.partition("=")
-        if name not in SYNONYM_SOURCES:
-            msg.fail(Errors.E007.format(what="--synonyms", value=name,
-                                        options=", ".join(SYNONYM_SOURCES)), exits=1)
-        sources[SYNONYM_SOURCES[name]] = path or True
-    return sources
-
-
-def write_kb(output_path: Path, *, alias_corpus: Iterable[Path] = (), **sources: Any) -> None:
-    """Build a KB with ``build_kb`` (``sources``: its MeSH and JSONL arguments), aliases and
-    types from the gold mentions of ``alias_corpus``; save it and print a summary."""
-    docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
-    try:
-        kb, report = build_kb(aliases=harvest_aliases(docs), types=types_from_docs(docs),
-                              **sources)
-    except (KnowledgeBaseError, ValueError, FileNotFoundError) as err:
-        # a malformed or empty KB or vocabulary file (its path and line), a vocabulary
-        # package that is not installed (E175)
-        msg.fail(str(err), exits=1)
-    if report.mesh:
-        stats = report.mesh
-        msg.info(f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
-                 f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped, "
-                 f"{stats.get('synonym_rows_placed_by_name', 0)} placed by their name "
-                 "(their id was another descriptor's)")
-    for source, stats in report.synonyms.items():
-        msg.info(f"synonyms, {source}: {stats}")
-    for path, shared in report.merged:
-        msg.info(f"{path}: merged ({shared} ids already present, aliases combined)")
-    kb.to_jsonl(output_path)  # E036 when it is empty
+                   "--alias-corpus": alias_corpus, "--jsonl": jsonl, "--obo": obo,
+                   "--umls": umls}, {"OUTPUT_PATH": output_path},
+                  kinds={"OUTPUT_PATH": "jsonl"})
+    check_value("--output-format", output_format, choices(KB_FORMATS))
+    check_value("--obo-types", obo_types, OboTypes)
+    check_value("--umls-types", umls_types, UmlsTypes)
+    kb, report = build_kb_with_corpus_aliases(
+        alias_corpus, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
+        jsonl=jsonl, obo=obo, synonym_scopes=_comma_list(obo_synonyms), obo_types=obo_types,
+        umls=umls, umls_languages=_comma_list(umls_language),
+        umls_sources=_comma_list(umls_sources) or None, umls_types=umls_types,
+        synonym_sources=parse_synonym_sources(synonyms))
+    kb.to_jsonl(output_path, format=output_format)  # E036 when it is empty
+    for note in report.notes():
+        msg.info(note)
     msg.good(f"Saved {len(kb)} entities to {output_path}")
-    msg.table(
-        [("entities", len(kb)), ("ids merged from several sources",
-                                  sum(shared for _, shared in report.merged)),
-         ("corpus aliases added", report.corpus_aliases),
-         ("entities typed from corpora", report.typed),
-         ("corpus ids absent from the KB", len(report.absent))],
-        header=("", "count"), aligns=("l", "r"),
-    )
-    if report.absent:
-        msg.text(f"e.g. absent: {', '.join(sorted(report.absent)[:10])}")
+    msg.table(report.counts(), header=("", "count"), aligns=("l", "r"))
 
+
+def _comma_list(value: str) -> list[str]:
+    """The non-blank items of a comma-separated option."""
+    return [part.strip() for part in value.split(",") if part.strip()]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,7 @@ from spacy.training import Example
 from ..factories import ENTITY_LINKER
 from ..spacy_data.readers import with_gold_mentions
 from .gold import check_gold
-from .metrics import linking_metrics, mention_outcomes_from_examples
+from .metrics import KS, linking_metrics, mention_outcomes_from_examples
 
 WARMUP_DOCS = 50
 
@@ -27,10 +27,12 @@ def evaluate_linker(
     batch_size: int = 256,
     measure_encoder: bool = True,
     seen_ids: Container[str] | None = None,
+    ks: Sequence[int] = KS,
 ) -> dict[str, Any]:
     """Link the gold mentions of ``gold_docs`` with ``nlp`` and compute the metrics.
     ``seen_ids``: the ids that count as seen in training (default: those of the linker's
-    own training corpus; give a corpus's ids to split an untrained linker's scores alike).
+    own training corpus; give a corpus's ids to split an untrained linker's scores alike);
+    ``ks``: the k of the recall@k reported (``metrics.KS`` by default).
 
     Timings, after an untimed warm-up on the first ``WARMUP_DOCS`` docs:
     ``linking_mentions_per_s`` through ``nlp.pipe`` (tokenisation, encoding,
@@ -58,7 +60,7 @@ def evaluate_linker(
         seen_ids=seen_ids if seen_ids is not None else linker.seen_ids or None,
         nil_id=linker.cfg["nil_id"],
     )
-    metrics = linking_metrics(outcomes, nil_id=linker.cfg["nil_id"])
+    metrics = linking_metrics(outcomes, ks, nil_id=linker.cfg["nil_id"])
     timings: dict[str, Any] = {
         "mentions": n_mentions,
         "docs": len(docs),

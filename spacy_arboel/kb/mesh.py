@@ -14,7 +14,7 @@ import csv
 import logging
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ def build_mesh_kb(
         types = (DISEASE_TYPE,) if row.is_disease else entity.types
         n_aliases += len(aliases) - len(entity.aliases)
         n_disease += row.is_disease
-        merged.append(Entity(entity.id, entity.name, entity.description, aliases, types))
+        merged.append(replace(entity, aliases=aliases, types=types))
     known = {entity.id for entity in entities}
     stats.update(
         entities=len(merged),

