@@ -293,6 +293,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "only, so it did not write this one and does not replace it. Give {name} another "
         "path, or move the file away first."
     )
+    E246 = (
+        "--gpu-id {gpu_id}: the GPU cannot be used here ({reason}). Give --gpu-id -1 to run "
+        "on the CPU, or install a CUDA build of PyTorch and CuPy (spaCy places a pipeline "
+        "on a GPU through thinc, which needs CuPy) where a GPU is visible."
+    )
     # the linking core (spacy_arboel.linking) and its components
     E050 = (
         "The retriever's index is older than its encoders (they were trained since, or the KB "

@@ -8,6 +8,24 @@ from pathlib import Path
 from typing import Any
 
 
+def use_gpu(gpu_id: int) -> None:
+    """Place the pipelines loaded from now on on GPU ``gpu_id`` (spaCy's ``require_gpu``:
+    thinc's ops, and so the components' torch modules); -1 leaves them on the CPU. A GPU
+    that cannot be used is E246, before anything is loaded."""
+    if gpu_id < 0:
+        return
+    import spacy
+    import typer
+
+    from ..errors import Errors
+
+    try:
+        spacy.require_gpu(gpu_id)
+    except (ValueError, ImportError, RuntimeError) as err:
+        raise typer.BadParameter(Errors.E246.format(gpu_id=gpu_id, reason=err),
+                                 param_hint="--gpu-id") from None
+
+
 def read_docs(path: Path, vocab, limit: int = 0) -> list:
     """The docs of a .spacy DocBin, the first ``limit`` only when it is > 0."""
     from spacy.tokens import DocBin

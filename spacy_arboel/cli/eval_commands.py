@@ -18,10 +18,11 @@ from ..evaluation.report import (
 )
 from ..factories import ENTITY_LINKER
 from .app import OVERRIDES, app
-from .common import check_corpus, read_docs, report, save_with_setting
+from .common import check_corpus, read_docs, report, save_with_setting, use_gpu
 from .options import (
     DocLimit,
     GoldCorpus,
+    GpuId,
     IndexKind,
     LinkerComponent,
     MetricsOutput,
@@ -95,6 +96,7 @@ def evaluate(
     seen_from: Annotated[Path | None, typer.Option(
         help="Training corpus (.spacy) whose gold ids count as seen (default: the linker's "
              "own training corpus); splits an untrained linker's scores alike")] = None,
+    gpu_id: GpuId = -1,
 ) -> None:
     """Link the gold mentions of CORPUS with MODEL: recall@k, accuracy, splits, throughput.
 
@@ -115,6 +117,7 @@ def evaluate(
                  if v is not None}
     config = {f"components.{component}.{k}": v for k, v in overrides.items()}
     config.update(command_overrides(ctx))
+    use_gpu(gpu_id)
     nlp = load_pipeline(model, config)
     docs = list(DocBin().from_disk(corpus).get_docs(nlp.vocab))
     if limit:
@@ -141,6 +144,7 @@ def evaluate_e2e(
     batch_size: Annotated[int, typer.Option(help="Docs per nlp.pipe batch")] = 8,
     disable: Annotated[list[str] | None, typer.Option(
         help="Components to disable, e.g. arbo_coref for the ner + linker baseline")] = None,
+    gpu_id: GpuId = -1,
 ) -> None:
     """End-to-end linking of CORPUS's raw text with MODEL (arbo_linker, or ner +
     arbo_entity_linker): InKB micro P/R/F1 with strong matching, retriever recall@K, docs/s.
@@ -156,6 +160,7 @@ def evaluate_e2e(
     check_outputs({"MODEL": model, "CORPUS": corpus}, {"--output": output},
                   kinds={"--output": "json"})
     check_corpus(corpus, limit)
+    use_gpu(gpu_id)
     nlp = load_pipeline(model, command_overrides(ctx), disable=disable or [])
     metrics = evaluate_end_to_end(nlp, read_docs(corpus, nlp.vocab, limit),
                                   batch_size=batch_size)

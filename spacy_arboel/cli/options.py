@@ -31,5 +31,7 @@ RunName = Annotated[str | None, typer.Option(help="Run name stored in the JSON")
 LinkerComponent = Annotated[str, typer.Option(help="Linker component name")]
 CorefComponent = Annotated[str, typer.Option(help="Coref component name")]
 DocLimit = Annotated[int, typer.Option(help="Evaluate the first N docs (0 = all)")]
+GpuId = Annotated[int, typer.Option(help="GPU to link on (-1: the CPU); needs CuPy and a "
+                                           "CUDA build of PyTorch")]
 TunedCoref = Annotated[Path | None, typer.Option(
     help="JSON written by tune-coref: its best k, threshold and directed are used")]

@@ -34,9 +34,20 @@ def module_device(module: torch.nn.Module) -> torch.device:
     return next(module.parameters()).device
 
 
+def autocast_dtype(device: torch.device) -> torch.dtype:
+    """The half type of mixed precision on ``device``: bfloat16 where the GPU has it (Ampere
+    and later: fp32's range, so gradients need no loss scaling, and the bi-encoder's and
+    readers' trainers scale none), else float16."""
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float16
+
+
 def autocast(device: torch.device, mixed_precision: bool):
-    """Mixed precision on a GPU when asked for; a no-op on a CPU."""
-    return torch.autocast(device.type, enabled=mixed_precision and device.type == "cuda")
+    """Mixed precision on a GPU when asked for (``autocast_dtype``); a no-op on a CPU."""
+    enabled = mixed_precision and device.type == "cuda"
+    return torch.autocast(device.type, dtype=autocast_dtype(device) if enabled else None,
+                          enabled=enabled)
 
 
 class Int8Copies:

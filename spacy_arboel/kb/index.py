@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import Errors, Warnings
 from .index_builder import (
     EF_SEARCH,
+    HNSW_MAX_ROWS,
     NPROBE,
     build_index,
     choose_factory,
@@ -113,6 +114,32 @@ def gpu_available() -> bool:
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
 
 
+_GPU_RESOURCES: list = []
+
+
+def gpu_resources():
+    """faiss-gpu's resources, one object per process: each ``StandardGpuResources`` sets
+    aside its own scratch memory on the GPU (up to 1.5 GB), and a linker builds an index at
+    every refresh of its training, beside PyTorch's own cache."""
+    if not _GPU_RESOURCES:
+        _GPU_RESOURCES.append(_faiss().StandardGpuResources())
+    return _GPU_RESOURCES[0]
+
+
+def to_gpu(index):
+    """``index`` copied to GPU 0 with the process's resources (``gpu_resources``)."""
+    return _faiss().index_cpu_to_gpu(gpu_resources(), 0, index)
+
+
+def in_process_factory(n_rows: int, dim: int, kind: str, on_gpu: bool) -> str:
+    """The factory of an index built in the process: ``choose_factory``'s, except that
+    ``auto`` stays exact (``Flat``) below a million rows where faiss-gpu can search it on the
+    GPU (an exact scan there is faster than HNSW on the CPU, and HNSW has no GPU form)."""
+    if on_gpu and kind == "auto" and n_rows < HNSW_MAX_ROWS:
+        return "Flat"
+    return choose_factory(n_rows, dim, kind)
+
+
 class DenseIndex:
     """Maximum inner-product search from query vectors to KB entities."""
 
@@ -132,11 +159,11 @@ class DenseIndex:
         if len(embeddings) == 0:
             raise ValueError(Errors.E003)
         embeddings = np.ascontiguousarray(embeddings, dtype="float32")
-        factory = choose_factory(len(embeddings), embeddings.shape[1], meta.kind)
+        on_gpu = bool(use_gpu or (use_gpu is None and gpu_available()))
+        factory = in_process_factory(len(embeddings), embeddings.shape[1], meta.kind, on_gpu)
         index = build_index(embeddings, factory, nprobe=nprobe, ef_search=ef_search)
-        if factory == "Flat" and (use_gpu or (use_gpu is None and gpu_available())):
-            faiss = _faiss()
-            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+        if factory == "Flat" and on_gpu:
+            index = to_gpu(index)
         self._set_up(index, embeddings, owners, meta, rows)
 
     def _set_up(self, index, embeddings: np.ndarray | None, owners: np.ndarray,
@@ -304,9 +331,8 @@ class DenseIndex:
         # faiss-gpu clones a Refine stage by copying its codes into host memory: kept on CPU
         on_gpu = meta.kind in ("flat", "ivfpq") and "Refine" not in meta.factory
         if on_gpu and (use_gpu or (use_gpu is None and gpu_available())):
-            faiss = _faiss()
             try:
-                index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+                index = to_gpu(index)
             except RuntimeError as err:  # e.g. an HNSW coarse quantizer
                 warnings.warn(Warnings.W006.format(factory=meta.factory, error=err),
                               stacklevel=2)

@@ -147,9 +147,12 @@ def set_search_params(index, *, nprobe: int = NPROBE, ef_search: int = EF_SEARCH
 
 
 def save_index(index, path: str | Path) -> None:
-    """FAISS's own file format (no pickle)."""
+    """FAISS's own file format (no pickle); an index on a GPU is written from a CPU copy
+    (FAISS writes no GPU index)."""
     import faiss
 
+    if "Gpu" in type(faiss.downcast_index(index)).__name__:
+        index = faiss.index_gpu_to_cpu(index)
     faiss.write_index(index, str(path))
 
 

@@ -157,7 +157,9 @@ class BiEncoderTrainer:
                            torch.as_tensor(batch[1], device=device))
 
     def _leaf(self, step: TrainingStep, output: torch.Tensor) -> torch.Tensor:
-        leaf = output.detach().requires_grad_()
+        """A float32 leaf of an encoder output (half under mixed precision): the scores and
+        the loss are taken in float32, the gradient flows back cast to the output's type."""
+        leaf = output.detach().float().requires_grad_()
         step.pending.append((output, leaf))
         return leaf
 
