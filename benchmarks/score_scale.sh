@@ -8,6 +8,6 @@ O=${OUT:-bench_runs/score_scale}
 mkdir -p $O
 for scores in probability raw; do
 python -m spacy_arboel tune-nil $M corpus/bc5cdr/dev.spacy --test corpus/bc5cdr/test.spacy \
-  --name $scores --output $O/nil_$scores.json --components.arbo_entity_linker.scores $scores
+  --name $scores --output $O/nil_$scores.json --components.arbo_entity_linker.get_candidates.scores $scores
 done
 echo done

@@ -6,7 +6,7 @@ export OMP_NUM_THREADS=2
 M=${MODEL:-training/bench4/knn_negatives-issue31/model-last}  # bc5cdr_linker.py --tag issue31
 T=corpus/bc5cdr/test.spacy
 RULE='{"Chemical": ["Chemical"], "Disease": ["Disease"]}'
-L=components.arbo_entity_linker
+L=components.arbo_entity_linker.get_candidates
 O=${OUT:-bench_runs/type_rule}
 mkdir -p $O
 [ -f $O/linker_none.json ] || python -m spacy_arboel evaluate $M $T --no-encoder-rate --name no-rule --output $O/linker_none.json

@@ -42,7 +42,7 @@ def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_
     result = CliRunner().invoke(app, [
         "evaluate", model, gold, "--output", str(tmp_path / "m.json"), "--no-encoder-rate",
         "--components.arbo_entity_linker.threshold", "1e9",
-        "--components.arbo_entity_linker.scores", "raw",
+        "--components.arbo_entity_linker.get_candidates.scores", "raw",
         "--components.arbo_entity_linker.expand_abbreviations", "true",
     ])
     assert result.exit_code == 0, result.output

@@ -50,8 +50,9 @@ def test_a_malformed_map_is_E223(bad):
 
 
 def test_the_json_text_of_a_map_is_the_map():
-    """How a config override (`--components.arbo_entity_linker.label_types '{...}'`) gives
-    it: confection reads a dict override as a section."""
+    """How a config override
+    (`--components.arbo_entity_linker.get_candidates.label_types '{...}'`) gives it:
+    confection reads a dict override as a section."""
     assert TypeRule.from_settings('{"Chemical": ["Chemical"]}') == TypeRule.from_settings(
         {"Chemical": ["Chemical"]})
     with pytest.raises(ValueError, match=r"\[E223\]"):
