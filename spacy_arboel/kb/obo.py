@@ -6,8 +6,10 @@ Each term that is not obsolete and has a name becomes an entity:
 * ``name``: the term's name; ``description``: its definition;
 * ``aliases``: its synonyms of the scopes ``synonym_scopes`` (OBO's EXACT, RELATED, BROAD,
   NARROW). The default, EXACT and RELATED, leaves out broader and narrower terms, which
-  name other concepts; it is a reasonable start, not a measured choice: measure it on your
-  corpus (e.g. in-KB R@1 of the untrained linker) before keeping it;
+  name other concepts. Measured on HPO's held-out exact synonyms (BENCHMARKS.md, issue 43:
+  untrained in-KB R@1 0.502 with EXACT alone, 0.504 with the default, 0.505 with all four),
+  the scopes barely matter there; on text, a broader or narrower term's name can link a
+  mention to the wrong concept, so they stay out;
 * ``types`` (``types``): ``"top"`` (the default), the names of the term's ancestors one step
   below a root (HPO: "Phenotypic abnormality", "Mode of inheritance", "Clinical modifier",
   ...; a root itself has none), which sort a one-root ontology into its branches;
