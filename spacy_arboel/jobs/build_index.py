@@ -28,7 +28,7 @@ from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..kb.entity import Entity
-from ..kb.index import DenseIndex, near_duplicate_rows
+from ..kb.index import DenseIndex, near_duplicate_rows, text_duplicate_rows
 from ..kb.index_builder import EF_SEARCH, NPROBE, build_index, choose_factory, resolve_kind
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings, row_settings
@@ -121,14 +121,20 @@ def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEng
     return store, owners
 
 
-def kept_rows(store: ShardStore, owners: np.ndarray, threshold: float | None) -> np.ndarray:
-    """The rows the index holds: all, or without near-duplicate alias rows
-    (``near_duplicate_rows``, shard by shard: shards never split an entity's rows)."""
+def kept_rows(store: ShardStore, owners: np.ndarray, threshold: float | None,
+              texts: Sequence[str]) -> np.ndarray:
+    """The rows the index holds: all, or those ``IndexedKB.refresh`` keeps: without the alias
+    rows of an entity's words again (``text_duplicate_rows`` over the rows' ``texts``), then
+    without near-duplicate ones (``near_duplicate_rows``, shard by shard: shards never split
+    an entity's rows)."""
     if threshold is None or len(owners) == int(owners.max()) + 1:
         return np.arange(len(owners))
-    keep = [start + near_duplicate_rows(np.asarray(store.vectors[start:stop]),
-                                        owners[start:stop], threshold)
-            for start, stop in store.plan.shards]
+    candidates = text_duplicate_rows(texts, owners)
+    keep = []
+    for start, stop in store.plan.shards:
+        rows = candidates[(candidates >= start) & (candidates < stop)]
+        keep.append(rows[near_duplicate_rows(np.asarray(store.vectors[rows]), owners[rows],
+                                             threshold)])
     return np.concatenate(keep)
 
 
@@ -147,7 +153,7 @@ def build_kb_index(retriever: DenseRetriever, source: EmbedderSource,
     store, owners = embed_kb(retriever, source, engine, work_dir, shard_rows=shard_rows,
                              on_total=on_total, on_rows=on_rows)
     threshold = retriever.settings.row_dedupe_threshold
-    keep = kept_rows(store, owners, threshold)
+    keep = kept_rows(store, owners, threshold, retriever.entities.row_texts())
     dim = store.plan.dim
     factory = choose_factory(len(keep), dim, kind, pq_bytes, refine)
     if on_stage is not None:

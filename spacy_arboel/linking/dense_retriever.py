@@ -64,8 +64,9 @@ class RetrieverSettings:
     defaults are ``arbo_entity_linker``'s (its factory takes them from here).
 
     ``similarity``: ``dot`` (BLINK eq. 1) or ``cosine`` (vectors are normalised; PEL's proxy
-    loss). ``row_dedupe_threshold``: an alias row is dropped from the index when another row
-    of its entity has cosine similarity at least this high (``None`` keeps every row).
+    loss). ``row_dedupe_threshold``: an alias row is left out of the index when another row
+    of its entity has the same words (not embedded: ``kb.index.text_duplicate_rows``) or
+    cosine similarity at least this high (``None`` keeps every row).
     ``quantize``: search with int8 copies of the encoders (CPU inference only).
     ``inputs``: ``blink`` (a mention in its context against ``name [TITLE] description``
     rows) or ``names`` (the mention's text against a row per name and alias, cosine: how a

@@ -21,7 +21,13 @@ from tqdm import tqdm
 from ..encoders.inputs import InputBuilder, entity_rows
 from ..encoders.weights import forward_without_grad, weights_fingerprint
 from ..errors import Errors
-from ..kb.index import DenseIndex, IndexMeta, near_duplicate_rows, read_index_meta
+from ..kb.index import (
+    DenseIndex,
+    IndexMeta,
+    near_duplicate_rows,
+    read_index_meta,
+    text_duplicate_rows,
+)
 from ..kb.knowledge_base import KnowledgeBase
 from .saved_core import SavedCore
 
@@ -35,8 +41,9 @@ class RowSettings:
     ``granularity``: a row per entity (``name [TITLE] description``) or per name and alias;
     ``inputs``: ``blink`` or ``names`` (``encoders.inputs``; under ``names`` an alias that is
     another entity's preferred name is left to that entity); ``cosine``: rows are unit
-    vectors; ``dedupe_threshold``: an alias row is dropped when another row of its entity has
-    cosine similarity at least this high (``near_duplicate_rows``; None keeps every row);
+    vectors; ``dedupe_threshold``: an alias row is left out when another row of its entity has
+    the same words (``text_duplicate_rows``, before embedding) or cosine similarity at least
+    this high (``near_duplicate_rows``); None keeps every row;
     ``batch_size``: rows per forward pass (not part of what the index depends on).
     """
 
@@ -188,6 +195,10 @@ class IndexedKB:
         self._row_inputs = None
         return self._entity_rows()[2]
 
+    def row_texts(self) -> list[str]:
+        """The name or alias of each row, in the layout of ``set_row_layout``."""
+        return self._entity_rows()[0]
+
     def _entity_rows(self) -> tuple[list[str], list[str], np.ndarray]:
         return entity_rows(list(self.kb), self.settings.granularity,
                            drop_shadowed=self.settings.inputs == "names")
@@ -230,16 +241,20 @@ class IndexedKB:
         self._index_version = self.version
 
     def refresh(self, desc: str | None = "Embedding KB") -> None:
-        """Re-embed the KB's rows with the current entity encoder and rebuild the index."""
+        """Re-embed the KB's rows with the current entity encoder and rebuild the index (the
+        rows ``dedupe_threshold`` leaves out by their words are not embedded)."""
         owners = self.set_row_layout()
-        vectors = self.embed_rows(desc=desc)
-        keep = np.arange(len(owners))
         threshold = self.settings.dedupe_threshold
+        rows = np.arange(len(owners))
         if threshold is not None and len(owners) > len(self.kb):
-            keep = near_duplicate_rows(vectors, owners, threshold)
+            rows = text_duplicate_rows(self.row_texts(), owners)
+        vectors = self.embed_rows([self.row_inputs[r] for r in rows], desc=desc)
+        keep = np.arange(len(rows))
+        if threshold is not None and len(rows) > len(self.kb):
+            keep = near_duplicate_rows(vectors, owners[rows], threshold)
         meta = replace(self.index_meta(vectors.shape[1], len(keep)),
                        dedupe_threshold=threshold)
-        self.set_index(DenseIndex(vectors[keep], owners[keep], meta, rows=keep))
+        self.set_index(DenseIndex(vectors[keep], owners[rows][keep], meta, rows=rows[keep]))
 
     def ensure_index(self) -> None:
         """Refresh the index unless it is current."""

@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from spacy_arboel.kb.index import DenseIndex, IndexMeta, blas_search, near_duplicate_rows
+from spacy_arboel.kb.index import (
+    DenseIndex,
+    IndexMeta,
+    blas_search,
+    near_duplicate_rows,
+    text_duplicate_rows,
+)
 
 
 def _meta(n, kind="flat", granularity="entity"):
@@ -100,6 +106,17 @@ def test_near_duplicate_rows_of_one_entity_are_dropped():
     assert keep.tolist() == [0, 2, 3]
     assert near_duplicate_rows(vectors[keep], owners[keep], 0.97).tolist() == [0, 1, 2]
     assert near_duplicate_rows(vectors, owners, 1.01).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_rows_of_an_entitys_words_again_are_not_embedded():
+    texts = ["Carcinoma, Hepatocellular", "hepatocellular carcinoma", "Liver Cell Carcinoma",
+             "Carcinoma, Liver Cell", "carcinoma of the liver",  # entity 0
+             "Acid, Ascorbic", "Ascorbic Acid", "ascorbic acid", "Vitamin C",  # entity 1
+             "Hepatocellular carcinoma"]  # entity 2: another entity's words are its own
+    owners = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 2])
+    # the name row always; one natural-order row of a name's words besides an inverted one
+    assert text_duplicate_rows(texts, owners).tolist() == [0, 1, 2, 4, 5, 6, 8, 9]
+    assert text_duplicate_rows(texts[:1], owners[:1]).tolist() == [0]
 
 
 def test_saved_index_is_deduplicated_on_load(tmp_path):
