@@ -31,8 +31,8 @@ class CandidatePolicy:
     scores over the mention's ``PROBABILITY_POOL`` nearest entities as retrieved, before the
     type rule acts (so a threshold reads the same number whatever ``top_k`` and
     ``label_types`` keep); ``raw`` keeps the dot product or cosine. ``lexical_weight``:
-    BioSyn's λ (eq. 4 of its paper: dense + λ · sparse over the union of the dense and the
-    character n-gram top-k; ``None``: dense alone). ``label_types``/``type_rule``: the type
+    BioSyn's λ (its score, dense + λ · sparse, over the union of the dense and the character
+    n-gram top-k; ``None``: dense alone). ``label_types``/``type_rule``: the type
     rule (``kb.type_rule.TypeRule``; a map, or its JSON text as a config override gives it).
     """
 
