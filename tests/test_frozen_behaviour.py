@@ -69,10 +69,11 @@ def linker_outputs(encoder: str, kb_path: Path, examples, folder: Path) -> dict[
         # the factory's defaults when the outputs were frozen (pooling and abbreviations
         # changed with issue 30's zero-shot defaults; rows, batch size, inputs (then BLINK's
         # once trained) and the re-ranker's abbreviations with issue 42's one declaration
-        # per setting)
+        # per setting; float32 on every CPU since issue 43's cpu_bf16)
         nlp.add_pipe("arbo_entity_linker", config={
             "kb_path": str(kb_path), "top_k": 4, "expand_abbreviations": False,
             "entity_granularity": "entity", "batch_size": 64, "inputs": "blink",
+            "cpu_bf16": False,
             "model": {"encoder_name": encoder, "pooling": "cls"},
             "objective": objective})
         with_more = key == "knn_negatives"

@@ -70,7 +70,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE, "kb_path": None,
         "top_k": 64, "threshold": None, "nil_id": "NIL",
         **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": REFRESH_EVERY,
-        **defaults(RetrieverSettings, ("quantize",)), "verify_files": "sha256",
+        **defaults(RetrieverSettings, ("quantize", "cpu_bf16")), "verify_files": "sha256",
         **defaults(RetrieverSettings, ("inputs",)),
         "get_candidates": DEFAULT_CANDIDATES, "span_getter": DEFAULT_SPAN_GETTER,
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
@@ -84,7 +84,8 @@ def make_entity_linker(
     entity_max_length: int, entity_granularity: choices(GRANULARITIES),
     expand_abbreviations: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
-    quantize: bool, verify_files: choices(VERIFY_MODES), inputs: choices(INPUT_FORMATS),
+    quantize: bool, cpu_bf16: bool, verify_files: choices(VERIFY_MODES),
+    inputs: choices(INPUT_FORMATS),
     get_candidates: CandidatePolicy, span_getter: SpanGetter, scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and

@@ -61,6 +61,21 @@ def clip_text(text: str, limit: int) -> str:
     return cut[:space] if space > 0 else cut
 
 
+def wordpiece_ids(tokenizer, texts: Sequence[str]) -> list[list[int]]:
+    """The wordpiece ids of each text, without special tokens. A fast tokenizer's Rust
+    backend is called directly, its truncation and padding turned off first as
+    transformers' own call turns them off (the same ids; building transformers'
+    ``BatchEncoding`` took 60% of tokenising a 244k-name KB)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+    if backend.truncation is not None:
+        backend.no_truncation()
+    if backend.padding is not None:
+        backend.no_padding()
+    return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
+
+
 def leading_ids(tokenizer, texts: Sequence[str], n: int) -> list[list[int]]:
     """The first ``n`` wordpiece ids of each text, without tokenising more of a long text
     than that needs (an 11 MB description costs no more than a short one)."""
@@ -68,9 +83,8 @@ def leading_ids(tokenizer, texts: Sequence[str], n: int) -> list[list[int]]:
     todo, limit = list(range(len(texts))), max(64, 16 * n)
     while todo:
         clipped = [clip_text(texts[i], limit) for i in todo]
-        pieces = tokenizer(clipped, add_special_tokens=False, verbose=False)
         retry = []
-        for i, text, ids in zip(todo, clipped, pieces["input_ids"], strict=True):
+        for i, text, ids in zip(todo, clipped, wordpiece_ids(tokenizer, clipped), strict=True):
             if len(ids) >= n or len(text) == len(texts[i]):
                 result[i] = ids[:n]
             else:  # mostly spaces or very long words: read further

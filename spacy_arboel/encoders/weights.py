@@ -1,11 +1,13 @@
-"""Hashes and int8 copies of torch modules (spaCy-free)."""
+"""Hashes, and the int8 and bfloat16 copies that passes without gradient run, of torch
+modules (spaCy-free)."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -29,6 +31,22 @@ def quantized_copy(module: torch.nn.Module) -> torch.nn.Module:
     return torch.ao.quantization.quantize_dynamic(copied, {torch.nn.Linear}, dtype=torch.qint8)
 
 
+@functools.cache
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware (AVX512-BF16 or AMX); where
+    it does not, bfloat16 is emulated and slower than float32."""
+    checks = [getattr(torch.cpu, name, None)
+              for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    return any(bool(check()) for check in checks if check is not None)
+
+
+def runs_bf16(module: torch.nn.Module, cpu_bf16: bool) -> bool:
+    """Whether passes without gradient run ``module``'s bfloat16 copy
+    (``encoders.transformer.bf16_copy``): asked for (``cpu_bf16``), on a CPU, and one with
+    native bfloat16."""
+    return cpu_bf16 and module_device(module).type == "cpu" and cpu_has_native_bf16()
+
+
 def module_device(module: torch.nn.Module) -> torch.device:
     """Where a module's weights live."""
     return next(module.parameters()).device
@@ -50,12 +68,16 @@ def autocast(device: torch.device, mixed_precision: bool):
                           enabled=enabled)
 
 
-class Int8Copies:
-    """The int8 copies (``quantized_copy``) of named modules for one weights version: made
-    when first asked for, made again after the weights change (a new ``version``), one copy
-    for two names of the same module. The one cache of int8 copies of the cores."""
+class ModuleCopies:
+    """Copies of named modules made by ``make`` (``quantized_copy``, or
+    ``encoders.transformer.bf16_copy``) for one
+    weights version: made when first asked for, made again after the weights change (a new
+    ``version``), one copy for two names of the same module. The one cache of the cores'
+    inference copies."""
 
-    def __init__(self) -> None:
+    def __init__(self, make: Callable[[torch.nn.Module], torch.nn.Module] = quantized_copy
+                 ) -> None:
+        self.make = make
         self.copies: dict[str, torch.nn.Module] = {}
         self.version = -1
 
@@ -67,7 +89,7 @@ class Int8Copies:
             self.copies, self.version = {}, version
         if name not in self.copies:
             shared = [n for n in self.copies if modules is not None and modules.get(n) is module]
-            self.copies[name] = self.copies[shared[0]] if shared else quantized_copy(module)
+            self.copies[name] = self.copies[shared[0]] if shared else self.make(module)
         return self.copies[name]
 
     def clear(self) -> None:

@@ -195,8 +195,8 @@ class BiEncoderTrainer:
             search_rows=index.search_rows, rows_of=retriever.entities.rows_of, store=self.store,
         )
         plan = self.objective.plan(ctx)
-        entity_batch = builder.pad([retriever.entities.row_inputs[index.rows[r]]
-                                    for r in plan.entity_rows])
+        entity_batch = builder.pad(retriever.entities.inputs_of(
+            [int(index.rows[r]) for r in plan.entity_rows]))
         step = TrainingStep(texts, spans, plan, retriever, torch.as_tensor(plan.candidates),
                             entity_batch, similarity=training_similarity(
                                 self.objective.similarity, retriever.settings.scoring))

@@ -26,7 +26,12 @@ from scipy.special import softmax
 from ..encoders.cross_scorer import CrossScorer, load_scorer
 from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
 from ..encoders.loading import load_tokenizer
-from ..encoders.weights import Int8Copies, autocast, forward_without_grad, module_device
+from ..encoders.weights import (
+    ModuleCopies,
+    autocast,
+    forward_without_grad,
+    module_device,
+)
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
 from ..settings import PositiveInt, check_fields
@@ -123,7 +128,7 @@ class CrossEncoderReranker(SavedCore):
         self.entity_type = max(tokenizer.create_token_type_ids_from_sequences([1], [2]))
         self.scorer = scorer
         self.version = 0
-        self._int8 = Int8Copies()
+        self._int8 = ModuleCopies()
         self._entity_cache: dict[int, list[int]] = {}
         self.kb: KnowledgeBase = kb
         self.set_kb(kb)

@@ -12,7 +12,7 @@ works apart from its component::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from scipy.special import logsumexp
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan, has_content
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
-from ..encoders.weights import Int8Copies, forward_without_grad
+from ..encoders.weights import ModuleCopies, forward_without_grad
 from ..errors import Errors
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
@@ -68,6 +68,9 @@ class RetrieverSettings:
     of its entity has the same words (not embedded: ``kb.index.text_duplicate_rows``) or
     cosine similarity at least this high (``None`` keeps every row).
     ``quantize``: search with int8 copies of the encoders (CPU inference only).
+    ``cpu_bf16``: embed the KB and the mentions with bfloat16 copies of the encoders on a CPU
+    with native bfloat16 (AVX512-BF16 or AMX; ``encoders.weights.runs_bf16``), float32
+    elsewhere (no training pass, and no GPU: ``mixed_precision`` is the GPU's).
     ``inputs``: ``blink`` (a mention in its context against ``name [TITLE] description``
     rows) or ``names`` (the mention's text against a row per name and alias, cosine: how a
     sentence encoder or ``pretrain-kb``'s self-aligned encoder was trained; see
@@ -86,6 +89,9 @@ class RetrieverSettings:
     index_kind: choices(INDEX_KINDS) = "flat"
     batch_size: PositiveInt = 128
     quantize: bool = False
+    # the untrained default over the MeSH + synonyms KB: set-up 1.5x faster, in-KB R@1
+    # within 0.002 (BENCHMARKS.md, issue 43); a deviation from BLINK's float32
+    cpu_bf16: bool = True
     similarity: choices(SIMILARITIES) = "dot"
     mixed_precision: bool = False
     # names: the untrained linker's, and trained it keeps entities unseen in training and
@@ -126,7 +132,7 @@ class DenseRetriever(OverIndexedKB):
         self.encoders = encoders
         self.entities = IndexedKB(kb, tokenizer, encoders["entity"], row_settings(settings))
         self.use_settings(settings)
-        self._int8 = Int8Copies()
+        self._int8 = ModuleCopies()
 
     @classmethod
     def from_pretrained(cls, kb: KnowledgeBase, encoder_name: str,
@@ -175,9 +181,11 @@ class DenseRetriever(OverIndexedKB):
     def forward(self, side: str, ids: np.ndarray, mask: np.ndarray,
                 quantized: bool | None = None) -> np.ndarray:
         """Embed one padded batch without gradient (int8 copies when ``quantized``, by
-        default the ``quantize`` setting); unit vectors under cosine similarity."""
+        default the ``quantize`` setting, else ``IndexedKB.inference_module``'s); unit
+        vectors under cosine similarity."""
         quantized = self.settings.quantize if quantized is None else quantized
-        encoder = self.quantized_encoder(side) if quantized else self.encoders[side]
+        encoder = (self.quantized_encoder(side) if quantized else
+                   self.entities.inference_module(side, self.encoders[side], self.encoders))
         return self.normalized(forward_without_grad(
             encoder, (ids, mask), mixed_precision=self.settings.mixed_precision))
 
@@ -215,25 +223,33 @@ class DenseRetriever(OverIndexedKB):
              lexical_weight: float | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per mention: top-``k`` scores, entity positions and its vector; with
-        ``lexical_weight``, BioSyn's ranking (``with_lexical``). A mention with nothing to
-        encode (only whitespace or control characters) gets no candidate (positions -1,
-        scores -inf) and a zero vector."""
+        ``lexical_weight``, BioSyn's ranking (``with_lexical``). Mentions with the same text
+        and the same encoder input (a name repeated in a document or a batch: 2.1 mentions
+        per distinct one in a BC5CDR abstract) are encoded and searched once. A mention
+        with nothing to encode (only whitespace or control characters) gets no candidate
+        (positions -1, scores -inf) and a zero vector."""
         kept = [i for i, s in enumerate(spans)
                 if has_content(texts[s.doc_index][s.start_char:s.end_char])]
         if not kept:
             n = len(spans)
             return (np.full((n, 1), -np.inf, "float32"), np.full((n, 1), -1, "int64"),
                     np.zeros((n, 0), "float32"))
-        found = self.encode_mentions(texts, [spans[i] for i in kept])
+        kept_spans = [spans[i] for i in kept]
+        inputs = self.builder.mention_ids(texts, kept_spans)
+        firsts, inverse = first_of_each(
+            (texts[s.doc_index][s.start_char:s.end_char], tuple(ids))
+            for s, ids in zip(kept_spans, inputs, strict=True))
+        found = self.encode("mention", [inputs[j] for j in firsts])
         found_scores, found_positions = self.entities.search(found, k)
         if lexical_weight is not None:
             found_scores, found_positions = self.with_lexical(
-                texts, [spans[i] for i in kept], found, found_scores, found_positions, k,
-                lexical_weight)
+                texts, [kept_spans[j] for j in firsts], found, found_scores, found_positions,
+                k, lexical_weight)
         scores = np.full((len(spans), found_scores.shape[1]), -np.inf, "float32")
         positions = np.full((len(spans), found_scores.shape[1]), -1, "int64")
         vectors = np.zeros((len(spans), found.shape[1]), "float32")
-        scores[kept], positions[kept], vectors[kept] = found_scores, found_positions, found
+        scores[kept], positions[kept] = found_scores[inverse], found_positions[inverse]
+        vectors[kept] = found[inverse]
         return scores, positions, vectors
 
     @property
@@ -334,9 +350,23 @@ class DenseRetriever(OverIndexedKB):
         return {"mention": path / "mention_encoder", "entity": path / f"{entity}_encoder"}
 
 
+def first_of_each(keys: Iterable[Hashable]) -> tuple[list[int], np.ndarray]:
+    """The position of each distinct key's first occurrence, and for each key the index of
+    its distinct key among them (``firsts[inverse[i]]`` has key ``i``'s value)."""
+    seen: dict[Hashable, int] = {}
+    firsts: list[int] = []
+    inverse = []
+    for i, key in enumerate(keys):
+        if key not in seen:
+            seen[key] = len(firsts)
+            firsts.append(i)
+        inverse.append(seen[key])
+    return firsts, np.asarray(inverse, dtype="int64")
+
+
 def row_settings(settings: RetrieverSettings) -> RowSettings:
     """What the KB's rows are built with under ``settings``."""
     return RowSettings(settings.entity_max_length, settings.pooling, settings.granularity,
                        settings.inputs, settings.scoring == "cosine",
                        settings.row_dedupe_threshold, settings.index_kind,
-                       settings.mixed_precision, settings.batch_size)
+                       settings.mixed_precision, settings.batch_size, settings.cpu_bf16)

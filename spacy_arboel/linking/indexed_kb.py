@@ -19,7 +19,13 @@ import torch
 from tqdm import tqdm
 
 from ..encoders.inputs import InputBuilder, entity_rows
-from ..encoders.weights import forward_without_grad, weights_fingerprint
+from ..encoders.transformer import bf16_copy
+from ..encoders.weights import (
+    ModuleCopies,
+    forward_without_grad,
+    runs_bf16,
+    weights_fingerprint,
+)
 from ..errors import Errors
 from ..kb.index import (
     DenseIndex,
@@ -44,7 +50,9 @@ class RowSettings:
     vectors; ``dedupe_threshold``: an alias row is left out when another row of its entity has
     the same words (``text_duplicate_rows``, before embedding) or cosine similarity at least
     this high (``near_duplicate_rows``); None keeps every row;
-    ``batch_size``: rows per forward pass (not part of what the index depends on).
+    ``batch_size``: rows per forward pass and ``cpu_bf16``: embed with a bfloat16 copy of
+    the encoder on a CPU with native bfloat16 (``encoders.weights.runs_bf16``); neither is
+    part of what the index depends on.
     """
 
     entity_max_length: int = 32
@@ -56,10 +64,12 @@ class RowSettings:
     index_kind: str = "flat"
     mixed_precision: bool = False
     batch_size: int = 64
+    cpu_bf16: bool = False
 
     def builds_same_index(self, other: RowSettings) -> bool:
         """Whether an index built with ``other`` is one built with these settings."""
-        return replace(self, batch_size=0) == replace(other, batch_size=0)
+        return replace(self, batch_size=0, cpu_bf16=False) == replace(other, batch_size=0,
+                                                                      cpu_bf16=False)
 
 
 def normalized(vectors: np.ndarray, cosine: bool) -> np.ndarray:
@@ -113,6 +123,7 @@ class IndexedKB:
                                     inputs=settings.inputs)
         self.version = 0
         self._fingerprints: dict[tuple[str, int], str] = {}
+        self._bf16 = ModuleCopies(bf16_copy)
         self.set_kb(kb)
 
     # --- the KB, the settings and the weights ------------------------------------------------
@@ -126,7 +137,8 @@ class IndexedKB:
         self.index: DenseIndex | None = None
         self.rows_of: list[list[int]] = []
         self._index_version = -1
-        self._row_inputs: list[list[int]] | None = None
+        self._layout: tuple[list[str], list[str], np.ndarray] | None = None
+        self._row_inputs: list[list[int] | None] | None = None
         self._derived: dict[str, Any] = {}
 
     def derived(self, name: str, make: Callable[[], T]) -> T:
@@ -143,7 +155,7 @@ class IndexedKB:
         self.builder = InputBuilder(self.tokenizer, entity_max_length=settings.entity_max_length,
                                     inputs=settings.inputs)
         if not old.builds_same_index(settings):
-            self._row_inputs = None
+            self._layout = self._row_inputs = None
             self._fingerprints = {}
             self.changed()
 
@@ -154,6 +166,7 @@ class IndexedKB:
             self.changed()
         self.encoder = encoder
         self._fingerprints = {}
+        self._bf16.clear()
 
     def changed(self) -> None:
         """Note that the encoders' weights changed: the index is stale until refreshed."""
@@ -190,9 +203,9 @@ class IndexedKB:
 
     def set_row_layout(self) -> np.ndarray:
         """Lay the KB out in rows; returns the entity position behind each row. The rows are
-        tokenised when first needed (``row_inputs``: building the index, training), not at
-        load: a pipeline that only links never tokenises its KB."""
-        self._row_inputs = None
+        tokenised when first needed (``row_inputs``, ``inputs_of``: building the index,
+        training), not at load: a pipeline that only links never tokenises its KB."""
+        self._layout = self._row_inputs = None
         return self._entity_rows()[2]
 
     def row_texts(self) -> list[str]:
@@ -200,22 +213,47 @@ class IndexedKB:
         return self._entity_rows()[0]
 
     def _entity_rows(self) -> tuple[list[str], list[str], np.ndarray]:
-        return entity_rows(list(self.kb), self.settings.granularity,
-                           drop_shadowed=self.settings.inputs == "names")
+        if self._layout is None:
+            self._layout = entity_rows(list(self.kb), self.settings.granularity,
+                                       drop_shadowed=self.settings.inputs == "names")
+        return self._layout
 
     @property
     def row_inputs(self) -> list[list[int]]:
         """The wordpiece ids of each KB row, in the layout of ``set_row_layout``."""
+        return self.inputs_of(range(len(self._entity_rows()[2])))
+
+    def inputs_of(self, rows: Sequence[int]) -> list[list[int]]:
+        """The wordpiece ids of ``rows`` of the layout, tokenising only those not yet
+        tokenised (the rows ``refresh`` leaves out by their words never are)."""
+        titles, descriptions, owners = self._entity_rows()
         if self._row_inputs is None:
-            titles, descriptions, _ = self._entity_rows()
-            self._row_inputs = self.builder.entity_ids(titles, descriptions)
-        return self._row_inputs
+            self._row_inputs = [None] * len(owners)
+        todo = [r for r in rows if self._row_inputs[r] is None]
+        if todo:
+            found = self.builder.entity_ids([titles[r] for r in todo],
+                                            [descriptions[r] for r in todo])
+            for row, ids in zip(todo, found, strict=True):
+                self._row_inputs[row] = ids
+        return [self._row_inputs[r] for r in rows]
+
+    def inference_module(self, name: str, module: torch.nn.Module,
+                         modules: dict[str, torch.nn.Module] | None = None) -> torch.nn.Module:
+        """``module`` as passes without gradient run it: its bfloat16 copy for the current
+        weights under ``cpu_bf16`` where the CPU has native bfloat16 (``runs_bf16``), else
+        itself. ``name`` and ``modules`` (a core's other named modules) as in
+        ``ModuleCopies.get``: the copy of the entity encoder is shared with its other names."""
+        if not runs_bf16(module, self.settings.cpu_bf16):
+            return module
+        return self._bf16.get(name, module, self.version, {"entity": self.encoder,
+                                                           **(modules or {})})
 
     def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Embed one padded batch of rows with the (fp32) entity encoder, without gradient."""
+        """Embed one padded batch of rows with the entity encoder (``inference_module``),
+        without gradient."""
         return normalized(forward_without_grad(
-            self.encoder, (ids, mask), mixed_precision=self.settings.mixed_precision),
-            self.settings.cosine)
+            self.inference_module("entity", self.encoder), (ids, mask),
+            mixed_precision=self.settings.mixed_precision), self.settings.cosine)
 
     def embed_rows(self, sequences: Sequence[Sequence[int]] | None = None,
                    desc: str | None = None) -> np.ndarray:
@@ -248,7 +286,7 @@ class IndexedKB:
         rows = np.arange(len(owners))
         if threshold is not None and len(owners) > len(self.kb):
             rows = text_duplicate_rows(self.row_texts(), owners)
-        vectors = self.embed_rows([self.row_inputs[r] for r in rows], desc=desc)
+        vectors = self.embed_rows(self.inputs_of(rows), desc=desc)
         keep = np.arange(len(rows))
         if threshold is not None and len(rows) > len(self.kb):
             keep = near_duplicate_rows(vectors, owners[rows], threshold)

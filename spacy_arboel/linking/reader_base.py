@@ -20,7 +20,12 @@ from ..encoders.inputs import InputBuilder
 from ..encoders.loading import load_tokenizer
 from ..encoders.passages import PassageBuilder
 from ..encoders.reader_heads import ENTITY_POOLINGS
-from ..encoders.weights import Int8Copies, autocast, forward_without_grad, module_device
+from ..encoders.weights import (
+    ModuleCopies,
+    autocast,
+    forward_without_grad,
+    module_device,
+)
 from ..errors import Errors
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
@@ -87,7 +92,7 @@ class ReaderBase(OverIndexedKB):
             batch_size=ENTITY_BATCH), check_layout=False)
         self.updates = 0
         self.entity_labels: dict[str, str] = {}
-        self._int8 = Int8Copies()
+        self._int8 = ModuleCopies()
 
     # --- labels --------------------------------------------------------------------------------
 

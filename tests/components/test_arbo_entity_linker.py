@@ -550,7 +550,7 @@ def test_loading_does_not_tokenise_the_kb(saved_linker, toy_examples):
     # the lazily tokenised rows are the ones the saved index was built from
     index = retriever.index
     assert (retriever.entities.set_row_layout()[index.rows] == index.owners).all()
-    rebuilt = retriever.encode("entity", [retriever.entities.row_inputs[r] for r in index.rows])
+    rebuilt = retriever.encode("entity", retriever.entities.inputs_of(index.rows))
     assert np.allclose(rebuilt, index.embeddings, atol=1e-5)
 
 
