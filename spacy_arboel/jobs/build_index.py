@@ -28,7 +28,7 @@ from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..kb.entity import Entity
-from ..kb.index import DenseIndex, near_duplicate_rows, text_duplicate_rows
+from ..kb.index import DenseIndex, near_duplicate_rows
 from ..kb.index_builder import EF_SEARCH, NPROBE, build_index, choose_factory, resolve_kind
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings, row_settings
@@ -81,7 +81,11 @@ class ShardEmbedder:
                          row_settings(self.settings))
         if self.fingerprint is None:
             self.fingerprint = rows.fingerprint()
-        return shard, rows.embed_rows(), self.fingerprint
+        # the rows left out by their words are not embedded (zeros, never read: ``kept_rows``)
+        owners, embedded = rows.set_row_layout(), rows.rows_to_embed()
+        vectors = np.zeros((len(owners), rows.vector_width), dtype="float32")
+        vectors[embedded] = rows.embed_rows(rows.inputs_of(embedded))
+        return shard, vectors, self.fingerprint
 
 
 def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEngine | RayEngine,
@@ -122,17 +126,16 @@ def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEng
 
 
 def kept_rows(store: ShardStore, owners: np.ndarray, threshold: float | None,
-              texts: Sequence[str]) -> np.ndarray:
-    """The rows the index holds: all, or those ``IndexedKB.refresh`` keeps: without the alias
-    rows of an entity's words again (``text_duplicate_rows`` over the rows' ``texts``), then
-    without near-duplicate ones (``near_duplicate_rows``, shard by shard: shards never split
-    an entity's rows)."""
+              embedded: np.ndarray) -> np.ndarray:
+    """The rows the index holds: all, or those ``IndexedKB.refresh`` keeps: of the
+    ``embedded`` rows (``IndexedKB.rows_to_embed``: without the alias rows of an entity's
+    words again, which the shards hold as zeros), those that are not near duplicates
+    (``near_duplicate_rows``, shard by shard: shards never split an entity's rows)."""
     if threshold is None or len(owners) == int(owners.max()) + 1:
         return np.arange(len(owners))
-    candidates = text_duplicate_rows(texts, owners)
     keep = []
     for start, stop in store.plan.shards:
-        rows = candidates[(candidates >= start) & (candidates < stop)]
+        rows = embedded[(embedded >= start) & (embedded < stop)]
         keep.append(rows[near_duplicate_rows(np.asarray(store.vectors[rows]), owners[rows],
                                              threshold)])
     return np.concatenate(keep)
@@ -153,7 +156,7 @@ def build_kb_index(retriever: DenseRetriever, source: EmbedderSource,
     store, owners = embed_kb(retriever, source, engine, work_dir, shard_rows=shard_rows,
                              on_total=on_total, on_rows=on_rows)
     threshold = retriever.settings.row_dedupe_threshold
-    keep = kept_rows(store, owners, threshold, retriever.entities.row_texts())
+    keep = kept_rows(store, owners, threshold, retriever.entities.rows_to_embed())
     dim = store.plan.dim
     factory = choose_factory(len(keep), dim, kind, pq_bytes, refine)
     if on_stage is not None:

@@ -237,6 +237,14 @@ class IndexedKB:
                 self._row_inputs[row] = ids
         return [self._row_inputs[r] for r in rows]
 
+    def rows_to_embed(self) -> np.ndarray:
+        """The rows of the layout that are embedded: all, or under ``dedupe_threshold`` all
+        but the alias rows of an entity's words again (``text_duplicate_rows``), sorted."""
+        owners = self._entity_rows()[2]
+        if self.settings.dedupe_threshold is None or len(owners) == len(self.kb):
+            return np.arange(len(owners))
+        return text_duplicate_rows(self.row_texts(), owners)
+
     def inference_module(self, name: str, module: torch.nn.Module,
                          modules: dict[str, torch.nn.Module] | None = None) -> torch.nn.Module:
         """``module`` as passes without gradient run it: its bfloat16 copy for the current
@@ -283,9 +291,7 @@ class IndexedKB:
         rows ``dedupe_threshold`` leaves out by their words are not embedded)."""
         owners = self.set_row_layout()
         threshold = self.settings.dedupe_threshold
-        rows = np.arange(len(owners))
-        if threshold is not None and len(owners) > len(self.kb):
-            rows = text_duplicate_rows(self.row_texts(), owners)
+        rows = self.rows_to_embed()
         vectors = self.embed_rows(self.inputs_of(rows), desc=desc)
         keep = np.arange(len(rows))
         if threshold is not None and len(rows) > len(self.kb):

@@ -117,6 +117,11 @@ def test_rows_of_an_entitys_words_again_are_not_embedded():
     # the name row always; one natural-order row of a name's words besides an inverted one
     assert text_duplicate_rows(texts, owners).tolist() == [0, 1, 2, 4, 5, 6, 8, 9]
     assert text_duplicate_rows(texts[:1], owners[:1]).tolist() == [0]
+    # a plural "s" aside, not that of "-ss", "-us", "-is" words or of 3-letter ones
+    plural = ["Anemia, Hemolytic", "Anemias, Hemolytic", "hemolytic anemias", "virus",
+              "viru", "ADS", "ad", "AIDS", "aid"]
+    assert text_duplicate_rows(plural, np.array([0, 0, 0, 1, 1, 2, 2, 3, 3])).tolist() == [
+        0, 2, 3, 4, 5, 6, 7]
 
 
 def test_saved_index_is_deduplicated_on_load(tmp_path):
