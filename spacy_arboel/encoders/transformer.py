@@ -79,8 +79,9 @@ def bf16_copy(encoder: PooledEncoder) -> PooledEncoder:
     from transformers import AutoModel
 
     source = encoder.transformer
-    transformer = AutoModel.from_config(copy.deepcopy(source.config),
-                                        attn_implementation="eager")
+    with torch.random.fork_rng(devices=[]):  # its throwaway initial weights draw numbers
+        transformer = AutoModel.from_config(copy.deepcopy(source.config),
+                                            attn_implementation="eager")
     transformer.load_state_dict(source.state_dict())
     return PooledEncoder(transformer.to(dtype=torch.bfloat16), encoder.pooling,
                          encoder.marker_ids).eval()

@@ -45,7 +45,11 @@ def test_a_bf16_copy_embeds_as_float32_does(tiny_encoder):
     builder = InputBuilder(tokenizer, inputs="names")
     encoder = load_pooled_encoders({"mention": tiny_encoder}, "mention", True, len(tokenizer),
                                    builder.marker_ids)["mention"].eval()
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
     half = bf16_copy(encoder)
+    assert torch.equal(torch.rand(3), expected)  # the caller's random state is left alone
     assert half.transformer.dtype is torch.bfloat16
     assert half.transformer.config._attn_implementation == "eager"
     assert encoder.transformer.dtype is torch.float32  # the float module trains and saves
