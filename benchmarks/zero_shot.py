@@ -107,6 +107,7 @@ def linker_config(row: str, kb: Path, args: argparse.Namespace) -> dict:
     spec.pop("lexical", None)
     spec.pop("kb", None)
     return {"kb_path": str(kb), "batch_size": args.batch_size, **spec,
+            **({"cpu_bf16": False} if args.float32 else {}),
             "model": {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": encoder,
                       "pooling": pooling, "share_weights": False, "mixed_precision": False}}
 
@@ -191,6 +192,7 @@ def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
         "commands": [f"python benchmarks/zero_shot.py --dataset {args.dataset} --rows {row}"
                      + (f" --self-aligned {relative_path(Path(args.self_aligned))}"
                         if ROWS[row].get("self_aligned") else "")
+                     + (" --float32" if args.float32 else "")
                      + (f" --tag {args.tag}" if args.tag else "")],
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
@@ -296,6 +298,8 @@ def main() -> None:
     parser.add_argument("--corpus", help="prepare's folder (default corpus/<dataset>)")
     parser.add_argument("--work", default=str(ROOT / "bench_runs" / "zero_shot"))
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--float32", action="store_true",
+                        help="no-corpus rows: cpu_bf16 = false (a CPU without bfloat16)")
     parser.add_argument("--trained", help="a corpus-trained pipeline (model-best) to evaluate")
     parser.add_argument("--name", help="--trained: the row's name")
     parser.add_argument("--lexical", action="store_true",
