@@ -75,7 +75,8 @@ def bf16_copy(encoder: PooledEncoder) -> PooledEncoder:
     (``weights.runs_bf16``), with transformers' plain ("eager") attention: PyTorch's fused
     CPU attention is 2-3x slower on names' short sequences. The float32 encoder keeps
     training and saving. On the 2-core AMD EPYC of BENCHMARKS.md MiniLM-L6 embeds KB names
-    1.9x faster than in float32, each vector within cosine 0.9998 of float32's (issue 43)."""
+    1.7-1.9x faster than in float32, each vector within cosine 0.9998 of float32's
+    (BENCHMARKS.md, issue 43)."""
     from transformers import AutoModel
 
     source = encoder.transformer
