@@ -70,10 +70,9 @@ def autocast(device: torch.device, mixed_precision: bool):
 
 class ModuleCopies:
     """Copies of named modules made by ``make`` (``quantized_copy``, or
-    ``encoders.transformer.bf16_copy``) for one
-    weights version: made when first asked for, made again after the weights change (a new
-    ``version``), one copy for two names of the same module. The one cache of the cores'
-    inference copies."""
+    ``encoders.transformer.bf16_copy``) for one weights version: made when first asked for,
+    made again after the weights change (a new ``version``), one copy for two names of the
+    same module. The one cache of the cores' inference copies."""
 
     def __init__(self, make: Callable[[torch.nn.Module], torch.nn.Module] = quantized_copy
                  ) -> None:

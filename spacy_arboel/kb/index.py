@@ -105,9 +105,10 @@ def text_duplicate_rows(texts: Sequence[str], owners: np.ndarray) -> np.ndarray:
     Carcinoma", "Drug-Induced" and "drug induced", "Anemias, Hemolytic" and "hemolytic
     anemia"), except that the first row in natural order (no comma) is kept where its group's
     kept rows all have one. The first row of each entity (its name row) is always kept, and
-    the result is sorted, as ``near_duplicate_rows``'s. Such rows are 44% of the MeSH +
-    synonyms KB's alias rows (BENCHMARKS.md, issue 43): left out, the KB embeds in half the
-    time and links with fewer rows, in-KB R@1 unchanged."""
+    the result is sorted, as ``near_duplicate_rows``'s. Such rows are half of the MeSH +
+    synonyms KB's alias rows (137,346 of its 244,226 rows are embedded; BENCHMARKS.md, issue
+    43): left out, the KB embeds in less time and links with fewer rows, in-KB R@1
+    unchanged."""
     kept: list[int] = []
     has_natural: dict[tuple[int, tuple[str, ...]], bool] = {}  # per (entity, words)
     for row, (text, owner) in enumerate(zip(texts, owners, strict=True)):
