@@ -1,6 +1,7 @@
-"""Score fusion (issue 41, item 2's last idea): a corpus-trained linker's score fused with
-the untrained default's name-matching score, the weight tuned on dev. Does the fusion keep
-what the KB taught on entities the corpus never showed?
+"""Score fusion and weight interpolation (issue 41, item 2's last ideas): a corpus-trained
+linker's score fused with the untrained default's name-matching score, or its weights
+interpolated with the base encoder's (WiSE-FT, ``--wise-ft``), the weight tuned on dev. Does
+either keep what the KB taught on entities the corpus never showed?
 
 Not a test: embeds the trained linker's KB twice (minutes on a 2-core CPU). Usage::
 
@@ -15,6 +16,10 @@ their top 64; over the union, an entity's score is ``(1 - w) * trained + w * unt
 (each its best row's cosine, ``DenseRetriever.dense_scores``). ``w`` is chosen on dev
 (R@1 over in-KB mentions), then test is scored with it, seen/unseen by the training split's
 gold ids. Writes ``benchmarks/results/<name>-score-fusion.json``.
+
+``--wise-ft A [A ...]``: also each encoder's weights ``(1 - a) * base + a * trained`` for
+each ``a`` (both sides; the KB embedded again each time), R@1 on dev and test
+(``<name>-wise-ft.json``).
 """
 
 from __future__ import annotations
@@ -49,13 +54,16 @@ def mentions(path: Path, vocab):
 
 
 def fused_scores(trained, untrained, texts, spans):
-    """Per mention: the union of both top-``K`` (entity positions) and each retriever's
-    score of every entity of it."""
+    """Per mention: the union of both top-``K`` (entity positions: the trained ranking's,
+    then the untrained one's others, so that ties go as the trained linker ranks them: an
+    alias on several entities embeds alike) and each retriever's score of every entity of
+    it."""
     _, t_pos, t_vec = trained.link(texts, spans, k=K)
     _, u_pos, u_vec = untrained.link(texts, spans, k=K)
     unions, t_scores, u_scores = [], [], []
     for i in range(len(spans)):
-        union = np.unique(np.concatenate([t_pos[i][t_pos[i] >= 0], u_pos[i][u_pos[i] >= 0]]))
+        ranked = list(dict.fromkeys([*t_pos[i][t_pos[i] >= 0], *u_pos[i][u_pos[i] >= 0]]))
+        union = np.asarray(ranked, dtype="int64")
         unions.append(union)
         t_scores.append(trained.dense_scores(np.repeat(t_vec[i:i + 1], len(union), 0), union))
         u_scores.append(untrained.dense_scores(np.repeat(u_vec[i:i + 1], len(union), 0),
@@ -71,9 +79,47 @@ def recall_at_1(kb, unions, t_scores, u_scores, golds, weight, keep):
             n += bool(gold)
             continue
         n += 1
-        best = unions[i][np.argmax((1 - weight) * t_scores[i] + weight * u_scores[i])]
+        fused = np.round((1 - weight) * t_scores[i] + weight * u_scores[i], 5)  # float noise
+        best = unions[i][np.argmax(fused)]  # the first of ties
         hits += int(best) in gold
     return hits / n if n else None
+
+
+def interpolated(trained, base_name: str, alpha: float):
+    """A retriever over ``trained``'s KB whose encoders are ``(1 - alpha) * base + alpha *
+    trained``, weight by weight (WiSE-FT), its index built."""
+    from spacy_arboel.encoders.transformer import load_pooled_encoders
+    from spacy_arboel.linking import DenseRetriever
+
+    settings = trained.settings
+    base = load_pooled_encoders({"mention": base_name, "entity": base_name}, settings.pooling,
+                                settings.share_weights, len(trained.tokenizer),
+                                trained.builder.marker_ids)
+    for side in ("mention", "entity"):
+        tuned = trained.encoders[side].state_dict()
+        base[side].load_state_dict({k: (1 - alpha) * v + alpha * tuned[k] if v.is_floating_point()
+                                    else v for k, v in base[side].state_dict().items()})
+    retriever = DenseRetriever(trained.kb, trained.tokenizer, base, settings)
+    retriever.entities.refresh()
+    return retriever
+
+
+def wise_ft(args, trained, dev, test, groups) -> dict:
+    """R@1 on dev and test (by ``groups``) of each interpolation of ``--wise-ft``."""
+    kb, rows = trained.kb, {}
+    for alpha in args.wise_ft:
+        retriever = interpolated(trained, BASE, alpha)
+        row = {}
+        for split, (texts, spans, golds), keep in (("dev", dev, {"all": range(len(dev[1]))}),
+                                                    ("test", test, groups)):
+            _, positions, _ = retriever.link(texts, spans, k=1)
+            top = [np.asarray([p]) for p in positions[:, 0]]
+            ones = [np.ones(1, "float32")] * len(top)
+            row[split] = {g: recall_at_1(kb, top, ones, ones, golds, 0.0, members)
+                          for g, members in keep.items()}
+        rows[f"alpha {alpha}"] = row
+        print(f"alpha {alpha}", row, flush=True)
+    return rows
 
 
 def main() -> None:
@@ -85,6 +131,8 @@ def main() -> None:
     parser.add_argument("--trained", required=True, help="a workflow model-best")
     parser.add_argument("--corpus", required=True, help="prepare's folder of that dataset")
     parser.add_argument("--name", required=True)
+    parser.add_argument("--wise-ft", nargs="*", type=float, default=[],
+                        help="interpolation weights of the trained encoders (0: the base)")
     args = parser.parse_args()
     nlp = spacy.load(args.trained)
     trained = nlp.get_pipe("arbo_entity_linker").retriever
@@ -123,6 +171,13 @@ def main() -> None:
     print("dev R@1 by weight:", by_weight)
     for label, row in rows.items():
         print(label, {g: None if v is None else round(v, 4) for g, v in row.items()})
+    if args.wise_ft:
+        result = {**result, "name": f"{args.name}-wise-ft",
+                  "settings": {"trained": result["settings"]["trained"], "base": BASE},
+                  "metrics": {"in_kb_recall_at_1": wise_ft(args, trained, dev, test, groups)},
+                  "commands": [result["commands"][0] + " --wise-ft "
+                               + " ".join(str(a) for a in args.wise_ft)]}
+        print(f"wrote {write_result(result)}")
 
 
 if __name__ == "__main__":
