@@ -71,18 +71,22 @@ def fused_scores(trained, untrained, texts, spans):
     return unions, t_scores, u_scores
 
 
-def recall_at_1(kb, unions, t_scores, u_scores, golds, weight, keep):
-    hits = n = 0
-    for i in keep:
-        gold = {kb.position(g) for g in golds[i] if g in kb}
-        if not gold or not len(unions[i]):
-            n += bool(gold)
-            continue
-        n += 1
-        fused = np.round((1 - weight) * t_scores[i] + weight * u_scores[i], 5)  # float noise
-        best = unions[i][np.argmax(fused)]  # the first of ties
-        hits += int(best) in gold
-    return hits / n if n else None
+def fused_best(unions, t_scores, u_scores, weight) -> list[int]:
+    """Each mention's best entity position under the fused score of ``weight`` (-1 when
+    neither retriever found one): the first of ties, the fused scores rounded past float
+    noise."""
+    best = []
+    for union, trained, untrained in zip(unions, t_scores, u_scores, strict=True):
+        fused = np.round((1 - weight) * trained + weight * untrained, 5)
+        best.append(int(union[np.argmax(fused)]) if len(union) else -1)
+    return best
+
+
+def recall_at_1(kb, best, golds, keep):
+    """R@1 of the ``best`` positions over the mentions ``keep`` whose gold is in ``kb``."""
+    scored = [(best[i], {kb.position(g) for g in golds[i] if g in kb}) for i in keep]
+    scored = [(b, gold) for b, gold in scored if gold]
+    return sum(b in gold for b, gold in scored) / len(scored) if scored else None
 
 
 def interpolated(trained, base_name: str, alpha: float):
@@ -112,10 +116,8 @@ def wise_ft(args, trained, dev, test, groups) -> dict:
         row = {}
         for split, (texts, spans, golds), keep in (("dev", dev, {"all": range(len(dev[1]))}),
                                                     ("test", test, groups)):
-            _, positions, _ = retriever.link(texts, spans, k=1)
-            top = [np.asarray([p]) for p in positions[:, 0]]
-            ones = [np.ones(1, "float32")] * len(top)
-            row[split] = {g: recall_at_1(kb, top, ones, ones, golds, 0.0, members)
+            best = [int(p) for p in retriever.link(texts, spans, k=1)[1][:, 0]]
+            row[split] = {g: recall_at_1(kb, best, golds, members)
                           for g, members in keep.items()}
         rows[f"alpha {alpha}"] = row
         print(f"alpha {alpha}", row, flush=True)
@@ -140,12 +142,12 @@ def main() -> None:
     kb = trained.kb
     untrained = DenseRetriever.from_pretrained(kb, BASE, trained.settings)
     untrained.entities.refresh()
-    seen = {g for _, _, golds in [mentions(Path(args.corpus) / "train.spacy", nlp.vocab)]
-            for ids in golds for g in ids}
+    seen = {g for ids in mentions(Path(args.corpus) / "train.spacy", nlp.vocab)[2]
+            for g in ids}
     dev = mentions(Path(args.corpus) / "dev.spacy", nlp.vocab)
     test = mentions(Path(args.corpus) / "test.spacy", nlp.vocab)
     dev_scores = fused_scores(trained, untrained, dev[0], dev[1])
-    by_weight = {w: recall_at_1(kb, *dev_scores, dev[2], w, range(len(dev[1])))
+    by_weight = {w: recall_at_1(kb, fused_best(*dev_scores, w), dev[2], range(len(dev[1])))
                  for w in WEIGHTS}
     best = max(WEIGHTS, key=lambda w: (by_weight[w], -w))
     test_scores = fused_scores(trained, untrained, test[0], test[1])
@@ -153,7 +155,7 @@ def main() -> None:
     groups = {"all": range(len(test[1])),
               "seen": [i for i, s in enumerate(is_seen) if s],
               "unseen": [i for i, s in enumerate(is_seen) if not s]}
-    rows = {f"weight {w}": {g: recall_at_1(kb, *test_scores, test[2], w, keep)
+    rows = {f"weight {w}": {g: recall_at_1(kb, fused_best(*test_scores, w), test[2], keep)
                             for g, keep in groups.items()}
             for w in (0.0, best, 1.0)}
     result = {
