@@ -55,6 +55,14 @@ def ratio(fast, slow):
     return round(fast / slow, 2) if fast and slow else None
 
 
+def command(args: argparse.Namespace) -> str:
+    """The check's command with the sizes it ran at (no paths of the machine it ran on)."""
+    words = ["benchmarks/gpu_check.sh"] + (["--cpu"] if args.mode == "cpu" else [])
+    words += ["--dataset", args.dataset, "--steps", str(args.steps), "--limit",
+              str(args.limit), "--cpu-limit", str(args.cpu_limit)]
+    return " ".join(words + (["--e2e", "MODEL"] if args.e2e else []))
+
+
 def summary(folder: Path, args: argparse.Namespace) -> dict:
     probe = read_json(folder / "probe.json")
     done = steps(folder)
@@ -97,7 +105,7 @@ def summary(folder: Path, args: argparse.Namespace) -> dict:
             "e2e_docs_per_s": ratio(e2e.get("e2e-gpu", {}).get("docs_per_s"),
                                     e2e.get("e2e-cpu", {}).get("docs_per_s")),
         },
-        "commands": ["benchmarks/gpu_check.sh" + (" --cpu" if args.mode == "cpu" else "")],
+        "commands": [command(args)],
         "date": datetime.date.today().isoformat(),
     }
 

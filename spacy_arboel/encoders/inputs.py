@@ -292,9 +292,13 @@ def shadowed_aliases(entities: Sequence[Entity]) -> set[str]:
     return {name_key(entity.name) for entity in entities}
 
 
+# the rows of a KB: each row's text, its description, and the position of its entity
+RowLayout = tuple[list[str], list[str], np.ndarray]
+
+
 def entity_rows(
     entities: Sequence[Entity], granularity: str = "entity", drop_shadowed: bool = False
-) -> tuple[list[str], list[str], np.ndarray]:
+) -> RowLayout:
     """The texts the entity encoder embeds, and the entity position behind each row.
 
     ``entity`` (BLINK): one row per entity, ``name [TITLE] description-or-aliases``.

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..encoders.inputs import InputBuilder
+from ..encoders.inputs import InputBuilder, RowLayout
 from ..encoders.loading import load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
@@ -36,9 +36,10 @@ from ..linking.indexed_kb import IndexedKB
 from .engines import LocalEngine, RayEngine
 from .kb_vectors import SHARD_ROWS, EmbeddingPlan, ShardStore
 
-# a task: a shard number and the entities whose rows it holds; a result: the shard number,
-# its row vectors and the fingerprint of the encoder that embedded them
-Task = tuple[int, Sequence[Entity]]
+# a task: a shard number, the entities whose rows it holds and those rows as the driver laid
+# them out over the whole KB; a result: the shard number, its row vectors and the
+# fingerprint of the encoder that embedded them
+Task = tuple[int, Sequence[Entity], RowLayout]
 Result = tuple[int, np.ndarray, str]
 
 
@@ -76,13 +77,15 @@ class ShardEmbedder:
     def __call__(self, task: Task) -> Result:
         return self.embed(*task)
 
-    def embed(self, shard: int, entities: Sequence[Entity]) -> Result:
+    def embed(self, shard: int, entities: Sequence[Entity], layout: RowLayout) -> Result:
         rows = IndexedKB(KnowledgeBase(entities), self.tokenizer, self.encoders["entity"],
                          row_settings(self.settings))
         if self.fingerprint is None:
             self.fingerprint = rows.fingerprint()
-        # the rows left out by their words are not embedded (zeros, never read: ``kept_rows``)
-        owners, embedded = rows.set_row_layout(), rows.rows_to_embed()
+        # the driver's rows, not the shard's own layout: an alias shadowed by the name of an
+        # entity in another shard has no row (``entity_rows``'s ``drop_shadowed``); the rows
+        # left out by their words are not embedded (zeros, never read: ``kept_rows``)
+        owners, embedded = rows.set_row_layout(layout), rows.rows_to_embed()
         vectors = np.zeros((len(owners), rows.vector_width), dtype="float32")
         vectors[embedded] = rows.embed_rows(rows.inputs_of(embedded))
         return shard, vectors, self.fingerprint
@@ -100,6 +103,7 @@ def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEng
     and the entity position behind each row. ``on_total`` gets the number of rows,
     ``on_rows`` the rows of the shards done already, then of each shard embedded."""
     owners = retriever.entities.set_row_layout()
+    titles, descriptions, _ = retriever.entities.row_layout()
     if on_total is not None:
         on_total(len(owners))
     plan = EmbeddingPlan.cut(owners, shard_rows, kb_fingerprint=retriever.kb.fingerprint(),
@@ -113,8 +117,14 @@ def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEng
     if on_rows is not None:
         on_rows(sum(stop - start for i, (start, stop) in enumerate(plan.shards)
                     if i in store.done))
-    tasks = ((i, entities[owners[plan.shards[i][0]]:owners[plan.shards[i][1] - 1] + 1])
-             for i in store.pending)
+
+    def task(shard: int) -> Task:
+        start, stop = plan.shards[shard]
+        first = owners[start]
+        return (shard, entities[first:owners[stop - 1] + 1],
+                (titles[start:stop], descriptions[start:stop], owners[start:stop] - first))
+
+    tasks = (task(i) for i in store.pending)
     for shard, vectors, fingerprint in engine.map(partial(embedder, source), tasks):
         if fingerprint != plan.encoder_fingerprint:
             raise ValueError(Errors.E134.format(shard=shard, found=fingerprint,

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..encoders.inputs import InputBuilder, entity_rows
+from ..encoders.inputs import InputBuilder, RowLayout, entity_rows
 from ..encoders.transformer import bf16_copy
 from ..encoders.weights import (
     ModuleCopies,
@@ -137,7 +137,7 @@ class IndexedKB:
         self.index: DenseIndex | None = None
         self.rows_of: list[list[int]] = []
         self._index_version = -1
-        self._layout: tuple[list[str], list[str], np.ndarray] | None = None
+        self._layout: RowLayout | None = None
         self._row_inputs: list[list[int] | None] | None = None
         self._derived: dict[str, Any] = {}
 
@@ -201,18 +201,26 @@ class IndexedKB:
 
     # --- rows ----------------------------------------------------------------------------------
 
-    def set_row_layout(self) -> np.ndarray:
-        """Lay the KB out in rows; returns the entity position behind each row. The rows are
-        tokenised when first needed (``row_inputs``, ``inputs_of``: building the index,
-        training), not at load: a pipeline that only links never tokenises its KB."""
-        self._layout = self._row_inputs = None
+    def set_row_layout(self, layout: RowLayout | None = None) -> np.ndarray:
+        """Lay the KB out in rows (or use ``layout``: a shard of the rows laid out over a
+        whole KB, which a shard's entities alone cannot give where aliases are shadowed by
+        names of entities in other shards); returns the entity position behind each row.
+        The rows are tokenised when first needed (``row_inputs``, ``inputs_of``: building
+        the index, training), not at load: a pipeline that only links never tokenises its
+        KB."""
+        self._row_inputs = None
+        self._layout = layout
         return self._entity_rows()[2]
+
+    def row_layout(self) -> RowLayout:
+        """The text, description and entity position of each row (``entity_rows``)."""
+        return self._entity_rows()
 
     def row_texts(self) -> list[str]:
         """The name or alias of each row, in the layout of ``set_row_layout``."""
         return self._entity_rows()[0]
 
-    def _entity_rows(self) -> tuple[list[str], list[str], np.ndarray]:
+    def _entity_rows(self) -> RowLayout:
         if self._layout is None:
             self._layout = entity_rows(list(self.kb), self.settings.granularity,
                                        drop_shadowed=self.settings.inputs == "names")

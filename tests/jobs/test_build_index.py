@@ -162,6 +162,28 @@ def test_the_index_built_apart_finds_what_the_retriever_finds(retriever, tmp_pat
                                exact.embeddings, atol=1e-5)
 
 
+def test_shards_embed_the_rows_laid_out_over_the_whole_kb(retriever, tmp_path):
+    """An alias that is the preferred name of an entity in another shard has no row
+    (``entity_rows``'s ``drop_shadowed``): the workers embed the driver's rows, not a layout
+    of their shard's entities alone (found on the GPU check: E133 on BC5CDR's MeSH KB)."""
+    folder, retriever = retriever
+    retriever = _settings(retriever)
+    assert retriever.settings.inputs == "names"
+    entities = list(_big_kb(60))
+    # the last entities take the first ones' names as aliases: shadowed in the whole KB only
+    entities[50:] = [replace(e, aliases=(*e.aliases, entities[i].name))
+                     for i, e in enumerate(entities[50:])]
+    retriever.entities.set_kb(KnowledgeBase(entities))
+    retriever.entities.refresh(desc=None)
+    exact = retriever.index
+    built = build_kb_index(retriever, EmbedderSource.of(folder, retriever), LocalEngine(),
+                           tmp_path / "work", kind="flat", shard_rows=16)
+    assert (built.owners == exact.owners).all()
+    assert (built.rows == exact.rows).all()
+    np.testing.assert_allclose(built.index.reconstruct_n(0, built.index.ntotal),
+                               exact.embeddings, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_two_local_processes_embed_like_one(retriever, tmp_path):
     folder, retriever = retriever
@@ -272,11 +294,11 @@ def _dying_once(marker: str) -> type:
     """An embedder whose process dies (as an OOM kill would) at its first shard, once."""
 
     class DyingOnce(ShardEmbedder):
-        def embed(self, shard, entities):
+        def embed(self, shard, entities, layout):
             if not os.path.exists(marker):
                 open(marker, "w").close()  # noqa: SIM115
                 os._exit(1)
-            return super().embed(shard, entities)
+            return super().embed(shard, entities, layout)
 
     return DyingOnce
 
