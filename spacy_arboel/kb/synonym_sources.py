@@ -51,6 +51,7 @@ from typing import Any
 
 from ..errors import Errors
 from ..parsing import parse_json, utf8_lines
+from .index import word_key
 from .knowledge_base import KnowledgeBase
 from .mesh import MESH_ID, dedupe_aliases
 
@@ -346,6 +347,59 @@ def merge_aliases(kb: KnowledgeBase, *sources: Mapping[str, Iterable[str]],
     return KnowledgeBase(merged)
 
 
+# the disease-synonym table spells one term several ways ("ovarian cancer", "tumours,
+# ovarian", "ovary neoplasm"): its head nouns taken as one word (``variant_key``)
+HEAD_NOUN_VARIANTS = {"cancer": "neoplasm", "tumor": "neoplasm", "tumour": "neoplasm",
+                      "neoplasia": "neoplasm"}
+
+
+def variant_key(text: str) -> tuple[str, ...]:
+    """A name's words as ``word_key`` compares them (case, punctuation, order and a plural
+    "s" aside), the disease table's head nouns taken as one (``HEAD_NOUN_VARIANTS``)."""
+    return tuple(sorted(HEAD_NOUN_VARIANTS.get(w, w) for w in word_key(text)))
+
+
+def realign_to_entry_terms(kb: KnowledgeBase, entry_terms: Mapping[str, Iterable[str]],
+                           stats: dict[str, Any] | None = None) -> KnowledgeBase:
+    """``kb`` with each alias that MeSH's own entry terms (``read_mesh_entry_terms``) give to
+    one other descriptor moved there, with its spelling variants (``variant_key``).
+
+    The disease-synonym table mixes one descriptor's terms into another's row: *Neoplasm
+    Metastasis* carries "cancer", "tumor", "tumours" and "neoplasms" (MeSH: *Neoplasms*'
+    terms), *Appendiceal Neoplasms* "ovarian cancer" (MeSH: *Ovarian Neoplasms*'). An alias
+    stays where the entry terms give its variants to no descriptor, to several, or to its own
+    entity too. Ids absent from ``kb`` are ignored. ``stats`` gets ``aliases_moved`` and
+    ``entities_corrected``.
+    """
+    owners: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for mesh_id, terms in entry_terms.items():
+        if mesh_id in kb:
+            for term in terms:
+                owners[variant_key(term)].add(mesh_id)
+    moved: dict[str, list[str]] = defaultdict(list)
+    kept: dict[str, tuple[str, ...]] = {}
+    for entity in kb:
+        stay = []
+        for alias in entity.aliases:
+            found = owners.get(variant_key(alias), set()) if variant_key(alias) else set()
+            if len(found) == 1 and entity.id not in found:
+                moved[next(iter(found))].append(alias)
+            else:
+                stay.append(alias)
+        if len(stay) < len(entity.aliases):
+            kept[entity.id] = tuple(stay)
+    entities = []
+    for entity in kb:
+        aliases = kept.get(entity.id, entity.aliases)
+        if entity.id in moved:
+            aliases = dedupe_aliases(entity.name, [*aliases, *moved[entity.id]])
+        entities.append(entity if aliases == entity.aliases else replace(entity, aliases=aliases))
+    if stats is not None:
+        stats.update(aliases_moved=sum(map(len, moved.values())),
+                     entities_corrected=len(kept))
+    return KnowledgeBase(entities)
+
+
 def add_synonym_sources(
     kb: KnowledgeBase,
     *,
@@ -386,6 +440,8 @@ def add_synonym_sources(
         found = read_mesh_entry_terms(None if mesh_terms is True else mesh_terms)
         stats["mesh_terms"] = {"mesh_ids": len(found),
                                "mesh_ids_in_kb": sum(1 for i in found if i in kb)}
+        # MeSH's own terms first correct the disease table's placement, then add theirs
+        kb = realign_to_entry_terms(kb, found, stats["mesh_terms"])
         sources.append(found)
     stats["merge"] = {}
     return merge_aliases(kb, *sources, stats=stats["merge"])

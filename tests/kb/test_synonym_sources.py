@@ -362,7 +362,39 @@ def test_mesh_entry_terms_join_the_descriptor_of_their_id(tmp_path):
     merged = add_synonym_sources(kb, drug_ner=False, gilda=False, mesh_terms=path,
                                  stats=stats)
     assert merged["D000082"].aliases == ("Paracetamol", "APAP")
-    assert stats["mesh_terms"] == {"mesh_ids": 3, "mesh_ids_in_kb": 2}
+    assert stats["mesh_terms"] == {"mesh_ids": 3, "mesh_ids_in_kb": 2, "aliases_moved": 0,
+                                   "entities_corrected": 0}
     path.write_text("D012640 Seizures\n")
     with pytest.raises(ValueError, match=r"E179.*line 1"):
         ss.read_mesh_entry_terms(path)
+
+
+def test_mesh_entry_terms_move_the_disease_tables_misplaced_aliases(tmp_path):
+    """The disease table gives *Neoplasms*' terms to *Neoplasm Metastasis* and *Ovarian
+    Neoplasms*' to *Appendiceal Neoplasms*; MeSH's entry terms move them, with their spelling
+    variants (cancer, tumour, plurals, inverted order), and leave the rest where it is."""
+    path = tmp_path / "mesh_id_label_mappings.tsv"
+    path.write_text("D009369\tNeoplasms\tTumor|Neoplasm\tC04\t\n"
+                    "D009362\tNeoplasm Metastasis\tMetastasis, Neoplasm|Metastases\tC04.697\t\n"
+                    "D010051\tOvarian Neoplasms\tNeoplasms, Ovarian\tC04.588\t\n"
+                    "D001063\tAppendiceal Neoplasms\tNeoplasm, Appendiceal\tC04.588\t\n"
+                    "D000001\tBenign Tumors\t\t\t\n")
+    kb = KnowledgeBase([
+        Entity("D009369", "Neoplasms"),
+        Entity("D009362", "Neoplasm Metastasis",
+               aliases=("cancer", "tumours", "benign tumor", "cancer metastasis")),
+        Entity("D010051", "Ovarian Neoplasms"),
+        Entity("D001063", "Appendiceal Neoplasms",
+               aliases=("appendiceal cancer", "ovarian cancer", "tumors, ovary")),
+        Entity("D000002", "Malignancy", aliases=("tumor",)),
+    ])
+    stats: dict = {}
+    fixed = ss.realign_to_entry_terms(kb, ss.read_mesh_entry_terms(path), stats)
+    assert fixed["D009369"].aliases == ("cancer", "tumours", "tumor")
+    # "benign tumor": no MeSH term of its words in the KB; "cancer metastasis": its own term
+    assert fixed["D009362"].aliases == ("benign tumor", "cancer metastasis")
+    assert fixed["D010051"].aliases == ("ovarian cancer",)  # "ovary" is not "ovarian"
+    assert fixed["D001063"].aliases == ("appendiceal cancer", "tumors, ovary")
+    assert stats == {"aliases_moved": 4, "entities_corrected": 3}
+    merged = add_synonym_sources(kb, drug_ner=False, gilda=False, mesh_terms=path)
+    assert "cancer" in merged["D009369"].aliases and "cancer" not in merged["D009362"].aliases
