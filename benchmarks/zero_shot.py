@@ -77,6 +77,7 @@ KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no co
        "workflow": (None, [], "the workflow's KB (prepare: the MeSH files + the dataset's "
                               "synonyms + the training and dev mentions' surface forms as "
                               "aliases; no corpus training)")}
+DEFAULT_WORK = ROOT / "bench_runs" / "zero_shot"
 PREPARE = {"bc5cdr": "bc5cdr", "ncbi": "ncbi"}
 
 
@@ -193,6 +194,8 @@ def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
                      + (f" --self-aligned {relative_path(Path(args.self_aligned))}"
                         if ROWS[row].get("self_aligned") else "")
                      + (" --float32" if args.float32 else "")
+                     + (f" --work {relative_path(Path(args.work))}"
+                        if Path(args.work).resolve() != DEFAULT_WORK else "")
                      + (f" --tag {args.tag}" if args.tag else "")],
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
@@ -296,7 +299,7 @@ def main() -> None:
                                                    "(e.g. which pretrain-kb run)")
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--corpus", help="prepare's folder (default corpus/<dataset>)")
-    parser.add_argument("--work", default=str(ROOT / "bench_runs" / "zero_shot"))
+    parser.add_argument("--work", default=str(DEFAULT_WORK))
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--float32", action="store_true",
                         help="no-corpus rows: cpu_bf16 = false (a CPU without bfloat16)")
