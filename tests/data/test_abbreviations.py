@@ -2,7 +2,12 @@
 
 import pytest
 
-from spacy_arboel.data.abbreviations import best_long_form, find_abbreviations, is_short_form
+from spacy_arboel.data.abbreviations import (
+    best_long_form,
+    find_abbreviations,
+    initials_long_form,
+    is_short_form,
+)
 from spacy_arboel.encoders import InputBuilder, MentionSpan, load_tokenizer
 
 
@@ -33,6 +38,26 @@ def test_text_after_a_separator_and_other_sentences_are_ignored():
 ])
 def test_non_definitions_are_rejected(text):
     assert find_abbreviations(text) == {}
+
+
+def test_initials_in_another_order_define_a_short_form():
+    """NCBI-disease writes "Myotonic dystrophy (DM)" (dystrophia myotonica): Schwartz &
+    Hearst's order-keeping match finds no long form, the initials rule does."""
+    assert best_long_form("DM", "Myotonic dystrophy") is None
+    text = "Myotonic dystrophy (DM) is dominant. DM patients and diabetes mellitus (DM)."
+    assert find_abbreviations(text) == {"DM": "Myotonic dystrophy"}
+    assert initials_long_form("DM", "in dystrophia myotonica") == "dystrophia myotonica"
+
+
+@pytest.mark.parametrize("short, candidate", [
+    ("TD", "we studied the disease"),  # a function word among the words
+    ("DMX", "myotonic dystrophy"),  # fewer words than letters
+    ("Dm", "myotonic dystrophy"),  # not all capitals
+    ("DA", "myotonic dystrophy"),  # other letters
+    ("ABCDE", "e d c b a"),  # longer than 4 letters
+])
+def test_the_initials_rule_defines_nothing_else(short, candidate):
+    assert initials_long_form(short, candidate) is None
 
 
 def test_first_character_must_start_a_word():
