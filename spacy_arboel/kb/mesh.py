@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,23 @@ from .knowledge_base import KnowledgeBase
 logger = logging.getLogger(__name__)
 
 DISEASE_TYPE = "Disease"
+CHEMICAL_TYPE = "Chemical"
 MESH_ID = re.compile(r"^[CD]\d{6,9}$")
-# MeSH tree branches counted as diseases: C (Diseases) and F03 (Mental Disorders).
+# MeSH tree branches counted as diseases: C (Diseases) and F03 (Mental Disorders), the
+# scope of CTD's MEDIC, whose ids BC5CDR's and NCBI-disease's Disease mentions carry.
 DISEASE_TREES = ("C", "F03")
+# MeSH's 16 tree categories by letter: a descriptor's KB type (``tree_types``). D (Chemicals
+# and Drugs, CTD's chemical vocabulary) is ``Chemical``, the type name corpora label.
+MESH_CATEGORIES = {
+    "A": "Anatomy", "B": "Organisms", "C": DISEASE_TYPE, "D": CHEMICAL_TYPE,
+    "E": "Analytical, Diagnostic and Therapeutic Techniques, and Equipment",
+    "F": "Psychiatry and Psychology", "G": "Phenomena and Processes",
+    "H": "Disciplines and Occupations",
+    "I": "Anthropology, Education, Sociology, and Social Phenomena",
+    "J": "Technology, Industry, and Agriculture", "K": "Humanities",
+    "L": "Information Science", "M": "Named Groups", "N": "Health Care",
+    "V": "Publication Characteristics", "Z": "Geographicals",
+}
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,46 @@ def build_mesh_kb(
         synonym_ids_absent=sorted(set(rows) - known),
     )
     return KnowledgeBase(merged)
+
+
+def tree_types(tree_numbers: Iterable[str]) -> tuple[str, ...]:
+    """A MeSH descriptor's KB types by its tree numbers, in first-seen order: ``Disease`` for
+    the disease trees (``DISEASE_TREES``), else the name of the number's category
+    (``MESH_CATEGORIES``: ``Chemical`` for D, ``Psychiatry and Psychology`` for F01's
+    *Depression*); an unknown letter gives no type."""
+    types = []
+    for number in tree_numbers:
+        number = number.strip()
+        found = DISEASE_TYPE if number.startswith(DISEASE_TREES) else MESH_CATEGORIES.get(
+            number[:1])
+        if found and found not in types:
+            types.append(found)
+    return tuple(types)
+
+
+def type_by_tree_numbers(kb: KnowledgeBase, tree_numbers: Mapping[str, Iterable[str]],
+                         stats: dict[str, Any] | None = None) -> KnowledgeBase:
+    """``kb`` with each entity's ``types`` joined by the types of its MeSH tree numbers
+    (``tree_types``; ``tree_numbers``: id -> numbers, e.g. ``read_mesh_entry_terms``'s).
+
+    The descriptor list and the disease table type only diseases, so the type rule
+    (``kb.type_rule``) could not keep a Disease mention off *Depression* (F01, behaviour) or
+    *Nephrotomy* (E04): an untyped entity fits every label. Types an entity already has are
+    kept first; ids absent from ``kb`` are ignored. ``stats`` gets ``entities_typed`` (those
+    whose types changed) and ``types`` (entities by type, over the whole KB)."""
+    entities, n_typed = [], 0
+    for entity in kb:
+        types = tuple(dict.fromkeys((*entity.types, *tree_types(tree_numbers.get(entity.id,
+                                                                                   ())))))
+        n_typed += types != entity.types
+        entities.append(entity if types == entity.types else replace(entity, types=types))
+    if stats is not None:
+        by_type: dict[str, int] = {}
+        for entity in entities:
+            for name in entity.types:
+                by_type[name] = by_type.get(name, 0) + 1
+        stats.update(entities_typed=n_typed, types=dict(sorted(by_type.items())))
+    return KnowledgeBase(entities)
 
 
 def place_rows_by_name(rows: Iterable[_DiseaseRow], entities: Iterable[Entity],

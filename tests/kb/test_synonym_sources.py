@@ -355,15 +355,19 @@ def test_mesh_entry_terms_join_the_descriptor_of_their_id(tmp_path):
     path.write_text("D012640\tSeizures\tSeizure|Convulsions, Non-Epileptic\tC10.597.742\t\n"
                     "D000082\tAcetaminophen\tParacetamol|APAP\tD02.065.199\t123\n"
                     "D999999\tNot in the KB\t\t\t\n")
-    assert ss.read_mesh_entry_terms(path)["D012640"] == (
-        "Seizures", "Seizure", "Convulsions, Non-Epileptic")
+    terms = ss.read_mesh_entry_terms(path)
+    assert terms.names["D012640"] == ("Seizures", "Seizure", "Convulsions, Non-Epileptic")
+    assert terms.tree_numbers == {"D012640": ("C10.597.742",), "D000082": ("D02.065.199",),
+                                  "D999999": ()}
     kb = KnowledgeBase([Entity("D012640", "Seizures"), Entity("D000082", "Acetaminophen")])
     stats: dict = {}
     merged = add_synonym_sources(kb, drug_ner=False, gilda=False, mesh_terms=path,
                                  stats=stats)
     assert merged["D000082"].aliases == ("Paracetamol", "APAP")
     assert stats["mesh_terms"] == {"mesh_ids": 3, "mesh_ids_in_kb": 2, "aliases_moved": 0,
-                                   "entities_corrected": 0}
+                                   "entities_corrected": 0, "entities_typed": 2,
+                                   "types": {"Chemical": 1, "Disease": 1}}
+    assert (merged["D012640"].types, merged["D000082"].types) == (("Disease",), ("Chemical",))
     path.write_text("D012640 Seizures\n")
     with pytest.raises(ValueError, match=r"E179.*line 1"):
         ss.read_mesh_entry_terms(path)
@@ -389,7 +393,7 @@ def test_mesh_entry_terms_move_the_disease_tables_misplaced_aliases(tmp_path):
         Entity("D000002", "Malignancy", aliases=("tumor",)),
     ])
     stats: dict = {}
-    fixed = ss.realign_to_entry_terms(kb, ss.read_mesh_entry_terms(path), stats)
+    fixed = ss.realign_to_entry_terms(kb, ss.read_mesh_entry_terms(path).names, stats)
     assert fixed["D009369"].aliases == ("cancer", "tumours", "tumor")
     # "benign tumor": no MeSH term of its words in the KB; "cancer metastasis": its own term
     assert fixed["D009362"].aliases == ("benign tumor", "cancer metastasis")
