@@ -317,6 +317,11 @@ class ArboEntityLinker(KBComponent):
         candidates (``get_candidates``' ranking) and the mention vector (None for a mention
         with nothing to encode)."""
         threshold, nil_id, top_k = self.cfg["threshold"], self.cfg["nil_id"], self.cfg["top_k"]
+        kb = self.kb
+
+        def types_of(kb_id: str) -> tuple[str, ...]:  # the type rule asks for each candidate
+            return kb[kb_id].types
+
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
             kb_ids = {}
@@ -325,7 +330,7 @@ class ArboEntityLinker(KBComponent):
                 encoded = bool(candidates)
                 scored = self.get_candidates.rank(ent.label_, candidates,
                                                   self.retriever.probabilities,
-                                                  self._types_of, top_k)
+                                                  types_of, top_k)
                 candidates = [(i, score) for i, score, _ in scored]
                 raw = [r for _, _, r in scored]
                 best = candidates[0] if candidates else (nil_id, float("-inf"))
@@ -335,9 +340,6 @@ class ArboEntityLinker(KBComponent):
                 ent._.set(RAW_SCORES_EXT, raw)
                 ent._.set(VECTOR_EXT, vector if encoded else None)
             self.span_getter.write(doc, kb_ids)
-
-    def _types_of(self, kb_id: str) -> tuple[str, ...]:
-        return self.kb[kb_id].types
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboEntityLinker.score")

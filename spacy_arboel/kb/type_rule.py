@@ -101,9 +101,12 @@ class TypeRule:
     def apply(self, label: str, candidates: list[C],
               types_of: Callable[[str], Iterable[str]]) -> list[C]:
         """The ``(id, score, ...)`` candidates of a ``label`` mention under the rule."""
-        if label not in self.label_types or self.mode == "clusters":
+        allowed = self.label_types.get(label)
+        if allowed is None or self.mode == "clusters":
             return candidates
-        fit = [self.fits(label, types_of(c[0])) for c in candidates]
+        # ``fits``, inlined: it runs on every candidate of every mention
+        fit = [not (types := types_of(c[0])) or not allowed.isdisjoint(types)
+               for c in candidates]
         if self.mode == "restrict":
             return [c for c, ok in zip(candidates, fit, strict=True) if ok]
         return ([c for c, ok in zip(candidates, fit, strict=True) if ok]
