@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -150,10 +151,7 @@ def type_by_tree_numbers(kb: KnowledgeBase, tree_numbers: Mapping[str, Iterable[
         n_typed += types != entity.types
         entities.append(entity if types == entity.types else replace(entity, types=types))
     if stats is not None:
-        by_type: dict[str, int] = {}
-        for entity in entities:
-            for name in entity.types:
-                by_type[name] = by_type.get(name, 0) + 1
+        by_type = Counter(name for entity in entities for name in entity.types)
         stats.update(entities_typed=n_typed, types=dict(sorted(by_type.items())))
     return KnowledgeBase(entities)
 

@@ -122,7 +122,7 @@ def test_tree_numbers_type_every_descriptor():
     typed = type_by_tree_numbers(kb, {"D003863": ("F01.145",), "D001806": ("E01.370",),
                                       "D012640": ("C10.597",), "D999999": ("C01",)}, stats)
     assert typed["D003863"].types == ("Psychiatry and Psychology",)
-    # a type the KB already gives (a corpus's label) stays, first
+    # a type the entity already has stays, first
     assert typed["D001806"].types == (
         "Chemical", "Analytical, Diagnostic and Therapeutic Techniques, and Equipment")
     assert typed["D012640"].types == ("Disease",) and typed["D000001"].types == ()
