@@ -93,10 +93,11 @@ def build_kb(
     ``umls_sources``, None for all, and ``umls_types``), merged by id in that order (an id in
     several keeps its first entry, ``merge_kbs``); ``aliases`` (per id, e.g. the gold mention
     texts of a corpus: ``spacy_data.aliases.harvest_aliases``) come before the others, and
-    ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) type the
-    entities that have none. ``synonym_sources``: ``drug_ner``, ``gilda``, ``mondo``,
-    ``doid`` (``True`` for the installed package's file, or its path), whose MeSH synonyms
-    join the KB before the corpus aliases (``synonym_sources.add_synonym_sources``).
+    ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) join
+    the entities' types (``add_corpus_types``). ``synonym_sources``: ``drug_ner``,
+    ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file, or its path),
+    whose MeSH synonyms join the KB before the corpus aliases
+    (``synonym_sources.add_synonym_sources``).
     Everything is read before anything is returned: a bad input raises its coded error."""
     report = KBBuildReport()
     if umls is not None:
@@ -121,7 +122,7 @@ def build_kb(
         kb = kb.with_aliases(aliases, first=True)
         report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
     if types:
-        kb, report.typed = add_missing_types(kb, types)
+        kb, report.typed = add_corpus_types(kb, types)
     report.entities = len(kb)
     return kb, report
 
@@ -157,15 +158,21 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
     return KnowledgeBase(entities.values()), shared
 
 
-def add_missing_types(
+def add_corpus_types(
     kb: KnowledgeBase, labels: Mapping[str, Counter[str]]
 ) -> tuple[KnowledgeBase, int]:
-    """Give entities without types the corpus labels of their id (most frequent first)."""
+    """Join each entity's types with the corpus labels of its id that it lacks (its own types
+    first, then the labels most frequent first); returns the KB and the number of entities
+    whose types grew. A label is added even to a typed entity: the MeSH tree types *Blood Urea
+    Nitrogen* by its E and G numbers, and BC5CDR labels its mentions Chemical; under the type
+    rule's ``restrict`` a KB type alone would keep those mentions off their gold entity."""
     entities, typed = [], 0
     for entity in kb:
-        counter = labels.get(entity.id)
-        if not entity.types and counter:
-            entity = replace(entity, types=tuple(label for label, _ in counter.most_common()))
+        counter = labels.get(entity.id) or Counter()
+        types = tuple(dict.fromkeys([*entity.types, *(label for label, _ in
+                                                      counter.most_common())]))
+        if types != entity.types:
+            entity = replace(entity, types=types)
             typed += 1
         entities.append(entity)
     return KnowledgeBase(entities), typed

@@ -228,7 +228,7 @@ def test_build_kb_command(small_files, tmp_path, nlp):
     assert len(kb) == 5
     assert kb["D000008"].aliases[0] == "abdominal tumour"  # corpus aliases come first
     assert kb["D015738"].aliases == ("famotidin",)  # merged from the JSONL; "Famotidine" = name
-    assert kb["D015738"].types == ("Drug",)  # had a type: the corpus label is not added
+    assert kb["D015738"].types == ("Drug", "Chemical")  # the KB's type, then the corpus's
     assert kb["D003371"].types == ("Disease",)  # had none: typed from the corpus
     assert kb["C000001"].aliases == ("abdominal tumour",)
     assert "entities" in result.output and "absent" in result.output
