@@ -11,6 +11,7 @@ No spaCy here: a step takes texts, character spans and each mention's gold ids::
 
 from __future__ import annotations
 
+import random
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,8 +27,9 @@ from ..objectives import MentionStore, Objective, PlanContext
 from ..objectives.fgsm import embedding_hook, output_hook
 from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
-from ..settings import PositiveInt, check_value
+from ..settings import NonNegativeInt, PositiveInt, check_value
 from .dense_retriever import COSINE_SCALE, DenseRetriever
+from .name_pairs import NamePairSampler
 
 # W002 (mentions longer than the window) is said when a pipeline links; repeated at every
 # training step it would only be noise, so training leaves that one warning out
@@ -67,22 +69,33 @@ def training_similarity(objective_similarity: str, scoring: str) -> tuple[str, f
 
 # updates between refreshes of the mined negatives' index: the workflow's measured setting
 REFRESH_EVERY = 200
+# KB names per step as pseudo-mentions (``name_pairs``): none by default
+NAME_PAIRS = 0
 
 
 class BiEncoderTrainer:
     """Computes the objective's loss and gradients for a batch of gold mentions.
 
     The entity index (and, for arborescence, the training mentions' vectors) are refreshed
-    every ``refresh_every`` steps when the objective mines them.
+    every ``refresh_every`` steps when the objective mines them. ``name_pairs``: KB names
+    added to each step as pseudo-mentions of their entity, its other names the positives
+    (``name_pairs.NamePairSampler``; drawn with ``seed`` among entities of the corpus's
+    types); 0 adds none.
     """
 
     def __init__(self, retriever: DenseRetriever, objective: Objective, *,
-                 refresh_every: int = REFRESH_EVERY, mixed_precision: bool = False) -> None:
+                 refresh_every: int = REFRESH_EVERY, mixed_precision: bool = False,
+                 name_pairs: int = NAME_PAIRS, seed: int = 0) -> None:
         check_value("refresh_every", refresh_every, PositiveInt)
+        check_value("name_pairs", name_pairs, NonNegativeInt)
         self.retriever = retriever
         self.objective = objective
         self.refresh_every = refresh_every
         self.mixed_precision = mixed_precision
+        self.name_pairs = name_pairs
+        self.rng = random.Random(seed)
+        self.gold_types: set[str] = set()
+        self._sampler: tuple[object, NamePairSampler] | None = None
         self.store = MentionStore()
         self.seen_ids: set[str] = set()
         self.n_missing_gold_ids = 0
@@ -103,6 +116,7 @@ class BiEncoderTrainer:
         counted (W001), and none at all is an error (E009)."""
         self.store = MentionStore()
         self.seen_ids = set()
+        self._sampler = None
         missing: dict[str, int] = {}
         kept: list[tuple[MentionSpan, int]] = []
         n_gold = 0
@@ -117,6 +131,8 @@ class BiEncoderTrainer:
                     missing[i] = missing.get(i, 0) + 1
                 continue
             kept.append((span, gold))
+        self.gold_types = {t for _, gold in kept
+                           for t in self.retriever.kb.entity_at(gold).types}
         by_doc: dict[int, list[tuple[MentionSpan, int]]] = {}
         for span, gold in kept:
             by_doc.setdefault(span.doc_index, []).append((span, gold))
@@ -180,13 +196,21 @@ class BiEncoderTrainer:
             return None
         spans = [span for span, _ in usable]
         golds = [gold for _, gold in usable]
+        gold_rows = [retriever.entities.rows_of[g] for g in golds]
+        pseudo = self.sample_name_pairs()
+        if pseudo:  # each a text of its own, the whole text its span
+            texts = [*texts, *(p.text for p in pseudo)]
+            spans = [*spans, *(MentionSpan(len(texts) - len(pseudo) + i, 0, len(p.text))
+                               for i, p in enumerate(pseudo))]
+            golds = [*golds, *(p.entity for p in pseudo)]
+            gold_rows = [*gold_rows, *(p.positive_rows for p in pseudo)]
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=LONG_MENTION_WARNING)
             mention_inputs = builder.mention_ids(texts, spans)
         queries_out = self._forward("mention", builder.pad(mention_inputs))
         index = retriever.index
         ctx = PlanContext(
-            gold_rows=[retriever.entities.rows_of[g] for g in golds],
+            gold_rows=gold_rows,
             gold_entities=golds,
             store_positions=[self.store.lookup((texts[s.doc_index], s.start_char, s.end_char))
                              for s in spans],
@@ -216,6 +240,19 @@ class BiEncoderTrainer:
             output.backward(leaf.grad)
         self.updates += 1
         return float(loss.item())
+
+    def sample_name_pairs(self) -> list:
+        """``name_pairs`` pseudo-mentions (``NamePairSampler``) for this step, drawn over
+        the current index's rows (the sampler is built again when the index is)."""
+        if not self.name_pairs:
+            return []
+        entities = self.retriever.entities
+        if self._sampler is None or self._sampler[0] is not entities.rows_of:
+            texts = entities.row_texts()
+            row_texts = [texts[int(r)] for r in entities.index.rows]
+            self._sampler = (entities.rows_of, NamePairSampler(
+                self.retriever.kb, entities.rows_of, row_texts, self.gold_types, self.rng))
+        return self._sampler[1].sample(self.name_pairs)
 
     def _encode_entities(self, step: TrainingStep) -> torch.Tensor:
         """The entity rows of the plan, keeping their input embeddings for FGSM."""

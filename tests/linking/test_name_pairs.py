@@ -1,0 +1,95 @@
+"""KB names as pseudo-mentions in corpus training (``linking.name_pairs``, the trainer's
+``name_pairs``)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import spacy
+from confection import ConfigValidationError
+
+from spacy_arboel.encoders.inputs import MentionSpan
+from spacy_arboel.kb import Entity, KnowledgeBase
+from spacy_arboel.linking.name_pairs import NamePairSampler
+
+KB = KnowledgeBase([
+    Entity("D1", "Cough", aliases=("coughing", "COUGH "), types=("Disease",)),
+    Entity("D2", "Fever", aliases=("pyrexia",), types=("Disease",)),
+    Entity("D3", "Aspirin", aliases=("acetylsalicylic acid",), types=("Chemical",)),
+    Entity("D4", "Pain", types=("Disease",)),  # one name: no pair
+    Entity("D5", "Tussis", aliases=("tussis",), types=("Disease",)),  # one name, twice
+])
+# one index row per name, in entity order
+ROW_TEXTS = ["Cough", "coughing", "COUGH ", "Fever", "pyrexia", "Aspirin",
+             "acetylsalicylic acid", "Pain", "Tussis", "tussis"]
+ROWS_OF = [[0, 1, 2], [3, 4], [5, 6], [7], [8, 9]]
+
+
+def test_sampler_draws_entities_with_two_names_of_the_corpus_types():
+    sampler = NamePairSampler(KB, ROWS_OF, ROW_TEXTS, types={"Disease"})
+    assert sorted(sampler.entities) == [0, 1]  # no chemical, no single-name entity
+    assert len(NamePairSampler(KB, ROWS_OF, ROW_TEXTS)) == 3  # no types: every type
+
+
+def test_a_pseudo_mention_has_its_entitys_other_names_as_positives():
+    sampler = NamePairSampler(KB, ROWS_OF, ROW_TEXTS, rng=random.Random(3))
+    seen = set()
+    for _ in range(30):
+        drawn = sampler.sample(2)
+        assert len({p.entity for p in drawn}) == 2  # distinct entities in one draw
+        for pseudo in drawn:
+            seen.add(pseudo.text)
+            assert pseudo.positive_rows
+            assert set(pseudo.positive_rows) < set(ROWS_OF[pseudo.entity])
+            # no positive spells the mention itself, case and spaces aside
+            assert all(ROW_TEXTS[r].strip().casefold() != pseudo.text.casefold()
+                       for r in pseudo.positive_rows)
+    assert "COUGH" in seen  # whitespace normalised
+    assert {p.text for p in sampler.sample(2)} <= set(t.strip() for t in ROW_TEXTS)
+    assert len(sampler.sample(10)) == 3  # no more than are eligible
+
+
+def _linker(nlp, tiny_encoder, kb_path, **config):
+    return nlp.add_pipe("arbo_entity_linker", config={
+        "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}, **config})
+
+
+def test_training_steps_mix_name_pairs_into_the_batch(tiny_encoder, toy_kb_path,
+                                                       toy_examples):
+    nlp = spacy.blank("xx")
+    linker = _linker(nlp, tiny_encoder, toy_kb_path, name_pairs=2)
+    nlp.initialize(lambda: toy_examples)
+    trainer = linker.trainer
+    assert trainer.name_pairs == 2
+    assert trainer.gold_types == {"Chemical", "Disease"}
+    eg = toy_examples[0]
+    texts = [eg.reference.text]
+    spans = [MentionSpan(0, e.start_char, e.end_char) for e in eg.reference.ents]
+    gold = [[e.kb_id_] for e in eg.reference.ents]
+    seen = []
+    compute_loss = trainer.objective.compute_loss
+    trainer.objective.compute_loss = lambda scores, valid, step=None: (
+        seen.append(step) or compute_loss(scores, valid, step))
+    assert trainer.step(texts, spans, gold) > 0.0
+    [step] = seen
+    assert len(step.texts) == 3 and len(step.spans) == len(spans) + 2
+    assert step.leaves[1].shape[0] == len(spans) + 2  # the batch's mention vectors
+    entities, index = linker.retriever.entities, linker.retriever.entities.index
+    row_texts = entities.row_texts()
+    for i, span in enumerate(step.spans[len(spans):], start=len(spans)):
+        text = step.texts[span.doc_index]
+        assert (span.start_char, span.end_char) == (0, len(text))
+        positive = step.plan.entity_rows[int(step.candidates[i, 0])]
+        owner = int(index.owners[positive])
+        assert text.casefold() in {n.casefold() for n in
+                                   (linker.kb.entity_at(owner).name,
+                                    *linker.kb.entity_at(owner).aliases)}
+        assert row_texts[int(index.rows[positive])].casefold() != text.casefold()
+
+
+def test_name_pairs_is_validated_and_off_by_default(tiny_encoder, toy_kb_path):
+    nlp = spacy.blank("xx")
+    assert _linker(nlp, tiny_encoder, toy_kb_path).cfg["name_pairs"] == 0
+    with pytest.raises(ConfigValidationError):
+        _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, name_pairs=-1)
