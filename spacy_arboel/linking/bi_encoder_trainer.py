@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,8 +80,8 @@ class BiEncoderTrainer:
     The entity index (and, for arborescence, the training mentions' vectors) are refreshed
     every ``refresh_every`` steps when the objective mines them. ``name_pairs``: KB names
     added to each step as pseudo-mentions of their entity, its other names the positives
-    (``name_pairs.NamePairSampler``; drawn with ``seed`` among entities of the corpus's
-    types); 0 adds none.
+    (``name_pairs.NamePairSampler``; drawn with ``seed``, the KB types as often as the
+    corpus's gold mentions carry them); 0 adds none.
     """
 
     def __init__(self, retriever: DenseRetriever, objective: Objective, *,
@@ -94,7 +95,7 @@ class BiEncoderTrainer:
         self.mixed_precision = mixed_precision
         self.name_pairs = name_pairs
         self.rng = random.Random(seed)
-        self.gold_types: set[str] = set()
+        self.gold_types: Counter[str] = Counter()  # KB types of the gold mentions
         self._sampler: tuple[object, NamePairSampler] | None = None
         self.store = MentionStore()
         self.seen_ids: set[str] = set()
@@ -131,8 +132,8 @@ class BiEncoderTrainer:
                     missing[i] = missing.get(i, 0) + 1
                 continue
             kept.append((span, gold))
-        self.gold_types = {t for _, gold in kept
-                           for t in self.retriever.kb.entity_at(gold).types}
+        self.gold_types = Counter(t for _, gold in kept
+                                  for t in self.retriever.kb.entity_at(gold).types)
         by_doc: dict[int, list[tuple[MentionSpan, int]]] = {}
         for span, gold in kept:
             by_doc.setdefault(span.doc_index, []).append((span, gold))

@@ -27,9 +27,19 @@ ROWS_OF = [[0, 1, 2], [3, 4], [5, 6], [7], [8, 9]]
 
 
 def test_sampler_draws_entities_with_two_names_of_the_corpus_types():
-    sampler = NamePairSampler(KB, ROWS_OF, ROW_TEXTS, types={"Disease"})
-    assert sorted(sampler.entities) == [0, 1]  # no chemical, no single-name entity
+    sampler = NamePairSampler(KB, ROWS_OF, ROW_TEXTS, types={"Disease": 3})
+    assert sampler.entities == [0, 1]  # no chemical, no single-name entity
     assert len(NamePairSampler(KB, ROWS_OF, ROW_TEXTS)) == 3  # no types: every type
+    assert len(NamePairSampler(KB, ROWS_OF, ROW_TEXTS, types={"Chemical": 0})) == 0
+
+
+def test_sampler_draws_types_as_often_as_the_corpus_mentions_carry_them():
+    sampler = NamePairSampler(KB, ROWS_OF, ROW_TEXTS, types={"Disease": 1, "Chemical": 9},
+                              rng=random.Random(0))
+    drawn = [sampler.sample(1)[0].entity for _ in range(400)]
+    assert 0.8 < drawn.count(2) / len(drawn) < 0.97  # Aspirin, the one chemical: ~90%
+    assert {0, 1} <= set(drawn)
+    assert sorted(p.entity for p in sampler.sample(3)) == [0, 1, 2]  # distinct, all types
 
 
 def test_a_pseudo_mention_has_its_entitys_other_names_as_positives():
@@ -62,7 +72,8 @@ def test_training_steps_mix_name_pairs_into_the_batch(tiny_encoder, toy_kb_path,
     nlp.initialize(lambda: toy_examples)
     trainer = linker.trainer
     assert trainer.name_pairs == 2
-    assert trainer.gold_types == {"Chemical", "Disease"}
+    assert set(trainer.gold_types) == {"Chemical", "Disease"}  # weighted by mentions
+    assert trainer.gold_types["Disease"] > trainer.gold_types["Chemical"] > 0
     eg = toy_examples[0]
     texts = [eg.reference.text]
     spans = [MentionSpan(0, e.start_char, e.end_char) for e in eg.reference.ents]
