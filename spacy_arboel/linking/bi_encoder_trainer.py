@@ -30,7 +30,7 @@ from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
 from ..settings import NonNegativeInt, PositiveInt, check_value
 from .dense_retriever import COSINE_SCALE, DenseRetriever
-from .name_pairs import NamePairSampler
+from .name_pairs import NamePairSampler, PseudoMention
 
 # W002 (mentions longer than the window) is said when a pipeline links; repeated at every
 # training step it would only be noise, so training leaves that one warning out
@@ -242,7 +242,7 @@ class BiEncoderTrainer:
         self.updates += 1
         return float(loss.item())
 
-    def sample_name_pairs(self) -> list:
+    def sample_name_pairs(self) -> list[PseudoMention]:
         """``name_pairs`` pseudo-mentions (``NamePairSampler``) for this step, drawn over
         the current index's rows (the sampler is built again when the index is)."""
         if not self.name_pairs:

@@ -14,11 +14,12 @@ carry it, then an entity of that type, so that a disease corpus keeps its diseas
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..kb.knowledge_base import KnowledgeBase
-from .self_alignment import name_key
+from .self_alignment import name_key, normalise_name
 
 
 @dataclass(frozen=True)
@@ -46,15 +47,17 @@ class NamePairSampler:
                  rng: random.Random | None = None) -> None:
         self.rows_of, self.row_texts = rows_of, row_texts
         self.rng = rng or random.Random(0)
-        pairable = [position for position, rows in enumerate(rows_of)
-                    if len({name_key(row_texts[r]) for r in rows}) > 1]
-        if types:
-            self.by_type = {name: [p for p in pairable if name in kb.entity_at(p).types]
-                            for name, weight in types.items() if weight > 0}
-            self.by_type = {name: found for name, found in self.by_type.items() if found}
-        else:
-            self.by_type = {"": pairable} if pairable else {}
-        self.weights = [types[name] if types else 1.0 for name in self.by_type]
+        weights = {name: w for name, w in types.items() if w > 0} if types else {"": 1.0}
+        by_type: dict[str, list[int]] = defaultdict(list)
+        for position, rows in enumerate(rows_of):
+            if len({name_key(row_texts[r]) for r in rows}) < 2:
+                continue
+            for name in kb.entity_at(position).types if types else ("",):
+                if name in weights:
+                    by_type[name].append(position)
+        self.by_type = dict(by_type)
+        self.names = [name for name in weights if name in self.by_type]
+        self.weights = [weights[name] for name in self.names]
         self.entities = sorted({p for found in self.by_type.values() for p in found})
 
     def __len__(self) -> int:
@@ -64,9 +67,8 @@ class NamePairSampler:
         """``n`` pseudo-mentions of distinct entities (fewer when fewer are eligible)."""
         chosen: list[int] = []
         taken: set[int] = set()
-        names = list(self.by_type)
-        while names and len(chosen) < min(n, len(self.entities)):
-            found = self.by_type[self.rng.choices(names, self.weights)[0]]
+        while len(chosen) < min(n, len(self.entities)):
+            found = self.by_type[self.rng.choices(self.names, self.weights)[0]]
             entity = self.rng.choice(found)
             for _ in range(100):  # another of the type when this one is drawn already
                 if entity not in taken:
@@ -83,4 +85,4 @@ class NamePairSampler:
         row = self.rng.choice(rows)
         key = name_key(self.row_texts[row])
         positives = [r for r in rows if name_key(self.row_texts[r]) != key]
-        return PseudoMention(" ".join(self.row_texts[row].split()), entity, positives)
+        return PseudoMention(normalise_name(self.row_texts[row]), entity, positives)
