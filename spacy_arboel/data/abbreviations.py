@@ -13,6 +13,13 @@ short form of 2 to 4 capital letters that are the initials of the words before i
 another order is defined by them, as a name's Latin or inverted form gives it: "myotonic
 dystrophy (DM)" (dystrophia myotonica). Measured on NCBI-disease: BENCHMARKS.md,
 "Generalization".
+
+A second addition (``first_letter_long_form``), for chemical codes whose letters the name
+lacks: where both matches fail, a short form with at least two capitals defined right after
+one word that starts with its first letter is defined by that word: "cyclophosphamide
+(CTX)", "acetaminophen (APAP)", "cisplatin (CDDP)". Only the one word is taken, since the
+paper's window would reach words the short form does not abbreviate. Measured on BC5CDR:
+BENCHMARKS.md, "Generalization".
 """
 
 from __future__ import annotations
@@ -87,18 +94,34 @@ def initials_long_form(short: str, candidate: str) -> str | None:
     return " ".join(words)
 
 
-def _pair(short: str, candidate: str) -> tuple[str, str] | None:
+def first_letter_long_form(short: str, candidate: str) -> str | None:
+    """The last word of ``candidate`` when it starts with the first letter of ``short``
+    (at least 2 capitals, no space) and is not a function word: "cyclophosphamide" for
+    "CTX". Tried after Schwartz & Hearst's match and the initials rule, in the
+    ``long form (SF)`` order only."""
+    if " " in short or not short[0].isalpha() or sum(c.isupper() for c in short) < 2:
+        return None
+    words = candidate.split()
+    if not words or words[-1].lower() in _FUNCTION_WORDS:
+        return None
+    word = words[-1]
+    return word if word[0].lower() == short[0].lower() else None
+
+
+def _pair(short: str, candidate: str, first_letter: bool = False) -> tuple[str, str] | None:
     short = short.strip()
     if not is_short_form(short):
         return None
     max_words = min(len(short) + 5, 2 * len(short))
     words = candidate.split()
-    long = best_long_form(short, " ".join(words[-max_words:]))
-    if long and _valid_pair(short, long):
-        return short, long
-    long = initials_long_form(short, candidate)
-    if long and _valid_pair(short, long):
-        return short, long
+    rules = [lambda: best_long_form(short, " ".join(words[-max_words:])),
+             lambda: initials_long_form(short, candidate)]
+    if first_letter:
+        rules.append(lambda: first_letter_long_form(short, candidate))
+    for rule in rules:
+        long = rule()
+        if long and _valid_pair(short, long):
+            return short, long
     return None
 
 
@@ -113,7 +136,7 @@ def find_abbreviations(text: str) -> dict[str, str]:
             before = before[ends[-1].end() :]
         # "(SF, ...)" / "(SF; ...)": the short form is the part before the separator
         short = re.split(r"[,;]\s", inner, maxsplit=1)[0]
-        pair = _pair(short, before)
+        pair = _pair(short, before, first_letter=True)
         if pair is None and len(inner.split()) > 2 and before.split():
             # "SF (long form)": the word before the parentheses is the short form
             last = before.split()[-1]

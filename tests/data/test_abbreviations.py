@@ -5,6 +5,7 @@ import pytest
 from spacy_arboel.data.abbreviations import (
     best_long_form,
     find_abbreviations,
+    first_letter_long_form,
     initials_long_form,
     is_short_form,
 )
@@ -58,6 +59,29 @@ def test_initials_in_another_order_define_a_short_form():
 ])
 def test_the_initials_rule_defines_nothing_else(short, candidate):
     assert initials_long_form(short, candidate) is None
+
+
+def test_a_code_whose_letters_the_name_lacks_is_defined_by_the_word_before_it():
+    """BC5CDR writes "cyclophosphamide (CTX)": no T or X in the name, so neither Schwartz &
+    Hearst's match nor the initials rule defines it; the first-letter rule takes the one
+    word before the parentheses, and only in that order."""
+    assert best_long_form("CTX", "with cyclophosphamide") is None
+    text = ("Rats given cyclophosphamide (CTX) and acetaminophen (APAP) were studied. CTX "
+            "was toxic; therapy (CDDP) and CTX (cyclophosphamide given daily) were not.")
+    assert find_abbreviations(text) == {"CTX": "cyclophosphamide", "APAP": "acetaminophen"}
+    assert first_letter_long_form("CTX", "oxidized cyclophosphamide") == "cyclophosphamide"
+
+
+@pytest.mark.parametrize("short, candidate", [
+    ("CTX", "the cyclophosphamide therapy"),  # the word before is not the name
+    ("Ctx", "cyclophosphamide"),  # one capital
+    ("C TX", "cyclophosphamide"),  # a space
+    ("2CT", "cyclophosphamide"),  # no letter first
+    ("AT", "given at"),  # a function word
+    ("CTX", ""),  # no word
+])
+def test_the_first_letter_rule_defines_nothing_else(short, candidate):
+    assert first_letter_long_form(short, candidate) is None
 
 
 def test_first_character_must_start_a_word():
