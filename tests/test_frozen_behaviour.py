@@ -24,8 +24,11 @@ LINKER_OBJECTIVES = {
                    "objective": {"@misc": "spacy_arboel.ProxyObjective.v1", "n_negatives": 2}},
 }
 # Training amplifies float noise (the thread count alone moves scores by 1e-2), so the test
-# runs on one thread; the tolerance leaves room for another CPU's kernels.
-SCORE_TOLERANCE = 1e-3
+# runs on one thread; the tolerance leaves room for another CPU's kernels: on a 2-core Xeon of
+# 2026-11-28 the same code moved 99 of 286 scores by more than 1e-3 (at most 9.7e-3) and
+# flipped near ties of proxy_fgsm, so 2e-2 (the kb_id is still checked where the top two
+# differ by more than twice that).
+SCORE_TOLERANCE = 2e-2
 
 
 def _seed() -> None:
