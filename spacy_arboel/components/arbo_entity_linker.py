@@ -48,7 +48,7 @@ from .concurrency import one_thread_at_a_time
 # the settings the factory and its model's architecture take from the core's defaults
 MODEL_SETTINGS = ("pooling", "share_weights", "mixed_precision")
 INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "entity_granularity",
-                  "expand_abbreviations", "row_dedupe_threshold", "index_kind", "batch_size")
+                  "expand_abbreviations", "american_spelling", "row_dedupe_threshold", "index_kind", "batch_size")
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": DEFAULT_ENCODER,
                  **defaults(RetrieverSettings, MODEL_SETTINGS)}
 # the best measured objective (BENCHMARKS.md), its settings the registered function's;
@@ -83,7 +83,7 @@ def make_entity_linker(
     nlp: Language, name: str, model: Model, objective: Objective, kb_path: str | None,
     top_k: PositiveInt, threshold: float | None, nil_id: str, mention_max_length: int,
     entity_max_length: int, entity_granularity: choices(GRANULARITIES),
-    expand_abbreviations: bool, row_dedupe_threshold: float | None,
+    expand_abbreviations: bool, american_spelling: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
     name_pairs: NonNegativeInt, quantize: bool, cpu_bf16: bool, verify_files: choices(VERIFY_MODES),
     inputs: choices(INPUT_FORMATS),

@@ -42,7 +42,7 @@ DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
                  **defaults(RerankerSettings, ("mixed_precision",))}
 # the settings the factory takes from its core's defaults
 INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations",
-                  "batch_size", "quantize")
+                  "american_spelling", "batch_size", "quantize")
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors")
 
@@ -62,12 +62,13 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
 def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: str | None,
                   top_k: PositiveInt, train_top_k: PositiveInt, inject_gold: bool, nil_id: str,
                   mention_max_length: int, entity_max_length: int, expand_abbreviations: bool,
-                  batch_size: PositiveInt, quantize: bool, verify_files: choices(VERIFY_MODES),
+                  american_spelling: bool, batch_size: PositiveInt, quantize: bool, verify_files: choices(VERIFY_MODES),
                   scorer: Callable | None) -> "ArboReranker":
     """Create an ``arbo_reranker``; see the class for what each setting does, and
     ``RerankerSettings`` for the scorer's inputs (their defaults come from there)."""
     settings = RerankerSettings(mention_max_length, entity_max_length, expand_abbreviations,
-                                batch_size, quantize, model.attrs["mixed_precision"])
+                                american_spelling, batch_size, quantize,
+                                model.attrs["mixed_precision"])
     return ArboReranker(nlp.vocab, model, name, settings=settings, linker=linker,
                         kb_path=kb_path, top_k=top_k, train_top_k=train_top_k,
                         inject_gold=inject_gold, nil_id=nil_id, verify_files=verify_files,

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.abbreviations import find_abbreviations
+from ..data.element_symbols import element_name
+from ..data import spelling
 from ..errors import Errors, Warnings
 from ..kb.entity import Entity
 from ..settings import at_least, check_value, choices
@@ -151,6 +153,7 @@ class InputBuilder:
         entity_max_length: int = 32,
         expand_abbreviations: bool = False,
         inputs: str = "blink",
+        american_spelling: bool = False,
     ):
         check_value("inputs", inputs, choices(INPUT_FORMATS))
         check_value("mention_max_length", mention_max_length, at_least(8))
@@ -164,6 +167,7 @@ class InputBuilder:
         self.open_ids, self.close_ids = special_ids(tokenizer)
         self.pad_id = tokenizer.pad_token_id or 0
         self.expand_abbreviations = expand_abbreviations
+        self.american_spelling = american_spelling
         self.inputs = inputs
 
     @property
@@ -179,7 +183,9 @@ class InputBuilder:
 
         With ``expand_abbreviations``, a mention that is an abbreviation defined in its
         document ("cholecystokinin octapeptide (CCK-8)") is encoded as its long form, in
-        its own context.
+        its own context, and a chemical element's symbol ("Pb", "Ca(2+)") as the element's
+        name (``data.element_symbols``). With ``american_spelling``, the mention (or its
+        long form) is read in American spelling ("oestrogen": "estrogen"; ``data.spelling``).
         """
         spans = list(spans)
         needed = sorted({s.doc_index for s in spans})
@@ -208,9 +214,8 @@ class InputBuilder:
             first = bisect.bisect_right(ends, span.start_char)
             last = bisect.bisect_left(starts, span.end_char)
             mention = ids[first:last]
-            long_form = long_forms.get(span.doc_index, {}).get(
-                texts[span.doc_index][span.start_char : span.end_char]
-            )
+            long_form = self.read_as(texts[span.doc_index][span.start_char : span.end_char],
+                                     long_forms.get(span.doc_index, {}))
             if long_form is not None:
                 if long_form not in expanded:
                     expanded[long_form] = self.tokenizer(long_form, add_special_tokens=False)[
@@ -241,6 +246,20 @@ class InputBuilder:
                 stacklevel=2,
             )
         return result
+
+    def read_as(self, text: str, long_forms: dict[str, str]) -> str | None:
+        """What the mention ``text`` is encoded as when not as written: its long form in
+        ``long_forms`` (its document's abbreviations) or its element's name (both under
+        ``expand_abbreviations``), in American spelling (``american_spelling``); None when
+        it is read as written."""
+        form = None
+        if self.expand_abbreviations:
+            form = long_forms.get(text) or element_name(text)
+        if self.american_spelling:
+            spelled = spelling.american_spelling(form or text)
+            if spelled != (form or text):
+                form = spelled
+        return form
 
     # --- entities --------------------------------------------------------------------------
 

@@ -40,7 +40,8 @@ from .saved_core import SavedCore
 
 PairBatch = tuple[np.ndarray, np.ndarray, np.ndarray]
 # what the scorer was trained with: changing them feeds it other inputs than it learnt from
-INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations")
+INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations",
+                  "american_spelling")
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ class RerankerSettings:
 
     ``mention_max_length`` / ``entity_max_length``: wordpieces of each side of a pair;
     ``expand_abbreviations``: an abbreviation defined in its document is read as its long
-    form; ``batch_size``: (mention, entity) pairs per forward pass when scoring;
+    form, an element's symbol as its name; ``american_spelling``: a mention is read in
+    American spelling (``encoders.inputs.InputBuilder.read_as``); ``batch_size``: (mention, entity) pairs per forward pass when scoring;
     ``quantize``: score with an int8 copy of the scorer (CPU inference only);
     ``mixed_precision``: autocast on a GPU.
     """
@@ -58,6 +60,7 @@ class RerankerSettings:
     mention_max_length: int = 32
     entity_max_length: int = 32
     expand_abbreviations: bool = RetrieverSettings.expand_abbreviations
+    american_spelling: bool = RetrieverSettings.american_spelling
     batch_size: PositiveInt = 64
     quantize: bool = False
     mixed_precision: bool = False
@@ -123,7 +126,8 @@ class CrossEncoderReranker(SavedCore):
         self.settings = settings
         self.tokenizer = tokenizer
         self.builder = InputBuilder(tokenizer, settings.mention_max_length,
-                                    settings.entity_max_length, settings.expand_abbreviations)
+                                    settings.entity_max_length, settings.expand_abbreviations,
+                                    american_spelling=settings.american_spelling)
         # BERT-style pairs mark the entity with token type 1; RoBERTa-style models have one
         self.entity_type = max(tokenizer.create_token_type_ids_from_sequences([1], [2]))
         self.scorer = scorer

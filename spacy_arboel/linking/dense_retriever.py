@@ -84,7 +84,11 @@ class RetrieverSettings:
     # a row per name and alias: in-KB R@1 0.776 against 0.583 with one row per entity
     # (BLINK's), the same trained encoders (BENCHMARKS.md, deviations)
     entity_granularity: choices(GRANULARITIES) = "alias"
+    # a defined abbreviation as its long form, an element's symbol as its name (BENCHMARKS.md,
+    # issue 41)
     expand_abbreviations: bool = True
+    # mentions read in American spelling, as MeSH names entities ("oestrogen": "estrogen")
+    american_spelling: bool = True
     row_dedupe_threshold: float | None = 0.97
     index_kind: choices(INDEX_KINDS) = "flat"
     batch_size: PositiveInt = 128
@@ -151,11 +155,11 @@ class DenseRetriever(OverIndexedKB):
         """Use these settings from now on (e.g. another ``entity_granularity`` or
         ``inputs``); the index is stale until the next refresh when they change what
         its rows are (``IndexedKB.use_settings``), and kept when they change only the
-        mentions' side (``expand_abbreviations``, ``batch_size``, ...)."""
+        mentions' side (``expand_abbreviations``, ``american_spelling``, ``batch_size``, ...)."""
         self.settings = settings
         self.builder = InputBuilder(self.tokenizer, settings.mention_max_length,
                                     settings.entity_max_length, settings.expand_abbreviations,
-                                    settings.inputs)
+                                    settings.inputs, settings.american_spelling)
         self.entities.use_settings(row_settings(settings))
 
     def use_encoders(self, encoders: dict[str, torch.nn.Module]) -> None:

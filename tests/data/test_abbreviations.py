@@ -119,3 +119,24 @@ def test_mention_of_a_defined_abbreviation_is_encoded_as_its_long_form(tiny_enco
     other = text.index("cough")
     assert (expanding.mention_ids([text], [MentionSpan(0, other, other + 5)])
             == plain.mention_ids([text], [MentionSpan(0, other, other + 5)]))
+
+
+def test_element_symbols_and_british_spellings_are_read_as_the_kb_writes_them(tiny_encoder):
+    tokenizer = load_tokenizer(tiny_encoder)
+    plain = InputBuilder(tokenizer, inputs="names")
+    reading = InputBuilder(tokenizer, inputs="names", expand_abbreviations=True,
+                           american_spelling=True)
+
+    def read(builder, mention, text="Pb and Ca(2+) raised oestrogen ; NO did not"):
+        start = text.rindex(mention)
+        [ids] = builder.mention_ids([text], [MentionSpan(0, start, start + len(mention))])
+        return ids
+
+    assert read(reading, "Pb") == read(plain, "lead", "lead") != read(plain, "Pb")
+    assert read(reading, "Ca(2+)") == read(plain, "calcium", "calcium")
+    assert read(reading, "oestrogen") == read(plain, "estrogen", "estrogen") != read(
+        plain, "oestrogen")
+    assert read(reading, "NO") == read(plain, "NO")
+    # a document's own abbreviation comes before an element's symbol
+    assert read(reading, "Pb", "polybutadiene (Pb) was used . Pb again") == read(
+        plain, "polybutadiene", "polybutadiene")
