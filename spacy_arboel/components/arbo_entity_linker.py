@@ -48,7 +48,8 @@ from .concurrency import one_thread_at_a_time
 # the settings the factory and its model's architecture take from the core's defaults
 MODEL_SETTINGS = ("pooling", "share_weights", "mixed_precision")
 INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "entity_granularity",
-                  "expand_abbreviations", "american_spelling", "row_dedupe_threshold", "index_kind", "batch_size")
+                  "expand_abbreviations", "american_spelling", "row_dedupe_threshold",
+                  "index_kind", "batch_size")
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": DEFAULT_ENCODER,
                  **defaults(RetrieverSettings, MODEL_SETTINGS)}
 # the best measured objective (BENCHMARKS.md), its settings the registered function's;

@@ -62,7 +62,8 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
 def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: str | None,
                   top_k: PositiveInt, train_top_k: PositiveInt, inject_gold: bool, nil_id: str,
                   mention_max_length: int, entity_max_length: int, expand_abbreviations: bool,
-                  american_spelling: bool, batch_size: PositiveInt, quantize: bool, verify_files: choices(VERIFY_MODES),
+                  american_spelling: bool, batch_size: PositiveInt, quantize: bool,
+                  verify_files: choices(VERIFY_MODES),
                   scorer: Callable | None) -> "ArboReranker":
     """Create an ``arbo_reranker``; see the class for what each setting does, and
     ``RerankerSettings`` for the scorer's inputs (their defaults come from there)."""

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data import spelling
 from ..data.abbreviations import find_abbreviations
 from ..data.element_symbols import element_name
-from ..data import spelling
 from ..errors import Errors, Warnings
 from ..kb.entity import Entity
 from ..settings import at_least, check_value, choices

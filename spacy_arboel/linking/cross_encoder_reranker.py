@@ -52,7 +52,8 @@ class RerankerSettings:
     ``mention_max_length`` / ``entity_max_length``: wordpieces of each side of a pair;
     ``expand_abbreviations``: an abbreviation defined in its document is read as its long
     form, an element's symbol as its name; ``american_spelling``: a mention is read in
-    American spelling (``encoders.inputs.InputBuilder.read_as``); ``batch_size``: (mention, entity) pairs per forward pass when scoring;
+    American spelling (``encoders.inputs.InputBuilder.read_as``); ``batch_size``: (mention,
+    entity) pairs per forward pass when scoring;
     ``quantize``: score with an int8 copy of the scorer (CPU inference only);
     ``mixed_precision``: autocast on a GPU.
     """
