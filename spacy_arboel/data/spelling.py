@@ -51,7 +51,6 @@ def american_spelling(text: str) -> str:
     """``text`` with British spellings of medical words made American ("Ischaemic
     oedema": "Ischemic edema"); other text unchanged."""
     for pattern, replacement in _RULES:
-        if pattern.search(text):
-            text = pattern.sub(
-                lambda match, r=replacement: _with_case(match.group(0), match.expand(r)), text)
+        text = pattern.sub(
+            lambda match, r=replacement: _with_case(match.group(0), match.expand(r)), text)
     return text

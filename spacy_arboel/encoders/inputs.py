@@ -256,9 +256,9 @@ class InputBuilder:
         if self.expand_abbreviations:
             form = long_forms.get(text) or element_name(text)
         if self.american_spelling:
-            spelled = spelling.american_spelling(form or text)
-            if spelled != (form or text):
-                form = spelled
+            read = form or text
+            spelled = spelling.american_spelling(read)
+            form = spelled if spelled != read else form
         return form
 
     # --- entities --------------------------------------------------------------------------
