@@ -1,6 +1,6 @@
 """The datasets' settings of the project (configs/datasets.yml): for each dataset, the
-config and overrides of each training step, its KB's description and the vocabularies of
-``prepare --synonyms default``."""
+config and overrides of each training step, its KB's description, the vocabularies of
+``prepare --synonyms default`` and the splits of ``prepare --alias-splits default``."""
 
 from pathlib import Path
 
@@ -9,8 +9,9 @@ from spacy_arboel.configs import packaged_config
 
 SETTINGS = Path("configs") / "datasets.yml"
 # a dataset's entries in SETTINGS that are not training steps: its KB's description (the
-# package's meta.json) and the vocabularies of `prepare --synonyms default`
-DATASET_FIELDS = ("kb", "synonyms")
+# package's meta.json), the vocabularies of `prepare --synonyms default` and the splits whose
+# mentions become aliases (`prepare --alias-splits default`; train and dev where not given)
+DATASET_FIELDS = ("kb", "synonyms", "alias_splits")
 
 
 def read_datasets(path: Path) -> dict:

@@ -22,6 +22,9 @@ from spacy_arboel.kb.mesh_packages import synonym_source_files
 from spacy_arboel.kb.synonym_sources import parse_synonym_sources
 from spacy_arboel.spacy_data.aliases import build_kb_with_corpus_aliases
 
+# the splits whose gold surface forms may become KB aliases (the test split never does)
+ALIAS_SPLITS = ["train", "dev"]
+
 PREPARE_HELP = (
     "Write train.spacy, dev.spacy, test.spacy and kb.jsonl for a dataset to OUTPUT_DIR.\n\n"
     "toy: assets/toy/; the KB is assets/toy/kb.jsonl plus aliases from train and dev.\n\n"
@@ -38,7 +41,10 @@ PREPARE_HELP = (
     "evaluation commands copy into their metrics. The KB is MeSH as for bc5cdr, plus aliases "
     "from train and dev. Its four mention classes (SpecificDisease, "
     "DiseaseClass, Modifier, CompositeMention) become one label, Disease, as in the standard "
-    "NCBI-disease NER task, unless --keep-ncbi-classes."
+    "NCBI-disease NER task, unless --keep-ncbi-classes.\n\n"
+    "--alias-splits (or the dataset's `alias_splits` setting) chooses the splits whose "
+    "surface forms become aliases: train alone leaves dev's forms out of the KB, so that dev "
+    "measures what test does."
 )
 
 
@@ -67,6 +73,10 @@ def prepare_command(
     keep_ncbi_classes: bool = typer.Option(
         False, "--keep-ncbi-classes", help="ncbi: keep the four mention classes as labels "
         "instead of one Disease label"),
+    alias_splits: list[str] = typer.Option(
+        [], "--alias-splits", help="The splits whose gold mentions' surface forms join the KB "
+        "as aliases of their gold entities (train, dev; never test), or default: the "
+        "dataset's `alias_splits` in --settings (train and dev where it names none)"),
 ) -> None:
     """Write the corpora (.spacy) and the KB (JSONL) of a dataset (see ``PREPARE_HELP``):
     every option is checked first, everything is built in a folder beside OUTPUT_DIR, and
@@ -84,9 +94,11 @@ def prepare_command(
         msg.fail(Errors.E011.format(name="--holdout", value=holdout,
                                     condition="in [0, 1) (0: no entity held out)"), exits=1)
     datasets.check_prepared_folder(output_dir)  # E244: printed by the commands' group
+    described = read_datasets(settings).get(dataset.value) or {}
+    alias_from = alias_split_names(alias_splits or ["default"],
+                                   described.get("alias_splits", ALIAS_SPLITS))
 
     def dataset_synonyms() -> list[str]:
-        described = read_datasets(settings).get(dataset.value) or {}
         return list(described.get("synonyms", []))
 
     sources = parse_synonym_sources(synonyms, default=dataset_synonyms)
@@ -131,7 +143,7 @@ def prepare_command(
             summaries = datasets.write_splits(splits, folder, nlp)
             datasets.write_prepared(folder, dataset.value, files)
             kb, kb_report = build_kb_with_corpus_aliases(
-                [folder / "train.spacy", folder / "dev.spacy"], **files.kb_sources)
+                [folder / f"{split}.spacy" for split in alias_from], **files.kb_sources)
             kb.to_jsonl(folder / "kb.jsonl")  # E036 when it is empty
             for note in kb_report.notes():
                 msg.info(note)
@@ -147,6 +159,22 @@ def prepare_command(
              f"and kb.jsonl to {output_dir}")
     msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
               aligns=("l", "r", "r", "r", "r", "r"))
+
+
+def alias_split_names(given: list[str], default: list[str]) -> list[str]:
+    """The splits whose mentions' surface forms become KB aliases: ``given``
+    (``--alias-splits``; "default" reads ``default``, the dataset's
+    ``alias_splits``), each once, in split order. The test split, or a name that
+    is no split, exits with E237 before anything is written."""
+    names = [name for part in given for name in str(part).split(",") if name.strip()]
+    names = [n.strip() for n in names]
+    if names == ["default"]:
+        names = [str(n) for n in default]
+    wrong = [n for n in names if n not in ALIAS_SPLITS]
+    if wrong or not names:
+        msg.fail(ProjectErrors.E237.format(given=", ".join(wrong) or "nothing",
+                                           splits=", ".join(ALIAS_SPLITS)), exits=1)
+    return [split for split in ALIAS_SPLITS if split in names]
 
 
 def remove_entity_types(folder: Path, types: list[str], nlp, shown: Path | None = None

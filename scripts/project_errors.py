@@ -58,6 +58,11 @@ class ProjectErrors(metaclass=ErrorsWithCodes):
         "{expected} expected): a damaged or different download. Delete it and fetch it again "
         "(`spacy project assets`), or put the unpacked PubTator files beside it."
     )
+    E237 = (
+        "prepare --alias-splits: {given} is not a split whose mentions may become KB aliases "
+        "({splits}, or default; the test split never does, so that test scores measure "
+        "linking and not the KB's copy of the answers). Name train, dev or both."
+    )
 
 
 class ProjectWarnings(metaclass=ErrorsWithCodes):

@@ -25,7 +25,7 @@ from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
-from ..linking.bi_encoder_trainer import NAME_PAIRS, REFRESH_EVERY
+from ..linking.bi_encoder_trainer import NAME_PAIRS, REFRESH_EVERY, SKIP_OWN_NAME
 from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
 from ..linking.loop_settings import DistillSettings
@@ -71,7 +71,8 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
         "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE, "kb_path": None,
         "top_k": 64, "threshold": None, "nil_id": "NIL",
         **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": REFRESH_EVERY,
-        "name_pairs": NAME_PAIRS, **defaults(RetrieverSettings, ("quantize", "cpu_bf16")),
+        "name_pairs": NAME_PAIRS, "skip_own_name": SKIP_OWN_NAME,
+        **defaults(RetrieverSettings, ("quantize", "cpu_bf16")),
         "verify_files": "sha256",
         **defaults(RetrieverSettings, ("inputs",)),
         "get_candidates": DEFAULT_CANDIDATES, "span_getter": DEFAULT_SPAN_GETTER,
@@ -86,7 +87,7 @@ def make_entity_linker(
     entity_max_length: int, entity_granularity: choices(GRANULARITIES),
     expand_abbreviations: bool, american_spelling: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
-    name_pairs: NonNegativeInt, quantize: bool, cpu_bf16: bool, verify_files: choices(VERIFY_MODES),
+    name_pairs: NonNegativeInt, skip_own_name: bool, quantize: bool, cpu_bf16: bool, verify_files: choices(VERIFY_MODES),
     inputs: choices(INPUT_FORMATS),
     get_candidates: CandidatePolicy, span_getter: SpanGetter, scorer: Callable | None,
 ) -> "ArboEntityLinker":
@@ -98,7 +99,7 @@ def make_entity_linker(
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, name_pairs=name_pairs,
-                            verify_files=verify_files, get_candidates=get_candidates,
+                            skip_own_name=skip_own_name, verify_files=verify_files, get_candidates=get_candidates,
                             span_getter=span_getter, scorer=scorer)
 
 
@@ -113,7 +114,9 @@ class ArboEntityLinker(KBComponent):
     ``refresh_every`` updates in training, and after updates before docs are processed
     (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``name_pairs``: KB
     names that join each training batch as pseudo-mentions of their entity, with its other
-    names as positives (``linking.name_pairs``; 0: none). ``settings`` hold
+    names as positives (``linking.name_pairs``; 0: none). ``skip_own_name``: in training,
+    a mention's positive is a name of its gold entity other than its own text
+    (``BiEncoderTrainer``). ``settings`` hold
     the retriever's input and index settings (the factory's arguments). ``verify_files``:
     how ``from_disk`` checks the saved files, ``sha256`` (all read whole) or ``quick`` (large
     files by size and ends; see ``artefacts.check_folder``). ``inputs`` (in ``settings``):
@@ -134,13 +137,14 @@ class ArboEntityLinker(KBComponent):
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
                  verify_files: str, name_pairs: int = NAME_PAIRS,
+                 skip_own_name: bool = SKIP_OWN_NAME,
                  get_candidates: CandidatePolicy | None = None, span_getter: SpanGetter,
                  scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
                                     "nil_id": nil_id, "refresh_every": refresh_every,
-                                    "name_pairs": name_pairs,
+                                    "name_pairs": name_pairs, "skip_own_name": skip_own_name,
                                     "verify_files": verify_files}
         self.get_candidates = get_candidates or CandidatePolicy()
         self.get_candidates.check_threshold(threshold)
@@ -183,7 +187,8 @@ class ArboEntityLinker(KBComponent):
         self.trainer = BiEncoderTrainer(self.retriever, self.objective,
                                         refresh_every=self.cfg["refresh_every"],
                                         mixed_precision=self.settings.mixed_precision,
-                                        name_pairs=self.cfg["name_pairs"])
+                                        name_pairs=self.cfg["name_pairs"],
+                                        skip_own_name=self.cfg["skip_own_name"])
 
     def use_mention_encoder(self, encoder) -> None:
         """Link with another mention encoder (a ``PooledEncoder``, e.g. the smaller one of

@@ -31,6 +31,7 @@ from ..objectives.objectives import BatchPlan
 from ..settings import NonNegativeInt, PositiveInt, check_value
 from .dense_retriever import COSINE_SCALE, DenseRetriever
 from .name_pairs import NamePairSampler, PseudoMention
+from .self_alignment import name_key
 
 # W002 (mentions longer than the window) is said when a pipeline links; repeated at every
 # training step it would only be noise, so training leaves that one warning out
@@ -72,6 +73,8 @@ def training_similarity(objective_similarity: str, scoring: str) -> tuple[str, f
 REFRESH_EVERY = 200
 # KB names per step as pseudo-mentions (``name_pairs``): none by default
 NAME_PAIRS = 0
+# a gold row that spells the mention's own text is no positive (``skip_own_name``)
+SKIP_OWN_NAME = True
 
 
 class BiEncoderTrainer:
@@ -81,12 +84,19 @@ class BiEncoderTrainer:
     every ``refresh_every`` steps when the objective mines them. ``name_pairs``: KB names
     added to each step as pseudo-mentions of their entity, its other names the positives
     (``name_pairs.NamePairSampler``; drawn with ``seed``, the KB types as often as the
-    corpus's gold mentions carry them); 0 adds none.
+    corpus's gold mentions carry them); 0 adds none. ``skip_own_name``: a mention's
+    positives are its gold entity's rows other than the one that spells its own text (case
+    and spaces aside; all of them where the entity has no other name). A KB whose aliases
+    hold the corpus's surface forms (``build-kb --alias-corpus``) would otherwise hand every
+    training mention its own text as the positive, at cosine 1, and the loss would only
+    push the negatives away; without that row the positive is a synonym, SapBERT's pair
+    (Liu et al. 2021, §2) drawn from the corpus.
     """
 
     def __init__(self, retriever: DenseRetriever, objective: Objective, *,
                  refresh_every: int = REFRESH_EVERY, mixed_precision: bool = False,
-                 name_pairs: int = NAME_PAIRS, seed: int = 0) -> None:
+                 name_pairs: int = NAME_PAIRS, skip_own_name: bool = SKIP_OWN_NAME,
+                 seed: int = 0) -> None:
         check_value("refresh_every", refresh_every, PositiveInt)
         check_value("name_pairs", name_pairs, NonNegativeInt)
         self.retriever = retriever
@@ -94,9 +104,11 @@ class BiEncoderTrainer:
         self.refresh_every = refresh_every
         self.mixed_precision = mixed_precision
         self.name_pairs = name_pairs
+        self.skip_own_name = skip_own_name
         self.rng = random.Random(seed)
         self.gold_types: Counter[str] = Counter()  # KB types of the gold mentions
         self._sampler: tuple[object, NamePairSampler] | None = None
+        self._row_texts: tuple[object, list[str]] | None = None
         self.store = MentionStore()
         self.seen_ids: set[str] = set()
         self.n_missing_gold_ids = 0
@@ -197,7 +209,9 @@ class BiEncoderTrainer:
             return None
         spans = [span for span, _ in usable]
         golds = [gold for _, gold in usable]
-        gold_rows = [retriever.entities.rows_of[g] for g in golds]
+        gold_rows = [self.positive_rows(retriever.entities.rows_of[g],
+                                        texts[s.doc_index][s.start_char:s.end_char])
+                     for s, g in zip(spans, golds, strict=True)]
         pseudo = self.sample_name_pairs()
         if pseudo:  # each a text of its own, the whole text its span
             texts = [*texts, *(p.text for p in pseudo)]
@@ -242,6 +256,24 @@ class BiEncoderTrainer:
         self.updates += 1
         return float(loss.item())
 
+    def index_row_texts(self) -> list[str]:
+        """The name of each row of the current index, by index position (kept until the
+        index is built again)."""
+        entities = self.retriever.entities
+        if self._row_texts is None or self._row_texts[0] is not entities.rows_of:
+            texts = entities.row_texts()
+            self._row_texts = (entities.rows_of, [texts[int(r)] for r in entities.index.rows])
+        return self._row_texts[1]
+
+    def positive_rows(self, rows: list[int], text: str) -> list[int]:
+        """The gold entity's index ``rows`` a mention spelt ``text`` may take as its
+        positive: with ``skip_own_name``, those whose name is not ``text`` (case and spaces
+        aside), or all of them where every one is."""
+        if not self.skip_own_name or len(rows) < 2:
+            return rows
+        names, key = self.index_row_texts(), name_key(text)
+        return [r for r in rows if name_key(names[r]) != key] or rows
+
     def sample_name_pairs(self) -> list[PseudoMention]:
         """``name_pairs`` pseudo-mentions (``NamePairSampler``) for this step, drawn over
         the current index's rows (the sampler is built again when the index is)."""
@@ -249,10 +281,9 @@ class BiEncoderTrainer:
             return []
         entities = self.retriever.entities
         if self._sampler is None or self._sampler[0] is not entities.rows_of:
-            texts = entities.row_texts()
-            row_texts = [texts[int(r)] for r in entities.index.rows]
             self._sampler = (entities.rows_of, NamePairSampler(
-                self.retriever.kb, entities.rows_of, row_texts, self.gold_types, self.rng))
+                self.retriever.kb, entities.rows_of, self.index_row_texts(), self.gold_types,
+                self.rng))
         return self._sampler[1].sample(self.name_pairs)
 
     def _encode_entities(self, step: TrainingStep) -> torch.Tensor:

@@ -1,5 +1,6 @@
 """KB names as pseudo-mentions in corpus training (``linking.name_pairs``, the trainer's
-``name_pairs``)."""
+``name_pairs``), and the trainer's ``skip_own_name``: a corpus mention's positive is another
+name of its gold entity."""
 
 from __future__ import annotations
 
@@ -104,3 +105,53 @@ def test_name_pairs_is_validated_and_off_by_default(tiny_encoder, toy_kb_path):
     assert _linker(nlp, tiny_encoder, toy_kb_path).cfg["name_pairs"] == 0
     with pytest.raises(ConfigValidationError):
         _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, name_pairs=-1)
+
+
+def _first_step(linker, example):
+    """The ``TrainingStep`` of one training step on ``example``'s gold mentions."""
+    trainer, seen = linker.trainer, []
+    compute_loss = trainer.objective.compute_loss
+    trainer.objective.compute_loss = lambda scores, valid, step=None: (
+        seen.append(step) or compute_loss(scores, valid, step))
+    spans = [MentionSpan(0, e.start_char, e.end_char) for e in example.reference.ents]
+    assert trainer.step([example.reference.text], spans,
+                        [[e.kb_id_] for e in example.reference.ents]) > 0.0
+    return seen[0]
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_skip_own_name_makes_another_name_the_positive(tiny_encoder, toy_kb_path,
+                                                       toy_examples, skip):
+    nlp = spacy.blank("xx")
+    linker = _linker(nlp, tiny_encoder, toy_kb_path, skip_own_name=skip)
+    nlp.initialize(lambda: toy_examples)
+    assert linker.trainer.skip_own_name is skip
+    entities, index = linker.retriever.entities, linker.retriever.entities.index
+    row_texts, checked = entities.row_texts(), 0
+    for example in toy_examples[:4]:
+        step = _first_step(linker, example)
+        for i, (span, ent) in enumerate(zip(step.spans, example.reference.ents, strict=True)):
+            entity = linker.kb[ent.kb_id_]
+            names = {n.casefold() for n in (entity.name, *entity.aliases)}
+            if ent.text.casefold() not in names or len(names) < 2:
+                continue  # no own name in the KB, or nothing else to take
+            positive = step.plan.entity_rows[int(step.candidates[i, 0])]
+            assert linker.kb.entity_at(int(index.owners[positive])).id == ent.kb_id_
+            own = row_texts[int(index.rows[positive])].strip().casefold() == ent.text.casefold()
+            assert own is not skip  # the own name is the closest row unless it is skipped
+            checked += 1
+    assert checked
+
+
+def test_skip_own_name_keeps_an_entitys_only_name(tiny_encoder, toy_kb_path, toy_examples):
+    nlp = spacy.blank("xx")
+    linker = _linker(nlp, tiny_encoder, toy_kb_path, skip_own_name=True)
+    nlp.initialize(lambda: toy_examples)
+    trainer = linker.trainer
+    rows = linker.retriever.entities.rows_of[0]
+    texts = trainer.index_row_texts()
+    assert trainer.positive_rows(rows[:1], texts[rows[0]]) == rows[:1]
+    if len(rows) > 1:
+        kept = trainer.positive_rows(rows, f"  {texts[rows[0]].upper()} ")
+        assert rows[0] not in kept and kept
+    assert linker.trainer.positive_rows(rows, "no name of it") == rows

@@ -476,3 +476,52 @@ def test_a_dataset_is_read_from_its_files_or_named_where_to_get_them(tmp_path):
     assert files.kb_sources == {"jsonl": [root / "assets" / "toy" / "kb.jsonl"]}
     with pytest.raises(ValueError, match=r"E104.*bc5cdr.*BioCreative"):
         read_dataset("bc5cdr", tmp_path, root / "assets")
+
+
+def _surface_forms(folder: Path, split: str) -> set[tuple[str, str]]:
+    nlp = spacy.blank("xx")
+    return {(e.text, e.kb_id_) for d in DocBin().from_disk(folder / f"{split}.spacy")
+            .get_docs(nlp.vocab) for e in d.ents}
+
+
+def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path):
+    """Issue 41: --alias-splits train leaves the dev mentions' surface forms out of the KB
+    (dev then measures linking of forms the KB does not hold); test never becomes aliases."""
+    shutil.copytree(ROOT / "assets" / "toy", tmp_path / "assets" / "toy")
+    with (tmp_path / "assets" / "toy" / "dev.txt").open("a") as dev:  # a form of its own
+        dev.write("\n91999999|t|Visual hallucinosis after treatment.\n"
+                  "91999999\t0\t19\tVisual hallucinosis\tDisease\tD006212\n")
+    assets = str(tmp_path / "assets")
+    both = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "both"),
+                                    "--assets-dir", assets])
+    assert both.exit_code == 0, both.output
+    train = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "train"),
+                                     "--assets-dir", assets, "--alias-splits", "train"])
+    assert train.exit_code == 0, train.output
+    given = KnowledgeBase.from_jsonl(tmp_path / "assets" / "toy" / "kb.jsonl")
+
+    def names(kb, kb_id):
+        return {n.lower() for n in (kb[kb_id].name, *kb[kb_id].aliases)}
+
+    dev_only = {(text, kb_id) for text, kb_id in _surface_forms(tmp_path / "both", "dev")
+                - _surface_forms(tmp_path / "both", "train")
+                if kb_id in given and text.lower() not in names(given, kb_id)}
+    assert ("Visual hallucinosis", "D006212") in dev_only
+    with_dev = KnowledgeBase.from_jsonl(tmp_path / "both" / "kb.jsonl")
+    without = KnowledgeBase.from_jsonl(tmp_path / "train" / "kb.jsonl")
+    for text, kb_id in dev_only:
+        assert text.lower() in names(with_dev, kb_id)
+        assert text.lower() not in names(without, kb_id)
+    # the dataset's settings name the splits too; the command line wins
+    settings = tmp_path / "datasets.yml"
+    settings.write_text("toy:\n  kb: toy\n  alias_splits: [train]\n")
+    default = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "default"),
+                                       "--assets-dir", assets, "--settings", str(settings)])
+    assert default.exit_code == 0, default.output
+    assert list(KnowledgeBase.from_jsonl(tmp_path / "default" / "kb.jsonl")) == list(without)
+    # the test split, or a name that is no split, is refused before anything is written
+    for wrong in ("test", "train,tset"):
+        refused = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / wrong),
+                                           "--assets-dir", assets, "--alias-splits", wrong])
+        assert refused.exit_code == 1 and "E237" in refused.output
+        assert not (tmp_path / wrong).exists()
