@@ -87,7 +87,8 @@ def make_entity_linker(
     entity_max_length: int, entity_granularity: choices(GRANULARITIES),
     expand_abbreviations: bool, american_spelling: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
-    name_pairs: NonNegativeInt, skip_own_name: bool, quantize: bool, cpu_bf16: bool, verify_files: choices(VERIFY_MODES),
+    name_pairs: NonNegativeInt, skip_own_name: bool, quantize: bool, cpu_bf16: bool,
+    verify_files: choices(VERIFY_MODES),
     inputs: choices(INPUT_FORMATS),
     get_candidates: CandidatePolicy, span_getter: SpanGetter, scorer: Callable | None,
 ) -> "ArboEntityLinker":
@@ -99,7 +100,8 @@ def make_entity_linker(
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
                             kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
                             refresh_every=refresh_every, name_pairs=name_pairs,
-                            skip_own_name=skip_own_name, verify_files=verify_files, get_candidates=get_candidates,
+                            skip_own_name=skip_own_name, verify_files=verify_files,
+                            get_candidates=get_candidates,
                             span_getter=span_getter, scorer=scorer)
 
 
