@@ -166,10 +166,9 @@ def alias_split_names(given: list[str], default: list[str]) -> list[str]:
     (``--alias-splits``; "default" reads ``default``, the dataset's
     ``alias_splits``), each once, in split order. The test split, or a name that
     is no split, exits with E237 before anything is written."""
-    names = [name for part in given for name in str(part).split(",") if name.strip()]
-    names = [n.strip() for n in names]
-    if names == ["default"]:
-        names = [str(n) for n in default]
+    default = [default] if isinstance(default, str) else default
+    names = [name.strip() for part in given for name in str(part).split(",") if name.strip()]
+    names = [str(n) for name in names for n in (default if name == "default" else [name])]
     wrong = [n for n in names if n not in ALIAS_SPLITS]
     if wrong or not names:
         msg.fail(ProjectErrors.E237.format(given=", ".join(wrong) or "nothing",

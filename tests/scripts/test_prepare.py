@@ -519,6 +519,11 @@ def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path):
                                        "--assets-dir", assets, "--settings", str(settings)])
     assert default.exit_code == 0, default.output
     assert list(KnowledgeBase.from_jsonl(tmp_path / "default" / "kb.jsonl")) == list(without)
+    also = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "also"), "--assets-dir",
+                                    assets, "--settings", str(settings),
+                                    "--alias-splits", "default,dev"])
+    assert also.exit_code == 0, also.output  # default inside a comma-separated list
+    assert list(KnowledgeBase.from_jsonl(tmp_path / "also" / "kb.jsonl")) == list(with_dev)
     # the test split, or a name that is no split, is refused before anything is written
     for wrong in ("test", "train,tset"):
         refused = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / wrong),
