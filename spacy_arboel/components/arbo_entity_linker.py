@@ -116,9 +116,9 @@ class ArboEntityLinker(KBComponent):
     ``refresh_every`` updates in training, and after updates before docs are processed
     (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``name_pairs``: KB
     names that join each training batch as pseudo-mentions of their entity, with its other
-    names as positives (``linking.name_pairs``; 0: none). ``skip_own_name``: in training,
-    a mention's positive is a name of its gold entity other than its own text
-    (``BiEncoderTrainer``). ``settings`` hold
+    names as positives (``linking.name_pairs``; 0: none). ``skip_own_name``: in training
+    under ``names`` inputs, a mention's positive is a name of its gold entity other than
+    its own text (``BiEncoderTrainer``). ``settings`` hold
     the retriever's input and index settings (the factory's arguments). ``verify_files``:
     how ``from_disk`` checks the saved files, ``sha256`` (all read whole) or ``quick`` (large
     files by size and ends; see ``artefacts.check_folder``). ``inputs`` (in ``settings``):

@@ -84,13 +84,15 @@ class BiEncoderTrainer:
     every ``refresh_every`` steps when the objective mines them. ``name_pairs``: KB names
     added to each step as pseudo-mentions of their entity, its other names the positives
     (``name_pairs.NamePairSampler``; drawn with ``seed``, the KB types as often as the
-    corpus's gold mentions carry them); 0 adds none. ``skip_own_name``: a mention's
-    positives are its gold entity's rows other than the one that spells its own text (case
-    and spaces aside; all of them where the entity has no other name). A KB whose aliases
-    hold the corpus's surface forms (``build-kb --alias-corpus``) would otherwise hand every
-    training mention its own text as the positive, at cosine 1, and the loss would only
-    push the negatives away; without that row the positive is a synonym, SapBERT's pair
-    (Liu et al. 2021, §2) drawn from the corpus.
+    corpus's gold mentions carry them); 0 adds none. ``skip_own_name``: under ``names``
+    inputs, a mention's positives are its gold entity's rows other than the one that spells
+    its own text (case and spaces aside; all of them where the entity has no other name).
+    A KB whose aliases hold the corpus's surface forms (``build-kb --alias-corpus``) would
+    otherwise hand every training mention its own text as the positive, encoded as the
+    mention is, at cosine 1, and the loss would only push the negatives away; without that
+    row the positive is a synonym, SapBERT's pair (Liu et al. 2021, §2) drawn from the
+    corpus. Under ``blink`` inputs the mention is read in its context, so the row of its
+    own name is no copy of it and stays a positive (BLINK's).
     """
 
     def __init__(self, retriever: DenseRetriever, objective: Objective, *,
@@ -267,9 +269,9 @@ class BiEncoderTrainer:
 
     def positive_rows(self, rows: list[int], text: str) -> list[int]:
         """The gold entity's index ``rows`` a mention spelt ``text`` may take as its
-        positive: with ``skip_own_name``, those whose name is not ``text`` (case and spaces
-        aside), or all of them where every one is."""
-        if not self.skip_own_name or len(rows) < 2:
+        positive: with ``skip_own_name`` under ``names`` inputs, those whose name is not
+        ``text`` (case and spaces aside), or all of them where every one is."""
+        if not self.skip_own_name or self.retriever.settings.inputs != "names" or len(rows) < 2:
             return rows
         names, key = self.index_row_texts(), name_key(text)
         return [r for r in rows if name_key(names[r]) != key] or rows

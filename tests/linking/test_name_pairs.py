@@ -156,3 +156,10 @@ def test_skip_own_name_keeps_an_entitys_only_name(tiny_encoder, toy_kb_path, toy
         kept = trainer.positive_rows(rows, f"  {texts[rows[0]].upper()} ")
         assert rows[0] not in kept and kept
     assert linker.trainer.positive_rows(rows, "no name of it") == rows
+    # under BLINK's inputs the mention is read in context: its own name stays a positive
+    blink = _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, skip_own_name=True,
+                    inputs="blink")
+    blink.initialize(lambda: toy_examples)
+    rows = blink.retriever.entities.rows_of[0]
+    name = blink.trainer.index_row_texts()[rows[0]]
+    assert blink.trainer.positive_rows(rows, name) == rows
