@@ -30,8 +30,7 @@ from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
 from ..settings import NonNegativeInt, PositiveInt, check_value
 from .dense_retriever import COSINE_SCALE, DenseRetriever
-from .name_pairs import NamePairSampler, PseudoMention
-from .self_alignment import name_key
+from .name_pairs import NamePairSampler, PseudoMention, other_name_rows
 
 # W002 (mentions longer than the window) is said when a pipeline links; repeated at every
 # training step it would only be noise, so training leaves that one warning out
@@ -273,8 +272,7 @@ class BiEncoderTrainer:
         ``text`` (case and spaces aside), or all of them where every one is."""
         if not self.skip_own_name or self.retriever.settings.inputs != "names" or len(rows) < 2:
             return rows
-        names, key = self.index_row_texts(), name_key(text)
-        return [r for r in rows if name_key(names[r]) != key] or rows
+        return other_name_rows(rows, self.index_row_texts(), text) or rows
 
     def sample_name_pairs(self) -> list[PseudoMention]:
         """``name_pairs`` pseudo-mentions (``NamePairSampler``) for this step, drawn over

@@ -22,6 +22,13 @@ from ..kb.knowledge_base import KnowledgeBase
 from .self_alignment import name_key, normalise_name
 
 
+def other_name_rows(rows: Sequence[int], row_texts: Sequence[str], text: str) -> list[int]:
+    """The ``rows`` whose name (``row_texts[row]``) is not ``text``, case and spaces aside:
+    the positives a mention spelt ``text`` learns from (its own name would teach nothing)."""
+    key = name_key(text)
+    return [r for r in rows if name_key(row_texts[r]) != key]
+
+
 @dataclass(frozen=True)
 class PseudoMention:
     """One KB name as a mention: its ``text``, its entity's KB position and the index rows
@@ -83,6 +90,5 @@ class NamePairSampler:
     def _pseudo_mention(self, entity: int) -> PseudoMention:
         rows = self.rows_of[entity]
         row = self.rng.choice(rows)
-        key = name_key(self.row_texts[row])
-        positives = [r for r in rows if name_key(self.row_texts[r]) != key]
+        positives = other_name_rows(rows, self.row_texts, self.row_texts[row])
         return PseudoMention(normalise_name(self.row_texts[row]), entity, positives)

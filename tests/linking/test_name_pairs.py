@@ -66,6 +66,22 @@ def _linker(nlp, tiny_encoder, kb_path, **config):
         "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder}, **config})
 
 
+def _first_step(linker, example):
+    """The ``TrainingStep`` of one training step on ``example``'s gold mentions."""
+    trainer, seen = linker.trainer, []
+    compute_loss = trainer.objective.compute_loss
+    trainer.objective.compute_loss = lambda scores, valid, step=None: (
+        seen.append(step) or compute_loss(scores, valid, step))
+    spans = [MentionSpan(0, e.start_char, e.end_char) for e in example.reference.ents]
+    try:
+        assert trainer.step([example.reference.text], spans,
+                            [[e.kb_id_] for e in example.reference.ents]) > 0.0
+    finally:
+        trainer.objective.compute_loss = compute_loss
+    [step] = seen
+    return step
+
+
 def test_training_steps_mix_name_pairs_into_the_batch(tiny_encoder, toy_kb_path,
                                                        toy_examples):
     nlp = spacy.blank("xx")
@@ -75,16 +91,8 @@ def test_training_steps_mix_name_pairs_into_the_batch(tiny_encoder, toy_kb_path,
     assert trainer.name_pairs == 2
     assert set(trainer.gold_types) == {"Chemical", "Disease"}  # weighted by mentions
     assert trainer.gold_types["Disease"] > trainer.gold_types["Chemical"] > 0
-    eg = toy_examples[0]
-    texts = [eg.reference.text]
-    spans = [MentionSpan(0, e.start_char, e.end_char) for e in eg.reference.ents]
-    gold = [[e.kb_id_] for e in eg.reference.ents]
-    seen = []
-    compute_loss = trainer.objective.compute_loss
-    trainer.objective.compute_loss = lambda scores, valid, step=None: (
-        seen.append(step) or compute_loss(scores, valid, step))
-    assert trainer.step(texts, spans, gold) > 0.0
-    [step] = seen
+    step = _first_step(linker, toy_examples[0])
+    spans = toy_examples[0].reference.ents
     assert len(step.texts) == 3 and len(step.spans) == len(spans) + 2
     assert step.leaves[1].shape[0] == len(spans) + 2  # the batch's mention vectors
     entities, index = linker.retriever.entities, linker.retriever.entities.index
@@ -105,18 +113,6 @@ def test_name_pairs_is_validated_and_off_by_default(tiny_encoder, toy_kb_path):
     assert _linker(nlp, tiny_encoder, toy_kb_path).cfg["name_pairs"] == 0
     with pytest.raises(ConfigValidationError):
         _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, name_pairs=-1)
-
-
-def _first_step(linker, example):
-    """The ``TrainingStep`` of one training step on ``example``'s gold mentions."""
-    trainer, seen = linker.trainer, []
-    compute_loss = trainer.objective.compute_loss
-    trainer.objective.compute_loss = lambda scores, valid, step=None: (
-        seen.append(step) or compute_loss(scores, valid, step))
-    spans = [MentionSpan(0, e.start_char, e.end_char) for e in example.reference.ents]
-    assert trainer.step([example.reference.text], spans,
-                        [[e.kb_id_] for e in example.reference.ents]) > 0.0
-    return seen[0]
 
 
 @pytest.mark.parametrize("skip", [False, True])
