@@ -20,6 +20,14 @@ one word that starts with its first letter is defined by that word: "cyclophosph
 (CTX)", "acetaminophen (APAP)", "cisplatin (CDDP)". Only the one word is taken, since the
 paper's window would reach words the short form does not abbreviate. Measured on BC5CDR:
 BENCHMARKS.md, "Generalization".
+
+Three more, for how disease names are abbreviated (measured on NCBI-disease, BENCHMARKS.md,
+"Generalization"): a parenthesis holding several parts ("(Krabbe disease; AO-GLD)") tries
+each part as the short form, not only the first; the parts of a hyphenated short form are
+defined by the words they cover ("hyperparathyroidism-jaw tumor syndrome (HPT-JT)" defines
+HPT as "hyperparathyroidism" and JT as "jaw tumor syndrome", ``part_definitions``); and a
+mention that holds a defined short form among other words is read with the short form
+expanded ("primary HPT": "primary hyperparathyroidism", ``expand_short_forms``).
 """
 
 from __future__ import annotations
@@ -46,6 +54,16 @@ def best_long_form(short: str, candidate: str) -> str | None:
     Every alphanumeric character of the short form must appear in the long form in order,
     and its first one must start a word (Schwartz & Hearst, fig. 2).
     """
+    first = _first_match(short, candidate)
+    if first is None:
+        return None
+    start = candidate.rfind(" ", 0, first) + 1
+    return candidate[start:]
+
+
+def _first_match(short: str, candidate: str) -> int | None:
+    """Where the right-to-left match of ``short`` in ``candidate`` puts its first character
+    (at a word start, a hyphen being one), or None where some character is missing."""
     s, pos = len(short) - 1, len(candidate) - 1
     while s >= 0:
         char = short[s].lower()
@@ -61,8 +79,7 @@ def best_long_form(short: str, candidate: str) -> str | None:
             return None
         pos -= 1
         s -= 1
-    start = candidate.rfind(" ", 0, pos + 1) + 1
-    return candidate[start:]
+    return pos + 1
 
 
 def _valid_pair(short: str, long: str) -> bool:
@@ -125,8 +142,31 @@ def _pair(short: str, candidate: str, first_letter: bool = False) -> tuple[str, 
     return None
 
 
+def part_definitions(short: str, long: str) -> dict[str, str]:
+    """The parts of a hyphenated short form, each defined by the words of ``long`` it covers,
+    right to left: "HPT-JT", "hyperparathyroidism-jaw tumor syndrome" gives {"JT": "jaw
+    tumor syndrome", "HPT": "hyperparathyroidism"}. Empty unless every part is a short
+    form whose letters its words hold."""
+    parts = short.split("-")
+    if len(parts) < 2 or not all(is_short_form(p) for p in parts):
+        return {}
+    found: dict[str, str] = {}
+    rest = long
+    for i in range(len(parts) - 1, -1, -1):
+        first = _first_match(parts[i], rest)
+        if first is None or (i == 0 and rest[:first].strip(" -")):
+            return {}  # a part is missing, or the first part does not start the long form
+        part_long = rest[first:].strip(" -") if i else rest.strip(" -")
+        if not _valid_pair(parts[i], part_long):
+            return {}
+        found[parts[i]] = part_long
+        rest = rest[:first]
+    return found
+
+
 def find_abbreviations(text: str) -> dict[str, str]:
-    """Short form -> long form for every abbreviation defined in ``text`` (first wins)."""
+    """Short form -> long form for every abbreviation defined in ``text``, and for the parts
+    of a hyphenated one (first wins)."""
     found: dict[str, str] = {}
     for match in _PARENTHESES.finditer(text):
         inner = match.group(1)
@@ -134,13 +174,45 @@ def find_abbreviations(text: str) -> dict[str, str]:
         ends = list(_SENTENCE_END.finditer(before))
         if ends:
             before = before[ends[-1].end() :]
-        # "(SF, ...)" / "(SF; ...)": the short form is the part before the separator
-        short = re.split(r"[,;]\s", inner, maxsplit=1)[0]
-        pair = _pair(short, before, first_letter=True)
+        # "(SF, ...)" / "(SF; ...)" / "(name; SF)": each part, in order, may be the short form
+        pair = None
+        for short in re.split(r"[,;]\s", inner):
+            pair = _pair(short, before, first_letter=True)
+            if pair is not None:
+                break
         if pair is None and len(inner.split()) > 2 and before.split():
             # "SF (long form)": the word before the parentheses is the short form
             last = before.split()[-1]
             pair = _pair(last, inner)
         if pair is not None and pair[0] not in found:
             found[pair[0]] = pair[1]
+    for short, long in list(found.items()):
+        for part, part_long in part_definitions(short, long).items():
+            found.setdefault(part, part_long)
     return found
+
+
+def short_form_spans(text: str, short: str, hyphen_joined: bool = False
+                     ) -> list[tuple[int, int]]:
+    """Character spans of ``short`` in ``text`` as a whole word (case-sensitive); with
+    ``hyphen_joined``, also where a hyphen joins it to another word ("IF-GLD")."""
+    edge = r"\w" if hyphen_joined else r"\w-"
+    pattern = rf"(?<![{edge}])" + re.escape(short) + rf"(?![{edge}])"
+    return [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+
+
+def expand_short_forms(text: str, long_forms: dict[str, str]) -> str | None:
+    """``text`` with each short form of ``long_forms`` in it (a whole word, or hyphen-joined)
+    replaced by its long form, longest short forms first; None where none occurs."""
+    spans: list[tuple[int, int, str]] = []
+    taken: set[int] = set()
+    for short in sorted(long_forms, key=len, reverse=True):
+        for start, end in short_form_spans(text, short, hyphen_joined=True):
+            if taken.isdisjoint(range(start, end)):
+                spans.append((start, end, long_forms[short]))
+                taken.update(range(start, end))
+    if not spans:
+        return None
+    for start, end, long in sorted(spans, reverse=True):
+        text = text[:start] + long + text[end:]
+    return text

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import spelling
-from ..data.abbreviations import find_abbreviations
+from ..data.abbreviations import expand_short_forms, find_abbreviations
 from ..data.element_symbols import element_name
 from ..errors import Errors, Warnings
 from ..kb.entity import Entity
@@ -250,11 +250,13 @@ class InputBuilder:
     def read_as(self, text: str, long_forms: dict[str, str]) -> str | None:
         """What the mention ``text`` is encoded as when not as written: its long form in
         ``long_forms`` (its document's abbreviations) or its element's name (both under
-        ``expand_abbreviations``), in American spelling (``american_spelling``); None when
+        ``expand_abbreviations``; a defined short form among the mention's words is
+        expanded in place), in American spelling (``american_spelling``); None when
         it is read as written."""
         form = None
         if self.expand_abbreviations:
-            form = long_forms.get(text) or element_name(text)
+            form = (long_forms.get(text) or element_name(text)
+                    or expand_short_forms(text, long_forms))
         if self.american_spelling:
             read = form or text
             spelled = spelling.american_spelling(read)

@@ -10,17 +10,10 @@ through their long forms.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from ..data.abbreviations import find_abbreviations
+from ..data.abbreviations import find_abbreviations, short_form_spans
 from .reader_spans import LinkedSpan
-
-
-def short_form_spans(text: str, short: str) -> list[tuple[int, int]]:
-    """Character spans of ``short`` in ``text`` as a whole word (case-sensitive)."""
-    pattern = r"(?<![\w-])" + re.escape(short) + r"(?![\w-])"
-    return [(m.start(), m.end()) for m in re.finditer(pattern, text)]
 
 
 def link_abbreviations(text: str, spans: Sequence[LinkedSpan]) -> list[LinkedSpan]:

@@ -4,10 +4,12 @@ import pytest
 
 from spacy_arboel.data.abbreviations import (
     best_long_form,
+    expand_short_forms,
     find_abbreviations,
     first_letter_long_form,
     initials_long_form,
     is_short_form,
+    part_definitions,
 )
 from spacy_arboel.encoders import InputBuilder, MentionSpan, load_tokenizer
 
@@ -90,6 +92,48 @@ def test_first_character_must_start_a_word():
     assert is_short_form("L-NNA") and not is_short_form("five words of it")
 
 
+HPT_JT = ("Hereditary hyperparathyroidism-jaw tumor syndrome (HPT-JT) is dominant. Patients "
+          "with adult onset globoid cell leukodystrophy (Krabbe disease; AO-GLD) were typed.")
+
+
+def test_a_later_part_of_a_parenthesis_may_be_the_short_form():
+    """NCBI-disease writes "(Krabbe disease; AO-GLD)": the first part is no short form, the
+    second is; each part is tried in order."""
+    found = find_abbreviations(HPT_JT)
+    assert found["AO-GLD"] == "adult onset globoid cell leukodystrophy"
+    # the first part still wins where both could be one
+    assert find_abbreviations("heart attack (HA; AH) was seen") == {"HA": "heart attack"}
+
+
+def test_the_parts_of_a_hyphenated_short_form_are_defined_by_their_words():
+    assert part_definitions("HPT-JT", "hyperparathyroidism-jaw tumor syndrome") == {
+        "JT": "jaw tumor syndrome", "HPT": "hyperparathyroidism"}
+    found = find_abbreviations(HPT_JT)
+    assert found["GLD"] == "globoid cell leukodystrophy" and found["AO"] == "adult onset"
+    assert found["HPT"] == "hyperparathyroidism" and found["JT"] == "jaw tumor syndrome"
+
+
+@pytest.mark.parametrize("short, long", [
+    ("5-FU", "5-fluorouracil"),  # "5" is no short form
+    ("CCK", "cholecystokinin"),  # no hyphen
+    ("XY-JT", "hyperparathyroidism-jaw tumor syndrome"),  # X and Y are not in the words left
+    ("AB-JT", "the abc-jaw tumor syndrome"),  # words before the first part's
+])
+def test_parts_are_defined_only_when_every_part_covers_its_words(short, long):
+    assert part_definitions(short, long) == {}
+
+
+def test_a_defined_short_form_inside_a_mention_is_expanded():
+    found = find_abbreviations(HPT_JT)
+    assert expand_short_forms("primary HPT", found) == "primary hyperparathyroidism"
+    # hyphen-joined to an undefined prefix, and the longest short form first
+    assert expand_short_forms("IF-GLD", found) == "IF-globoid cell leukodystrophy"
+    assert expand_short_forms("AO-GLD cases", found) == (
+        "adult onset globoid cell leukodystrophy cases")
+    # whole words only, with their case
+    assert expand_short_forms("hpt or HPTX or GLDs", found) is None
+
+
 def test_first_definition_wins():
     text = "heart attack (HA) ... hyaluronic acid (HA)"
     assert find_abbreviations(text) == {"HA": "heart attack"}
@@ -140,3 +184,14 @@ def test_element_symbols_and_british_spellings_are_read_as_the_kb_writes_them(ti
     # a document's own abbreviation comes before an element's symbol
     assert read(reading, "Pb", "polybutadiene (Pb) was used . Pb again") == read(
         plain, "polybutadiene", "polybutadiene")
+
+
+def test_a_mention_holding_a_short_form_is_read_with_it_expanded(tiny_encoder):
+    tokenizer = load_tokenizer(tiny_encoder)
+    plain = InputBuilder(tokenizer, inputs="names")
+    reading = InputBuilder(tokenizer, inputs="names", expand_abbreviations=True)
+    start = HPT_JT.index("Patients")
+    text = HPT_JT[:start] + "Primary HPT is rare."
+    mention = text.index("Primary HPT")
+    [ids] = reading.mention_ids([text], [MentionSpan(0, mention, mention + 11)])
+    assert ids == plain.mention_ids(["Primary hyperparathyroidism"], [MentionSpan(0, 0, 27)])[0]

@@ -1,6 +1,7 @@
 """Short forms linked through the link of their long form."""
 
-from spacy_arboel.linking.abbreviation_links import link_abbreviations, short_form_spans
+from spacy_arboel.data.abbreviations import short_form_spans
+from spacy_arboel.linking.abbreviation_links import link_abbreviations
 from spacy_arboel.linking.reader_spans import LinkedSpan
 
 TEXT = "Doxorubicin (DOX) causes cardiotoxicity. DOX-treated rats and DOXA were studied; DOX."
