@@ -105,6 +105,26 @@ def test_a_later_part_of_a_parenthesis_may_be_the_short_form():
     assert find_abbreviations("heart attack (HA; AH) was seen") == {"HA": "heart attack"}
 
 
+def test_a_dose_after_a_colon_and_a_plural_s_leave_the_short_form_defined():
+    """BC5CDR's dev split writes "phenobarbital (PB: 15 mg per rat)" and "ventricular septal
+    defects (VSDs)"; the plural defines the singular too."""
+    text = ("We gave phenobarbital (PB: 15 mg per rat) to rats with ventricular septal "
+            "defects (VSDs). Excited delirium (EDDs) was seen.")
+    assert find_abbreviations(text) == {
+        "PB": "phenobarbital", "VSDs": "ventricular septal defects",
+        "VSD": "ventricular septal defects", "EDDs": "Excited delirium",
+        "EDD": "Excited delirium"}
+
+
+def test_a_long_form_does_not_reach_across_another_parenthesis():
+    """"carboplatin (CBDCA) over cisplatin (CDDP)": Schwartz & Hearst's match would take
+    "carboplatin (CBDCA) over cisplatin"; the first-letter rule gives "cisplatin". A bracket
+    inside a name's word stays."""
+    text = "carboplatin (CBDCA) over cisplatin (CDDP) and [(3)H]saxitoxin (STX) binding"
+    assert find_abbreviations(text) == {
+        "CBDCA": "carboplatin", "CDDP": "cisplatin", "STX": "[(3)H]saxitoxin"}
+
+
 def test_the_parts_of_a_hyphenated_short_form_are_defined_by_their_words():
     assert part_definitions("HPT-JT", "hyperparathyroidism-jaw tumor syndrome") == {
         "JT": "jaw tumor syndrome", "HPT": "hyperparathyroidism"}
