@@ -28,10 +28,11 @@ hyphenated short form are defined by the words they cover ("hyperparathyroidism-
 syndrome (HPT-JT)" defines HPT as "hyperparathyroidism" and JT as "jaw tumor syndrome",
 ``part_definitions``); a mention that holds a defined short form among other words is read
 with it expanded ("primary HPT", ``expand_short_forms``). On BC5CDR's dev split: a dose
-after a colon ("(PB: 15 mg)"); a plural short form ("ventricular septal defects (VSDs)") is
-matched without its "s" and defines the singular too; a long form never reaches across
-another parenthesis ("carboplatin (CBDCA) over cisplatin (CDDP)": the first-letter rule
-gives "cisplatin").
+after a colon ("(PB: 15 mg)"); one capital defined by the word before it, as the
+first-letter rule defines a code ("triamcinolone (T)"); a plural short form ("ventricular
+septal defects (VSDs)") is matched without its "s" and defines the singular too; a long
+form never reaches across another parenthesis ("carboplatin (CBDCA) over cisplatin
+(CDDP)": the first-letter rule gives "cisplatin").
 """
 
 from __future__ import annotations
@@ -129,10 +130,11 @@ def initials_long_form(short: str, candidate: str) -> str | None:
 
 def first_letter_long_form(short: str, candidate: str) -> str | None:
     """The last word of ``candidate`` when it starts with the first letter of ``short``
-    (at least 2 capitals, no space) and is not a function word: "cyclophosphamide" for
-    "CTX". Tried after Schwartz & Hearst's match and the initials rule, in the
-    ``long form (SF)`` order only."""
-    if " " in short or not short[0].isalpha() or sum(c.isupper() for c in short) < 2:
+    (at least 2 capitals, or one capital alone; no space) and is not a function word:
+    "cyclophosphamide" for "CTX", "triamcinolone" for "T". Tried after Schwartz & Hearst's match
+    and the initials rule, in the ``long form (SF)`` order only."""
+    if (" " in short or not short[0].isalpha()
+            or sum(c.isupper() for c in short) < min(2, len(short))):
         return None
     words = candidate.split()
     if not words or words[-1].lower() in _FUNCTION_WORDS:
@@ -143,6 +145,10 @@ def first_letter_long_form(short: str, candidate: str) -> str | None:
 
 def _pair(short: str, candidate: str, first_letter: bool = False) -> tuple[str, str] | None:
     short = short.strip()
+    if len(short) == 1 and short.isupper():
+        # "testosterone (T)": one capital, defined by the word before it only
+        long = first_letter_long_form(short, candidate) if first_letter else None
+        return (short, long) if long and _valid_pair(short, long) else None
     if not is_short_form(short):
         return None
     letters = plural_stem(short) or short  # "VSDs" is matched as "VSD"
@@ -224,10 +230,11 @@ def short_form_spans(text: str, short: str, hyphen_joined: bool = False
 
 def expand_short_forms(text: str, long_forms: dict[str, str]) -> str | None:
     """``text`` with each short form of ``long_forms`` in it (a whole word, or hyphen-joined)
-    replaced by its long form, longest short forms first; None where none occurs."""
+    replaced by its long form, longest short forms first; None where none occurs. A
+    one-letter short form is left alone ("T-cell" where T is testosterone)."""
     spans: list[tuple[int, int, str]] = []
     taken: set[int] = set()
-    for short in sorted(long_forms, key=len, reverse=True):
+    for short in sorted((s for s in long_forms if len(s) > 1), key=len, reverse=True):
         for start, end in short_form_spans(text, short, hyphen_joined=True):
             if taken.isdisjoint(range(start, end)):
                 spans.append((start, end, long_forms[short]))

@@ -35,7 +35,8 @@ def test_text_after_a_separator_and_other_sentences_are_ignored():
 @pytest.mark.parametrize("text", [
     "cholecystokinin octapeptide (CCK-8)",  # the 8 is nowhere in the long form
     "the dose (n = 5) was given",  # not a short form, no long form inside either
-    "aspirin (A)",  # one character
+    "aspirin (a)",  # one character, not a capital
+    "the drug (A)",  # one capital the word before does not start with
     "aspirin (12)",  # no letter
     "a (AB) b",  # long form no longer than the short form
 ])
@@ -114,6 +115,17 @@ def test_a_dose_after_a_colon_and_a_plural_s_leave_the_short_form_defined():
         "PB": "phenobarbital", "VSDs": "ventricular septal defects",
         "VSD": "ventricular septal defects", "EDDs": "Excited delirium",
         "EDD": "Excited delirium"}
+
+
+def test_one_capital_is_defined_by_the_word_before_it_only():
+    """BC5CDR's dev split: "methylprednisolone (M), or triamcinolone (T)"; a word with another
+    first letter defines nothing ("postnatal day (P) 20"), nor does the other order, and a
+    mention is not rewritten where the letter is part of a word ("T-cell")."""
+    text = ("saline (C), methylprednisolone (M), or triamcinolone (T) on postnatal day (P) 20; "
+            "T (triamcinolone acetonide) was given")
+    found = find_abbreviations(text)
+    assert found == {"M": "methylprednisolone", "T": "triamcinolone"}
+    assert expand_short_forms("T-cell M", found) is None
 
 
 def test_a_long_form_does_not_reach_across_another_parenthesis():
