@@ -30,9 +30,12 @@ syndrome (HPT-JT)" defines HPT as "hyperparathyroidism" and JT as "jaw tumor syn
 with it expanded ("primary HPT", ``expand_short_forms``). On BC5CDR's dev split: a dose
 after a colon ("(PB: 15 mg)"); one capital defined by the word before it, as the
 first-letter rule defines a code ("triamcinolone (T)"); a plural short form ("ventricular
-septal defects (VSDs)") is matched without its "s" and defines the singular too; a long
-form never reaches across another parenthesis ("carboplatin (CBDCA) over cisplatin
-(CDDP)": the first-letter rule gives "cisplatin").
+septal defects (VSDs)") is matched without its "s" where its "s" is nowhere, and defines
+the singular too; initials of more words, in order, come before a match inside fewer
+("combined oral contraceptives (COCs)"); a part after a semicolon is tried only if it looks
+like a short form (two capitals, no space: not "(Taxol; Bristol-Myers, Princeton, NJ)"); a long
+form never reaches across another parenthesis nor leaves one open ("carboplatin (CBDCA)
+over cisplatin (CDDP)": the first-letter rule gives "cisplatin").
 """
 
 from __future__ import annotations
@@ -94,9 +97,10 @@ def _valid_pair(short: str, long: str) -> bool:
         len(long) > len(short)
         and len(words) <= max_words
         and short.lower() not in (w.lower() for w in words)
-        # a word opening a parenthesis: it reaches across another one ("carboplatin (CBDCA)
-        # over cisplatin" for CDDP); a bracket inside a word is a name's ("[(3)H]saxitoxin")
+        # a word opening a parenthesis, or one left open or closed: it reaches across another
+        # ("carboplatin (CBDCA) over cisplatin" for CDDP); "[(3)H]saxitoxin" is a name
         and not any(w.startswith("(") for w in words)
+        and long.count("(") == long.count(")")
     )
 
 
@@ -151,15 +155,23 @@ def _pair(short: str, candidate: str, first_letter: bool = False) -> tuple[str, 
         return (short, long) if long and _valid_pair(short, long) else None
     if not is_short_form(short):
         return None
-    letters = plural_stem(short) or short  # "VSDs" is matched as "VSD"
-    max_words = min(len(letters) + 5, 2 * len(letters))
+    stem = plural_stem(short)
+    letters = stem or short
+    max_words = min(len(short) + 5, 2 * len(short))
     words = candidate.split()
-    rules = [lambda: best_long_form(letters, " ".join(words[-max_words:])),
-             lambda: initials_long_form(letters, candidate)]
+    matched = best_long_form(short, " ".join(words[-max_words:]))
+    if matched is None and stem:  # "VSDs" is matched as "VSD" where its "s" is nowhere
+        matched = best_long_form(stem, " ".join(words[-max_words:]))
+    initials = initials_long_form(letters, candidate)
+    longs = [matched, initials]
+    if (matched and initials and len(initials.split()) > len(matched.split())
+            and "".join(w[0] for w in initials.split()).upper() == letters):
+        # the initials of more words, in order, come first: "combined oral contraceptives
+        # (COCs)", where the order-keeping match finds C, O, C inside "contraceptives"
+        longs.reverse()
     if first_letter:
-        rules.append(lambda: first_letter_long_form(letters, candidate))
-    for rule in rules:
-        long = rule()
+        longs.append(first_letter_long_form(letters, candidate))
+    for long in longs:
         if long and _valid_pair(letters, long):
             return short, long
     return None
@@ -197,13 +209,14 @@ def find_abbreviations(text: str) -> dict[str, str]:
         ends = list(_SENTENCE_END.finditer(before))
         if ends:
             before = before[ends[-1].end() :]
-        # "(SF, ...)" / "(SF; ...)" / "(SF: dose)" / "(name; SF)": each part, in order, may be
-        # the short form
-        pair = None
-        for short in re.split(r"[,;:]\s", inner):
-            pair = _pair(short, before, first_letter=True)
+        # "(SF, ...)" / "(SF; ...)" / "(SF: dose)": the first part; "(name; SF)": a later one
+        first, *rest = re.split(r";\s", inner)
+        pair = _pair(re.split(r"[,:]\s", first, maxsplit=1)[0], before, first_letter=True)
+        for short in rest:  # after a semicolon, a part that looks like one: "AO-GLD"
             if pair is not None:
                 break
+            if " " not in short.strip() and sum(c.isupper() for c in short) >= 2:
+                pair = _pair(short, before, first_letter=True)
         if pair is None and len(inner.split()) > 2 and before.split():
             # "SF (long form)": the word before the parentheses is the short form
             last = before.split()[-1]

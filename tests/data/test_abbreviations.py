@@ -117,6 +117,34 @@ def test_a_dose_after_a_colon_and_a_plural_s_leave_the_short_form_defined():
         "EDD": "Excited delirium"}
 
 
+def test_a_plural_keeps_its_s_where_the_long_form_has_one():
+    assert find_abbreviations("sequence-tagged sites (STSs) were mapped") == {
+        "STSs": "sequence-tagged sites", "STS": "sequence-tagged sites"}
+
+
+def test_initials_in_order_come_before_a_match_inside_fewer_words():
+    """"combined oral contraceptives (COCs)": Schwartz & Hearst's match finds C, O, C inside
+    "contraceptives"; initials in another order do not take precedence ("plus epinephrine
+    (EP)")."""
+    assert find_abbreviations("women on combined oral contraceptives (COCs) and") == {
+        "COCs": "combined oral contraceptives", "COC": "combined oral contraceptives"}
+    assert find_abbreviations("Hereditary hemochromatosis (HH) is common") == {
+        "HH": "Hereditary hemochromatosis"}
+    assert find_abbreviations("lidocaine plus epinephrine (EP) was given") == {
+        "EP": "epinephrine"}
+
+
+@pytest.mark.parametrize("text", [
+    # after a comma, or a later part that does not look like a short form
+    "single-agent paclitaxel (Taxol; Bristol-Myers Squibb Company, Princeton, NJ) reported",
+    "using a scale from 0 to 3 (not at all; slight; a lot) was",
+    # a long form left open across the parentheses
+    "the drug (given daily) and other agent (DAOA) were",
+])
+def test_later_parts_and_open_parentheses_define_nothing(text):
+    assert find_abbreviations(text) == {}
+
+
 def test_one_capital_is_defined_by_the_word_before_it_only():
     """BC5CDR's dev split: "methylprednisolone (M), or triamcinolone (T)"; a word with another
     first letter defines nothing ("postnatal day (P) 20"), nor does the other order, and a
