@@ -247,7 +247,8 @@ def expand_short_forms(text: str, long_forms: dict[str, str]) -> str | None:
     one-letter short form is left alone ("T-cell" where T is testosterone)."""
     spans: list[tuple[int, int, str]] = []
     taken: set[int] = set()
-    for short in sorted((s for s in long_forms if len(s) > 1), key=len, reverse=True):
+    present = (s for s in long_forms if len(s) > 1 and s in text)  # the regex only where due
+    for short in sorted(present, key=len, reverse=True):
         for start, end in short_form_spans(text, short, hyphen_joined=True):
             if taken.isdisjoint(range(start, end)):
                 spans.append((start, end, long_forms[short]))
