@@ -22,20 +22,19 @@ paper's window would reach words the short form does not abbreviate. Measured on
 BENCHMARKS.md, "Generalization".
 
 More, found among the linkers' misses (BENCHMARKS.md, "Generalization"). On NCBI-disease's
-test split, then checked on both dev splits: a parenthesis holding several parts ("(Krabbe
-disease; AO-GLD)") tries each part as the short form, not only the first; the parts of a
-hyphenated short form are defined by the words they cover ("hyperparathyroidism-jaw tumor
-syndrome (HPT-JT)" defines HPT as "hyperparathyroidism" and JT as "jaw tumor syndrome",
-``part_definitions``); a mention that holds a defined short form among other words is read
-with it expanded ("primary HPT", ``expand_short_forms``). On BC5CDR's dev split: a dose
-after a colon ("(PB: 15 mg)"); one capital defined by the word before it, as the
-first-letter rule defines a code ("triamcinolone (T)"); a plural short form ("ventricular
-septal defects (VSDs)") is matched without its "s" where its "s" is nowhere, and defines
-the singular too; initials of more words, in order, come before a match inside fewer
-("combined oral contraceptives (COCs)"); a part after a semicolon is tried only if it looks
-like a short form (two capitals, no space: not "(Taxol; Bristol-Myers, Princeton, NJ)"); a long
-form never reaches across another parenthesis nor leaves one open ("carboplatin (CBDCA)
-over cisplatin (CDDP)": the first-letter rule gives "cisplatin").
+test split, then checked on both dev splits: a part after a semicolon may be the short form
+if it looks like one, two capitals and no space ("(Krabbe disease; AO-GLD)", not "(Taxol;
+Bristol-Myers, Princeton, NJ)"); the parts of a hyphenated short form are defined by the
+words they cover ("hyperparathyroidism-jaw tumor syndrome (HPT-JT)" defines HPT as
+"hyperparathyroidism" and JT as "jaw tumor syndrome", ``part_definitions``); a mention that
+holds a defined short form among other words is read with it expanded ("primary HPT",
+``expand_short_forms``). On BC5CDR's dev split: a dose after a colon ("(PB: 15 mg)"); one
+capital defined by the word before it, as the first-letter rule defines a code
+("triamcinolone (T)"); a plural short form ("ventricular septal defects (VSDs)") is matched
+without its "s" where its "s" is nowhere, and defines the singular too; initials of more
+words, in order, come before a match inside fewer ("combined oral contraceptives (COCs)");
+a long form never reaches across another parenthesis nor leaves one open ("carboplatin
+(CBDCA) over cisplatin (CDDP)": the first-letter rule gives "cisplatin").
 """
 
 from __future__ import annotations
