@@ -157,10 +157,10 @@ def _pair(short: str, candidate: str, first_letter: bool = False) -> tuple[str, 
     stem = plural_stem(short)
     letters = stem or short
     max_words = min(len(short) + 5, 2 * len(short))
-    words = candidate.split()
-    matched = best_long_form(short, " ".join(words[-max_words:]))
+    window = " ".join(candidate.split()[-max_words:])
+    matched = best_long_form(short, window)
     if matched is None and stem:  # "VSDs" is matched as "VSD" where its "s" is nowhere
-        matched = best_long_form(stem, " ".join(words[-max_words:]))
+        matched = best_long_form(stem, window)
     initials = initials_long_form(letters, candidate)
     longs = [matched, initials]
     if (matched and initials and len(initials.split()) > len(matched.split())
