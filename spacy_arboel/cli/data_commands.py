@@ -102,7 +102,8 @@ def build_kb_command(
     alias_corpus: list[Path] = typer.Option(
         [], "--alias-corpus", exists=True,
         help="Corpus (.spacy, PubTator, JSONL, brat, or a folder of them) whose gold "
-        "mentions add aliases, and whose labels join their entities' types; repeatable"),
+        "mentions add aliases and link counts (the mention prior p(e | m)), and whose labels "
+        "join their entities' types; repeatable"),
     jsonl: list[Path] = typer.Option(
         [], "--jsonl", exists=True, help="Existing KB JSONL to include, ours or scispaCy's "
         "(concept_id, canonical_name, aliases, types, definition); repeatable"),

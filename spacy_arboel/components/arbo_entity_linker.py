@@ -57,7 +57,8 @@ DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": 
 DEFAULT_OBJECTIVE = {"@misc": "spacy_arboel.KnnNegativesObjective.v1"}
 # the spans it links: doc.ents by default (the registered function's defaults)
 DEFAULT_SPAN_GETTER = {"@misc": "spacy_arboel.span_getter.v1"}
-# its candidate policy: scale, lexical union, type rule (``CandidatePolicy``'s defaults)
+# its candidate policy: scale, lexical union, mention prior, type rule (``CandidatePolicy``'s
+# defaults)
 DEFAULT_CANDIDATES = {"@misc": "spacy_arboel.candidates.v1"}
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
@@ -127,7 +128,8 @@ class ArboEntityLinker(KBComponent):
     names), ``blink`` by BLINK's mention in context against ``name [TITLE] description``
     rows. ``get_candidates`` (``linking.candidates.CandidatePolicy``, registered as
     ``spacy_arboel.candidates.v1``) turns the retrieved entities into candidates: their
-    scale (p(e | m) or raw scores), BioSyn's lexical union, and the type rule
+    scale (p(e | m) or raw scores), BioSyn's lexical union, the KB's mention prior
+    (``incl_prior``: the link counts of a KB built with a corpus) and the type rule
     (``label_types``: ``{"Chemical": ["Chemical"]}``; ``type_rule`` ``restrict`` drops the
     candidates of other types, ``prefer`` ranks them last).
     """
@@ -344,7 +346,7 @@ class ArboEntityLinker(KBComponent):
                 encoded = bool(candidates)
                 scored = self.get_candidates.rank(ent.label_, candidates,
                                                   self.retriever.probabilities,
-                                                  types_of, top_k)
+                                                  types_of, top_k, kb.mention_prior(ent.text))
                 candidates = [(i, score) for i, score, _ in scored]
                 raw = [r for _, _, r in scored]
                 best = candidates[0] if candidates else (nil_id, float("-inf"))

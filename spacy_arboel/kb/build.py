@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .knowledge_base import KnowledgeBase
+from .knowledge_base import KnowledgeBase, add_counts
 from .mesh import build_mesh_kb, dedupe_aliases
 from .obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, OboTypes, read_obo
 from .synonym_sources import SOURCE_NAMES, add_synonym_sources
@@ -84,6 +84,7 @@ def build_kb(
     umls_sources: Collection[str] | None = None,
     umls_types: UmlsTypes = DEFAULT_UMLS_TYPES,
     aliases: Mapping[str, Sequence[str]] | None = None,
+    mention_counts: Mapping[str, Mapping[str, int]] | None = None,
     types: Mapping[str, Counter[str]] | None = None,
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
 ) -> tuple[KnowledgeBase, KBBuildReport]:
@@ -92,7 +93,9 @@ def build_kb(
     release (the folder ``umls``: ``umls.read_umls`` with ``umls_languages``,
     ``umls_sources``, None for all, and ``umls_types``), merged by id in that order (an id in
     several keeps its first entry, ``merge_kbs``); ``aliases`` (per id, e.g. the gold mention
-    texts of a corpus: ``spacy_data.aliases.harvest_aliases``) come before the others, and
+    texts of a corpus: ``spacy_data.aliases.harvest_aliases``) come before the others,
+    ``mention_counts`` (per id, how often each text was linked to it there) join the
+    entities' link counts (the mention prior: ``KnowledgeBase.mention_prior``), and
     ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) join
     the entities' types (``add_corpus_types``). ``synonym_sources``: ``drug_ner``,
     ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file, or its path),
@@ -119,7 +122,7 @@ def build_kb(
     if aliases:
         report.absent = {entity_id for entity_id in aliases if entity_id not in kb}
         before = sum(len(entity.aliases) for entity in kb)
-        kb = kb.with_aliases(aliases, first=True)
+        kb = kb.with_aliases(aliases, first=True, counts=mention_counts)
         report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
     if types:
         kb, report.typed = add_corpus_types(kb, types)
@@ -141,7 +144,8 @@ def _merge(kb: KnowledgeBase, other: KnowledgeBase, path: Path, report: KBBuildR
 
 def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBase, int]:
     """Append ``second`` to ``first``; an id in both keeps the first entry, aliases, types,
-    alternate ids and xrefs are combined. Returns the merged KB and the number of shared ids."""
+    alternate ids and xrefs are combined, and link counts summed. Returns the merged KB and
+    the number of shared ids."""
     entities = {entity.id: entity for entity in first}
     shared = 0
     for entity in second:
@@ -153,6 +157,7 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
         aliases = dedupe_aliases(old.name, [*old.aliases, entity.name, *entity.aliases])
         entities[entity.id] = replace(
             old, description=old.description or entity.description, aliases=aliases,
+            mention_counts=add_counts(old.mention_counts, entity.mention_counts),
             **{key: tuple(dict.fromkeys([*getattr(old, key), *getattr(entity, key)]))
                for key in ("types", "alt_ids", "xrefs")})
     return KnowledgeBase(entities.values()), shared

@@ -18,8 +18,11 @@ OPTIONAL_LIST_FIELDS = ("alt_ids", "xrefs")
 class Entity:
     """One knowledge-base entity: id, preferred name, description, aliases and types;
     ``alt_ids``, other ids that resolve to it (an ontology's ``alt_id``s, the ids of
-    obsolete terms it replaces: ``KnowledgeBase.resolve``), and ``xrefs``, its ids in other
-    vocabularies as ``PREFIX:ID`` (``MSH:D003371``, ``UMLS:C0010200``)."""
+    obsolete terms it replaces: ``KnowledgeBase.resolve``), ``xrefs``, its ids in other
+    vocabularies as ``PREFIX:ID`` (``MSH:D003371``, ``UMLS:C0010200``), and
+    ``mention_counts``, how often a text was linked to it in annotated documents (``(text,
+    count)`` pairs; a JSON object in the file): the link counts of the mention prior
+    p(e | m) (``KnowledgeBase.mention_prior``; spaCy's KB holds the same prior per alias)."""
 
     id: str
     name: str
@@ -28,6 +31,7 @@ class Entity:
     types: tuple[str, ...] = field(default_factory=tuple)
     alt_ids: tuple[str, ...] = field(default_factory=tuple)
     xrefs: tuple[str, ...] = field(default_factory=tuple)
+    mention_counts: tuple[tuple[str, int], ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "name": self.name,
@@ -36,6 +40,8 @@ class Entity:
             value = getattr(self, key)
             if value or key not in OPTIONAL_LIST_FIELDS:
                 data[key] = list(value)
+        if self.mention_counts:  # written only when present, as the optional lists
+            data["mention_counts"] = dict(self.mention_counts)
         return data
 
     @classmethod
@@ -64,11 +70,26 @@ class Entity:
                 raise EntityValueError(Errors.E105.format(key=key, expected="a list of strings",
                                                           found=json.dumps(value)[:80]))
             lists[key] = tuple(value)
-        return cls(id=data["id"], name=data["name"], description=description or "", **lists)
+        return cls(id=data["id"], name=data["name"], description=description or "", **lists,
+                   mention_counts=_counts(data.get("mention_counts")))
 
 
 class EntityValueError(ValueError):
     """A KB value of the wrong type (the reader adds the file and line)."""
+
+
+def _counts(value: Any) -> tuple[tuple[str, int], ...]:
+    """``mention_counts`` read from its JSON object: text -> a count that is a whole number
+    of at least 0 (E105 for anything else; ``null`` or absent: none)."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(
+            isinstance(count, int) and not isinstance(count, bool) and count >= 0
+            for count in value.values()):
+        raise EntityValueError(Errors.E105.format(
+            key="mention_counts", expected="an object of texts to whole numbers >= 0",
+            found=json.dumps(value)[:80]))
+    return tuple(value.items())
 
 
 def _json_type(value: Any) -> str:

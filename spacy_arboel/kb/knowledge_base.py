@@ -46,6 +46,7 @@ class KnowledgeBase:
         self._index: dict[str, int] = {}
         self._alt_index: dict[str, int] = {}  # alternate id -> row
         self._fingerprint: str | None = None
+        self._links: dict[str, dict[str, int]] | None = None  # mention key -> id -> count
         for entity in entities:
             self.add(entity)
 
@@ -82,6 +83,7 @@ class KnowledgeBase:
         self._alt_index.update(dict.fromkeys(named, row))
         self._entities.append(entity)
         self._fingerprint = None
+        self._links = None
 
     def __len__(self) -> int:
         return len(self._entities)
@@ -138,12 +140,15 @@ class KnowledgeBase:
         return self._fingerprint
 
     def with_aliases(
-        self, aliases: Mapping[str, Iterable[str]], *, first: bool = False
+        self, aliases: Mapping[str, Iterable[str]], *, first: bool = False,
+        counts: Mapping[str, Mapping[str, int]] | None = None,
     ) -> KnowledgeBase:
         """A copy with extra aliases per entity id; ids absent from the KB are ignored.
 
         ``first`` puts the new aliases before the existing ones (a truncated entity input
         then keeps them: aliases seen in annotated text beat generated variants).
+        ``counts`` (per id, text -> how often it was linked to the entity: harvested from a
+        corpus with the aliases) join the entities' ``mention_counts`` (``add_counts``).
         """
         merged = []
         for entity in self._entities:
@@ -155,8 +160,29 @@ class KnowledgeBase:
                 if alias.lower() not in known:
                     known.add(alias.lower())
                     new.append(alias)
-            merged.append(replace(entity, aliases=tuple(new)))
+            found = (counts or {}).get(entity.id)
+            merged.append(replace(entity, aliases=tuple(new), mention_counts=add_counts(
+                entity.mention_counts, found.items() if found else ())))
         return KnowledgeBase(merged)
+
+    def mention_prior(self, text: str) -> dict[str, float]:
+        """p(e | m) of a mention text by the KB's link counts (``Entity.mention_counts``):
+        the share of the text's links that went to each entity, the texts compared in
+        lower case with their whitespace collapsed (Ganea & Hofmann's p(e | m) from anchor
+        counts; spaCy's KB prior). Empty for a text the counts never saw."""
+        if self._links is None:
+            links: dict[str, dict[str, int]] = {}
+            for entity in self._entities:
+                for linked, count in entity.mention_counts:
+                    if count:
+                        by_id = links.setdefault(mention_key(linked), {})
+                        by_id[entity.id] = by_id.get(entity.id, 0) + count
+            self._links = links
+        found = self._links.get(mention_key(text))
+        if not found:
+            return {}
+        total = sum(found.values())
+        return {entity_id: count / total for entity_id, count in found.items()}
 
     # --- JSONL I/O -------------------------------------------------------------------------
 
@@ -211,6 +237,22 @@ class KnowledgeBase:
         with atomic_file(path) as tmp, tmp.open("w", encoding="utf8") as file_:
             for entity in self._entities:
                 file_.write(json.dumps(to_dict(entity), ensure_ascii=False) + "\n")
+
+
+def mention_key(text: str) -> str:
+    """How link counts compare texts: lower case, whitespace collapsed."""
+    return " ".join(text.lower().split())
+
+
+def add_counts(first: Iterable[tuple[str, int]], second: Iterable[tuple[str, int]]
+               ) -> tuple[tuple[str, int], ...]:
+    """Two entities' link counts summed by text (``mention_key``; the first spelling met
+    stands for its text), in the order first met."""
+    summed: dict[str, list] = {}
+    for text, count in [*first, *second]:
+        entry = summed.setdefault(mention_key(text), [text, 0])
+        entry[1] += count
+    return tuple((text, count) for text, count in summed.values())
 
 
 def _check_id(entity_id: str, where: str) -> None:

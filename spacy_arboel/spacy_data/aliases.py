@@ -28,12 +28,14 @@ def gold_mentions(doc: Doc) -> Iterator[Span]:
     yield from doc.spans[SPAN_KEY] if SPAN_KEY in doc.spans else doc.ents
 
 
-def harvest_aliases(docs: Iterable[Doc]) -> dict[str, list[str]]:
-    """Map each gold id to the surface forms of its mentions.
+def harvest_aliases(docs: Iterable[Doc]) -> dict[str, dict[str, int]]:
+    """Map each gold id to the surface forms of its mentions, with how often each was
+    linked to it (its aliases are the keys; the counts are the KB's link counts,
+    ``Entity.mention_counts``).
 
     A composite mention gives its text to each of its ids. Forms are deduplicated
-    case-insensitively (the most frequent spelling stands for its group) and ordered by
-    frequency, then first occurrence.
+    case-insensitively (the most frequent spelling stands for its group, with the group's
+    count) and ordered by frequency, then first occurrence.
     """
     counts: dict[str, dict[str, Counter[str]]] = {}
     for doc in docs:
@@ -47,7 +49,8 @@ def harvest_aliases(docs: Iterable[Doc]) -> dict[str, list[str]]:
     for entity_id, groups in counts.items():
         # dicts and Counters keep insertion order, so ties fall back to first occurrence
         ranked = sorted(groups.values(), key=lambda forms: -sum(forms.values()))
-        aliases[entity_id] = [forms.most_common(1)[0][0] for forms in ranked]
+        aliases[entity_id] = {forms.most_common(1)[0][0]: sum(forms.values())
+                              for forms in ranked}
     return aliases
 
 
@@ -63,8 +66,10 @@ def types_from_docs(docs: Iterable[Doc]) -> dict[str, Counter[str]]:
 
 def build_kb_with_corpus_aliases(alias_corpus: Iterable[Path] = (), **sources: Any
                                  ) -> tuple[KnowledgeBase, KBBuildReport]:
-    """``kb.build.build_kb`` over ``sources`` (its keyword arguments) with the aliases and
-    types of the gold mentions of the corpora ``alias_corpus`` (any format
+    """``kb.build.build_kb`` over ``sources`` (its keyword arguments) with the aliases, link
+    counts and types of the gold mentions of the corpora ``alias_corpus`` (any format
     ``read_corpus_docs`` reads); nothing is written. A bad input raises its coded error."""
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
-    return build_kb(aliases=harvest_aliases(docs), types=types_from_docs(docs), **sources)
+    harvested = harvest_aliases(docs)
+    return build_kb(aliases=harvested, mention_counts=harvested, types=types_from_docs(docs),
+                    **sources)

@@ -735,3 +735,38 @@ def test_a_probability_threshold_outside_0_1_is_refused(tiny_encoder, toy_kb_pat
     with pytest.raises(ValueError, match=r"E011.*threshold"):
         _nlp(tiny_encoder, toy_kb_path, ready=False, threshold=threshold)
     _nlp(tiny_encoder, toy_kb_path, ready=False, threshold=threshold, get_candidates=RAW)
+
+
+def test_a_kb_with_link_counts_joins_its_mention_prior(tiny_encoder, tmp_path, toy_examples):
+    """``incl_prior`` (spaCy's setting): the link counts of a KB built with a corpus decide
+    between candidates the encoder ranks otherwise; the saved pipeline keeps them, and
+    ``incl_prior = false`` links by the encoder alone."""
+    from tests.conftest import TOY_ENTITIES
+
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("\n".join(json.dumps(e) for e in TOY_ENTITIES) + "\n")
+    docs = [eg.predicted.copy() for eg in toy_examples]
+    before = _run(_nlp(tiny_encoder, plain), docs)
+    text, linked, _ = before[2][1]  # "pain"
+    other = next(e["id"] for e in TOY_ENTITIES if e["id"] != linked)
+    counted = tmp_path / "counted.jsonl"
+    counted.write_text("\n".join(json.dumps(
+        {**e, "mention_counts": {text.upper(): 3}} if e["id"] == other else e)
+        for e in TOY_ENTITIES) + "\n")
+    nlp = _nlp(tiny_encoder, counted)
+    after = _run(nlp, docs)
+    assert after[2][1][1] == other
+    assert after[2][1][2][0] == (other, pytest.approx(1.0))
+    others = [m for i, doc in enumerate(before) for j, m in enumerate(doc) if (i, j) != (2, 1)]
+    assert others == [m for i, doc in enumerate(after) for j, m in enumerate(doc)
+                      if (i, j) != (2, 1)]  # texts the counts never saw: as before
+    off = _nlp(tiny_encoder, counted, get_candidates={"incl_prior": False})
+    assert _run(off, docs) == before
+    nlp.to_disk(tmp_path / "saved")
+    loaded = spacy.load(tmp_path / "saved")
+    assert _run(loaded, docs) == after
+
+
+def _run(nlp, docs):
+    """``_linked`` of copies of ``docs`` run through ``nlp``."""
+    return _linked(nlp, nlp.pipe(d.copy() for d in docs))

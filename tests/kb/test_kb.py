@@ -129,6 +129,10 @@ def test_with_aliases_can_put_new_aliases_first():
     ('{"id": "D2", "name": "Two", "types": ["Disease", 1]}', '"types" must be a list of str'),
     ('{"id": "D2", "name": "Two", "description": 3}', '"description" must be a string'),
     ('{"id": true, "name": "Two"}', '"id" must be a string'),
+    ('{"id": "D2", "name": "Two", "mention_counts": ["two"]}', '"mention_counts" must be an obj'),
+    ('{"id": "D2", "name": "Two", "mention_counts": {"two": -1}}', '"mention_counts" must be'),
+    ('{"id": "D2", "name": "Two", "mention_counts": {"two": 1.5}}', '"mention_counts" must be'),
+    ('{"id": "D2", "name": "Two", "mention_counts": {"two": true}}', '"mention_counts" must be'),
 ])
 def test_values_of_the_wrong_type_are_not_coerced(tmp_path, line, reason):
     path = tmp_path / "kb.jsonl"
@@ -312,3 +316,38 @@ def test_a_malformed_scispacy_line_names_the_line(tmp_path):
                     encoding="utf8")
     with pytest.raises(KnowledgeBaseError, match=r"kb\.jsonl:1: .*\"types\" must be a list"):
         KnowledgeBase.from_jsonl(path)
+
+
+def test_link_counts_round_trip_and_give_the_mention_prior(tmp_path):
+    """p(e | m) from the link counts: texts compared in lower case, whitespace collapsed."""
+    kb = KnowledgeBase([
+        Entity("D1", "Common Cold", mention_counts=(("cold", 3),)),
+        Entity("D2", "Cold Temperature", mention_counts=(("Cold", 1), ("low  temperature", 2))),
+        Entity("D3", "Fever"),
+    ])
+    path = tmp_path / "kb.jsonl"
+    kb.to_jsonl(path)
+    lines = path.read_text(encoding="utf8").splitlines()
+    assert json.loads(lines[1])["mention_counts"] == {"Cold": 1, "low  temperature": 2}
+    assert "mention_counts" not in json.loads(lines[2])  # none: the line as before
+    again = KnowledgeBase.from_jsonl(path)
+    assert again.fingerprint() == kb.fingerprint()
+    assert again.mention_prior(" COLD") == {"D1": 0.75, "D2": 0.25}
+    assert again.mention_prior("low temperature") == {"D2": 1.0}
+    assert again.mention_prior("fever") == {}  # a name is no link count
+    assert KnowledgeBase([Entity("D1", "Cold", mention_counts=(("cold", 0),))]
+                         ).mention_prior("cold") == {}
+
+
+def test_link_counts_are_summed_by_merges_and_corpus_aliases():
+    from spacy_arboel.kb.build import merge_kbs
+
+    first = KnowledgeBase([Entity("D1", "Cold", mention_counts=(("cold", 2),))])
+    second = KnowledgeBase([Entity("D1", "Cold", mention_counts=(("COLD", 1), ("chill", 1)))])
+    merged, shared = merge_kbs(first, second)
+    assert shared == 1
+    assert merged["D1"].mention_counts == (("cold", 3), ("chill", 1))
+    grown = first.with_aliases({"D1": ["a cold"]}, first=True, counts={"D1": {"a cold": 4}})
+    assert grown["D1"].aliases == ("a cold",)
+    assert grown["D1"].mention_counts == (("cold", 2), ("a cold", 4))
+    assert grown.mention_prior("a cold") == {"D1": 1.0}

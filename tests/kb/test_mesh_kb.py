@@ -173,11 +173,12 @@ def test_mesh_wrong_columns(tmp_path):
 def test_harvest_aliases_and_types(nlp):
     docs = list(documents_to_docs(parse_pubtator_string(CORPUS), nlp))
     aliases = harvest_aliases(docs)
-    # case-insensitive dedupe, most frequent spelling, ordered by frequency
-    assert aliases["D015738"] == ["Famotidine"]  # three spellings, one each: the first wins
-    assert aliases["D003371"] == ["cough"]
-    assert aliases["D000008"] == ["abdominal tumour"]
-    assert aliases["C000001"] == ["abdominal tumour"]  # composite: each id gets the text
+    # case-insensitive dedupe, most frequent spelling, ordered by frequency; the count is
+    # the group's (the link counts of the mention prior)
+    assert aliases["D015738"] == {"Famotidine": 3}  # three spellings, one each: the first wins
+    assert aliases["D003371"] == {"cough": 2}
+    assert aliases["D000008"] == {"abdominal tumour": 1}
+    assert aliases["C000001"] == {"abdominal tumour": 1}  # composite: each id gets the text
     assert "" not in aliases and "-1" not in aliases
     types = types_from_docs(docs)
     assert types["D015738"] == Counter({"Chemical": 3})
@@ -191,7 +192,9 @@ def test_harvest_alias_order_by_frequency_then_first_seen(nlp):
         "2\t9\t11\tbb\tChemical\tD1\n2\t12\t14\tcc\tChemical\tD1\n2\t15\t17\tcc\tChemical\tD1\n"
     )
     docs = documents_to_docs(parse_pubtator_string(text), nlp)
-    assert harvest_aliases(docs) == {"D1": ["cc", "bb", "aa"]}
+    harvested = harvest_aliases(docs)
+    assert harvested == {"D1": {"cc": 3, "bb": 2, "aa": 1}}
+    assert list(harvested["D1"]) == ["cc", "bb", "aa"]
 
 
 def test_bc5cdr_test_coverage_by_mesh_kb():
