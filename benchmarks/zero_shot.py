@@ -85,7 +85,8 @@ KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no co
                                  "corpus aliases)"),
        "workflow": (None, [], "the workflow's KB (prepare: the MeSH files + the dataset's "
                               "synonyms + the training and dev mentions' surface forms as "
-                              "aliases; no corpus training)")}
+                              "aliases, with their link counts since 2026-11-28; no corpus "
+                              "training)")}
 DEFAULT_WORK = ROOT / "bench_runs" / "zero_shot"
 PREPARE = {"bc5cdr": "bc5cdr", "ncbi": "ncbi"}
 
@@ -233,16 +234,18 @@ def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool)
     from spacy_arboel.evaluation.pipeline_eval import evaluate_linker
 
     corpus = Path(args.corpus)
-    nlp = spacy.load(model)
+    overrides = ({"components.arbo_entity_linker.get_candidates.incl_prior": False}
+                 if args.no_prior else {})
+    nlp = spacy.load(model, config=overrides)
     settings: dict = {"model": relative_path(model), "mentions": "gold spans",
                       "kb": args.kb_note or "the pipeline's own (the dataset's KB with "
-                                            "train/dev aliases)"}
+                                            "train/dev aliases)", **overrides}
     if lexical:
         nlp.get_pipe("arbo_entity_linker").ensure_ready()
         weight, by_weight = tuned_lexical_weight(nlp, gold_docs(corpus / "dev.spacy",
                                                                 nlp.vocab))
         nlp = spacy.load(model, config={
-            "components.arbo_entity_linker.get_candidates.lexical_weight": weight})
+            **overrides, "components.arbo_entity_linker.get_candidates.lexical_weight": weight})
         settings.update(lexical_weight=weight, dev_recall_at_1_by_weight=by_weight)
     start = time.perf_counter()
     nlp.get_pipe("arbo_entity_linker").ensure_ready()
@@ -274,7 +277,8 @@ def trained_row(model: Path, name: str, args: argparse.Namespace, lexical: bool)
                      + (f" --trained-on {args.trained_on}"
                         if args.trained_on != args.dataset else "")
                      + (f" --labels {' '.join(args.labels)}" if args.labels else "")
-                     + (" --lexical" if lexical else "")],
+                     + (" --lexical" if lexical else "")
+                     + (" --no-prior" if args.no_prior else "")],
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
     }
@@ -329,6 +333,9 @@ def main() -> None:
                              "ids)")
     parser.add_argument("--labels", nargs="*",
                         help="--trained: link only the gold mentions of these labels")
+    parser.add_argument("--no-prior", action="store_true",
+                        help="--trained: link without the KB's mention prior "
+                             "(get_candidates.incl_prior = false)")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
     args.trained_on = args.trained_on or args.dataset
