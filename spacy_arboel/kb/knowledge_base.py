@@ -227,8 +227,8 @@ class KnowledgeBase:
 
     def to_jsonl(self, path: str | Path, *, format: KbFormat = "spacy-arboel") -> None:
         """Write the KB, atomically (a temporary file renamed over ``path``), in our JSONL
-        or (``format="scispacy"``) scispaCy's, which drops alternate ids and xrefs; an empty
-        KB is refused (E036) rather than written."""
+        or (``format="scispacy"``) scispaCy's, which drops alternate ids, xrefs and link
+        counts; an empty KB is refused (E036) rather than written."""
         path = Path(path)
         check_value("KB format", format, KbFormat)
         if not len(self):

@@ -45,8 +45,8 @@ class CandidatePolicy:
     lexical_weight: NonNegativeFloat | None = None
     label_types: Mapping[str, Sequence[str]] | str | None = None
     type_rule: choices(TYPE_RULES) = "restrict"
-    # BC5CDR test R@1 0.939 -> 0.949, NCBI 0.928 -> 0.931, by the train/dev link counts of
-    # the workflow's KB (dev: +43 and +4 mentions; BENCHMARKS.md, issue 41)
+    # the workflow's model-best, BC5CDR test R@1 0.941 -> 0.949, NCBI 0.928 -> 0.931, by the
+    # train/dev link counts of its KB (dev: +43 and +4 mentions; BENCHMARKS.md, issue 41)
     incl_prior: bool = True
 
     def __post_init__(self) -> None:
