@@ -39,6 +39,9 @@ def test_text_after_a_separator_and_other_sentences_are_ignored():
     "the drug (A)",  # one capital the word before does not start with
     "aspirin (12)",  # no letter
     "a (AB) b",  # long form no longer than the short form
+    # a quantity is no long form: BC5CDR test read "LNNA" as "g/L in drinking water"
+    "rats given LNNA (0.5 g/L in drinking water) for 4 weeks",
+    "the rate (145 ml.s-1, relative humidity) was high",
 ])
 def test_non_definitions_are_rejected(text):
     assert find_abbreviations(text) == {}
