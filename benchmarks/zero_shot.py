@@ -120,16 +120,18 @@ def prepare(args: argparse.Namespace, kb_name: str = "mesh") -> tuple[Path, Path
     kb = work / file_name
     if not kb.exists():
         mesh = Path(args.data_dir) / "mesh"
-        run([sys.executable, "-m", "spacy_arboel", "build-kb", str(kb),
+        dated = kb_name.endswith("-2015")  # built whole, then its 2016+ descriptors dropped
+        built = kb.with_suffix(".all.jsonl") if dated else kb
+        run([sys.executable, "-m", "spacy_arboel", "build-kb", str(built),
              "--mesh-descriptors", str(mesh / "mesh_descriptors_2026.csv"),
              "--disease-synonyms", str(mesh / "mesh_disease_synonyms.tsv"), *options])
-        if kb_name.endswith("-2015"):
+        if dated:
             from spacy_arboel.kb import KnowledgeBase
             from spacy_arboel.kb.build import without_entities
 
-            built = KnowledgeBase.from_jsonl(kb)
-            newer = {e.id for e in built if e.id.startswith("D") and not MESH_2015.fullmatch(e.id)}
-            without_entities(built, newer).to_jsonl(kb)
+            whole = KnowledgeBase.from_jsonl(built)
+            newer = {e.id for e in whole if e.id.startswith("D") and not MESH_2015.fullmatch(e.id)}
+            without_entities(whole, newer).to_jsonl(kb)
     return corpus, kb
 
 
