@@ -23,7 +23,7 @@ from ..data import spelling
 from ..data.abbreviations import expand_short_forms, find_abbreviations
 from ..data.element_symbols import element_name
 from ..errors import Errors, Warnings
-from ..kb.entity import Entity
+from ..kb.entity import Entity, name_key
 from ..settings import at_least, check_value, choices
 from .loading import MENTION_END, MENTION_START, TITLE
 
@@ -300,11 +300,6 @@ class InputBuilder:
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Right-pad to the longest sequence: (input_ids, attention_mask) as int64 arrays."""
         return pad_ids(sequences, self.pad_id)
-
-
-def name_key(text: str) -> str:
-    """A name as names are compared: case-folded, whitespace collapsed."""
-    return " ".join(text.casefold().split())
 
 
 def shadowed_aliases(entities: Sequence[Entity]) -> set[str]:

@@ -74,6 +74,12 @@ class Entity:
                    mention_counts=_counts(data.get("mention_counts")))
 
 
+def name_key(text: str) -> str:
+    """A name as names and mention texts are compared: case-folded, whitespace collapsed
+    (the link counts' texts, ``KnowledgeBase.mention_prior``; the rows of one name)."""
+    return " ".join(text.casefold().split())
+
+
 class EntityValueError(ValueError):
     """A KB value of the wrong type (the reader adds the file and line)."""
 

@@ -25,7 +25,7 @@ from ..atomic import atomic_file
 from ..errors import Errors, Warnings
 from ..parsing import parse_json
 from ..settings import check_value
-from .entity import Entity, EntityValueError
+from .entity import Entity, EntityValueError, name_key
 from .scispacy_format import from_scispacy_dict, is_scispacy_line, to_scispacy_dict
 
 NIL_ID = "NIL"  # the default id of unlinked mentions
@@ -167,18 +167,18 @@ class KnowledgeBase:
 
     def mention_prior(self, text: str) -> dict[str, float]:
         """p(e | m) of a mention text by the KB's link counts (``Entity.mention_counts``):
-        the share of the text's links that went to each entity, the texts compared in
-        lower case with their whitespace collapsed (Ganea & Hofmann's p(e | m) from anchor
-        counts; spaCy's KB prior). Empty for a text the counts never saw."""
+        the share of the text's links that went to each entity, the texts compared by
+        ``entity.name_key`` (case-folded, whitespace collapsed; Ganea & Hofmann's p(e | m)
+        from anchor counts; spaCy's KB prior). Empty for a text the counts never saw."""
         if self._links is None:
             links: dict[str, dict[str, int]] = {}
             for entity in self._entities:
                 for linked, count in entity.mention_counts:
                     if count:
-                        by_id = links.setdefault(mention_key(linked), {})
+                        by_id = links.setdefault(name_key(linked), {})
                         by_id[entity.id] = by_id.get(entity.id, 0) + count
             self._links = links
-        found = self._links.get(mention_key(text))
+        found = self._links.get(name_key(text))
         if not found:
             return {}
         total = sum(found.values())
@@ -239,18 +239,13 @@ class KnowledgeBase:
                 file_.write(json.dumps(to_dict(entity), ensure_ascii=False) + "\n")
 
 
-def mention_key(text: str) -> str:
-    """How link counts compare texts: lower case, whitespace collapsed."""
-    return " ".join(text.lower().split())
-
-
 def add_counts(first: Iterable[tuple[str, int]], second: Iterable[tuple[str, int]]
                ) -> tuple[tuple[str, int], ...]:
-    """Two entities' link counts summed by text (``mention_key``; the first spelling met
+    """Two entities' link counts summed by text (``name_key``; the first spelling met
     stands for its text), in the order first met."""
     summed: dict[str, list] = {}
     for text, count in [*first, *second]:
-        entry = summed.setdefault(mention_key(text), [text, 0])
+        entry = summed.setdefault(name_key(text), [text, 0])
         entry[1] += count
     return tuple((text, count) for text, count in summed.values())
 

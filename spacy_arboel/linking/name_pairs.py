@@ -18,8 +18,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..kb.entity import name_key
 from ..kb.knowledge_base import KnowledgeBase
-from .self_alignment import name_key, normalise_name
+from .self_alignment import normalise_name
 
 
 def other_name_rows(rows: Sequence[int], row_texts: Sequence[str], text: str) -> list[int]:

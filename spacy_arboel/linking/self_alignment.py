@@ -91,6 +91,7 @@ from ..encoders.loading import load_tokenizer, load_transformer
 from ..encoders.transformer import PooledEncoder
 from ..encoders.weights import autocast
 from ..errors import Errors, Warnings
+from ..kb.entity import name_key
 from ..kb.knowledge_base import KnowledgeBase
 from .loop_settings import SelfAlignmentSettings
 
@@ -109,11 +110,6 @@ UNK_WARN_SHARE = 0.01  # W009 above this share of mostly-[UNK] names, E167 above
 def normalise_name(text: str) -> str:
     """Whitespace collapsed and trimmed (the text that is encoded)."""
     return " ".join(text.split())
-
-
-def name_key(text: str) -> str:
-    """What makes two names the same name: whitespace-normalised and case-folded."""
-    return normalise_name(text).casefold()
 
 
 @dataclass
