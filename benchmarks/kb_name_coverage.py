@@ -27,8 +27,8 @@ def main() -> None:
     import spacy
     from spacy.tokens import DocBin
 
-    from spacy_arboel.data.ids import gold_ids
     from spacy_arboel.kb import KnowledgeBase
+    from spacy_arboel.spacy_data.gold_ids import resolved_gold_ids
 
     kb = KnowledgeBase.from_jsonl(args.kb)
     owners: dict[str, set[str]] = defaultdict(set)
@@ -39,7 +39,7 @@ def main() -> None:
     examples: dict[str, Counter] = {name: Counter() for name in CLASSES[2:]}
     for doc in DocBin().from_disk(args.corpus).get_docs(spacy.blank("en").vocab):
         for ent in doc.ents:
-            gold = {i for i in gold_ids(ent.kb_id_) if i in kb}
+            gold = {i for i in resolved_gold_ids(ent.kb_id_, kb) if i in kb}
             if not gold:
                 continue
             named = owners.get(ent.text.casefold(), set())

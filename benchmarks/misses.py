@@ -23,7 +23,7 @@ def main() -> None:
     import spacy
     from spacy.tokens import DocBin
 
-    from spacy_arboel.data.ids import gold_ids
+    from spacy_arboel.spacy_data.gold_ids import resolved_gold_ids
     from spacy_arboel.spacy_data.readers import with_gold_mentions
 
     warnings.filterwarnings("ignore")
@@ -34,7 +34,7 @@ def main() -> None:
     n_in_kb, misses = 0, []
     for doc, reference in zip(nlp.pipe(docs), gold, strict=True):
         for ent, gold_ent in zip(doc.ents, reference.ents, strict=True):
-            ids = [i for i in gold_ids(gold_ent.kb_id_) if i in linker.kb]
+            ids = [i for i in resolved_gold_ids(gold_ent.kb_id_, linker.kb) if i in linker.kb]
             if not ids:
                 continue
             n_in_kb += 1

@@ -254,7 +254,7 @@ def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp: Languag
 def _drop_entities(output_dir: Path, ids: set[str], nlp: Language) -> None:
     kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
     without_entities(kb, ids).to_jsonl(output_dir / "kb.jsonl")  # E036 when empty
-    train = [without_ids(doc, ids)
+    train = [without_ids(doc, ids, kb)
              for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
     with atomic_file(output_dir / "train.spacy") as temp:
         DocBin(docs=train, store_user_data=True).to_disk(temp)

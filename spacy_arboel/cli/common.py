@@ -38,8 +38,9 @@ def report(metrics: dict[str, Any], output: Path | None, *, title: str, corpus: 
            table: tuple[Sequence[str] | None, list] | None = None,
            name: str | None = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """Print the metrics as a table that reads on a terminal (``table``'s header and rows,
-    else every value of ``metrics`` a row) and the warnings recorded beside
-    ``corpus`` (``evaluation.report.corpus_warnings``); write ``name``, ``context``
+    else every value of ``metrics`` a row), the warnings recorded beside
+    ``corpus`` (``evaluation.report.corpus_warnings``) and how many gold ids were resolved
+    through the KB's alternate ids; write ``name``, ``context``
     (what was scored: model, corpus, ...), those warnings and the metrics to ``output`` as
     JSON, and return what was written."""
     from wasabi import msg
@@ -53,6 +54,10 @@ def report(metrics: dict[str, Any], output: Path | None, *, title: str, corpus: 
     warnings = corpus_warnings(corpus)
     for warning in warnings:
         msg.warn(warning)
+    if metrics.get("gold_ids_resolved"):
+        msg.info(f"{metrics['gold_ids_resolved']} gold ids of {corpus} are alternate ids of "
+                 "the KB (an alt_id, an obsolete term's replaced_by): scored as the ids of "
+                 "their entities")
     written = {**({"name": name} if name else {}), **(context or {}),
                **({"corpus_warnings": warnings} if warnings else {}), **metrics}
     if output:

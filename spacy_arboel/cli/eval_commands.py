@@ -106,9 +106,9 @@ def evaluate(
     from spacy.tokens import DocBin
     from wasabi import msg
 
-    from ..data.ids import gold_ids
     from ..evaluation.pipeline_eval import evaluate_linker
     from ..pipeline.loading import load_pipeline
+    from ..spacy_data.gold_ids import resolved_gold_ids
 
     check_outputs({"MODEL": model, "CORPUS": corpus, "--seen-from": seen_from},
                   {"--output": output}, kinds={"--output": "json"})
@@ -125,8 +125,9 @@ def evaluate(
     seen_ids = None
     if seen_from is not None:
         check_corpus(seen_from, 0)
+        kb = nlp.get_pipe(component).kb
         seen_ids = {i for doc in DocBin().from_disk(seen_from).get_docs(nlp.vocab)
-                    for ent in doc.ents for i in gold_ids(ent.kb_id_)}
+                    for ent in doc.ents for i in resolved_gold_ids(ent.kb_id_, kb)}
     metrics = evaluate_linker(nlp, docs, component=component, measure_encoder=encoder_rate,
                               seen_ids=seen_ids)
     msg.table(flat_rows(metrics["timings"]), title="timings", aligns=("l", "r"))

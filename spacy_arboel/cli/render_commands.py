@@ -43,6 +43,7 @@ def render_command(
     from ..factories import pipeline_kb
     from ..pipeline.loading import load_pipeline
     from ..render import check_links, check_url_template, default_url_template, render_page
+    from ..spacy_data.gold_ids import resolve_kb_id
     from ..spacy_data.readers import read_corpus_documents
 
     check_outputs({"MODEL": model, "INPUT_PATH": input_path},
@@ -58,13 +59,16 @@ def render_command(
     if kb_url_template is None:
         kb_url_template = default_url_template(names)
     docs = list(nlp.pipe(d.text for d in documents))
+    # gold ids that are alternate ids of the KB are marked as their entities' ids
+    golds = [[(start, end, resolve_kb_id(ids, kb)) for start, end, ids in d.gold_links]
+             for d in documents]
     page = render_page(docs, kb_url_template or None, names, candidates,
-                       [d.id for d in documents], [d.gold_links for d in documents])
+                       [d.id for d in documents], golds)
     write_text_atomic(output, page)
     msg.good(f"Rendered {len(docs)} docs with {sum(len(d.ents) for d in docs)} entities: "
              f"{output}")
-    checks = [c for doc, d in zip(docs, documents, strict=True)
-              for c in check_links(doc, d.gold_links, d.id)]
+    checks = [c for doc, d, gold in zip(docs, documents, golds, strict=True)
+              for c in check_links(doc, gold, d.id)]
     if checks:
         wrong = [c for c in checks if c.kind != "right"]
         msg.info(f"{len(checks) - len(wrong)} of {len(checks)} gold links right; "

@@ -184,7 +184,7 @@ class ArboCoref(Pipe):
         return docs
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
-        return self.scorer(examples, nil_prefix=self.cfg["nil_prefix"])
+        return self.scorer(examples, nil_prefix=self.cfg["nil_prefix"], kb=self.linker.kb)
 
     # --- serialisation: the remembered mentions (numpy, JSON, msgpack; no pickle) -------------
 

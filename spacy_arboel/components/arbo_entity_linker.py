@@ -231,7 +231,7 @@ class ArboEntityLinker(KBComponent):
         lexical top ``top_k``), and the recall@1 of each weight tried
         (``DenseRetriever.tune_lexical_weight``)."""
         self.ensure_ready()
-        texts, spans, gold_ids = gold_mentions(docs, self.span_getter)
+        texts, spans, gold_ids = gold_mentions(docs, self.span_getter, self.kb)
         return self.retriever.tune_lexical_weight(texts, spans, gold_ids, top_k)
 
     def build_index(self, build: Callable[[DenseRetriever], DenseIndex]) -> DenseIndex:
@@ -281,7 +281,7 @@ class ArboEntityLinker(KBComponent):
         kb = kb_loader(nlp) if kb_loader is not None else None
         self._set_up(kb if kb is not None else self._config_kb())
         texts, spans, gold_ids = gold_mentions((eg.reference for eg in get_examples()),
-                                               self.span_getter)
+                                               self.span_getter, self.kb)
         self.trainer.collect(texts, spans, gold_ids)
         self.trainer.refresh()
 
@@ -291,7 +291,8 @@ class ArboEntityLinker(KBComponent):
         """One step of the configured objective on the gold mentions of ``examples``."""
         self._require("encoders (call initialize first)")
         return run_update(self, examples, lambda egs: self.trainer.step(
-            *gold_mentions((eg.reference for eg in egs), self.span_getter)), sgd, losses)
+            *gold_mentions((eg.reference for eg in egs), self.span_getter, self.kb)), sgd,
+            losses)
 
     def get_loss(self, examples: Iterable[Example], predictions) -> tuple[float, list]:
         """The softmax loss of each mention's gold among the top-k ``predict`` scored, and its
@@ -300,7 +301,7 @@ class ArboEntityLinker(KBComponent):
         return candidate_loss(examples, [
             [(ent, [kb.entity_at(int(p)).id if p >= 0 else None for p in row_p], row_s)
              for ent, row_s, row_p in zip(self.span_getter(eg.predicted), s, p, strict=True)]
-            for eg, (s, p, _) in zip(examples, predictions, strict=True)], self.span_getter)
+            for eg, (s, p, _) in zip(examples, predictions, strict=True)], self.span_getter, kb)
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Apply the optimizer; the index is stale until the next refresh."""
@@ -359,7 +360,7 @@ class ArboEntityLinker(KBComponent):
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboEntityLinker.score")
-        return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None,
+        return self.scorer(examples, kb_ids=self.kb,
                            seen_ids=self.seen_ids, nil_id=self.cfg["nil_id"])
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:

@@ -21,7 +21,6 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
 from ..artefacts import VERIFY_MODES, reading
-from ..data.ids import gold_ids
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
@@ -32,11 +31,12 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking.dense_retriever import GRANULARITIES
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
-from ..linking.reader_spans import LinkedSpan, resolve_spans
+from ..linking.reader_spans import LinkedSpan, overlapping_none, resolve_spans
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..ml.module_holder import initialize_with, torch_modules
 from ..settings import PositiveInt, Probability, choices, defaults
+from ..spacy_data.gold_ids import resolved_gold_ids
 from .base import KBComponent
 from .common import (
     add_linked_ents,
@@ -243,7 +243,7 @@ class ArboLinker(KBComponent):
             self._set_up(kb or self._config_kb(),
                          load_tokenizer(self.model.attrs["encoder_name"]))
         self._ensure_reader()
-        mentions = [(gold_ids(ent.kb_id_), ent.label_)
+        mentions = [(resolved_gold_ids(ent.kb_id_, self.kb), ent.label_)
                     for eg in get_examples() for ent in eg.reference.ents]
         self.reader.learn_labels(mentions)
         if self.uses_dictionary and not mentions:
@@ -308,7 +308,7 @@ class ArboLinker(KBComponent):
         trained from now on: under ``dictionary_spans = "untrained"`` its heads propose the
         spans (the dictionary is let go)."""
         losses = run_update(self, examples, lambda egs: self._require().step(
-            *gold_mentions(eg.reference for eg in egs)), sgd, losses)
+            *gold_mentions((eg.reference for eg in egs), kb=self.kb)), sgd, losses)
         self.trained = True
         if not self.uses_dictionary:
             self.dictionary = None
@@ -340,9 +340,7 @@ class ArboLinker(KBComponent):
             return extra
         for result, spans, more in zip(results, found, extra, strict=True):
             heads = result.spans
-            added = [s for s in resolve_spans(spans)
-                     if not any(s.start_char < h.end_char and h.start_char < s.end_char
-                                for h in heads)]
+            added = overlapping_none(resolve_spans(spans), heads)
             for span in added:
                 result.candidates[(span.start_char, span.end_char)] = more.candidates.get(
                     (span.start_char, span.end_char), [(span.kb_id, span.score)])
@@ -385,7 +383,7 @@ class ArboLinker(KBComponent):
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboLinker.score")
-        return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None)
+        return self.scorer(examples, kb_ids=self.kb)
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         """Save the KB, tokenizer, encoders, heads and index (and, while dictionary

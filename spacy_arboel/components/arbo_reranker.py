@@ -21,7 +21,6 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
 from ..artefacts import VERIFY_MODES
-from ..data.ids import gold_ids
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
@@ -33,6 +32,7 @@ from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranke
 from ..ml.cross_encoder import torch_scorer
 from ..ml.module_holder import initialize_with
 from ..settings import PositiveInt, choices, defaults
+from ..spacy_data.gold_ids import resolved_gold_ids
 from .base import KBComponent
 from .common import candidate_loss, run_update
 from .concurrency import one_thread_at_a_time
@@ -180,7 +180,7 @@ class ArboReranker(KBComponent):
             self._nlp = nlp  # component_names: spacy train disables the frozen linker here
         self._set_up(kb if kb is not None else self._config_kb())
         self.seen_ids = {i for eg in get_examples() for ent in eg.reference.ents
-                         for i in gold_ids(ent.kb_id_)}
+                         for i in resolved_gold_ids(ent.kb_id_, self.kb)}
 
     @one_thread_at_a_time
     def score_candidates(self, texts: Sequence[str], spans: Sequence[MentionSpan],
@@ -227,7 +227,8 @@ class ArboReranker(KBComponent):
         texts, spans, retrieved, golds = [], [], [], []
         for index, eg in enumerate(examples):
             texts.append(eg.predicted.text)
-            gold = {(e.start_char, e.end_char): gold_ids(e.kb_id_) for e in eg.reference.ents}
+            gold = {(e.start_char, e.end_char): resolved_gold_ids(e.kb_id_, self.kb)
+                    for e in eg.reference.ents}
             for ent in eg.predicted.ents:
                 spans.append(MentionSpan(index, ent.start_char, ent.end_char))
                 retrieved.append([c for c, _ in (ent._.get(CANDIDATES_EXT) or [])])
@@ -252,7 +253,7 @@ class ArboReranker(KBComponent):
         return candidate_loss(examples, [
             [(ent, ids, row) for (ent, ids), row in zip(self._targets(eg.predicted), s,
                                                         strict=True)]
-            for eg, s in zip(examples, predictions, strict=True)])
+            for eg, s in zip(examples, predictions, strict=True)], kb=self.kb)
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Apply the optimizer; the int8 copy is made again when next needed."""
@@ -261,7 +262,7 @@ class ArboReranker(KBComponent):
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboReranker.score")
-        return self.scorer(examples, kb_ids=set(self.kb.ids) if self.kb else None,
+        return self.scorer(examples, kb_ids=self.kb,
                            seen_ids=self.seen_ids or None, nil_id=self.cfg["nil_id"])
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:

@@ -14,28 +14,29 @@ from spacy.util import to_disk
 from thinc.api import Optimizer
 
 from ..artefacts import clear_saved, write_manifest
-from ..data.ids import gold_ids
 from ..encoders.inputs import MentionSpan
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.losses import ranked_candidate_loss
+from ..spacy_data.gold_ids import resolved_gold_ids
 from ..spacy_data.spans import SpanGetter
 
 S = TypeVar("S")
 
 
-def gold_mentions(docs: Iterable[Doc], mentions: Callable[[Doc], Iterable[Span]] = SpanGetter()
+def gold_mentions(docs: Iterable[Doc], mentions: Callable[[Doc], Iterable[Span]] = SpanGetter(),
+                  kb: KnowledgeBase | None = None
                   ) -> tuple[list[str], list[MentionSpan], list[list[str]]]:
     """The texts of ``docs``, their ``mentions`` (default: ents) as spans and each one's
-    gold ids (may be none)."""
+    gold ids (may be none; alternate ids of ``kb`` resolved to their entity's)."""
     texts: list[str] = []
     spans: list[MentionSpan] = []
     ids: list[list[str]] = []
     for doc in docs:
         for ent in mentions(doc):
             spans.append(MentionSpan(len(texts), ent.start_char, ent.end_char))
-            ids.append(gold_ids(ent.kb_id_))
+            ids.append(resolved_gold_ids(ent.kb_id_, kb))
         texts.append(doc.text)
     return texts, spans, ids
 
@@ -106,14 +107,17 @@ def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], 
 
 
 def candidate_loss(examples: Iterable[Example], rows: Iterable[Iterable[tuple[Any, list, Any]]],
-                   mentions: Callable[[Doc], Iterable[Span]] = SpanGetter()) -> tuple[float, list]:
+                   mentions: Callable[[Doc], Iterable[Span]] = SpanGetter(),
+                   kb: KnowledgeBase | None = None) -> tuple[float, list]:
     """``get_loss`` of a component that scores candidates: BLINK's softmax loss (eq. 4) of
     each scored mention's gold entity among its candidates, and d loss / d scores. ``rows``:
     per example, ``(span, candidate ids, scores)`` of each span ``predict`` scored; the gold
-    ids are those of the reference's ``mentions`` (default: ents) at the same offsets."""
+    ids are those of the reference's ``mentions`` (default: ents) at the same offsets
+    (alternate ids of ``kb`` resolved)."""
     scores, gold = [], []
     for eg, doc_rows in zip(examples, rows, strict=True):
-        golds = {(e.start_char, e.end_char): gold_ids(e.kb_id_) for e in mentions(eg.reference)}
+        golds = {(e.start_char, e.end_char): resolved_gold_ids(e.kb_id_, kb)
+                 for e in mentions(eg.reference)}
         for ent, ids, row in doc_rows:
             wanted = golds.get((ent.start_char, ent.end_char), [])
             scores.append(row)

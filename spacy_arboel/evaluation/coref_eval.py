@@ -18,6 +18,7 @@ from ..data.ids import gold_ids
 from ..errors import Errors
 from ..extensions import VECTOR_EXT
 from ..factories import COREF
+from ..spacy_data.gold_ids import resolve_examples
 from ..spacy_data.readers import with_gold_mentions
 from .coref_metrics import coref_metrics, mention_recall
 from .coref_scorer import mention_clusters
@@ -48,6 +49,7 @@ def evaluate_coref(
     check_gold(eg.reference for eg in examples)
     coref = nlp.get_pipe(component)
     linker = coref.linker
+    examples, resolved = resolve_examples(examples, linker.kb)
     seconds = 0.0
     if run:
         start = time.perf_counter()
@@ -86,6 +88,7 @@ def evaluate_coref(
         "coref_out_of_kb": coref_metrics([gold[i] for i in out_of_kb],
                                          [predicted[i] for i in out_of_kb]),
         **extra,
+        "gold_ids_resolved": resolved,
         "settings": {key: coref.cfg[key] for key in ("k", "threshold", "directed",
                                                      "same_doc_only")},
         "timings": {"mentions": n_mentions, "seconds": round(seconds, 3),
@@ -171,6 +174,7 @@ def tune_coref(
                                             value=max_accuracy_loss))
     check_gold(eg.reference for eg in examples)
     coref = nlp.get_pipe(component)
+    examples, _ = resolve_examples(examples, coref.linker.kb)
     with nlp.select_pipes(disable=[component]):
         for _ in nlp.pipe([eg.predicted for eg in examples]):
             pass

@@ -10,6 +10,8 @@ from spacy.training import Example
 
 from ..data.ids import gold_ids
 from ..extensions import CLUSTER_EXT, register_extensions
+from ..kb.knowledge_base import KnowledgeBase
+from ..spacy_data.gold_ids import resolve_examples
 from .coref_metrics import coref_metrics
 
 
@@ -39,11 +41,14 @@ def mention_clusters(
     return gold, predicted, links
 
 
-def score_coref(examples: Iterable[Example], **cfg: Any) -> dict[str, Any]:
+def score_coref(examples: Iterable[Example], *, kb: KnowledgeBase | None = None, **cfg: Any
+                ) -> dict[str, Any]:
     """``coref_nmi``, ``coref_ari``, ``coref_muc_f``, ``coref_b3_f``, ``coref_ceafe_f``,
     ``coref_conll_f1`` and ``coref_link_acc`` (the kb_id_ set from the clusters, against the
-    gold ids); ``None`` when no mention was clustered."""
+    gold ids, those that are alternate ids of ``kb`` resolved to their entity's); ``None``
+    when no mention was clustered."""
     del cfg
+    examples, _ = resolve_examples(examples, kb)
     gold, predicted, links = mention_clusters(examples)
     metrics = coref_metrics(gold, predicted)
     if not metrics["n"]:

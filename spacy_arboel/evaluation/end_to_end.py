@@ -16,6 +16,8 @@ from spacy.training import Example
 from ..data.ids import gold_ids
 from ..data.pubtator import NO_ID
 from ..extensions import PASSAGE_CANDIDATES_EXT, register_extensions
+from ..kb.knowledge_base import KnowledgeBase
+from ..spacy_data.gold_ids import resolve_examples
 from .metrics import KbIds, f1_score, kb_contains
 
 # (start_char, end_char, gold ids) of an InKB gold mention
@@ -100,11 +102,14 @@ def score_end_to_end(
     Keys ``e2e_inkb_p`` (tp over every non-NIL prediction), ``e2e_inkb_r`` (tp over InKB gold
     mentions), ``e2e_inkb_f``, ``e2e_retriever_mention_recall`` (over the InKB gold mentions
     of docs with ``doc._.passage_candidates``), ``e2e_retriever_passage_recall`` and the
-    counts ``e2e_n_gold``, ``e2e_n_predicted``, ``e2e_tp``. ``kb_ids`` is a container of ids or
-    a predicate (``None``: every id is in the KB). Without gold mentions the scores are
-    ``None``; without predictions on gold mentions P and F are 0.
+    counts ``e2e_n_gold``, ``e2e_n_predicted``, ``e2e_tp``. ``kb_ids`` is a container of ids,
+    a predicate or the KB (then gold ids that are alternate ids are resolved to their
+    entity's first, ``spacy_data.gold_ids``; ``None``: every id is in the KB). Without gold
+    mentions the scores are ``None``; without predictions on gold mentions P and F are 0.
     """
     register_extensions()
+    kb = kb_ids if isinstance(kb_ids, KnowledgeBase) else None
+    examples, _ = resolve_examples(examples, kb)
     in_kb = kb_contains(kb_ids)
     n_gold = n_predicted = tp = 0
     retrieved = mentions_found = mentions_retrieved = passages = passage_hits = 0

@@ -12,6 +12,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..factories import LINKER, find_components, pipeline_kb
+from ..spacy_data.gold_ids import resolve_gold_docs
 from .end_to_end import (
     inkb_gold_mentions,
     kb_contains,
@@ -35,12 +36,14 @@ def evaluate_end_to_end(
     warm-up. With an ``arbo_linker``, also its retriever's recall@K at mention and passage
     level for each K of ``recall_ks``: ``retriever_cls`` (the passage reader's [CLS]
     retrieval) or ``retriever_spans`` (the span reader: the top K of the candidates its
-    proposed spans retrieved in each passage). Raises a ValueError when no gold
-    mention has a gold id."""
+    proposed spans retrieved in each passage). Gold ids that are alternate ids of the KB
+    are resolved first (``gold_ids_resolved`` counts them). Raises a ValueError when no
+    gold mention has a gold id."""
     gold_docs = list(gold_docs)
     check_gold(gold_docs)
-    examples = [Example(nlp.make_doc(g.text), g) for g in gold_docs]
     kb = pipeline_kb(nlp)
+    gold_docs, resolved = resolve_gold_docs(gold_docs, kb)
+    examples = [Example(nlp.make_doc(g.text), g) for g in gold_docs]
     for _ in nlp.pipe([nlp.make_doc(g.text) for g in gold_docs[:WARMUP_DOCS]]):
         pass
     start = time.perf_counter()
@@ -54,6 +57,7 @@ def evaluate_end_to_end(
                   "n_predicted": scores["e2e_n_predicted"], "tp": scores["e2e_tp"]},
         "retriever_final": {"mention_recall": scores["e2e_retriever_mention_recall"],
                             "passage_recall": scores["e2e_retriever_passage_recall"]},
+        "gold_ids_resolved": resolved,
     }
     linkers = [name for name in find_components(nlp, LINKER) if name in nlp.pipe_names]
     linker = nlp.get_pipe(linkers[0]) if linkers else None
@@ -123,7 +127,9 @@ def threshold_rows(gold_docs: Sequence[Doc], kb, thresholds: Sequence[float | No
                    kept: Callable[[int, float | None], list[tuple[int, int, str]]],
                    nil_id: str = "NIL") -> list[dict[str, Any]]:
     """One InKB micro P/R/F1 row (strong matching) per threshold; ``kept(i, threshold)``:
-    the ``(start_char, end_char, kb_id)`` predictions of doc ``i`` at that threshold."""
+    the ``(start_char, end_char, kb_id)`` predictions of doc ``i`` at that threshold; gold
+    ids that are alternate ids of ``kb`` are resolved."""
+    gold_docs, _ = resolve_gold_docs(gold_docs, kb)
     in_kb = kb_contains(kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
     n_gold = sum(len(g) for g in golds)

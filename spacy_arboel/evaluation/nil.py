@@ -21,6 +21,7 @@ from ..atomic import atomic_file
 from ..data.ids import gold_ids
 from ..errors import Errors
 from ..factories import ENTITY_LINKER
+from ..spacy_data.gold_ids import resolve_gold_docs
 from ..spacy_data.readers import with_gold_mentions
 from .gold import check_gold
 from .metrics import f1_score, prf
@@ -150,6 +151,7 @@ def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = ENTI
     check_gold(gold_docs)
     linker = nlp.get_pipe(component)
     linker.ensure_ready()
+    gold_docs, _ = resolve_gold_docs(gold_docs, linker.kb)
     nil_id = linker.cfg["nil_id"]
     examples = [Example(with_gold_mentions(nlp.make_doc(g.text), g), g) for g in gold_docs]
     docs = nlp.pipe([eg.predicted for eg in examples], batch_size=batch_size)

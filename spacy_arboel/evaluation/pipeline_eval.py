@@ -12,6 +12,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..factories import ENTITY_LINKER
+from ..spacy_data.gold_ids import resolve_gold_docs
 from ..spacy_data.readers import with_gold_mentions
 from .gold import check_gold
 from .metrics import KS, linking_metrics, mention_outcomes_from_examples
@@ -38,12 +39,14 @@ def evaluate_linker(
     ``linking_mentions_per_s`` through ``nlp.pipe`` (tokenisation, encoding,
     search, annotation) and, with ``measure_encoder``, ``encoder_mentions_per_s``: the raw
     forward rate of the mention encoder alone on the same inputs, batch for batch. Raises
-    a ValueError when no gold mention has a gold id.
+    a ValueError when no gold mention has a gold id. Gold ids that are alternate ids of
+    the linker's KB are resolved first (``gold_ids_resolved`` counts them).
     """
     gold_docs = list(gold_docs)
     check_gold(gold_docs)
-    examples = [Example(with_gold_mentions(nlp.make_doc(g.text), g), g) for g in gold_docs]
     linker = nlp.get_pipe(component)
+    gold_docs, resolved = resolve_gold_docs(gold_docs, linker.kb)
+    examples = [Example(with_gold_mentions(nlp.make_doc(g.text), g), g) for g in gold_docs]
     docs = [eg.predicted for eg in examples]
     n_mentions = sum(len(d.ents) for d in docs)
     linker.ensure_ready()  # building the index is set-up, not linking
@@ -61,6 +64,7 @@ def evaluate_linker(
         nil_id=linker.cfg["nil_id"],
     )
     metrics = linking_metrics(outcomes, ks, nil_id=linker.cfg["nil_id"])
+    metrics["gold_ids_resolved"] = resolved
     timings: dict[str, Any] = {
         "mentions": n_mentions,
         "docs": len(docs),

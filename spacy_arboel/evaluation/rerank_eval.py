@@ -15,6 +15,7 @@ from ..data.ids import gold_ids
 from ..encoders.inputs import MentionSpan
 from ..errors import Errors
 from ..factories import ENTITY_LINKER, RERANKER
+from ..spacy_data.gold_ids import resolve_gold_docs
 from ..spacy_data.readers import with_gold_mentions
 from .gold import check_gold
 
@@ -75,6 +76,7 @@ def evaluate_reranker(
     for oracle in oracles:  # before the linkers run
         check_oracle(oracle)
     rerank = nlp.get_pipe(reranker)
+    gold_docs, resolved = resolve_gold_docs(gold_docs, rerank.kb)
     top_ks = list(top_ks) or [rerank.cfg["top_k"]]
     retrieved = linker_candidates(nlp, gold_docs, linker)
     others = [linker_candidates(other, gold_docs, linker) for other in union_with]
@@ -112,7 +114,7 @@ def evaluate_reranker(
         row["score"] = dict(zip(pool, s.tolist(), strict=True))
     runs = [_run_metrics(mentions, oracle, k, pairs_per_s) for oracle in oracles
             for k in top_ks]
-    return {"runs": runs,
+    return {"runs": runs, "gold_ids_resolved": resolved,
             "timings": {"rerank_seconds": round(seconds, 2), "pairs": n_pairs,
                         "pairs_per_s": round(pairs_per_s, 1) if pairs_per_s else None}}
 

@@ -10,6 +10,8 @@ from spacy.scorer import Scorer
 from spacy.training import Example
 
 from ..extensions import register_extensions
+from ..kb.knowledge_base import KnowledgeBase
+from ..spacy_data.gold_ids import resolve_examples
 from .metrics import KS, linking_metrics, mention_outcomes_from_examples
 
 
@@ -27,13 +29,16 @@ def score_entity_linking(
     (``Scorer.score_links``, the keys of spaCy's ``entity_linker``: a ``nil_id`` or empty
     prediction is no prediction, a wrong id is a false positive and a false negative).
 
-    ``kb_ids`` (ids or a predicate) decides which gold mentions are in the KB (``None``: all
-    are); ``seen_ids`` are the gold ids of the training corpus. Other keyword arguments (the
-    component's cfg, passed on by spaCy) are ignored. Empty groups score ``None``.
+    ``kb_ids`` (ids, a predicate, or the KB: then gold ids that are alternate ids are
+    resolved to their entity's first, ``spacy_data.gold_ids``) decides which gold mentions
+    are in the KB (``None``: all are); ``seen_ids`` are the gold ids of the training corpus.
+    Other keyword arguments (the component's cfg, passed on by spaCy) are ignored. Empty
+    groups score ``None``.
     """
     del cfg
     register_extensions()
-    examples = list(examples)
+    kb = kb_ids if isinstance(kb_ids, KnowledgeBase) else None
+    examples, _ = resolve_examples(examples, kb)
     outcomes = mention_outcomes_from_examples(examples, kb_ids, seen_ids, nil_id=nil_id)
     metrics = linking_metrics(outcomes, KS, nil_id=nil_id)
     scores: dict[str, Any] = {}

@@ -4,15 +4,18 @@ ontologies and a UMLS release, with aliases harvested from corpora
 
 from __future__ import annotations
 
+import importlib.util
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..errors import Errors
+from ..parsing import input_problem
 from .knowledge_base import KnowledgeBase, add_counts
 from .mesh import build_mesh_kb, dedupe_aliases
 from .obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, OboTypes, read_obo
-from .synonym_sources import SOURCE_NAMES, add_synonym_sources
+from .synonym_sources import SOURCE_NAMES, add_synonym_sources, check_synonym_sources
 from .umls import (
     DEFAULT_LANGUAGES,
     DEFAULT_UMLS_TYPES,
@@ -33,6 +36,7 @@ class KBBuildReport:
     corpus_aliases: int = 0
     typed: int = 0
     absent: set[str] = field(default_factory=set)
+    resolved: set[str] = field(default_factory=set)
     synonyms: dict = field(default_factory=dict)
     entities: int = 0
 
@@ -60,6 +64,9 @@ class KBBuildReport:
                      for path, shared in self.merged)
         if self.absent:
             notes.append(f"e.g. absent: {', '.join(sorted(self.absent)[:10])}")
+        if self.resolved:
+            notes.append(f"corpus ids that are alternate ids, resolved to their entity: e.g. "
+                         f"{', '.join(sorted(self.resolved)[:10])}")
         return notes
 
     def counts(self) -> list[tuple[str, int]]:
@@ -68,6 +75,7 @@ class KBBuildReport:
                 ("ids merged from several sources", sum(shared for _, shared in self.merged)),
                 ("corpus aliases added", self.corpus_aliases),
                 ("entities typed from corpora", self.typed),
+                ("corpus ids resolved through alternate ids", len(self.resolved)),
                 ("corpus ids absent from the KB", len(self.absent))]
 
 
@@ -97,14 +105,16 @@ def build_kb(
     ``mention_counts`` (per id, how often each text was linked to it there) join the
     entities' link counts (the mention prior: ``KnowledgeBase.mention_prior``), and
     ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) join
-    the entities' types (``add_corpus_types``). ``synonym_sources``: ``drug_ner``,
+    the entities' types (``add_corpus_types``); a corpus id that is an alternate id
+    joins the entity it names (``report.resolved`` lists them). ``synonym_sources``: ``drug_ner``,
     ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file, or its path),
     whose MeSH synonyms join the KB before the corpus aliases
     (``synonym_sources.add_synonym_sources``).
     Everything is read before anything is returned: a bad input raises its coded error."""
+    jsonl, obo = list(jsonl), list(obo)  # checked first, then read
+    check_kb_sources(mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
+                     jsonl=jsonl, obo=obo, umls=umls, synonym_sources=synonym_sources)
     report = KBBuildReport()
-    if umls is not None:
-        check_umls_folder(umls)  # E234 before the other sources are read
     kb = KnowledgeBase()
     if mesh_descriptors is not None:
         kb = build_mesh_kb(mesh_descriptors, disease_synonyms, report.mesh)
@@ -119,8 +129,10 @@ def build_kb(
     if synonym_sources:
         kb = add_synonym_sources(kb, **{name: synonym_sources.get(name, False)
                                         for name in SOURCE_NAMES}, stats=report.synonyms)
+    corpus_ids = {*(aliases or {}), *(types or {})}
+    report.absent = {entity_id for entity_id in corpus_ids if entity_id not in kb}
+    report.resolved = {entity_id for entity_id in corpus_ids if kb.is_alternate_id(entity_id)}
     if aliases:
-        report.absent = {entity_id for entity_id in aliases if entity_id not in kb}
         before = sum(len(entity.aliases) for entity in kb)
         kb = kb.with_aliases(aliases, first=True, counts=mention_counts)
         report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
@@ -128,6 +140,50 @@ def build_kb(
         kb, report.typed = add_corpus_types(kb, types)
     report.entities = len(kb)
     return kb, report
+
+
+def check_kb_sources(
+    *,
+    mesh_descriptors: Path | None = None,
+    disease_synonyms: Path | None = None,
+    jsonl: Iterable[Path] = (),
+    obo: Iterable[Path] = (),
+    umls: Path | None = None,
+    synonym_sources: Mapping[str, bool | str | Path] | None = None,
+    alias_corpus: Iterable[Path] = (),
+    **settings: object,
+) -> None:
+    """What ``build_kb`` (and ``alias_corpus``, the corpora whose aliases join it) would
+    read, checked before anything is read, so that a command fails at once rather than
+    after a long read (a full MRCONSO.RRF is about 16 GB): every input file is a file this
+    user may read (E230; a corpus may be a folder: E253), the UMLS folder holds a readable
+    MRCONSO.RRF (E234, E230), pronto is installed where an ontology is named (E232), and
+    every synonym source's package or file is there (E007, E175, E253:
+    ``synonym_sources.check_synonym_sources``). ``settings``: ``build_kb``'s other
+    arguments, which name no file."""
+    files = [("MeSH descriptor CSV", [mesh_descriptors], ""),
+             ("MeSH disease-synonym TSV", [disease_synonyms], ""),
+             ("knowledge-base JSONL file", jsonl,
+              ' of one JSON object a line with "id" and "name"'),
+             ("file of an OBO or OWL ontology", obo, "")]
+    for what, paths, hint in files:
+        for path in paths:
+            problem = None if path is None else input_problem(path)
+            if problem:
+                raise ValueError(Errors.E230.format(path=path, what=what, error=problem,
+                                                    hint=hint))
+    for path in alias_corpus:
+        problem = input_problem(path, folder_ok=True)
+        if problem:
+            raise ValueError(Errors.E253.format(
+                option="--alias-corpus", path=path, problem=problem,
+                what="a corpus (a .spacy, PubTator, JSONL or brat file, or a folder of them)"))
+    if umls is not None:
+        check_umls_folder(umls)
+    if obo and importlib.util.find_spec("pronto") is None:
+        raise ImportError(Errors.E232)
+    if synonym_sources:
+        check_synonym_sources(synonym_sources)
 
 
 def _merge(kb: KnowledgeBase, other: KnowledgeBase, path: Path, report: KBBuildReport
@@ -166,14 +222,19 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
 def add_corpus_types(
     kb: KnowledgeBase, labels: Mapping[str, Counter[str]]
 ) -> tuple[KnowledgeBase, int]:
-    """Join each entity's types with the corpus labels of its id that it lacks (its own types
+    """Join each entity's types with the corpus labels of its id (or an alternate id of it)
+    that it lacks (its own types
     first, then the labels most frequent first); returns the KB and the number of entities
     whose types grew. A label is added even to a typed entity: the MeSH tree types *Blood Urea
     Nitrogen* by its E and G numbers, and BC5CDR labels its mentions Chemical; under the type
     rule's ``restrict`` a KB type alone would keep those mentions off their gold entity."""
+    resolved: dict[str, Counter[str]] = {}
+    for entity_id, counter in labels.items():
+        if entity_id in kb:
+            resolved.setdefault(kb.resolve(entity_id), Counter()).update(counter)
     entities, typed = [], 0
     for entity in kb:
-        counter = labels.get(entity.id) or Counter()
+        counter = resolved.get(entity.id) or Counter()
         types = tuple(dict.fromkeys([*entity.types, *(label for label, _ in
                                                       counter.most_common())]))
         if types != entity.types:

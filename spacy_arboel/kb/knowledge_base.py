@@ -92,31 +92,42 @@ class KnowledgeBase:
         return iter(self._entities)
 
     def __contains__(self, entity_id: object) -> bool:
-        return entity_id in self._index
+        """Whether ``entity_id`` names an entity: its own id or one of its ``alt_ids``."""
+        return entity_id in self._index or entity_id in self._alt_index
 
     def __getitem__(self, entity_id: str) -> Entity:
-        try:
-            return self._entities[self._index[entity_id]]
-        except KeyError:
-            raise KeyError(Errors.E005.format(entity_id=entity_id, size=len(self))) from None
+        """The entity that ``entity_id`` names (its id or an alternate id: ``resolve``)."""
+        return self._entities[self.position(entity_id)]
 
     def position(self, entity_id: str) -> int:
-        """The row of an entity in the KB's order (the order of the dense index)."""
-        try:
-            return self._index[entity_id]
-        except KeyError:
-            raise KeyError(Errors.E005.format(entity_id=entity_id, size=len(self))) from None
+        """The row of an entity in the KB's order (the order of the dense index); an
+        alternate id gives the row of the entity it names."""
+        row = self._index.get(entity_id)
+        if row is None:
+            row = self._alt_index.get(entity_id)
+        if row is None:
+            raise KeyError(Errors.E005.format(entity_id=entity_id, size=len(self)))
+        return row
 
     def resolve(self, entity_id: str) -> str:
         """The id of the entity that ``entity_id`` names: ``entity_id`` itself, or the id of
-        the entity that lists it among its ``alt_ids`` (E005 when neither). ``in`` and
-        ``kb[...]`` take the entities' own ids only."""
-        if entity_id in self._index:
-            return entity_id
-        try:
-            return self._entities[self._alt_index[entity_id]].id
-        except KeyError:
-            raise KeyError(Errors.E005.format(entity_id=entity_id, size=len(self))) from None
+        the entity that lists it among its ``alt_ids`` (E005 when neither)."""
+        return self._entities[self.position(entity_id)].id
+
+    def resolve_ids(self, entity_ids: Iterable[str]) -> tuple[str, ...]:
+        """``entity_ids`` (e.g. a mention's gold ids) with each alternate id replaced by the
+        id of its entity and ids the KB lacks kept as they are, without repeats: a corpus
+        annotated with an older release of its ontology scores and trains on the ids the KB
+        links to."""
+        resolved = []
+        for entity_id in entity_ids:
+            row = self._alt_index.get(entity_id) if entity_id not in self._index else None
+            resolved.append(entity_id if row is None else self._entities[row].id)
+        return tuple(dict.fromkeys(resolved))
+
+    def is_alternate_id(self, entity_id: str) -> bool:
+        """Whether ``entity_id`` is an alternate id (not an entity's own id)."""
+        return entity_id in self._alt_index and entity_id not in self._index
 
     @property
     def ids(self) -> list[str]:
@@ -149,7 +160,10 @@ class KnowledgeBase:
         then keeps them: aliases seen in annotated text beat generated variants).
         ``counts`` (per id, text -> how often it was linked to the entity: harvested from a
         corpus with the aliases) join the entities' ``mention_counts`` (``add_counts``).
+        An alternate id's aliases and counts go to the entity it names.
         """
+        aliases = self._by_entity({i: list(texts) for i, texts in aliases.items()})
+        counts = self._by_entity({i: list(found.items()) for i, found in (counts or {}).items()})
         merged = []
         for entity in self._entities:
             extra = aliases.get(entity.id, ())
@@ -160,10 +174,18 @@ class KnowledgeBase:
                 if alias.lower() not in known:
                     known.add(alias.lower())
                     new.append(alias)
-            found = (counts or {}).get(entity.id)
             merged.append(replace(entity, aliases=tuple(new), mention_counts=add_counts(
-                entity.mention_counts, found.items() if found else ())))
+                entity.mention_counts, counts.get(entity.id, ()))))
         return KnowledgeBase(merged)
+
+    def _by_entity(self, per_id: Mapping[str, list]) -> dict[str, list]:
+        """The lists of ``per_id`` joined under the id of the entity each key names (an
+        alternate id's under its entity's), in order; keys the KB lacks are dropped."""
+        gathered: dict[str, list] = {}
+        for entity_id, values in per_id.items():
+            if entity_id in self:
+                gathered.setdefault(self.resolve(entity_id), []).extend(values)
+        return gathered
 
     def mention_prior(self, text: str) -> dict[str, float]:
         """p(e | m) of a mention text by the KB's link counts (``Entity.mention_counts``):

@@ -10,27 +10,34 @@ from spacy.tokens import Doc, Span
 
 from ..data.ids import gold_ids, join_ids
 from ..errors import Errors
+from ..kb.knowledge_base import KnowledgeBase
+from .gold_ids import resolved_gold_ids
 
 
 def choose_heldout(test_docs: Iterable[Doc], kb: Container[str], fraction: float,
                    seed: int = 0) -> list[str]:
     """A random ``fraction`` (fixed ``seed``) of the KB entities that the test set mentions
-    (``kb``: the KB or its ids; ``kb.build.without_entities`` takes them out of it)."""
+    (``kb``: the KB, whose alternate ids count as their entity's, or its ids;
+    ``kb.build.without_entities`` takes them out of it)."""
     if not 0 < fraction < 1:
         raise ValueError(Errors.E011.format(name="fraction", value=fraction,
                                             condition="in (0, 1) (`prepare --holdout`)"))
+    known = kb if isinstance(kb, KnowledgeBase) else None
     mentioned = sorted({i for doc in test_docs for ent in doc.ents
-                        for i in gold_ids(ent.kb_id_) if i in kb})
+                        for i in resolved_gold_ids(ent.kb_id_, known) if i in kb})
     n = max(1, round(len(mentioned) * fraction)) if mentioned else 0
     chosen = np.random.default_rng(seed).choice(len(mentioned), size=n, replace=False)
     return sorted(mentioned[i] for i in chosen)
 
 
-def without_ids(doc: Doc, heldout: set[str]) -> Doc:
-    """Drop the held-out ids from the gold ids of ``doc.ents`` and of its other span groups
-    (a mention left with none has no gold id, like PubTator's -1)."""
+def without_ids(doc: Doc, heldout: set[str], kb: KnowledgeBase | None = None) -> Doc:
+    """Drop the held-out ids (and the alternate ids ``kb`` gives them) from the gold ids of
+    ``doc.ents`` and of its other span groups (a mention left with none has no gold id,
+    like PubTator's -1)."""
     def strip(span: Span) -> Span:
-        kb_id = join_ids(i for i in gold_ids(span.kb_id_) if i not in heldout)
+        kb_id = join_ids(i for i in gold_ids(span.kb_id_)
+                         if i not in heldout and (kb is None or i not in kb
+                                                  or kb.resolve(i) not in heldout))
         return Span(doc, span.start, span.end, label=span.label_, kb_id=kb_id)
 
     doc.ents = [strip(e) for e in doc.ents]

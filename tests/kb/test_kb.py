@@ -250,7 +250,12 @@ def test_alt_ids_and_xrefs_round_trip_and_resolve(tmp_path):
     loaded = KnowledgeBase.from_jsonl(path)
     assert list(loaded) == list(kb) and loaded.fingerprint() == kb.fingerprint()
     assert loaded.resolve("HP:9") == "HP:1" and loaded.resolve("HP:2") == "HP:2"
-    assert "HP:9" not in loaded  # `in` and kb[...] take the entities' own ids
+    # an alternate id is one id with its entity's everywhere: `in`, kb[...], position
+    assert "HP:9" in loaded and loaded["HP:9"].id == "HP:1"
+    assert loaded.position("HP:9") == loaded.position("HP:1") == 0
+    assert loaded.resolve_ids(["HP:9", "HP:1", "HP:7"]) == ("HP:1", "HP:7")
+    assert loaded.is_alternate_id("HP:9") and not loaded.is_alternate_id("HP:1")
+    assert loaded.ids == ["HP:1", "HP:2"]
     with pytest.raises(KeyError, match="E005"):
         loaded.resolve("HP:3")
     assert Entity("D1", "One").to_dict() == {"id": "D1", "name": "One", "description": "",
