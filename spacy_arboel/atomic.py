@@ -7,6 +7,7 @@ import fcntl
 import os
 import secrets
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -28,7 +29,8 @@ def _sibling(path: Path, kind: str) -> Path:
 def atomic_file(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write the file to; when the block ends
     without error it replaces ``path`` in one ``os.replace``, else it is removed and
-    ``path`` is left as it was."""
+    ``path`` is left as it was. A replaced file keeps its permission bits (a KB kept 0600
+    stays 0600); a new one has the umask's, as any file the process creates."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = _sibling(path, "tmp")
@@ -36,10 +38,21 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
         yield temp
         with temp.open("rb") as file_:
             os.fsync(file_.fileno())
+        _keep_mode(path, temp)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def _keep_mode(path: Path, temp: Path) -> None:
+    """Give ``temp`` the permission bits of ``path``, which it is about to replace (none
+    when ``path`` is missing: ``temp`` keeps the umask's)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    os.chmod(temp, stat.S_IMODE(mode))
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
@@ -88,13 +101,16 @@ def atomic_folder(path: str | Path, check: Callable[[Path], None] | None = None
     Saving into the folder that was loaded from is safe: it is replaced only at the end.
     Only a missing or empty folder or a pipeline is replaced (E046 before anything is
     written, see :func:`check_replaceable`; ``check`` replaces that rule, e.g. for a
-    folder of another kind of output)."""
+    folder of another kind of output). A replaced folder keeps its own permission bits
+    (the files in it are new, with the umask's)."""
     path = Path(path)
     (check or check_replaceable)(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = _sibling(path, "tmp")
     try:
         yield temp
+        if path.is_dir() and not path.is_symlink():
+            _keep_mode(path, temp)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise

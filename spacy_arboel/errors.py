@@ -754,6 +754,44 @@ class Errors(metaclass=ErrorsWithCodes):
         "what is kept ({options})."
     )
 
+    # --- what is checked before a command reads its inputs (issue 59): E253-E260 ---
+    E253 = (
+        "{option} names {path}, which {problem}. Give {option} the path of {what}, one that "
+        "exists and that this user may read; nothing was read or written."
+    )
+    E254 = (
+        "{name} ({path}) cannot be written: {problem}. Give {name} a path in a folder this "
+        "user may write to, or make that folder writable and searchable (e.g. `chmod u+wx "
+        "{folder}`); nothing was read or written."
+    )
+    E255 = (
+        "{name} ({path}) is read-only ({why}): a file made read-only is not replaced, even "
+        "where its folder would allow it. Make it writable for this user (e.g. `chmod u+w "
+        "{path}`) to rebuild it, or give {name} another path; nothing was read or written."
+    )
+    E256 = (
+        "{name} ({path}) cannot be created: {file} is a file, not a folder. Give {name} a "
+        "path whose folders are folders or are missing (they are created)."
+    )
+    E257 = (
+        "{path}: {strerror} ({kind}, while the command read or wrote it). Check that {path} "
+        "is what the command takes there (a file or a folder), that this user may read it "
+        "(or write it, for an output) and that its disk has room, then run again."
+    )
+    # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
+    E247 = (
+        "{path}: obsolete terms are replaced_by each other in a loop ({loop}), so none of "
+        "them leads to a term in use. Fix their replaced_by lines (a chain ends at a term "
+        "that is not obsolete), or remove the replaced_by of one of them."
+    )
+    E248 = (
+        "{path} declares the XML entity {entity}, which names a file or an address "
+        "({target}): reading an ontology never opens another file or address, so the file "
+        "is refused rather than read without it. Give the ontology as its publisher "
+        "releases it (OWL releases declare no external entity), or write the entity's text "
+        "into the file."
+    )
+
 
 class Warnings(metaclass=ErrorsWithCodes):
     W001 = (
@@ -842,4 +880,32 @@ class Warnings(metaclass=ErrorsWithCodes):
         "{folder}: {n} .txt file(s) have no .ann beside them (e.g. {example}) and are not "
         "read: a brat document is a NAME.txt and NAME.ann pair. Add an empty NAME.ann for a "
         "text without annotations, or move the file out of the corpus folder."
+    )
+    # --- the OBO / OWL reader: what it does not follow, leaves out or merges (issue 59) ---
+    W107 = (
+        "{path} imports {imports}: imports are not followed (reading a file never reaches "
+        "the network or another file), so the terms and parents declared only there are "
+        "missing from the KB. To include an imported ontology, download it and give its "
+        "file as another --obo (or read it too and merge the KBs)."
+    )
+    W108 = (
+        "{path}: {n} reference(s) to terms or relations that the file does not declare are "
+        "left out, and the rest of the file is read: {references}. Such references usually "
+        "name another ontology (is_a: BFO:0000001, a replaced_by into another release); a "
+        "term whose parents are all left out becomes a root, and an intersection_of or "
+        "union_of that loses a part is left out whole. Check the file if a reference should "
+        "resolve (a typo?); another ontology's terms join the KB when its file is given as "
+        "another --obo, but references between files are not followed."
+    )
+    W109 = (
+        "{path}: {n} term(s) are declared by more than one stanza: {terms}. As OBO 1.4 "
+        "allows, their stanzas are merged: the first name stays the name and the others "
+        "become aliases, the first definition is kept, and synonyms, cross-references, "
+        "alternate ids and parents are combined. If two stanzas are different concepts, "
+        "give one of them another id."
+    )
+    W110 = (
+        "{path}: {n} is_a cycle(s), terms that are each other's ancestors: {cycles}. Each "
+        "term of a cycle gets the types of all of them, whatever the order of the ids. Fix "
+        "the is_a line that closes the cycle."
     )

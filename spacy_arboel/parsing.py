@@ -6,7 +6,10 @@ caller turns into its coded error naming the file and line."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark
@@ -49,3 +52,24 @@ def utf8_lines(lines: Iterable[bytes],
             yield decode_utf8(raw)
         except ValueError as err:
             raise fail(number, str(err)) from None
+
+
+def input_problem(path: str | Path, *, folder_ok: bool = False) -> str | None:
+    """Why ``path`` cannot be read as an input file (or folder, where ``folder_ok``), as the
+    end of a sentence ("does not exist", "is a folder, not a file", "cannot be read by this
+    user"), or None when it can: checked before a long read, so that a bad path fails the
+    command at once rather than after the other inputs were read."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except NotADirectoryError:
+        return "does not exist (a folder on its way is a file)"
+    except OSError as err:  # e.g. a folder on its way that this user may not search
+        return f"cannot be reached ({err.strerror})"
+    is_dir = stat.S_ISDIR(mode)
+    if is_dir and not folder_ok:
+        return "is a folder, not a file"
+    if not os.access(path, os.R_OK | (os.X_OK if is_dir else 0)):
+        return f"cannot be read by this user (permission denied, mode {stat.S_IMODE(mode):04o})"
+    return None

@@ -7,16 +7,18 @@ interrupted command leaves the old output as it was."""
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
+import stat
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-__all__ = ["atomic_file", "atomic_folder", "check_outputs", "lock_outputs", "same_path",
-           "save_pipeline", "write_text_atomic"]
+__all__ = ["atomic_file", "atomic_folder", "check_outputs", "check_writable", "lock_outputs",
+           "same_path", "save_pipeline", "write_text_atomic"]
 
 from wasabi import msg
 
@@ -67,7 +69,8 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
                   force: bool = False) -> None:
     """Raise E227 when a ``png`` output is asked for and matplotlib is not installed; exit
     (E040, E041) when an output is an input or another output, or when one lies
-    inside the other; take each output's lock for the rest of the command (E240 when
+    inside the other; raise E254-E256 when an output cannot be written
+    (:func:`check_writable`); take each output's lock for the rest of the command (E240 when
     another run holds it, :func:`lock_outputs`); then exit (E046) when an output named in
     ``pipelines`` (saved with :func:`save_pipeline`) would replace a folder that is not a
     pipeline, (E241) when an output named in ``folders`` (or ``pipelines``) is a file or
@@ -95,6 +98,8 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
                 msg.fail(Errors.E041.format(output_name=name, output=path, relation=relation,
                                             other_name=other_name, other=other, what=what),
                          exits=1)
+    for name, path in named_outputs:
+        check_writable(name, path, folder=name in folders or name in pipelines)
     lock_outputs([path for _, path in named_outputs])
     for name, path in named_outputs:
         if name in pipelines:
@@ -113,6 +118,47 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
             msg.fail(Errors.E242.format(name=name, path=path), exits=1)
     for _, path in named_outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def check_writable(name: str, path: str | Path, *, folder: bool = False) -> None:
+    """Raise unless this user can write the output ``path`` (``name``: the argument or
+    option), checked before any input is read: its lock and its temporary file or folder
+    are made beside it, so the nearest folder on its way that exists must be writable and
+    searchable (E254; a file on its way: E256), and so must an existing ``folder`` output,
+    which is written into or replaced whole (E254). An existing file output that is
+    read-only is refused, not replaced (E255): read-only for this user, or with no write
+    permission bit at all, which root would otherwise override: the user made it so."""
+    path = Path(os.path.abspath(path))
+    place = path.parent
+    while True:  # the nearest existing ancestor: missing folders are created in it
+        try:
+            mode = os.stat(place).st_mode
+            break
+        except OSError as err:
+            if err.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EACCES):
+                raise
+            place = place.parent
+    if not stat.S_ISDIR(mode):
+        raise ValueError(Errors.E256.format(name=name, path=path, file=place))
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise ValueError(Errors.E254.format(
+            name=name, path=path, folder=place,
+            problem=f"this user may not create files in {place} (mode "
+                    f"{stat.S_IMODE(mode):04o})"))
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a new output (or a dangling link, replaced by the new file)
+    if stat.S_ISDIR(mode):
+        if folder and not os.access(path, os.W_OK | os.X_OK):
+            raise ValueError(Errors.E254.format(
+                name=name, path=path, folder=path,
+                problem=f"this user may not write in the folder (mode "
+                        f"{stat.S_IMODE(mode):04o})"))
+    elif not folder and (not os.access(path, os.W_OK) or not mode & 0o222):
+        why = (f"mode {stat.S_IMODE(mode):04o}" if mode & 0o222 else
+               f"mode {stat.S_IMODE(mode):04o}: no one may write it")
+        raise ValueError(Errors.E255.format(name=name, path=path, why=why))
 
 
 def require_plots(what: str) -> None:

@@ -61,9 +61,10 @@ class _DiseaseRow:
 
 def read_mesh_descriptors(csv_path: str | Path) -> list[Entity]:
     """MeSH descriptors as entities: id = the D-number after the last ``/``, name = subject.
-    A row without an id or a subject is E150, naming its line (it is not dropped unseen)."""
+    A row without an id or a subject is E150, naming its line (it is not dropped unseen); an
+    id the KB refuses (reserved: E035; repeated: E002) names its line too."""
     path = Path(csv_path)
-    entities = []
+    entities = KnowledgeBase()  # checks each id where it is read
     for line, row in _rows(path, ("id", "subject"), "MeSH descriptor CSV"):
         entity_id = (row["id"] or "").strip().rsplit("/", 1)[-1].strip()
         name = (row["subject"] or "").strip()
@@ -72,8 +73,8 @@ def read_mesh_descriptors(csv_path: str | Path) -> list[Entity]:
                 path=path, line=line, what="MeSH descriptor CSV",
                 problem=f"the row has no {'id' if not entity_id else 'subject'} (id "
                         f"{row['id']!r}, subject {row['subject']!r})"))
-        entities.append(Entity(id=entity_id, name=name))
-    return entities
+        entities.add(Entity(id=entity_id, name=name), source=f"{path}:{line}")
+    return list(entities)
 
 
 def build_mesh_kb(

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
-from ..parsing import parse_json, utf8_lines
+from ..parsing import input_problem, parse_json, utf8_lines
 from .index import word_key
 from .knowledge_base import KnowledgeBase
 from .mesh import MESH_ID, dedupe_aliases, type_by_tree_numbers
@@ -92,6 +92,17 @@ class PackagedFile:
         raise FileNotFoundError(Errors.E175.format(
             what=self.what, package=self.package, install=self.install,
             file=f"{self.package}/{self.file}"))
+
+    def check_given(self, path: str | Path, option: str) -> Path:
+        """``path``, given for this file (``option``: what named it), when it is a file to
+        read (E253 otherwise: missing, a folder, unreadable)."""
+        problem = input_problem(path)
+        if problem:
+            raise ValueError(Errors.E253.format(
+                option=option, path=path, problem=problem,
+                what=f"the {self.what} ({self.package}/{self.file}, as {self.distribution} "
+                     "ships it)"))
+        return Path(path)
 
 
 DRUG_NER = PackagedFile(
@@ -525,7 +536,8 @@ def parse_synonym_sources(values: Iterable[str],
                           ) -> dict[str, bool | str]:
     """``--synonyms`` values (``drug-ner``, ``gilda=FILE``; repeated or comma-separated,
     blanks ignored) as ``build_kb``'s ``synonym_sources``; ``default`` stands for the names
-    that ``default()`` gives (where a command has defaults); an unknown name is E007."""
+    that ``default()`` gives (where a command has defaults); an unknown name is E007, a
+    ``FILE`` that is no file to read E253 (before any input is read)."""
     sources: dict[str, bool | str] = {}
     parts = [part.strip() for value in values for part in value.split(",")]
     if default is not None and "default" in parts:
@@ -537,5 +549,26 @@ def parse_synonym_sources(values: Iterable[str],
         if name not in SOURCE_OPTIONS:
             raise ValueError(Errors.E007.format(what="--synonyms", value=name,
                                                 options=", ".join(SOURCE_OPTIONS)))
+        if path:
+            SOURCE_FILES[SOURCE_OPTIONS[name]].check_given(path, f"--synonyms {name}")
         sources[SOURCE_OPTIONS[name]] = path or True
     return sources
+
+
+def check_synonym_sources(sources: Mapping[str, bool | str | Path]) -> dict[str, Path]:
+    """The file each of ``sources`` (``build_kb``'s ``synonym_sources``: ``True`` for the
+    installed package's file, or a path; ``False`` leaves one out) would read, found before
+    any input is read, so that a missing one fails the command at once rather than after a
+    long read: an unknown name is E007, a package not installed E175, a path that is no file
+    to read E253."""
+    found = {}
+    for name, given in sources.items():
+        if name not in SOURCE_FILES:
+            raise ValueError(Errors.E007.format(what="synonym source", value=name,
+                                                options=", ".join(SOURCE_NAMES)))
+        packaged = SOURCE_FILES[name]
+        if given is True:
+            found[name] = packaged.path()
+        elif given is not False:
+            found[name] = packaged.check_given(given, f"synonym source {name}")
+    return found

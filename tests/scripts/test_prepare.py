@@ -530,3 +530,17 @@ def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path):
                                            "--assets-dir", assets, "--alias-splits", wrong])
         assert refused.exit_code == 1 and "E237" in refused.output
         assert not (tmp_path / wrong).exists()
+
+
+@pytest.mark.parametrize("given, problem", [("missing.tsv", "does not exist"),
+                                            ("data", "is a folder, not a file")])
+def test_prepare_names_a_synonym_file_that_is_missing_or_a_folder(tmp_path, given, problem):
+    """Issue 59, 4b: ``--synonyms NAME=FILE`` is checked as it is parsed, a coded error
+    before anything is read or written, not a traceback once the splits are written."""
+    data = _ncbi_data(tmp_path / "data")
+    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "out"), "--data-dir",
+                                      str(data), "--synonyms", f"gilda={tmp_path / given}"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "[E253] --synonyms gilda names" in result.output
+    assert problem in " ".join(result.output.split())
+    assert not (tmp_path / "out").exists()
