@@ -203,11 +203,13 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
     alternate ids and xrefs are combined, and link counts summed. Returns the merged KB and
     the number of shared ids."""
     entities = {entity.id: entity for entity in first}
+    sources = {entity.id: first.source(row) for row, entity in enumerate(first)}
     shared = 0
-    for entity in second:
+    for row, entity in enumerate(second):
         old = entities.get(entity.id)
         if old is None:
             entities[entity.id] = entity
+            sources[entity.id] = second.source(row)
             continue
         shared += 1
         aliases = dedupe_aliases(old.name, [*old.aliases, entity.name, *entity.aliases])
@@ -216,7 +218,10 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
             mention_counts=add_counts(old.mention_counts, entity.mention_counts),
             **{key: tuple(dict.fromkeys([*getattr(old, key), *getattr(entity, key)]))
                for key in ("types", "alt_ids", "xrefs")})
-    return KnowledgeBase(entities.values()), shared
+    merged = KnowledgeBase()
+    for entity_id, entity in entities.items():  # a clash of ids names where each was read
+        merged.add(entity, source=sources[entity_id])
+    return merged, shared
 
 
 def add_corpus_types(

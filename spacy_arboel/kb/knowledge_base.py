@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -47,6 +48,10 @@ class KnowledgeBase:
         self._alt_index: dict[str, int] = {}  # alternate id -> row
         self._fingerprint: str | None = None
         self._links: dict[str, dict[str, int]] | None = None  # mention key -> id -> count
+        # where each row was read (``add``'s ``source``), for E002 and E235: "FILE:LINE" kept
+        # as a file number and a line (two ints a row, not a string), -1 when not given
+        self._files: dict[str, int] = {}
+        self._places = array("q")
         for entity in entities:
             self.add(entity)
 
@@ -55,7 +60,8 @@ class KnowledgeBase:
         errors, and so are blank names and ids with whitespace around them (gold ids are
         read stripped, ``data.ids``: ``" A "`` could never be linked, and would be another
         entity than ``"A"``); alternate ids follow the same rules, and one that is another
-        entity's id or alternate id is E235. ``source``: ``path:line`` for the messages."""
+        entity's id or alternate id is E235. ``source``: ``path:line`` for the messages,
+        which also name where the entity they clash with was read."""
         where = source or f"<kb>:{len(self) + 1}"
         if not entity.name.strip():
             raise KnowledgeBaseError(Errors.E001.format(
@@ -63,27 +69,45 @@ class KnowledgeBase:
         for entity_id in (entity.id, *entity.alt_ids):
             _check_id(entity_id, where)
         if entity.id in self._index:
-            raise KnowledgeBaseError(
-                Errors.E002.format(entity_id=entity.id, first=f"entry {self._index[entity.id] + 1}",
-                                   second=source or f"entry {len(self) + 1}")
-            )
+            raise KnowledgeBaseError(Errors.E002.format(
+                entity_id=entity.id, first=self._place(self._index[entity.id]),
+                second=source or f"entry {len(self) + 1}"))
         row = len(self._entities)
         named = {alt_id: f"an alternate id of '{entity.id}'" for alt_id in entity.alt_ids
                  if alt_id != entity.id}
         for entity_id, what in [(entity.id, f"the id of '{entity.id}'"), *named.items()]:
             if entity_id in self._alt_index:
-                taken = f"an alternate id of '{self._entities[self._alt_index[entity_id]].id}'"
+                taken_row = self._alt_index[entity_id]
+                taken = f"an alternate id of '{self._entities[taken_row].id}'"
             elif entity_id in self._index and entity_id != entity.id:
+                taken_row = self._index[entity_id]
                 taken = f"the id of '{entity_id}'"
             else:
                 continue
+            taken += f" ({self._place(taken_row)})"
             raise KnowledgeBaseError(Errors.E235.format(where=where, entity_id=entity_id,
                                                         what=what, taken=taken))
         self._index[entity.id] = row
         self._alt_index.update(dict.fromkeys(named, row))
         self._entities.append(entity)
+        file_, _, line = source.rpartition(":")
+        if file_ and line.isdigit():
+            self._places.extend((self._files.setdefault(file_, len(self._files)), int(line)))
+        else:
+            self._places.extend((-1, -1))
         self._fingerprint = None
         self._links = None
+
+    def source(self, row: int) -> str:
+        """Where the entity of ``row`` was read (``add``'s ``source`` when it was
+        ``path:line``), else ""."""
+        number, line = self._places[2 * row], self._places[2 * row + 1]
+        if number < 0:
+            return ""
+        return f"{next(f for f, n in self._files.items() if n == number)}:{line}"
+
+    def _place(self, row: int) -> str:
+        return self.source(row) or f"entry {row + 1}"
 
     def __len__(self) -> int:
         return len(self._entities)

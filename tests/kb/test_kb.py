@@ -356,3 +356,24 @@ def test_link_counts_are_summed_by_merges_and_corpus_aliases():
     assert grown["D1"].aliases == ("a cold",)
     assert grown["D1"].mention_counts == (("cold", 2), ("a cold", 4))
     assert grown.mention_prior("a cold") == {"D1": 1.0}
+
+
+def test_a_clash_names_where_both_entities_were_read(tmp_path):
+    """E002 and E235 name the file and line of both entries, within a file and across the
+    sources ``build-kb`` merges (the old messages said "entry 1" and "<kb>:3")."""
+    from spacy_arboel.kb.build import build_kb
+
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"id": "A", "name": "One"}\n\n{"id": "B", "name": "Two"}\n'
+                     '{"id": "A", "name": "One again"}\n', encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=rf"first at {first}:1, again at {first}:4"):
+        KnowledgeBase.from_jsonl(first)
+    first.write_text('{"id": "A", "name": "One"}\n\n{"id": "B", "name": "Two"}\n',
+                     encoding="utf8")
+    second = tmp_path / "second.jsonl"
+    second.write_text('{"id": "C", "name": "Three"}\n{"id": "D", "name": "Four", '
+                      '"alt_ids": ["B"]}\n', encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=rf"\[E235\] {second}:2: 'B' is an alternate "
+                                                 rf"id of 'D' and already the id of 'B' "
+                                                 rf"\({first}:3\)"):
+        build_kb(jsonl=[first, second])
