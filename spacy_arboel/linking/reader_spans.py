@@ -7,8 +7,11 @@ the pair's positions and one rank logit per candidate; this module turns them in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 from scipy.special import softmax
@@ -117,19 +120,69 @@ def _priority(span: LinkedSpan) -> tuple[float, int, int, str]:
     return (-span.score, span.start_char - span.end_char, span.start_char, span.kb_id)
 
 
+class _FurthestEnd:
+    """Spans added one by one, asked for the one ending last among those starting before a
+    position: a Fenwick tree of maxima over the sorted distinct ``starts`` the spans may have
+    (O(log n) per call)."""
+
+    def __init__(self, starts: Iterable[int]) -> None:
+        self.starts = sorted(set(starts))
+        self.ends: list[float] = [-math.inf] * (len(self.starts) + 1)  # a node's furthest end
+        self.spans: list[LinkedSpan | None] = [None] * (len(self.starts) + 1)  # and its span
+
+    def add(self, span: LinkedSpan) -> None:
+        ends, spans, end = self.ends, self.spans, span.end_char
+        i = bisect_left(self.starts, span.start_char) + 1
+        while i < len(ends):
+            if ends[i] < end:
+                ends[i], spans[i] = end, span
+            i += i & -i
+
+    def before(self, end_char: int) -> LinkedSpan | None:
+        """Of the added spans with ``start_char < end_char``, one ending last (None: none)."""
+        ends = self.ends
+        i = bisect_left(self.starts, end_char)
+        furthest, at = -math.inf, 0
+        while i:
+            if ends[i] > furthest:
+                furthest, at = ends[i], i
+            i &= i - 1
+        return self.spans[at]
+
+
 def resolve_spans(spans: Iterable[LinkedSpan]) -> list[LinkedSpan]:
     """Merge the predictions of overlapping passages and resolve conflicting spans.
 
     Duplicates of (start, end, kb_id) keep their highest score; then, greedily by score (ties:
     longer span, earlier start, kb_id), a span is kept when it overlaps no kept span, so of
     nested or crossing spans (BEER²'s "kwazulu-natal" vs "kwazulu") the best scored wins.
-    Returns the kept spans sorted by start_char.
+    Returns the kept spans sorted by start_char. O(n log n): a span overlaps some kept span
+    exactly when it overlaps the one ending last among those starting before its end, the
+    only one compared.
     """
+    ranked = sorted(_best_by_key(spans).values(), key=_priority)
+    index = _FurthestEnd(span.start_char for span in ranked)
     kept: list[LinkedSpan] = []
-    for span in sorted(_best_by_key(spans).values(), key=_priority):
-        if not any(_overlaps(span, other) for other in kept):
+    for span in ranked:
+        other = index.before(span.end_char)
+        if other is None or not _overlaps(span, other):
             kept.append(span)
+            index.add(span)
     return sorted(kept, key=lambda s: (s.start_char, s.end_char))
+
+
+def overlapping_none(spans: Iterable[LinkedSpan], others: Sequence[LinkedSpan]
+                     ) -> list[LinkedSpan]:
+    """The ``spans`` that overlap none of ``others``, in their order (O((n + m) log m))."""
+    ordered = sorted(others, key=lambda s: s.start_char)
+    starts = [s.start_char for s in ordered]
+    reach = list(accumulate((s.end_char for s in ordered), max))  # furthest end so far
+    out = []
+    for span in spans:
+        before = bisect_left(starts, span.end_char)  # the others starting before its end
+        if not before or reach[before - 1] <= span.start_char:
+            out.append(span)
+    return out
 
 
 def candidates_by_span(

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
 
+from spacy_arboel.linking import reader_spans
 from spacy_arboel.linking.reader_spans import (
     LinkedSpan,
     SpanPrediction,
     candidates_by_span,
     decode_spans,
+    overlapping_none,
     resolve_spans,
 )
 
@@ -190,3 +193,100 @@ def test_candidates_by_span():
         (0, 5): [("A", 0.6), ("B", 0.5), ("C", 0.5)],
         (6, 9): [("A", 0.1)],
     }
+
+
+def _crosses(a: LinkedSpan, b: LinkedSpan) -> bool:
+    return a.start_char < b.end_char and b.start_char < a.end_char
+
+
+def _quadratic_resolve(spans: list[LinkedSpan]) -> list[LinkedSpan]:
+    """The greedy as first written: each span compared with every span kept so far."""
+    best: dict[tuple[int, int, str], LinkedSpan] = {}
+    for span in spans:
+        key = (span.start_char, span.end_char, span.kb_id)
+        if key not in best or span.score > best[key].score:
+            best[key] = span
+    ranked = sorted(best.values(), key=lambda s: (-s.score, s.start_char - s.end_char,
+                                                  s.start_char, s.kb_id))
+    kept: list[LinkedSpan] = []
+    for span in ranked:
+        if not any(_crosses(span, other) for other in kept):
+            kept.append(span)
+    return sorted(kept, key=lambda s: (s.start_char, s.end_char))
+
+
+def _random_spans(rng: random.Random, n: int, width: int) -> list[LinkedSpan]:
+    """``n`` spans (empty ones too) within ``width`` characters: nested, crossing, touching,
+    repeated with other scores, few distinct scores and ids (ties everywhere)."""
+    spans = []
+    for _ in range(n):
+        if spans and rng.random() < 0.2:  # a duplicate key, its score redrawn or not
+            old = rng.choice(spans)
+            score = old.score if rng.random() < 0.5 else rng.choice((0.1, 0.5, 0.9))
+            spans.append(_span(old.start_char, old.end_char, old.kb_id, score))
+            continue
+        start = rng.randrange(width)
+        end = min(width, start + rng.choice((0, 1, 1, 2, 3, 5, 8, 20)))
+        spans.append(_span(start, end, rng.choice("ABC"), rng.choice((0.1, 0.5, 0.5, 0.9))))
+    return spans
+
+
+def test_resolve_matches_the_quadratic_greedy():
+    rng = random.Random(59)
+    for trial in range(600):
+        spans = _random_spans(rng, rng.randrange(0, 60), rng.choice((5, 20, 100)))
+        assert resolve_spans(spans) == _quadratic_resolve(spans), (trial, spans)
+    for _ in range(5):  # larger sets
+        spans = _random_spans(rng, 2000, 3000)
+        assert resolve_spans(spans) == _quadratic_resolve(spans)
+
+
+def test_overlapping_none_matches_the_pairwise_test():
+    rng = random.Random(6)
+    for trial in range(400):
+        width = rng.choice((5, 30))
+        spans = _random_spans(rng, rng.randrange(0, 30), width)
+        others = resolve_spans(_random_spans(rng, rng.randrange(0, 30), width))
+        if rng.random() < 0.3:  # any spans, not only resolved (disjoint) ones
+            others = _random_spans(rng, rng.randrange(0, 30), width)
+        expected = [s for s in spans if not any(_crosses(s, h) for h in others)]
+        assert overlapping_none(spans, others) == expected, (trial, spans, others)
+
+
+_OVERLAPS = reader_spans._overlaps
+
+
+def _comparisons(monkeypatch, spans: list[LinkedSpan]) -> int:
+    """How many overlap tests ``resolve_spans`` makes on ``spans``."""
+    calls = 0
+
+    def counted(a: LinkedSpan, b: LinkedSpan) -> bool:
+        nonlocal calls
+        calls += 1
+        return _OVERLAPS(a, b)
+
+    monkeypatch.setattr(reader_spans, "_overlaps", counted)
+    resolve_spans(spans)
+    return calls
+
+
+def _document_spans(n_words: int) -> list[LinkedSpan]:
+    """A document's predictions: every word linked (disjoint, all kept) and, per word, a
+    lower-scored span reaching over the next word (dropped)."""
+    rng = random.Random(n_words)
+    words = [_span(10 * i, 10 * i + 6, f"E{i % 7}", rng.uniform(0.5, 1.0))
+             for i in range(n_words)]
+    over = [_span(10 * i + 3, 10 * i + 16, "X", rng.uniform(0.1, 0.4)) for i in range(n_words)]
+    spans = words + over
+    rng.shuffle(spans)
+    return spans
+
+
+def test_resolve_compares_each_span_with_one_kept_span(monkeypatch):
+    # the quadratic greedy compares a kept span with every span kept before it: n²/2 tests
+    n = 300
+    small, large = _document_spans(n), _document_spans(4 * n)
+    small_count = _comparisons(monkeypatch, small)
+    large_count = _comparisons(monkeypatch, large)
+    assert small_count <= len(small) and large_count <= len(large)
+    assert large_count <= 4 * small_count * math.log2(4 * n) / math.log2(n)
