@@ -30,9 +30,11 @@ def resolve_kb_id(kb_id: str, kb: KnowledgeBase | None) -> str:
 
 
 def _alternate_ids(doc: Doc, kb: KnowledgeBase) -> int:
-    """How many gold ids of the ents and span groups of ``doc`` are alternate ids."""
+    """How many gold ids of the mentions of ``doc`` are alternate ids (a mention in its ents
+    and in a span group counted once)."""
     spans = [*doc.ents, *(span for group in doc.spans.values() for span in group)]
-    return sum(kb.is_alternate_id(i) for span in spans for i in gold_ids(span.kb_id_))
+    return len({(span.start_char, span.end_char, i) for span in spans
+                for i in gold_ids(span.kb_id_) if kb.is_alternate_id(i)})
 
 
 def resolve_gold_doc(doc: Doc, kb: KnowledgeBase | None) -> tuple[Doc, int]:
