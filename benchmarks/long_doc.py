@@ -41,6 +41,8 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=Path("training/model-best"))
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--chars", type=int, action="append")
+    parser.add_argument("--output", default="long-doc",
+                        help="The result file's name in benchmarks/results/ (no suffix)")
     args = parser.parse_args()
     import spacy
     import torch
@@ -60,7 +62,7 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
-        "name": "long-doc", "model": str(args.model), "pipeline": nlp.pipe_names,
+        "name": args.output, "model": str(args.model), "pipeline": nlp.pipe_names,
         "source": "BC5CDR test abstracts, concatenated", "rows": rows,
         "peak_rss_mb": round(peak_mb), "torch_threads": torch.get_num_threads(),
         "command": " ".join(["python", "benchmarks/long_doc.py", *sys.argv[1:]]),
@@ -68,7 +70,7 @@ def main() -> None:
         "date": datetime.date.today().isoformat(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "long-doc.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / f"{args.output}.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

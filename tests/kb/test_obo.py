@@ -652,3 +652,27 @@ def test_a_replaced_by_chain_out_of_the_file_is_W108(tmp_path):
         kb = read_obo(path)
     for obsolete in ("REP:0000003", "REP:0000004", "REP:0000005"):
         assert obsolete not in kb
+
+
+def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path, server):
+    """The command over an ontology as it is published: its import is not followed, its
+    reference to an undeclared term is left out, and the command says both."""
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    url, requests = server
+    ontology = tmp_path / "mondo.obo"
+    ontology.write_text(
+        f"format-version: 1.2\nimport: {url}/bfo.obo\n\n"
+        "[Term]\nid: MONDO:0000001\nname: disease\nis_a: BFO:0000016\n\n"
+        "[Term]\nid: MONDO:0000002\nname: cancer\nis_a: MONDO:0000001\n", encoding="utf8")
+    output = tmp_path / "kb.jsonl"
+    with pytest.warns(UserWarning) as caught:  # what a terminal shows on stderr
+        result = CliRunner().invoke(app, ["build-kb", str(output), "--obo", str(ontology)])
+    assert result.exit_code == 0, result.output
+    assert requests == []
+    text = " ".join(str(warning.message) for warning in caught)
+    assert "[W107]" in text and f"{url}/bfo.obo" in text
+    assert "[W108]" in text and "line 7: MONDO:0000001 is_a BFO:0000016" in text
+    assert KnowledgeBase.from_jsonl(output).ids == ["MONDO:0000001", "MONDO:0000002"]

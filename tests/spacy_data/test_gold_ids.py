@@ -47,6 +47,22 @@ def _old_release(examples):
     return out
 
 
+def _scored(nlp, corpora, folder, command, *options):
+    """``nlp`` saved, then scored by ``command`` on each corpus (name -> examples): the
+    metrics JSON and the printed output of each."""
+    nlp.to_disk(folder / "model")
+    runs, printed = {}, {}
+    for name, examples in corpora.items():
+        DocBin(docs=[eg.reference for eg in examples]).to_disk(folder / f"{name}.spacy")
+        result = CliRunner().invoke(app, [
+            command, str(folder / "model"), str(folder / f"{name}.spacy"),
+            "--output", str(folder / f"{name}.json"), *options])
+        assert result.exit_code == 0, result.output
+        runs[name] = json.loads((folder / f"{name}.json").read_text())
+        printed[name] = result.output
+    return runs, printed
+
+
 def test_resolve_gold_doc_copies_only_docs_that_need_it():
     kb = KnowledgeBase([Entity("HP:1", "One", alt_ids=("HP:9",)), Entity("HP:2", "Two")])
     nlp = spacy.blank("en")
@@ -119,17 +135,9 @@ def test_training_and_evaluate_read_an_old_release_as_the_new(
     nlp.initialize(lambda: old)
     assert linker.trainer.n_missing_gold_ids == 0  # the old code skipped the 2 coughs
     assert "D003371" in linker.seen_ids and OLD_COUGH not in linker.seen_ids
-    nlp.to_disk(tmp_path / "model")
-    runs = {}
-    for name, examples in (("old", old), ("new", toy_examples)):
-        DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / f"{name}.spacy")
-        result = CliRunner().invoke(app, [
-            "evaluate", str(tmp_path / "model"), str(tmp_path / f"{name}.spacy"),
-            "--output", str(tmp_path / f"{name}.json"), "--no-encoder-rate"])
-        assert result.exit_code == 0, result.output
-        runs[name] = json.loads((tmp_path / f"{name}.json").read_text())
-        if name == "old":
-            assert "2 gold ids" in result.output
+    runs, printed = _scored(nlp, {"old": old, "new": toy_examples}, tmp_path, "evaluate",
+                            "--no-encoder-rate")
+    assert "2 gold ids" in printed["old"]
     assert runs["old"]["gold_ids_resolved"] == 2 and runs["new"]["gold_ids_resolved"] == 0
     assert runs["old"]["out_of_kb"]["n"] == 0
     for group in ("all", "in_kb"):
@@ -145,15 +153,7 @@ def test_evaluate_e2e_resolves_gold_ids(tiny_encoder, alt_kb_path, toy_examples,
         "kb_path": str(alt_kb_path), "model": {"encoder_name": tiny_encoder},
         "passage_length": 48, "passage_stride": 40})
     nlp.initialize(lambda: old)
-    nlp.to_disk(tmp_path / "model")
-    runs = {}
-    for name, examples in (("old", old), ("new", toy_examples)):
-        DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / f"{name}.spacy")
-        result = CliRunner().invoke(app, [
-            "evaluate-e2e", str(tmp_path / "model"), str(tmp_path / f"{name}.spacy"),
-            "--output", str(tmp_path / f"{name}.json")])
-        assert result.exit_code == 0, result.output
-        runs[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    runs, _ = _scored(nlp, {"old": old, "new": toy_examples}, tmp_path, "evaluate-e2e")
     assert runs["old"]["gold_ids_resolved"] == 2
     assert runs["old"]["in_kb"] == runs["new"]["in_kb"]
     assert runs["old"]["in_kb"]["n_gold"] == 11
