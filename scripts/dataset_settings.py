@@ -15,12 +15,16 @@ DATASET_FIELDS = ("kb", "synonyms", "alias_splits")
 
 
 def read_datasets(path: Path) -> dict:
-    """The datasets' settings in ``path`` (empty where there is no such file or mapping;
-    E153 when it cannot be read)."""
+    """The datasets' settings in ``path`` (empty where it holds no mapping; E153 when it
+    cannot be read, a missing file or a folder included: a --settings with a typo in its
+    path would otherwise give every dataset the defaults)."""
     import srsly
 
+    if not Path(path).is_file():
+        problem = "it is a folder" if Path(path).is_dir() else "no such file"
+        raise ValueError(ProjectErrors.E153.format(path=path, problem=problem))
     try:
-        settings = srsly.read_yaml(path) if path.exists() else None
+        settings = srsly.read_yaml(path)
     except (OSError, ValueError, RecursionError) as err:  # srsly: ValueError("Invalid YAML")
         raise ValueError(ProjectErrors.E153.format(path=path, problem=err)) from None
     return settings if isinstance(settings, dict) else {}
