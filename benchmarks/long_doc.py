@@ -7,6 +7,8 @@ number of ents and the peak RSS to ``benchmarks/results/long-doc.json``. Usage::
 
     OMP_NUM_THREADS=2 python benchmarks/long_doc.py --model training/model-best \\
         --chars 50000 --chars 200000
+    OMP_NUM_THREADS=2 python benchmarks/long_doc.py --untrained training/mesh.jsonl \\
+        --chars 100000 --chars 400000 --output long-doc-arbo-linker
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def long_text(source: Path, n_chars: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=Path("training/model-best"))
+    parser.add_argument("--untrained", metavar="KB", type=Path, default=None,
+                        help="Instead of --model: a blank English pipeline with an untrained "
+                        "arbo_linker over this KB JSONL, its defaults (the default encoder), as "
+                        "a user starts from a KB alone")
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--chars", type=int, action="append")
     parser.add_argument("--output", default="long-doc",
@@ -47,7 +53,12 @@ def main() -> None:
     import spacy
     import torch
 
-    nlp = spacy.load(args.model)
+    if args.untrained is not None:
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_linker", config={"kb_path": str(args.untrained)})
+        nlp.initialize()
+    else:
+        nlp = spacy.load(args.model)
     rows = []
     for n_chars in args.chars or [200_000]:
         text = long_text(args.data_dir / "bc5cdr" / "CDR_TestSet.PubTator.txt", n_chars)
@@ -62,7 +73,9 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
-        "name": args.output, "model": str(args.model), "pipeline": nlp.pipe_names,
+        "name": args.output, "pipeline": nlp.pipe_names,
+        **({"untrained_arbo_linker_kb": str(args.untrained)} if args.untrained is not None
+           else {"model": str(args.model)}),
         "source": "BC5CDR test abstracts, concatenated", "rows": rows,
         "peak_rss_mb": round(peak_mb), "torch_threads": torch.get_num_threads(),
         "command": " ".join(["python", "benchmarks/long_doc.py", *sys.argv[1:]]),

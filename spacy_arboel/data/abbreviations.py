@@ -44,9 +44,15 @@ all six splits of both corpora were all wrong).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Iterable
 
 _PARENTHESES = re.compile(r"\(([^()]{1,100})\)")
 _SENTENCE_END = re.compile(r"[.;!?]\s|\n")
+# what the rules read before a parenthesis: at most the last min(len + 5, 2 * len) words for
+# a short form of up to 100 characters (``_pair``), so a sentence longer than
+# ``_TAIL_CHARS`` is read from its last ``_TAIL_CHARS`` when they hold more words than that
+_TAIL_CHARS, _TAIL_WORDS = 4096, 110
 _NUMBER = re.compile(r"[<>~]?[+-]?\d+(?:[.,]\d+)*%?")
 
 
@@ -207,12 +213,12 @@ def find_abbreviations(text: str) -> dict[str, str]:
     """Short form -> long form for every abbreviation defined in ``text``, and for the parts
     of a hyphenated one (first wins)."""
     found: dict[str, str] = {}
+    # the sentence ends, found once: a text's parentheses each read the sentence before it
+    # (linear in the text, not in the text times its parentheses)
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
     for match in _PARENTHESES.finditer(text):
         inner = match.group(1)
-        before = text[: match.start()]
-        ends = list(_SENTENCE_END.finditer(before))
-        if ends:
-            before = before[ends[-1].end() :]
+        before = _sentence_before(text, ends, match.start())
         # "(SF, ...)" / "(SF; ...)" / "(SF: dose)": the first part; "(name; SF)": a later one
         first, *rest = re.split(r";\s", inner)
         pair = _pair(re.split(r"[,:]\s", first, maxsplit=1)[0], before, first_letter=True)
@@ -236,6 +242,40 @@ def find_abbreviations(text: str) -> dict[str, str]:
     for short, long in list(found.items()):
         for part, part_long in part_definitions(short, long).items():
             found.setdefault(part, part_long)
+    return found
+
+
+def _sentence_before(text: str, ends: list[int], start: int) -> str:
+    """The text from the last sentence end (``ends``: where each ends) before ``start`` up to
+    it; of a long sentence, its last ``_TAIL_CHARS`` characters less the word they cut, when
+    they hold more words than any rule reads (the rules read words, ``str.split``)."""
+    found = bisect_right(ends, start)
+    begin = ends[found - 1] if found else 0
+    if start - begin > _TAIL_CHARS:
+        tail = text[start - _TAIL_CHARS : start].split(maxsplit=1)
+        if len(tail) == 2 and len(tail[1].split()) > _TAIL_WORDS:
+            return tail[1]
+    return text[begin:start]
+
+
+def short_forms_spans(text: str, shorts: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
+    """:func:`short_form_spans` of each of ``shorts`` in one pass over ``text``: at each
+    place the longest short form found, then those that are its prefixes (several short
+    forms can read from one place: "A" and "A.B")."""
+    shorts = sorted(set(shorts), key=len, reverse=True)
+    found: dict[str, list[tuple[int, int]]] = {short: [] for short in shorts}
+    if not shorts:
+        return found
+    prefixes = {short: [other for other in shorts if len(other) < len(short)
+                        and short.startswith(other)] for short in shorts}
+    pattern = re.compile(r"(?=(?<![\w-])(" + "|".join(map(re.escape, shorts))
+                         + r")(?![\w-]))")
+    for match in pattern.finditer(text):
+        start, longest = match.start(), match.group(1)
+        found[longest].append((start, start + len(longest)))
+        for other in prefixes[longest]:
+            if not re.match(r"[\w-]", text[start + len(other) : start + len(other) + 1]):
+                found[other].append((start, start + len(other)))
     return found
 
 

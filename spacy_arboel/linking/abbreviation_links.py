@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..data.abbreviations import find_abbreviations, short_form_spans
+from ..data.abbreviations import find_abbreviations, short_forms_spans
 from .reader_spans import LinkedSpan
 
 
@@ -29,12 +29,12 @@ def link_abbreviations(text: str, spans: Sequence[LinkedSpan]) -> list[LinkedSpa
         surface = text[span.start_char : span.end_char].lower()
         if surface not in best or span.score > best[surface].score:
             best[surface] = span
+    sources = {short: best[long.lower()] for short, long in abbreviations.items()
+               if long.lower() in best}
+    occurrences = short_forms_spans(text, sources)  # one pass, whatever their number
     replaced: dict[tuple[int, int], LinkedSpan] = {}
-    for short, long in abbreviations.items():
-        source = best.get(long.lower())
-        if source is None:
-            continue
-        for start, end in short_form_spans(text, short):
+    for short, source in sources.items():
+        for start, end in occurrences[short]:
             replaced[(start, end)] = LinkedSpan(start, end, source.kb_id, source.score)
     kept = [s for s in spans if (s.start_char, s.end_char) not in replaced]
     return kept + list(replaced.values())

@@ -258,3 +258,27 @@ def test_a_mention_holding_a_short_form_is_read_with_it_expanded(tiny_encoder):
     mention = text.index("Primary HPT")
     [ids] = reading.mention_ids([text], [MentionSpan(0, mention, mention + 11)])
     assert ids == plain.mention_ids(["Primary hyperparathyroidism"], [MentionSpan(0, 0, 27)])[0]
+
+
+def test_short_forms_found_in_one_pass_as_one_by_one():
+    """``short_forms_spans`` (one regex pass for all of a document's short forms, linear in
+    the text) finds what ``short_form_spans`` finds for each, short forms that read from one
+    place ("A" and "A.B") and hyphen-joined words included."""
+    from spacy_arboel.data.abbreviations import short_form_spans, short_forms_spans
+
+    text = ("A.B and A, A-B, AB; the A.B.C trial (A.B) and B. X-A.B AB-A A.BB "
+            "DOX, DOXs, pre-DOX and DOX") * 3
+    shorts = ["A", "A.B", "AB", "B", "DOX", "A.B.C", "Q"]
+    assert short_forms_spans(text, shorts) == {s: short_form_spans(text, s) for s in shorts}
+    assert short_forms_spans(text, []) == {}
+
+
+def test_a_long_sentence_is_read_from_its_tail():
+    """A parenthesis reads only the last words of its sentence: one with thousands of words
+    before it (no sentence end) defines what the short sentence does."""
+    from spacy_arboel.data.abbreviations import find_abbreviations
+
+    for tail in ("patients with chronic kidney disease (CKD) were seen",
+                 "cyclophosphamide (CTX) was given", "a b c (ABC)"):
+        assert find_abbreviations("word " * 3000 + tail) == find_abbreviations(tail)
+        assert find_abbreviations("x" * 5000 + " " + tail) == find_abbreviations(tail)
