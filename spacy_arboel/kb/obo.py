@@ -100,11 +100,12 @@ def read_obo(
     graph = _is_a_graph(parents)
     cycles = _cycles(parents, graph)
     _warn(path, sorted(ontology.metadata.imports), found, cycles)
-    alt_ids_of, ambiguous, chains = _alternate_ids(path, terms, kept)
+    alt_ids_of, ambiguous, chains = _alternate_ids(path, terms, kept, found)
     type_of = _type_function(ontology, kept, types, parents, graph)
     kb = KnowledgeBase()
     for term in kept:
-        synonyms = sorted((s for s in term.synonyms if s.scope in scopes and s.description),
+        synonyms = sorted((s for s in _synonyms(path, term) if s.scope in scopes
+                           and s.description),
                           key=lambda s: (SYNONYM_SCOPES.index(s.scope), s.description))
         entity = Entity(
             id=term.id, name=term.name.strip(),
@@ -113,7 +114,8 @@ def read_obo(
                                                *(s.description for s in synonyms)]),
             types=type_of(term), alt_ids=tuple(alt_ids_of.get(term.id, ())),
             xrefs=tuple(sorted({xref.id for xref in term.xrefs})))
-        kb.add(entity, source=f"{path}: term {term.id}")
+        line = found.lines.get(term.id)  # OBO and OWL: the line of its (first) stanza
+        kb.add(entity, source=f"{path}:{line}" if line else f"{path} (term {term.id})")
     if stats is not None:
         stats.update(entities=len(kb), obsolete=sum(1 for term in terms if term.obsolete),
                      without_name=sum(1 for term in terms
@@ -129,6 +131,16 @@ def read_obo(
             path=path, why=f"none of its {len(terms)} terms has a name and is not obsolete",
             options="--obo"))
     return kb
+
+
+def _synonyms(path: Path, term: Any) -> list[Any]:
+    """The term's synonyms; what pronto still refuses as it reads them (it resolves their
+    types only then) is E231 naming the term, not a traceback."""
+    try:
+        return list(term.synonyms)
+    except (KeyError, ValueError) as err:
+        raise KnowledgeBaseError(Errors.E231.format(
+            path=path, error=f"term {term.id}: {err}")) from None
 
 
 # --- what the file's terms make of each other -----------------------------------------------
@@ -168,7 +180,7 @@ def _lines(numbers: list[int]) -> str:
     return f"lines {', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
 
 
-def _alternate_ids(path: Path, terms: list[Any], kept: list[Any]
+def _alternate_ids(path: Path, terms: list[Any], kept: list[Any], found: Found
                    ) -> tuple[dict[str, list[str]], set[str], int]:
     """Each kept term's alternate ids (see the module), the ids left unresolved because
     two terms claim them, and how many obsolete ids were resolved through a chain of two
@@ -182,8 +194,10 @@ def _alternate_ids(path: Path, terms: list[Any], kept: list[Any]
     # an obsolete term replaced_by one term of the file (the others were left out: W108)
     step = {}
     for term in terms:
-        targets = [t for t in term._data().replaced_by if t in term_ids]
-        if term.obsolete and len(targets) == 1:
+        # replaced by one term alone: a target left out as undeclared counts as another
+        targets = list(term._data().replaced_by)
+        if (term.obsolete and len(targets) == 1 and targets[0] in term_ids
+                and not found.replaced_outside.get(term.id)):
             step[term.id] = targets[0]
     chains = 0
     for start in sorted(step):

@@ -26,6 +26,7 @@ from xml.etree import ElementTree
 from xml.parsers import expat
 
 from ..errors import Errors
+from ..parsing import input_problem
 from .knowledge_base import KnowledgeBaseError
 
 # the tags of a [Term] stanza whose value names a term (``relationship``, and an
@@ -49,6 +50,9 @@ class Found:
     dangling: list[tuple[int | None, str, str, str]] = field(default_factory=list)
     duplicates: dict[str, list[int]] = field(default_factory=dict)  # id -> its stanzas' lines
     other_names: dict[str, list[str]] = field(default_factory=dict)  # id -> later stanzas' names
+    # id -> its replaced_by targets left out as undeclared: it is replaced by no one term
+    replaced_outside: dict[str, int] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)  # id -> the line of its first stanza
 
 
 def open_ontology(path: Path) -> tuple[Any, Found]:
@@ -58,9 +62,10 @@ def open_ontology(path: Path) -> tuple[Any, Found]:
         import pronto
     except ImportError:
         raise ImportError(Errors.E232) from None
-    if not path.is_file():
-        problem = "a folder" if path.is_dir() else "no such file"
-        raise KnowledgeBaseError(Errors.E231.format(path=path, error=problem))
+    problem = input_problem(path)
+    if problem:  # the check build-kb makes before it reads anything
+        raise KnowledgeBaseError(Errors.E230.format(
+            path=path, what="file of an OBO or OWL ontology", error=problem, hint=""))
     found = Found()
     # imports off: pronto's default (-1) fetches every import: any address, any local path.
     # One thread: the stanzas of a term then merge in the file's order, and no two threads
@@ -163,14 +168,26 @@ def _corrected_obo(text: str, found: Found) -> str:
                 stanza.clauses.append((number, tag.strip(), value))
     term_ids = {s.id for s in stanzas if s.kind == "Term" and s.id}
     relation_ids = {s.id for s in stanzas if s.kind == "Typedef" and s.id} | {"is_a"}
+    header = lines[: stanzas[0].line - 1] if stanzas else lines
+    synonym_types = {next(iter(_ids(line.partition(":")[2])), None) for line in header
+                     if line.strip().startswith("synonymtypedef:")}
     broken: set[tuple[str, str]] = set()  # (term, intersection_of or union_of) with a part out
     for stanza in stanzas:
         for number, tag, value in stanza.clauses if stanza.id else ():
+            if tag == "synonym":  # a synonym of a type the header does not declare
+                kept = _without_synonym_type(lines[number - 1], synonym_types)
+                if kept is not None:
+                    lines[number - 1], undeclared = kept
+                    found.dangling.append((number, stanza.id, "synonym type", undeclared))
+                continue
             reference = _undeclared(stanza.kind, tag, _ids(value), term_ids, relation_ids)
             if reference is not None:
                 blank.add(number)
                 found.dangling.append((number, stanza.id, tag, reference))
                 broken.add((stanza.id, tag))
+                if tag == "replaced_by":
+                    found.replaced_outside[stanza.id] = found.replaced_outside.get(
+                        stanza.id, 0) + 1
     by_id: dict[str, list[_Stanza]] = {}
     for stanza in stanzas:
         if stanza.kind == "Term" and stanza.id:
@@ -189,12 +206,26 @@ def _corrected_obo(text: str, found: Found) -> str:
                         if tag == "name":
                             other_names.setdefault(term_id, []).append(lines[number - 1])
                     seen.add(tag)
+        found.lines[term_id] = group[0].line
         if len(group) > 1:
             found.duplicates[term_id] = [stanza.line for stanza in group]
     found.other_names.update(_names(other_names))
     return "\n".join("\r" if number in blank and line.endswith("\r") else
                      "" if number in blank else line
                      for number, line in enumerate(lines, 1))
+
+
+_SYNONYM = re.compile(r'^(\s*synonym\s*:\s*"(?:[^"\\]|\\.)*"\s+\S+)(\s+[^\s\[{!]\S*)')
+
+
+def _without_synonym_type(line: str, declared: set[str | None]) -> tuple[str, str] | None:
+    """A ``synonym:`` line without its type, and the type, when the header declares no such
+    type (``synonymtypedef``; pronto fails on it when the term's synonyms are read); None
+    when it has no type or a declared one. The synonym itself is kept."""
+    match = _SYNONYM.match(line)
+    if match is None or match.group(2).strip() in declared:
+        return None
+    return line[: match.end(1)] + line[match.end(2):], match.group(2).strip()
 
 
 def _ids(value: str) -> list[str]:
@@ -271,9 +302,12 @@ def _corrected_owl(path: Path, data: bytes, found: Found) -> bytes:
         by_iri.setdefault(owl_class.iri, []).append(index)
     unnamed: set[int] = set()  # later elements of a class whose labels go
     undefined: set[int] = set()  # and whose definitions go
-    for group in (g for g in by_iri.values() if len(g) > 1):
+    for group in by_iri.values():
         term_id = next((classes[i].id for i in group if classes[i].id), None)
         term_id = term_id or _compact(classes[group[0]].iri)
+        found.lines[term_id] = classes[group[0]].line
+        if len(group) == 1:
+            continue
         found.duplicates[term_id] = [classes[i].line for i in group]
         for position, index in enumerate(group[1:], 1):
             earlier = [classes[i] for i in group[:position]]

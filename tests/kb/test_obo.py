@@ -140,8 +140,10 @@ def test_a_file_pronto_cannot_read_is_E231_with_its_line(obo_path, tmp_path):
                                          "id: TOY:0000005"), encoding="utf8")
     with pytest.raises(KnowledgeBaseError, match=r"\[E231\] .*toy\.obo cannot be read .*line 13"):
         read_obo(obo_path)
-    for path in (tmp_path / "missing.obo", tmp_path):
-        with pytest.raises(KnowledgeBaseError, match=r"\[E231\]"):
+    # no file to read: the check build-kb makes before it reads anything (E230)
+    for path, problem in ((tmp_path / "missing.obo", "does not exist"),
+                          (tmp_path, "is a folder")):
+        with pytest.raises(KnowledgeBaseError, match=rf"\[E230\] .*\({problem}"):
             read_obo(path)
 
 
@@ -652,6 +654,46 @@ def test_a_replaced_by_chain_out_of_the_file_is_W108(tmp_path):
         kb = read_obo(path)
     for obsolete in ("REP:0000003", "REP:0000004", "REP:0000005"):
         assert obsolete not in kb
+
+
+def test_an_obsolete_term_replaced_by_two_terms_resolves_to_none(tmp_path):
+    """One of its targets outside the file still counts: it is replaced by two terms."""
+    text = ("format-version: 1.2\n\n[Term]\nid: X:1\nname: Live\n\n"
+            "[Term]\nid: X:9\nname: obsolete Old\nis_obsolete: true\n"
+            "replaced_by: X:1\nreplaced_by: Y:5\n")
+    path = tmp_path / "two.obo"
+    path.write_text(text, encoding="utf8")
+    with pytest.warns(UserWarning, match=r"\[W108\] .*X:9 replaced_by Y:5"):
+        kb = read_obo(path)
+    assert "X:9" not in kb and kb["X:1"].alt_ids == ()
+
+
+def test_a_synonym_of_an_undeclared_type_is_kept_with_W108(tmp_path):
+    """pronto refused the whole file with a bare ValueError as the synonyms were read."""
+    text = ('format-version: 1.2\nsynonymtypedef: LAYPERSON "layperson"\n\n[Term]\n'
+            'id: T:1\nname: One\nsynonym: "uno" EXACT UNDECLARED []\n'
+            'synonym: "eins" EXACT LAYPERSON []\n')
+    path = tmp_path / "types.obo"
+    path.write_text(text, encoding="utf8")
+    with pytest.warns(UserWarning, match=rf"\[W108\] .*line {_line(text, 'UNDECLARED')}: "
+                                         r"T:1 synonym type UNDECLARED"):
+        kb = read_obo(path)
+    assert sorted(kb["T:1"].aliases) == ["eins", "uno"]
+
+
+def test_a_clash_with_another_source_names_the_terms_line(tmp_path):
+    """E235 names the OBO term's own line (not a mangled ``path: term HP:...``)."""
+    from spacy_arboel.kb.build import build_kb
+
+    text = "format-version: 1.2\n\n[Term]\nid: T:1\nname: One\n"
+    ontology = tmp_path / "t.obo"
+    ontology.write_text(text, encoding="utf8")
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"id": "A", "name": "Other", "alt_ids": ["T:1"]}\n', encoding="utf8")
+    with pytest.raises(KnowledgeBaseError, match=rf"\[E235\] {ontology}:3: 'T:1' is the id "
+                                                 rf"of 'T:1' and already an alternate id of "
+                                                 rf"'A' \({first}:1\)"):
+        build_kb(jsonl=[first], obo=[ontology])
 
 
 def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path, server):
