@@ -245,9 +245,11 @@ def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp: Languag
     held = HeldOut(choose_heldout(split_docs("test"), kb, fraction, seed),
                    choose_heldout(split_docs("dev"), kb, fraction, seed))
     _drop_entities(output_dir, set(held.ids), nlp)
+    # the KB that stays knows them no more: their other ids are listed to tell their mentions
+    alt_ids = sorted({alt_id for entity_id in held.ids for alt_id in kb[entity_id].alt_ids})
     write_text_atomic(output_dir / HELDOUT_FILE, json.dumps(
         {"fraction": fraction, "seed": seed, "ids": held.ids, "test_ids": held.test_ids,
-         "dev_ids": held.dev_ids}, indent=2) + "\n")
+         "dev_ids": held.dev_ids, "alt_ids": alt_ids}, indent=2) + "\n")
     return held
 
 

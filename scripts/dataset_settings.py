@@ -6,6 +6,7 @@ from pathlib import Path
 
 from project_errors import ProjectErrors
 from spacy_arboel.configs import packaged_config
+from spacy_arboel.parsing import input_problem
 
 SETTINGS = Path("configs") / "datasets.yml"
 # a dataset's entries in SETTINGS that are not training steps: its KB's description (the
@@ -20,9 +21,9 @@ def read_datasets(path: Path) -> dict:
     path would otherwise give every dataset the defaults)."""
     import srsly
 
-    if not Path(path).is_file():
-        problem = "it is a folder" if Path(path).is_dir() else "no such file"
-        raise ValueError(ProjectErrors.E153.format(path=path, problem=problem))
+    problem = input_problem(path)
+    if problem:
+        raise ValueError(ProjectErrors.E153.format(path=path, problem=f"it {problem}"))
     try:
         settings = srsly.read_yaml(path)
     except (OSError, ValueError, RecursionError) as err:  # srsly: ValueError("Invalid YAML")

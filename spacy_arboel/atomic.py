@@ -30,11 +30,17 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write the file to; when the block ends
     without error it replaces ``path`` in one ``os.replace``, else it is removed and
     ``path`` is left as it was. A replaced file keeps its permission bits (a KB kept 0600
-    stays 0600); a new one has the umask's, as any file the process creates."""
+    stays 0600), from the start: the temporary file is made with them before anything is
+    written to it, so licensed strings are never in a file others may read; a new file has
+    the umask's, as any file the process creates."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = _sibling(path, "tmp")
     try:
+        if path.is_file():  # the writer opens it again ("w" keeps an existing file's mode)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+            _keep_mode(path, temp)
         yield temp
         with temp.open("rb") as file_:
             os.fsync(file_.fileno())
@@ -101,8 +107,10 @@ def atomic_folder(path: str | Path, check: Callable[[Path], None] | None = None
     Saving into the folder that was loaded from is safe: it is replaced only at the end.
     Only a missing or empty folder or a pipeline is replaced (E046 before anything is
     written, see :func:`check_replaceable`; ``check`` replaces that rule, e.g. for a
-    folder of another kind of output). A replaced folder keeps its own permission bits
-    (the files in it are new, with the umask's)."""
+    folder of another kind of output). A replaced folder keeps its own permission bits, and
+    each file of the new folder that replaces one of the same name those of the old (a
+    ``kb.jsonl`` kept 0600 in a saved pipeline or a prepared dataset); new files have the
+    umask's."""
     path = Path(path)
     (check or check_replaceable)(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,6 +119,10 @@ def atomic_folder(path: str | Path, check: Callable[[Path], None] | None = None
         yield temp
         if path.is_dir() and not path.is_symlink():
             _keep_mode(path, temp)
+            for written in temp.rglob("*"):
+                replaced = path / written.relative_to(temp)
+                if written.is_file() and not written.is_symlink() and replaced.is_file():
+                    _keep_mode(replaced, written)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise

@@ -23,14 +23,17 @@ def join_ids(ids: Iterable[str]) -> str:
 
 
 def read_heldout_ids(path: str | Path) -> set[str]:
-    """The ``ids`` of a ``heldout_ids.json`` (the entities ``prepare --holdout`` held out);
+    """The ``ids`` of a ``heldout_ids.json`` (the entities ``prepare --holdout`` held out)
+    and their ``alt_ids`` (a gold id of an older release names a held-out entity too);
     E152 when it is no such file."""
     path = Path(path)
     try:
-        ids = parse_json(path.read_bytes())["ids"]
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise TypeError('"ids" is not a list of strings')
+        data = parse_json(path.read_bytes())
+        ids, alt_ids = data["ids"], data.get("alt_ids", [])
+        if not all(isinstance(value, list) and all(isinstance(i, str) for i in value)
+                   for value in (ids, alt_ids)):
+            raise TypeError('"ids" or "alt_ids" is not a list of strings')
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(Errors.E152.format(path=path, problem=f"{type(err).__name__}: {err}")
                          ) from None
-    return set(ids)
+    return {*ids, *alt_ids}

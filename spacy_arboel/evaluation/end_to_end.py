@@ -16,8 +16,7 @@ from spacy.training import Example
 from ..data.ids import gold_ids
 from ..data.pubtator import NO_ID
 from ..extensions import PASSAGE_CANDIDATES_EXT, register_extensions
-from ..kb.knowledge_base import KnowledgeBase
-from ..spacy_data.gold_ids import resolve_examples
+from ..spacy_data.gold_ids import kb_of, resolve_examples
 from .metrics import KbIds, f1_score, kb_contains
 
 # (start_char, end_char, gold ids) of an InKB gold mention
@@ -108,8 +107,7 @@ def score_end_to_end(
     mentions the scores are ``None``; without predictions on gold mentions P and F are 0.
     """
     register_extensions()
-    kb = kb_ids if isinstance(kb_ids, KnowledgeBase) else None
-    examples, _ = resolve_examples(examples, kb)
+    examples, _ = resolve_examples(examples, kb_of(kb_ids))
     in_kb = kb_contains(kb_ids)
     n_gold = n_predicted = tp = 0
     retrieved = mentions_found = mentions_retrieved = passages = passage_hits = 0

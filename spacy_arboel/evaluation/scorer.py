@@ -10,8 +10,7 @@ from spacy.scorer import Scorer
 from spacy.training import Example
 
 from ..extensions import register_extensions
-from ..kb.knowledge_base import KnowledgeBase
-from ..spacy_data.gold_ids import resolve_examples
+from ..spacy_data.gold_ids import kb_of, resolve_examples
 from .metrics import KS, linking_metrics, mention_outcomes_from_examples
 
 
@@ -37,8 +36,7 @@ def score_entity_linking(
     """
     del cfg
     register_extensions()
-    kb = kb_ids if isinstance(kb_ids, KnowledgeBase) else None
-    examples, _ = resolve_examples(examples, kb)
+    examples, _ = resolve_examples(examples, kb_of(kb_ids))
     outcomes = mention_outcomes_from_examples(examples, kb_ids, seen_ids, nil_id=nil_id)
     metrics = linking_metrics(outcomes, KS, nil_id=nil_id)
     scores: dict[str, Any] = {}

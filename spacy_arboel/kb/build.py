@@ -244,13 +244,12 @@ def add_corpus_types(
     entity: the MeSH tree types *Blood Urea Nitrogen* by its E and G numbers, and BC5CDR
     labels its mentions Chemical; under the type rule's ``restrict`` a KB type alone would
     keep those mentions off their gold entity."""
-    resolved: dict[str, Counter[str]] = {}
-    for entity_id, counter in labels.items():
-        if entity_id in kb:
-            resolved.setdefault(kb.resolve(entity_id), Counter()).update(counter)
+    resolved = kb.by_entity({i: list(counter.items()) for i, counter in labels.items()})
     entities, typed = [], 0
     for entity in kb:
-        counter = resolved.get(entity.id) or Counter()
+        counter: Counter[str] = Counter()
+        for label, count in resolved.get(entity.id, ()):
+            counter[label] += count
         types = tuple(dict.fromkeys([*entity.types, *(label for label, _ in
                                                       counter.most_common())]))
         if types != entity.types:

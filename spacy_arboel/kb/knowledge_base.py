@@ -186,8 +186,8 @@ class KnowledgeBase:
         corpus with the aliases) join the entities' ``mention_counts`` (``add_counts``).
         An alternate id's aliases and counts go to the entity it names.
         """
-        aliases = self._by_entity({i: list(texts) for i, texts in aliases.items()})
-        counts = self._by_entity({i: list(found.items()) for i, found in (counts or {}).items()})
+        aliases = self.by_entity({i: list(texts) for i, texts in aliases.items()})
+        counts = self.by_entity({i: list(found.items()) for i, found in (counts or {}).items()})
         merged = []
         for entity in self._entities:
             extra = aliases.get(entity.id, ())
@@ -202,7 +202,7 @@ class KnowledgeBase:
                 entity.mention_counts, counts.get(entity.id, ()))))
         return KnowledgeBase(merged)
 
-    def _by_entity(self, per_id: Mapping[str, list]) -> dict[str, list]:
+    def by_entity(self, per_id: Mapping[str, list]) -> dict[str, list]:
         """The lists of ``per_id`` joined under the id of the entity each key names (an
         alternate id's under its entity's), in order; keys the KB lacks are dropped."""
         gathered: dict[str, list] = {}

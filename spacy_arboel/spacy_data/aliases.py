@@ -72,6 +72,9 @@ def build_kb_with_corpus_aliases(alias_corpus: Iterable[Path] = (), **sources: A
     what can be checked without reading (``kb.build.check_kb_sources``: the files are
     there, the synonym packages installed) is checked before the corpora are read."""
     alias_corpus = list(alias_corpus)
+    # the lists of files once: a generator checked here would reach build_kb empty
+    sources = {key: list(value) if key in ("jsonl", "obo") else value
+               for key, value in sources.items()}
     check_kb_sources(alias_corpus=alias_corpus, **sources)
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
     harvested = harvest_aliases(docs)

@@ -11,7 +11,7 @@ from spacy.tokens import Doc, Span
 from ..data.ids import gold_ids, join_ids
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
-from .gold_ids import resolved_gold_ids
+from .gold_ids import kb_of, resolved_gold_ids
 
 
 def choose_heldout(test_docs: Iterable[Doc], kb: Container[str], fraction: float,
@@ -22,9 +22,8 @@ def choose_heldout(test_docs: Iterable[Doc], kb: Container[str], fraction: float
     if not 0 < fraction < 1:
         raise ValueError(Errors.E011.format(name="fraction", value=fraction,
                                             condition="in (0, 1) (`prepare --holdout`)"))
-    known = kb if isinstance(kb, KnowledgeBase) else None
     mentioned = sorted({i for doc in test_docs for ent in doc.ents
-                        for i in resolved_gold_ids(ent.kb_id_, known) if i in kb})
+                        for i in resolved_gold_ids(ent.kb_id_, kb_of(kb)) if i in kb})
     n = max(1, round(len(mentioned) * fraction)) if mentioned else 0
     chosen = np.random.default_rng(seed).choice(len(mentioned), size=n, replace=False)
     return sorted(mentioned[i] for i in chosen)

@@ -21,6 +21,12 @@ def resolved_gold_ids(kb_id: str, kb: KnowledgeBase | None) -> tuple[str, ...]:
     return gold_ids(kb_id) if kb is None else kb.resolve_ids(gold_ids(kb_id))
 
 
+def kb_of(kb_ids: object) -> KnowledgeBase | None:
+    """``kb_ids`` when it is a KB (a scorer's ``kb_ids``: ids, a predicate or the KB), else
+    None: only a KB resolves alternate ids."""
+    return kb_ids if isinstance(kb_ids, KnowledgeBase) else None
+
+
 def resolve_kb_id(kb_id: str, kb: KnowledgeBase | None) -> str:
     """A span's gold ``kb_id_`` with each alternate id replaced by its entity's id (the
     string unchanged when none is one, or without a KB)."""

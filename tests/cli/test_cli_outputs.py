@@ -339,6 +339,7 @@ def test_atomic_file_keeps_the_mode_of_the_file_it_replaces(tmp_path):
     for mode in (0o600, 0o640, 0o604):
         target.chmod(mode)
         with _umask(0o022), atomic_file(target) as temp:
+            assert _mode(temp) == mode  # before anything is written: never world-readable
             temp.write_text("new")
         assert target.read_text() == "new" and _mode(target) == mode
     for mask, mode in ((0o077, 0o600), (0o022, 0o644)):
@@ -358,6 +359,14 @@ def test_atomic_folder_keeps_the_mode_of_the_folder_it_replaces(tmp_path):
     with _umask(0o077), atomic_folder(tmp_path / "fresh") as temp:
         temp.mkdir()
     assert _mode(tmp_path / "fresh") == 0o700
+    # a file of the folder that replaces one of the same name keeps its mode (a saved
+    # pipeline's or a prepared dataset's kb.jsonl); a new one has the umask's
+    (target / "meta.json").chmod(0o600)
+    with _umask(0o022), atomic_folder(target) as temp:
+        temp.mkdir()
+        (temp / "meta.json").write_text("newer")
+        (temp / "config.cfg").write_text("[nlp]\npipeline = []\n")
+    assert _mode(target / "meta.json") == 0o600 and _mode(target / "config.cfg") == 0o644
 
 
 @pytest.fixture

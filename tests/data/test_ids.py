@@ -16,6 +16,8 @@ def test_held_out_ids_are_read_or_E152(tmp_path):
     path = tmp_path / "heldout_ids.json"
     path.write_text(json.dumps({"fraction": 0.1, "ids": ["D1", "D2"]}))
     assert read_heldout_ids(path) == {"D1", "D2"}
+    path.write_text(json.dumps({"ids": ["D1"], "alt_ids": ["D9"]}))  # an older release's id
+    assert read_heldout_ids(path) == {"D1", "D9"}
     for content, problem in (({"ids": "D1"}, "not a list of strings"), ({}, "KeyError"),
                              ([], "TypeError"), ({"ids": [1]}, "not a list of strings")):
         path.write_text(json.dumps(content))

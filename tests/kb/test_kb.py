@@ -377,3 +377,13 @@ def test_a_clash_names_where_both_entities_were_read(tmp_path):
                                                  rf"id of 'D' and already the id of 'B' "
                                                  rf"\({first}:3\)"):
         build_kb(jsonl=[first, second])
+
+
+def test_sources_given_as_generators_are_read(tmp_path):
+    """The check before the read must not use up an iterator of paths (the KB was empty)."""
+    from spacy_arboel.spacy_data.aliases import build_kb_with_corpus_aliases
+
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"id": "A", "name": "One"}\n', encoding="utf8")
+    kb, _ = build_kb_with_corpus_aliases(jsonl=(p for p in [path]))
+    assert kb.ids == ["A"]

@@ -122,7 +122,7 @@ def test_a_hostile_datasets_file_is_refused(tmp_path):
     datasets.write_text("[" * 100_000 + "]" * 100_000)  # nested too deeply for the parser
     with pytest.raises(ValueError, match="E153.*datasets.yml"):
         read_datasets(datasets)
-    for missing, problem in ((tmp_path / "typo.yml", "no such file"),
+    for missing, problem in ((tmp_path / "typo.yml", "it does not exist"),
                              (tmp_path, "it is a folder")):  # never read as no settings
         with pytest.raises(ValueError, match=f"E153.*{problem}"):
             read_datasets(missing)
