@@ -656,15 +656,19 @@ def test_a_replaced_by_chain_out_of_the_file_is_W108(tmp_path):
         assert obsolete not in kb
 
 
+def _written(path, text: str):
+    """``path``, with ``text`` written to it."""
+    path.write_text(text, encoding="utf8")
+    return path
+
+
 def test_an_obsolete_term_replaced_by_two_terms_resolves_to_none(tmp_path):
     """One of its targets outside the file still counts: it is replaced by two terms."""
     text = ("format-version: 1.2\n\n[Term]\nid: X:1\nname: Live\n\n"
             "[Term]\nid: X:9\nname: obsolete Old\nis_obsolete: true\n"
             "replaced_by: X:1\nreplaced_by: Y:5\n")
-    path = tmp_path / "two.obo"
-    path.write_text(text, encoding="utf8")
     with pytest.warns(UserWarning, match=r"\[W108\] .*X:9 replaced_by Y:5"):
-        kb = read_obo(path)
+        kb = read_obo(_written(tmp_path / "two.obo", text))
     assert "X:9" not in kb and kb["X:1"].alt_ids == ()
 
 
@@ -673,11 +677,9 @@ def test_a_synonym_of_an_undeclared_type_is_kept_with_W108(tmp_path):
     text = ('format-version: 1.2\nsynonymtypedef: LAYPERSON "layperson"\n\n[Term]\n'
             'id: T:1\nname: One\nsynonym: "uno" EXACT UNDECLARED []\n'
             'synonym: "eins" EXACT LAYPERSON []\n')
-    path = tmp_path / "types.obo"
-    path.write_text(text, encoding="utf8")
     with pytest.warns(UserWarning, match=rf"\[W108\] .*line {_line(text, 'UNDECLARED')}: "
                                          r"T:1 synonym type UNDECLARED"):
-        kb = read_obo(path)
+        kb = read_obo(_written(tmp_path / "types.obo", text))
     assert sorted(kb["T:1"].aliases) == ["eins", "uno"]
 
 
@@ -686,10 +688,8 @@ def test_a_clash_with_another_source_names_the_terms_line(tmp_path):
     from spacy_arboel.kb.build import build_kb
 
     text = "format-version: 1.2\n\n[Term]\nid: T:1\nname: One\n"
-    ontology = tmp_path / "t.obo"
-    ontology.write_text(text, encoding="utf8")
-    first = tmp_path / "first.jsonl"
-    first.write_text('{"id": "A", "name": "Other", "alt_ids": ["T:1"]}\n', encoding="utf8")
+    ontology = _written(tmp_path / "t.obo", text)
+    first = _written(tmp_path / "first.jsonl", '{"id": "A", "name": "Other", "alt_ids": ["T:1"]}\n')
     with pytest.raises(KnowledgeBaseError, match=rf"\[E235\] {ontology}:3: 'T:1' is the id "
                                                  rf"of 'T:1' and already an alternate id of "
                                                  rf"'A' \({first}:1\)"):
