@@ -12,7 +12,8 @@ Not a test. Reads a GSC+ split (``../shared/data/hpo_gsc_plus/``), builds the KB
 
 Both are scored by ``evaluation.concept_recognition`` (mention level: exact span and id,
 micro P/R/F1; document level: (document, id) pairs), gold ids resolved through the KB's
-alternate ids; abstracts/s of each, after loading. Writes
+alternate ids; abstracts/s of each, after loading; and the gold mentions each missed, by
+kind (``miss_kinds``). Writes
 ``benchmarks/results/gsc-plus-<split>.json``. Usage::
 
     OMP_NUM_THREADS=2 python benchmarks/hpo_gsc.py --split test
@@ -101,6 +102,57 @@ def run_arbo_linker(kb_path: Path, texts: dict[str, str]) -> tuple[dict, float]:
     return found, seconds
 
 
+def miss_kinds(gold: dict, found: dict, resolve, related) -> dict[str, int]:
+    """The gold mentions a run missed, by kind: ``wrong id`` (a link on the exact span, to
+    another concept; ``parent/child`` when one is an ancestor of the other, ``related``),
+    ``span boundary`` (a link to the concept on an overlapping span), ``overlap, other id``,
+    and ``not found`` (no link overlaps it)."""
+    kinds: dict[str, int] = {}
+    for pmid, mentions in gold.items():
+        links = found.get(pmid, [])
+        for start, end, ids in mentions:
+            ids = set(resolve([ids]))
+            if any((s, e) == (start, end) and i in ids for s, e, i in links):
+                continue
+            exact = [i for s, e, i in links if (s, e) == (start, end)]
+            near = [i for s, e, i in links if s < end and start < e]
+            if exact:
+                kind = ("wrong id: parent/child" if any(related(i, g) for i in exact
+                                                        for g in ids) else "wrong id")
+            elif any(i in ids for i in near):
+                kind = "span boundary"
+            elif near:
+                kind = ("span boundary, parent/child" if any(related(i, g) for i in near
+                                                             for g in ids)
+                        else "overlap, other id")
+            else:
+                kind = "not found"
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return dict(sorted(kinds.items(), key=lambda item: -item[1]))
+
+
+def hierarchy(hp_obo: Path):
+    """Whether one HPO id is an ancestor of the other (pronto over ``hp_obo``)."""
+    import warnings
+
+    import pronto
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ontology = pronto.Ontology(str(hp_obo), import_depth=0)
+    ancestors: dict[str, set[str]] = {}
+
+    def above(term_id: str) -> set[str]:
+        if term_id not in ancestors:
+            try:
+                ancestors[term_id] = {t.id for t in ontology[term_id].superclasses()}
+            except KeyError:
+                ancestors[term_id] = set()
+        return ancestors[term_id]
+
+    return lambda a, b: a != b and (a in above(b) or b in above(a))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=sorted(SPLITS), default="test")
@@ -121,6 +173,7 @@ def main() -> None:
         build_kb(obo=[hp_obo])[0].to_jsonl(args.kb)
     kb = KnowledgeBase.from_jsonl(args.kb)
     texts, gold = read_gsc(args.data_dir / "hpo_gsc_plus" / SPLITS[args.split])
+    related = hierarchy(hp_obo)
     runs = {}
     for name, run in (("arbo_linker (untrained, defaults)",
                        lambda: run_arbo_linker(args.kb, texts)),
@@ -130,7 +183,8 @@ def main() -> None:
         found, seconds = run()
         runs[name] = {**concept_recognition_scores(gold, found, kb.resolve_ids),
                       "seconds": round(seconds, 2),
-                      "abstracts_per_s": round(len(texts) / seconds, 1)}
+                      "abstracts_per_s": round(len(texts) / seconds, 1),
+                      "misses": miss_kinds(gold, found, kb.resolve_ids, related)}
         print(name, json.dumps(runs[name]), flush=True)
     result = {
         "name": f"gsc-plus-{args.split}", "split": args.split, "abstracts": len(texts),
