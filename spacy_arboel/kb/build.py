@@ -62,6 +62,9 @@ class KBBuildReport:
                          f"and {stats['without_name']} without a name left out, "
                          f"{stats['alt_ids']} alternate ids")
             found = [f"{stats[key]} {what}" for key, what in OBO_FINDINGS if stats.get(key)]
+            if stats.get("outside_roots"):
+                notes.append(f"{path}: {stats['outside_roots']} terms outside --obo-roots "
+                             "left out")
             if found:
                 notes.append(f"{path}: {', '.join(found)} (see the warnings above)")
         if self.umls:
@@ -97,6 +100,7 @@ def build_kb(
     obo: Iterable[Path] = (),
     synonym_scopes: Collection[str] = DEFAULT_SYNONYM_SCOPES,
     obo_types: OboTypes = DEFAULT_OBO_TYPES,
+    obo_roots: Collection[str] = (),
     umls: Path | None = None,
     umls_languages: Collection[str] = DEFAULT_LANGUAGES,
     umls_sources: Collection[str] | None = None,
@@ -107,7 +111,8 @@ def build_kb(
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
 ) -> tuple[KnowledgeBase, KBBuildReport]:
     """MeSH descriptors (with disease synonyms), JSONL KBs (ours or scispaCy's), OBO / OWL
-    ontologies (``obo.read_obo`` with ``synonym_scopes`` and ``obo_types``) and a UMLS
+    ontologies (``obo.read_obo`` with ``synonym_scopes``, ``obo_types`` and, to keep their
+    terms at or below some terms only, ``obo_roots``) and a UMLS
     release (the folder ``umls``: ``umls.read_umls`` with ``umls_languages``,
     ``umls_sources``, None for all, and ``umls_types``), merged by id in that order (an id in
     several keeps its first entry, ``merge_kbs``); ``aliases`` (per id, e.g. the gold mention
@@ -133,6 +138,7 @@ def build_kb(
         kb = _merge(kb, KnowledgeBase.from_jsonl(path), path, report)
     for path in obo:
         kb = _merge(kb, read_obo(path, synonym_scopes=synonym_scopes, types=obo_types,
+                                 roots=obo_roots,
                                  stats=report.obo.setdefault(path, {})), path, report)
     if umls is not None:
         kb = _merge(kb, read_umls(umls, languages=umls_languages, sources=umls_sources,

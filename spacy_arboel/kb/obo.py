@@ -21,6 +21,11 @@ Each term that is not obsolete and has a name becomes an entity:
   term is left out;
 * ``xrefs``: its cross-references as written (``UMLS:C0010200``, ``MSH:D003371``).
 
+``roots`` keeps only the terms at or below those terms through ``is_a`` (HP:0000118,
+"Phenotypic abnormality": HPO's phenotypes without its modifiers, such as "Mild", and modes
+of inheritance), so that text is linked to the branch the user annotates; the terms' types
+are those of the whole ontology.
+
 Reading a file follows nothing it names (issue 59): pronto's imports are off (an
 ``import:`` or ``owl:imports`` is W107) and an XML entity that names a file or an address is
 refused (E248). An ontology as it is published reads whole: a reference to a term or
@@ -72,6 +77,7 @@ def read_obo(
     *,
     synonym_scopes: Iterable[str] = DEFAULT_SYNONYM_SCOPES,
     types: OboTypes = DEFAULT_OBO_TYPES,
+    roots: Iterable[str] = (),
     stats: dict[str, Any] | None = None,
 ) -> KnowledgeBase:
     """The KB of the ontology at ``path`` (see the module). A file pronto cannot read is
@@ -83,7 +89,8 @@ def read_obo(
     without a name left out, alternate ids (obsolete ids mapped to their replacement
     included), ids left unresolved because two terms claim them, imports not followed,
     dangling references left out, terms merged from several stanzas, obsolete ids resolved
-    through a chain of replaced_by, and is_a cycles."""
+    through a chain of replaced_by, is_a cycles, and terms left out as outside ``roots``
+    (a root that is no kept term: E249)."""
     path = Path(path)
     scopes = {scope.upper() for scope in synonym_scopes}
     if scopes - set(SYNONYM_SCOPES):
@@ -102,8 +109,11 @@ def read_obo(
     _warn(path, sorted(ontology.metadata.imports), found, cycles)
     alt_ids_of, ambiguous, chains = _alternate_ids(path, terms, kept, found)
     type_of = _type_function(ontology, kept, types, parents, graph)
+    under = _under(path, parents, list(roots))
     kb = KnowledgeBase()
     for term in kept:
+        if under is not None and term.id not in under:
+            continue
         synonyms = sorted((s for s in _synonyms(path, term) if s.scope in scopes
                            and s.description),
                           key=lambda s: (SYNONYM_SCOPES.index(s.scope), s.description))
@@ -125,12 +135,35 @@ def read_obo(
                      imports_not_followed=len(ontology.metadata.imports),
                      dangling_references=len(found.dangling),
                      merged_duplicates=len(found.duplicates),
-                     replaced_by_chains=chains, is_a_cycles=len(cycles))
+                     replaced_by_chains=chains, is_a_cycles=len(cycles),
+                     outside_roots=0 if under is None else len(kept) - len(kb))
     if not len(kb):
         raise KnowledgeBaseError(Errors.E236.format(
             path=path, why=f"none of its {len(terms)} terms has a name and is not obsolete",
             options="--obo"))
     return kb
+
+
+def _under(path: Path, parents: dict[str, list[str]], roots: list[str]) -> set[str] | None:
+    """The kept terms at or below ``roots`` through ``is_a`` (None without roots: all);
+    E249 for a root that is no kept term."""
+    if not roots:
+        return None
+    children: dict[str, list[str]] = {}
+    for term_id, above in parents.items():
+        for parent in above:
+            children.setdefault(parent, []).append(term_id)
+    for root in roots:
+        if root not in parents:
+            raise KnowledgeBaseError(Errors.E249.format(
+                path=path, root=root, why="no such term, or obsolete, or without a name"))
+    under, stack = set(roots), list(roots)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in under:
+                under.add(child)
+                stack.append(child)
+    return under
 
 
 def _synonyms(path: Path, term: Any) -> list[Any]:

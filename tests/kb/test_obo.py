@@ -718,3 +718,26 @@ def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path
     assert "[W107]" in text and f"{url}/bfo.obo" in text
     assert "[W108]" in text and "line 7: MONDO:0000001 is_a BFO:0000016" in text
     assert KnowledgeBase.from_jsonl(output).ids == ["MONDO:0000001", "MONDO:0000002"]
+
+
+def test_obo_roots_keep_one_branch(obo_path, tmp_path):
+    """``--obo-roots`` keeps the terms at or below the roots (HPO's phenotypes without its
+    modes of inheritance); a root that is no kept term is E249 before anything is written."""
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    stats: dict = {}
+    kb = read_obo(obo_path, roots=["TOY:0000118"], stats=stats)
+    assert kb.ids == ["TOY:0000118", "TOY:0000707", "TOY:0001250"]
+    assert kb["TOY:0001250"].types == ("Mode of inheritance", "Phenotypic abnormality")
+    assert stats["outside_roots"] == 2  # All, Mode of inheritance
+    output = tmp_path / "kb.jsonl"
+    result = CliRunner().invoke(app, ["build-kb", str(output), "--obo", str(obo_path),
+                                      "--obo-roots", "TOY:0000005"])
+    assert result.exit_code == 0, result.output
+    assert KnowledgeBase.from_jsonl(output).ids == ["TOY:0000005", "TOY:0001250"]
+    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "x.jsonl"), "--obo",
+                                      str(obo_path), "--obo-roots", "TOY:0000002"])
+    assert result.exit_code == 1 and "[E249]" in result.output and "TOY:0000002" in result.output
+    assert not (tmp_path / "x.jsonl").exists()
