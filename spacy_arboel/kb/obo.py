@@ -136,7 +136,7 @@ def read_obo(
                      dangling_references=len(found.dangling),
                      merged_duplicates=len(found.duplicates),
                      replaced_by_chains=chains, is_a_cycles=len(cycles),
-                     outside_roots=0 if under is None else len(kept) - len(kb))
+                     **({} if under is None else {"outside_roots": len(kept) - len(kb)}))
     if not len(kb):
         raise KnowledgeBaseError(Errors.E236.format(
             path=path, why=f"none of its {len(terms)} terms has a name and is not obsolete",
