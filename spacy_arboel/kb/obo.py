@@ -49,7 +49,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ..errors import Errors, Warnings
 from ..settings import check_value
@@ -109,7 +109,7 @@ def read_obo(
     _warn(path, sorted(ontology.metadata.imports), found, cycles)
     alt_ids_of, ambiguous, chains = _alternate_ids(path, terms, kept, found)
     type_of = _type_function(ontology, kept, types, parents, graph)
-    under = _under(path, parents, list(roots))
+    under = _under(path, parents, graph, list(roots))
     kb = KnowledgeBase()
     for term in kept:
         if under is not None and term.id not in under:
@@ -144,26 +144,22 @@ def read_obo(
     return kb
 
 
-def _under(path: Path, parents: dict[str, list[str]], roots: list[str]) -> set[str] | None:
-    """The kept terms at or below ``roots`` through ``is_a`` (None without roots: all);
-    E249 for a root that is no kept term."""
+def _under(path: Path, parents: dict[str, list[str]], graph: csr_matrix, roots: list[str]
+           ) -> set[str] | None:
+    """The kept terms at or below ``roots`` through ``is_a``: those ``graph``'s transpose
+    reaches from them (scipy's ``breadth_first_order``; None without roots: all); E249
+    for a root that is no kept term."""
     if not roots:
         return None
-    children: dict[str, list[str]] = {}
-    for term_id, above in parents.items():
-        for parent in above:
-            children.setdefault(parent, []).append(term_id)
     for root in roots:
         if root not in parents:
             raise KnowledgeBaseError(Errors.E249.format(
                 path=path, root=root, why="no such term, or obsolete, or without a name"))
-    under, stack = set(roots), list(roots)
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in under:
-                under.add(child)
-                stack.append(child)
-    return under
+    ids = list(parents)
+    position = {term_id: i for i, term_id in enumerate(ids)}
+    below = graph.T.tocsr()  # [i, j]: term j is a child of term i
+    return {ids[i] for root in roots
+            for i in breadth_first_order(below, position[root], return_predecessors=False)}
 
 
 def _synonyms(path: Path, term: Any) -> list[Any]:

@@ -35,8 +35,7 @@ def without_ids(doc: Doc, heldout: set[str], kb: KnowledgeBase | None = None) ->
     like PubTator's -1)."""
     def strip(span: Span) -> Span:
         kb_id = join_ids(i for i in gold_ids(span.kb_id_)
-                         if i not in heldout and (kb is None or i not in kb
-                                                  or kb.resolve(i) not in heldout))
+                         if (kb.resolve_ids([i])[0] if kb else i) not in heldout)
         return Span(doc, span.start, span.end, label=span.label_, kb_id=kb_id)
 
     doc.ents = [strip(e) for e in doc.ents]

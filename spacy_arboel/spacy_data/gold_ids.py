@@ -32,7 +32,7 @@ def resolve_kb_id(kb_id: str, kb: KnowledgeBase | None) -> str:
     string unchanged when none is one, or without a KB)."""
     if kb is None or not any(kb.is_alternate_id(i) for i in gold_ids(kb_id)):
         return kb_id
-    return join_ids(kb.resolve_ids(gold_ids(kb_id)))
+    return join_ids(resolved_gold_ids(kb_id, kb))
 
 
 def _alternate_ids(doc: Doc, kb: KnowledgeBase) -> int:
