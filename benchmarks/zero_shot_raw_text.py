@@ -39,7 +39,6 @@ from zero_shot import KBS, gold_docs, prepare
 from zero_shot_scispacy import scispacy_candidates
 
 ROWS = ("arbo-linker-kb-only", "arbo-linker-kb-only-self-aligned", "dictionary-scispacy")
-KB_NOTE = KBS["mesh"][2]
 
 
 def arbo_linker_row(row: str, args: argparse.Namespace) -> dict:
@@ -48,7 +47,7 @@ def arbo_linker_row(row: str, args: argparse.Namespace) -> dict:
 
     from spacy_arboel.evaluation.end_to_end_eval import evaluate_end_to_end
 
-    corpus, kb = prepare(args)
+    corpus, kb = prepare(args, args.kb)
     config: dict = {"kb_path": str(kb)}
     if row.endswith("self-aligned"):
         config["model"] = {"encoder_name": str(Path(args.self_aligned) / "encoder")}
@@ -64,11 +63,14 @@ def arbo_linker_row(row: str, args: argparse.Namespace) -> dict:
     timings.update(setup_seconds=round(setup, 1), training_seconds=None)
     recorded: dict = {"kb_path": relative_path(kb)}
     command = f"python benchmarks/zero_shot_raw_text.py --rows {row}"
+    if args.kb != "mesh":
+        command += f" --kb {args.kb}"
     if "model" in config:
         recorded["model"] = {"encoder_name": relative_path(Path(config["model"]["encoder_name"]))}
         command += f" --self-aligned {relative_path(Path(args.self_aligned))}"
-    return result_file(row, "arbo_linker (untrained: dictionary spans, zero-shot encoder)",
-                       {"config": recorded, "kb": KB_NOTE, "names_matched": spans.n_names,
+    return result_file(_named(row, args), "arbo_linker (untrained: dictionary spans, "
+                       "zero-shot encoder)",
+                       {"config": recorded, "kb": KBS[args.kb][2], "names_matched": spans.n_names,
                         "dictionary_spans": linker.cfg["dictionary_spans"]},
                        metrics, timings, [command])
 
@@ -82,19 +84,21 @@ def dictionary_scispacy_row(args: argparse.Namespace) -> dict:
     from spacy_arboel.evaluation.end_to_end import score_end_to_end
     from spacy_arboel.kb.knowledge_base import KnowledgeBase
 
-    corpus, kb_path = prepare(args)
+    corpus, kb_path = prepare(args, args.kb)
     kb = KnowledgeBase.from_jsonl(kb_path)
     nlp = spacy.blank("en")
     gold = gold_docs(corpus / "test.spacy", nlp.vocab)
     start = time.perf_counter()
-    matcher = DictionarySpans(nlp.tokenizer.pipe, nlp.vocab, kb, args.max_span_length)
+    matcher = DictionarySpans(nlp.tokenizer.pipe, kb, args.max_span_length,
+                              stop_words=nlp.Defaults.stop_words, language=nlp.lang)
     setup = time.perf_counter() - start
     start = time.perf_counter()
     docs = [nlp.make_doc(g.text) for g in gold]
     matches = [matcher(doc) for doc in docs]
     match_seconds = time.perf_counter() - start
     texts = [[m.text for m in found] for found in matches]
-    commands = ["python benchmarks/zero_shot_raw_text.py --rows dictionary-scispacy"]
+    commands = ["python benchmarks/zero_shot_raw_text.py --rows dictionary-scispacy"
+                + (f" --kb {args.kb}" if args.kb != "mesh" else "")]
     args.keep = 1
     result, built = scispacy_candidates(args, kb_path, texts, commands)
     run = result["runs"][0]
@@ -121,14 +125,19 @@ def dictionary_scispacy_row(args: argparse.Namespace) -> dict:
                "matches": sum(len(f) for f in matches),
                "setup_seconds": round(setup + built["build_seconds"], 1),
                "scispacy_load_seconds": result["load_seconds"], "training_seconds": None}
-    return result_file("dictionary-scispacy",
+    return result_file(_named("dictionary-scispacy", args),
                        "dictionary match (arbo_linker's DictionarySpans) + scispacy TF-IDF "
                        "linker (scispacy==0.6.2)",
-                       {"kb": KB_NOTE, "kb_path": relative_path(kb_path), "k": args.k,
+                       {"kb": KBS[args.kb][2], "kb_path": relative_path(kb_path), "k": args.k,
                         "linked": "first concept of the k nearest aliases; a match without "
                                   "candidates is left unlinked",
                         "threads": "nmslib default (all cores)"},
                        metrics, timings, commands)
+
+
+def _named(row: str, args: argparse.Namespace) -> str:
+    """A row's result name: the row, and the KB where it is not the MeSH files alone."""
+    return row if args.kb == "mesh" else f"{row}-{args.kb}"
 
 
 def result_file(row: str, component: str, settings: dict, metrics: dict, timings: dict,
@@ -170,6 +179,8 @@ def main() -> None:
     parser.add_argument("--max-span-length", type=int, default=24,
                         help="dictionary-scispacy: the longest name matched, in tokens "
                              "(arbo_linker's max_span_length)")
+    parser.add_argument("--kb", default="mesh", choices=sorted(KBS),
+                        help="The KB (zero_shot.py's KBS): the MeSH files alone by default")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
     args.dataset = "bc5cdr"

@@ -773,6 +773,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "{name} ({path}) cannot be created: {file} is a file, not a folder. Give {name} a "
         "path whose folders are folders or are missing (they are created)."
     )
+    E258 = (
+        "--types names {type!r}, a type no entity of the KB has (its types: {types}). Give "
+        "types as the KB spells them (build-kb prints them; MeSH's: Disease, Chemical, ...), "
+        "comma-separated, or leave --types out to keep every entity."
+    )
     E257 = (
         "{path}: {strerror} ({kind}, while the command read or wrote it). Check that {path} "
         "is what the command takes there (a file or a folder), that this user may read it "

@@ -22,6 +22,8 @@ VECTOR_EXT = "mention_vector"
 CLUSTER_EXT = "cluster_id"
 LINKER_ID_EXT = "linker_kb_id"
 PASSAGE_CANDIDATES_EXT = "passage_candidates"
+# the span group of arbo_linker's every linked span, nested ones too (its ``spans_key``)
+SPANS_KEY = "arbo_concepts"
 
 SPAN_EXTENSIONS = (CANDIDATES_EXT, RAW_SCORES_EXT, VECTOR_EXT, CLUSTER_EXT, LINKER_ID_EXT)
 DOC_EXTENSIONS = (PASSAGE_CANDIDATES_EXT,)

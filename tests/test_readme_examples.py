@@ -400,3 +400,41 @@ def test_the_own_kb_commands_run_as_written(tmp_path, monkeypatch):
         assert result.exit_code == 0, (command, result.output)
         kb = KnowledgeBase.from_jsonl("kb.jsonl")
         assert kb.ids == (["HP:0012735"] if "--obo" in command else ["C0010200"])
+
+
+def test_the_own_ontology_recipe_links_variants_coordinations_and_nested_concepts(
+        tiny_encoder, tmp_path, monkeypatch):
+    """Issue 60: the README's "your ontology, your text" recipe, as written, on a small
+    ontology file: an ontology and raw text in, linked concepts out, nested ones too."""
+    pytest.importorskip("pronto")
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    heading = "### Your ontology, your text"
+    command, = _bash_block(heading)
+    monkeypatch.chdir(tmp_path)
+    terms = [("HP:0000118", "Phenotypic abnormality", None, []),
+             ("HP:0001231", "Abnormal fingernail morphology", "HP:0000118", []),
+             ("HP:0001798", "Anonychia", "HP:0001231", ["Aplastic nails"]),
+             ("HP:0001792", "Small nail", "HP:0001231", ["Hypoplastic nails"]),
+             ("HP:0000107", "Renal cyst", "HP:0000118", ["Kidney cyst"]),
+             ("HP:0000005", "Mode of inheritance", None, [])]
+    Path("hp.obo").write_text("format-version: 1.2\n" + "".join(
+        f"\n[Term]\nid: {i}\nname: {n}\n" + (f"is_a: {p}\n" if p else "")
+        + "".join(f'synonym: "{a}" EXACT []\n' for a in aliases)
+        for i, n, p, aliases in terms))
+    result = CliRunner().invoke(app, command.split()[3:])
+    assert result.exit_code == 0, result.output
+    code = _python_block(heading)
+    given = 'nlp.add_pipe("arbo_linker", config={"kb_path": "hpo.jsonl"})'
+    assert given in code.splitlines()
+    code = code.replace(given, 'nlp.add_pipe("arbo_linker", config={"kb_path": "hpo.jsonl", '
+                        f'"passage_length": 48, "passage_stride": 40, '
+                        f'"model": {{"encoder_name": {tiny_encoder!r}}}}})')
+    namespace: dict = {}
+    printed = _run(code, namespace).splitlines()
+    assert printed == [
+        "[('Aplastic or hypoplastic nails', 'HP:0001798'), ('renal cysts', 'HP:0000107')]",
+        "[('Aplastic or hypoplastic nails', 'HP:0001798'), ('hypoplastic nails', 'HP:0001792'), "
+        "('renal cysts', 'HP:0000107')]"]

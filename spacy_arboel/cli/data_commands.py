@@ -136,6 +136,10 @@ def build_kb_command(
         DEFAULT_UMLS_TYPES, "--umls-types", help="A UMLS concept's types: sty (semantic "
         "type names) or tui (their ids, as scispaCy's UMLS KB)"),
     synonyms: list[str] = typer.Option([], "--synonyms", help=SYNONYMS_HELP),
+    types: str = typer.Option(
+        "", "--types", help="Keep only the entities with one of these types, comma-"
+        "separated, once every source is merged (e.g. Disease,Chemical of MeSH typed by "
+        "--synonyms mesh-terms: the types a corpus annotates; default: every entity)"),
     output_format: str = typer.Option(
         KB_FORMATS[0], "--output-format", help="spacy-arboel (ours, with alternate ids "
         "and xrefs) or scispacy (scispaCy's KB JSONL)"),
@@ -158,7 +162,7 @@ def build_kb_command(
         obo_roots=_comma_list(obo_roots),
         umls=umls, umls_languages=_comma_list(umls_language),
         umls_sources=_comma_list(umls_sources) or None, umls_types=umls_types,
-        synonym_sources=parse_synonym_sources(synonyms))
+        synonym_sources=parse_synonym_sources(synonyms), keep_types=_comma_list(types))
     kb.to_jsonl(output_path, format=output_format)  # E036 when it is empty
     for note in report.notes():
         msg.info(note)

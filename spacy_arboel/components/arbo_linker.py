@@ -23,7 +23,12 @@ from thinc.api import Model, Optimizer
 from ..artefacts import VERIFY_MODES, reading
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
-from ..extensions import CANDIDATES_EXT, PASSAGE_CANDIDATES_EXT, register_extensions
+from ..extensions import (
+    CANDIDATES_EXT,
+    PASSAGE_CANDIDATES_EXT,
+    SPANS_KEY,
+    register_extensions,
+)
 from ..factories import ENTITY_LINKER, LINKER, find_components
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
@@ -31,7 +36,13 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking.dense_retriever import GRANULARITIES
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
-from ..linking.reader_spans import LinkedSpan, overlapping_none, resolve_spans
+from ..linking.reader_spans import (
+    LinkedSpan,
+    best_per_span,
+    longest_first,
+    overlapping_none,
+    resolve_spans,
+)
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..ml.module_holder import initialize_with, torch_modules
@@ -42,6 +53,7 @@ from .common import (
     add_linked_ents,
     gold_mentions,
     run_update,
+    set_linked_group,
     settings_from,
 )
 from .concurrency import one_thread_at_a_time
@@ -71,13 +83,14 @@ HEAD_SEED = 0
 
 @Language.factory(
     LINKER,
-    assigns=["doc.ents", "token.ent_kb_id", f"span._.{CANDIDATES_EXT}",
-             f"doc._.{PASSAGE_CANDIDATES_EXT}"],
+    assigns=["doc.ents", "token.ent_kb_id", "doc.spans",
+             f"span._.{CANDIDATES_EXT}", f"doc._.{PASSAGE_CANDIDATES_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "kb_path": None,
         **defaults(SpanReaderSettings, PASSAGE_SETTINGS), "default_label": "ENTITY",
         "ents": "replace", **defaults(SpanReaderSettings, INDEX_SETTINGS),
         "verify_files": "sha256", "dictionary_spans": "untrained", "label_types": None,
+        "spans_key": SPANS_KEY, "nested_names": False,
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -90,7 +103,8 @@ def make_linker(
     max_span_length: PositiveInt, default_label: str, ents: choices(ENTS_MODES),
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool,
     verify_files: choices(VERIFY_MODES), dictionary_spans: choices(DICTIONARY_MODES),
-    label_types: dict[str, list[str]] | str | None, scorer: Callable | None,
+    label_types: dict[str, list[str]] | str | None, spans_key: str | None,
+    nested_names: bool, scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
     ``RetrieverReader.v1``) say what each setting does, and hold the defaults; the model's
@@ -100,7 +114,8 @@ def make_linker(
     return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
                       default_label=default_label, ents=ents, verify_files=verify_files,
                       dictionary_spans=dictionary_spans, nlp=nlp, scorer=scorer,
-                      label_types=label_types)
+                      label_types=label_types, spans_key=spans_key,
+                      nested_names=nested_names)
 
 
 class ArboLinker(KBComponent):
@@ -123,6 +138,12 @@ class ArboLinker(KBComponent):
     measured on your dev set). ``never``: the heads' spans only, trained or not. Dictionary
     spans keep their link whatever ``threshold`` (a p(m)·p(e | m) of the heads) says; their
     score is the encoder's cosine of the linked entity.
+
+    ``doc.ents`` holds no two overlapping links (of nested dictionary spans the longest, of
+    the heads' the best scored); ``doc.spans[spans_key]`` (default ``"arbo_concepts"``;
+    ``null``: none) holds every linked span, nested and overlapping ones too ("aplastic or
+    hypoplastic nails" and "hypoplastic nails"), each with its best link. The scorer reads
+    the group when given the key (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``).
     """
 
     saved_files = SAVED_FILES
@@ -132,13 +153,15 @@ class ArboLinker(KBComponent):
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None,
                  default_label: str, ents: str, verify_files: str, dictionary_spans: str,
                  nlp: Language | None, scorer: Callable | None,
-                 label_types: dict[str, list[str]] | str | None = None) -> None:
+                 label_types: dict[str, list[str]] | str | None = None,
+                 spans_key: str | None = SPANS_KEY, nested_names: bool = False) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
                                     "ents": ents, "verify_files": verify_files,
                                     "dictionary_spans": dictionary_spans,
-                                    "label_types": label_types}
+                                    "label_types": label_types, "spans_key": spans_key,
+                                    "nested_names": nested_names}
         self.type_rule = TypeRule.from_settings(label_types)
         self.core_class = CORES[model.attrs["reader"]][0]
         self.reader: ReaderBase | None = None
@@ -202,7 +225,8 @@ class ArboLinker(KBComponent):
             nlp = self._nlp or spacy.blank(self.vocab.lang or "xx", vocab=self.vocab)
             self.dictionary = DictionaryLinker.build(
                 nlp, core.kb, core.tokenizer, core.modules["entity"].transformer,
-                self.settings, name=self.name, index_path=index_path)
+                self.settings, name=self.name, index_path=index_path,
+                nested=self.cfg["nested_names"])
         return self.dictionary
 
     @one_thread_at_a_time
@@ -328,6 +352,7 @@ class ArboLinker(KBComponent):
             found, results = core.scored_spans(texts)
             for result, spans in zip(results, found, strict=True):
                 result.spans = resolve_spans(spans)
+                result.all_spans = best_per_span(spans)
         if not self.uses_dictionary:
             return results
         if self.dictionary is None or self.dictionary.kb is not core.kb:
@@ -335,16 +360,16 @@ class ArboLinker(KBComponent):
                                                 what="dictionary (its names index)"))
         found, extra = self.dictionary.link(docs)
         if not self.uses_heads:
-            for result, spans in zip(extra, found, strict=True):
-                result.spans = resolve_spans(spans)
+            for text, result, spans in zip(texts, extra, found, strict=True):
+                result.spans = resolve_spans(spans, longest_first(text))
             return extra
-        for result, spans, more in zip(results, found, extra, strict=True):
+        for text, result, spans, more in zip(texts, results, found, extra, strict=True):
             heads = result.spans
-            added = overlapping_none(resolve_spans(spans), heads)
-            for span in added:
-                result.candidates[(span.start_char, span.end_char)] = more.candidates.get(
-                    (span.start_char, span.end_char), [(span.kb_id, span.score)])
+            added = overlapping_none(resolve_spans(spans, longest_first(text)), heads)
+            for key, candidates in more.candidates.items():
+                result.candidates.setdefault(key, candidates)
             result.spans = sorted(heads + added, key=lambda s: (s.start_char, s.end_char))
+            result.all_spans = best_per_span([*result.all_spans, *more.all_spans])
         return results
 
     def scored_spans(self, texts: Sequence[str], threshold: float | None = None
@@ -360,15 +385,21 @@ class ArboLinker(KBComponent):
         return self._require().retrieve(texts, k)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
-        """Write ``doc.ents`` (replacing or keeping the old ones), ``span._.kb_candidates``
-        and ``doc._.passage_candidates``."""
+        """Write ``doc.ents`` (replacing or keeping the old ones), every linked span as
+        ``doc.spans[spans_key]``, ``span._.kb_candidates`` and ``doc._.passage_candidates``."""
         default = self.cfg["default_label"]
+        key = self.cfg["spans_key"]
         for doc, links in zip(docs, predictions, strict=True):
             add_linked_ents(doc, [
                 (s.start_char, s.end_char, self.label_of(s.kb_id, default), s.kb_id,
                  links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
                 for s in sorted(links.spans, key=lambda s: -s.score)],
                 keep=self.cfg["ents"] == "keep")
+            if key:
+                set_linked_group(doc, key, [
+                    (s.start_char, s.end_char, self.label_of(s.kb_id, default), s.kb_id,
+                     links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
+                    for s in links.all_spans or links.spans])
             doc._.set(PASSAGE_CANDIDATES_EXT, links.passages)
 
     def label_of(self, kb_id: str, default: str) -> str:

@@ -106,6 +106,22 @@ def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], 
     doc.set_ents(sorted(kept + new, key=lambda s: s.start), default="outside")
 
 
+def set_linked_group(doc: Doc, key: str, links: Iterable[tuple[int, int, str, str, list]]
+                     ) -> None:
+    """Write ``(start_char, end_char, label, kb_id, candidates)`` links, overlapping ones
+    too, as the span group ``doc.spans[key]`` (sorted by offsets) with
+    ``span._.kb_candidates``; a link that is no token span once expanded is left out."""
+    spans = []
+    for start_char, end_char, label, kb_id, candidates in links:
+        span = doc.char_span(start_char, end_char, label=label, kb_id=kb_id,
+                             alignment_mode="expand")
+        if span is None or len(span) == 0:
+            continue
+        span._.set(CANDIDATES_EXT, candidates)
+        spans.append(span)
+    doc.spans[key] = sorted(spans, key=lambda s: (s.start, s.end))
+
+
 def candidate_loss(examples: Iterable[Example], rows: Iterable[Iterable[tuple[Any, list, Any]]],
                    mentions: Callable[[Doc], Iterable[Span]] = SpanGetter(),
                    kb: KnowledgeBase | None = None) -> tuple[float, list]:

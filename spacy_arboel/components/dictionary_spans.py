@@ -28,14 +28,12 @@ Everything here is deterministic: the same KB, encoder and text give the same sp
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from spacy.matcher import PhraseMatcher
-from spacy.tokens import Doc, Span
-from spacy.util import filter_spans
+from spacy.tokens import Doc
 
 from ..encoders.inputs import MentionSpan
 from ..encoders.transformer import PooledEncoder
@@ -44,13 +42,13 @@ from ..factories import LINKER
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.abbreviation_links import link_abbreviations
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings
-from ..linking.reader_spans import LinkedSpan
+from ..linking.name_variants import Key, NameKeys
+from ..linking.reader_spans import LinkedSpan, best_per_span
 from ..linking.retriever_reader import DocLinks
 
 DICTIONARY_MODES = ("untrained", "always", "never")
 PATTERN_BATCH = 1000
 ENCODER_BATCH = 64
-MATCH_KEY = "KB_NAME"
 
 
 @dataclass(frozen=True)
@@ -65,12 +63,36 @@ class NameEntry:
 
 @dataclass
 class DictionaryMatch:
-    """A span of a doc that reads as a KB name or alias, with the entries it matched."""
+    """A span of a doc that reads as a KB name or alias, with the entries it matched;
+    ``gapped``: read over a coordination, without the words of the gap; ``inside``: inside
+    another, contiguous, match ("colitis" in "ulcerative colitis")."""
 
     start_char: int
     end_char: int
     text: str
     entries: list[NameEntry] = field(default_factory=list)
+    gapped: bool = False
+    inside: bool = False
+
+
+# what a unit of a doc is to the matcher
+WORD, STOP, COORDINATOR, STOP_COORDINATOR, UNKNOWN, BREAK = range(6)
+# English coordinators (a name distributed over a coordination: ``_coordinated``)
+COORDINATORS = frozenset({"and", "or", ",", "and/or", "/", "nor"})
+HYPHENS = frozenset({"-", "\u2010", "\u2011"})
+MAX_GAP = 6
+MAX_PART = 4
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Tokens ``start``..``end`` of a doc read as one unit: a word of the names (with its
+    ``NameKeys`` stem), a stop word, a coordinator, an unknown word or a break."""
+
+    start: int
+    end: int
+    kind: int
+    stem: str
 
 
 def matched_as_written(name: str) -> bool:
@@ -84,23 +106,20 @@ def has_letter_or_digit(text: str) -> bool:
 
 
 class DictionarySpans:
-    """The spans of a doc that read as a name or alias of ``kb``.
+    """The spans of a doc that read as a name or alias of ``kb``, nested and overlapping
+    ones all.
 
     ``make_docs``: the pipeline's tokenizer over many texts (``nlp.tokenizer.pipe``), so that
-    patterns are tokenised as the docs they are matched in; ``max_length``: the most tokens a
-    matched name may have. ``n_names`` names are matched; ``n_long`` (W012) and ``n_empty``
-    (no letter or digit, W013) are not.
+    names are tokenised as the docs they are matched in; ``max_length``: the most tokens a
+    matched name may have; ``stop_words`` and ``language``: the pipeline's (``NameKeys``).
+    ``n_names`` names are matched; ``n_long`` (W012) and ``n_empty`` (no letter or digit,
+    W013) are not.
     """
 
-    def __init__(self, make_docs, vocab, kb: KnowledgeBase, max_length: int,
-                 name: str = LINKER) -> None:
+    def __init__(self, make_docs, kb: KnowledgeBase, max_length: int, name: str = LINKER,
+                 stop_words: Iterable[str] = (), language: str = "en") -> None:
         self.kb = kb
         self.max_length = max_length
-        self.folded = PhraseMatcher(vocab, attr="LOWER")
-        self.as_written = PhraseMatcher(vocab, attr="ORTH")
-        # token texts (lowercased for ``folded``) -> the entries that read so
-        self._folded: dict[tuple[str, ...], list[NameEntry]] = {}
-        self._as_written: dict[tuple[str, ...], list[NameEntry]] = {}
         entries: list[NameEntry] = []
         empty: list[str] = []
         for position, entity in enumerate(kb):
@@ -111,23 +130,32 @@ class DictionarySpans:
                 else:
                     empty.append(text)
         long: list[tuple[str, int]] = []
-        patterns: dict[bool, list[Doc]] = {True: [], False: []}
+        kept: list[tuple[NameEntry, list[str], list[bool]]] = []
         for entry, doc in zip(entries, make_docs((e.text for e in entries),
                                                  batch_size=PATTERN_BATCH), strict=True):
             if len(doc) > max_length:
                 long.append((entry.text, len(doc)))
+            else:
+                kept.append((entry, [t.text for t in doc], [bool(t.whitespace_) for t in doc]))
+        by_entity: dict[int, list[list[str]]] = {}
+        for entry, words, _ in kept:
+            by_entity.setdefault(entry.position, []).append(words)
+        self.keys = NameKeys.learn(list(by_entity.values()), stop_words, language)
+        # as written: token texts -> entries; other names: their keys -> entries
+        self._as_written: dict[tuple[str, ...], list[NameEntry]] = {}
+        self._keyed: dict[Key, list[NameEntry]] = {}
+        for entry, words, spaces in kept:
+            if matched_as_written(entry.text):
+                self._as_written.setdefault(tuple(words), []).append(entry)
                 continue
-            written = matched_as_written(entry.text)
-            table = self._as_written if written else self._folded
-            key = tuple(t.text if written else t.lower_ for t in doc)
-            if key not in table:
-                table[key] = []
-                patterns[written].append(doc)
-            table[key].append(entry)
-        for written, matcher in ((False, self.folded), (True, self.as_written)):
-            found = patterns[written]
-            for at in range(0, len(found), PATTERN_BATCH):
-                matcher.add(MATCH_KEY, found[at : at + PATTERN_BATCH])
+            for key in {self.keys.key(words), self.keys.key(_glued(words, spaces))}:
+                if key:
+                    self._keyed.setdefault(key, []).append(entry)
+        # the stems that may be words of a key: its words, and the words of their classes
+        forms = {form for key in self._keyed for form in key}
+        self._stems = forms | {s for s, form in self.keys.canonical.items() if form in forms}
+        self._written_starts = {words[0] for words in self._as_written}
+        self._written_length = max(map(len, self._as_written), default=0)
         self.n_names = len(entries) - len(long)
         self.n_long, self.n_empty = len(long), len(empty)
         if long:
@@ -139,37 +167,174 @@ class DictionarySpans:
             warnings.warn(Warnings.W013.format(n=len(empty), name=name, example=empty[0][:80]),
                           stacklevel=3)
 
-    def entries_of(self, span: Span) -> list[NameEntry]:
-        """The entries a span reads as (an entity once, with the best of its entries:
-        a preferred name before an alias, a name in the span's own case before another)."""
-        found = [*self._folded.get(tuple(t.lower_ for t in span), ()),
-                 *self._as_written.get(tuple(t.text for t in span), ())]
+    def _units(self, doc: Doc) -> list[Unit]:
+        """The doc's tokens as units: a hyphenated compound whose glued stem is a word of
+        the names ("pre-auricular" for "preauricular") is one unit."""
+        units: list[Unit] = []
+        i, n = 0, len(doc)
+        while i < n:
+            j = i
+            while (j + 2 < n and doc[j + 1].text in HYPHENS and not doc[j].whitespace_
+                   and not doc[j + 1].whitespace_ and has_letter_or_digit(doc[j + 2].text)):
+                j += 2
+            if j > i:
+                stem = self.keys.stem("".join(doc[k].text for k in range(i, j + 1, 2)))
+                if stem in self._stems:
+                    units.append(Unit(i, j + 1, WORD, stem))
+                    i = j + 1
+                    continue
+            units.append(self._unit(doc[i]))
+            i += 1
+        return units
+
+    def _unit(self, token) -> Unit:
+        text = token.text
+        lower = text.lower()
+        coordinates = lower in COORDINATORS
+        ignorable = has_letter_or_digit(text) and self.keys.is_ignorable(text)
+        if coordinates:
+            inner = ignorable and lower in self.keys.inner
+            return Unit(token.i, token.i + 1, STOP_COORDINATOR if inner else COORDINATOR, lower)
+        if ignorable:
+            return Unit(token.i, token.i + 1, STOP if lower in self.keys.inner else BREAK, "")
+        if not has_letter_or_digit(text):
+            return Unit(token.i, token.i + 1, BREAK, "")
+        stem = self.keys.stem(text)
+        return Unit(token.i, token.i + 1, WORD if stem in self._stems else UNKNOWN, stem)
+
+    def __call__(self, doc: Doc) -> list[DictionaryMatch]:
+        """Every span of the doc that reads as a KB name, by start and end: names as written
+        (acronyms and symbols), names by their key (``NameKeys``) over contiguous words, and
+        over words around a coordination ("aplastic or hypoplastic nails": "aplastic nails")."""
+        units = self._units(doc)
+        found: dict[tuple[int, int], DictionaryMatch] = {}
+
+        def add(first: Unit, last: Unit, entries: list[NameEntry], gapped: bool) -> None:
+            span = doc[first.start:last.end]
+            match = found.get((span.start_char, span.end_char))
+            if match is None:
+                found[(span.start_char, span.end_char)] = DictionaryMatch(
+                    span.start_char, span.end_char, span.text, list(entries), gapped)
+            else:
+                match.entries.extend(e for e in entries if e not in match.entries)
+
+        for start in range(len(doc)):  # as written
+            if doc[start].text not in self._written_starts:
+                continue
+            for end in range(start + 1, min(len(doc), start + self._written_length) + 1):
+                entries = self._as_written.get(tuple(t.text for t in doc[start:end]))
+                if entries:
+                    add(Unit(start, start + 1, WORD, ""), Unit(end - 1, end, WORD, ""),
+                        entries, False)
+        for a, first in enumerate(units):  # by key, contiguous
+            if first.kind != WORD:
+                continue
+            stems: list[str] = []
+            for last in units[a:]:
+                if last.end - first.start > self.max_length:
+                    break
+                if last.kind == WORD:
+                    stems.append(last.stem)
+                    entries = self._keyed.get(self.keys.key_of(stems))
+                    if entries:
+                        add(first, last, entries, False)
+                elif last.kind not in (STOP, STOP_COORDINATOR):
+                    break
+        for left, right in _coordinated(units, self.max_length):
+            stems = [u.stem for u in (*left, *right) if u.kind == WORD]
+            entries = self._keyed.get(self.keys.key_of(stems))
+            if entries:
+                add(left[0], right[-1], entries, True)
+        matches = sorted(found.values(), key=lambda m: (m.start_char, m.end_char))
+        _mark_inside(matches)
+        for match in matches:
+            match.entries = self.best_entries(match.entries, match.text)
+        return matches
+
+    @staticmethod
+    def best_entries(entries: Iterable[NameEntry], text: str) -> list[NameEntry]:
+        """An entity once, with its best entry: the same words as the text (case-folded)
+        first, then a preferred name before an alias, then a name in the text's own case."""
         best: dict[int, NameEntry] = {}
-        for entry in found:
+        for entry in entries:
             old = best.get(entry.position)
-            if old is None or _entry_rank(entry, span.text) < _entry_rank(old, span.text):
+            if old is None or _entry_rank(entry, text) < _entry_rank(old, text):
                 best[entry.position] = entry
         return list(best.values())
 
-    def __call__(self, doc: Doc) -> list[DictionaryMatch]:
-        """The doc's matches, longest first among overlapping ones, in text order."""
-        spans = {(start, end) for _, start, end in (*self.folded(doc),
-                                                      *self.as_written(doc))}
-        kept = filter_spans([doc[start:end] for start, end in sorted(spans)])
-        matches = []
-        for span in sorted(kept, key=lambda s: s.start):
-            if not has_letter_or_digit(span.text):
+
+def _mark_inside(matches: list[DictionaryMatch]) -> None:
+    """Set ``inside`` on the ``matches`` inside another, contiguous, match."""
+    for match in matches:
+        match.inside = any(other is not match and not other.gapped
+                           and other.start_char <= match.start_char
+                           and match.end_char <= other.end_char for other in matches)
+
+
+def _glued(words: list[str], spaces: list[bool]) -> list[str]:
+    """A name's words with hyphenated compounds glued ("pre-auricular" -> "preauricular")."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        j = i
+        while (j + 2 < len(words) and words[j + 1] in HYPHENS and not spaces[j]
+               and not spaces[j + 1] and has_letter_or_digit(words[j + 2])):
+            j += 2
+        out.append("".join(words[k] for k in range(i, j + 1, 2)))
+        i = j + 1
+    return out
+
+
+def _coordinated(units: list[Unit], max_length: int
+                 ) -> Iterator[tuple[list[Unit], list[Unit]]]:
+    """The (left, right) parts around a coordination gap: a name distributed over a
+    coordination reads its words without the gap. Either the gap starts at a coordinator and
+    ends with a conjunct, after a left part of words alone ("aplastic [or hypoplastic] nails",
+    "auricular[, ophthalmologic, and oral] anomalies"), or it starts with a conjunct and ends
+    at a coordinator ("renal [hypoplasia and] agenesis"). Each part is up to ``MAX_PART``
+    units of words and stop words with a word at its outer edge, and the outer edges are a
+    phrase's (no word before or after: "acute [heart failure and] heart failure" reads no
+    "acute heart"); the gap is up to ``MAX_GAP`` units of words and coordinators, no other
+    stop word ("anomaly [and a flat] face" is no name)."""
+    n = len(units)
+    gap_kinds = (WORD, UNKNOWN, COORDINATOR, STOP_COORDINATOR)
+    for c, unit in enumerate(units):
+        if unit.kind not in (COORDINATOR, STOP_COORDINATOR):
+            continue
+        gaps = [(c, g2, True) for g2 in range(c + 2, min(n, c + MAX_GAP + 1))
+                if units[g2 - 1].kind in (WORD, UNKNOWN)]
+        gaps += [(g1, c + 1, False) for g1 in range(max(0, c - MAX_GAP + 1), c)
+                 if units[g1].kind in (WORD, UNKNOWN)]
+        for g1, g2, modifiers in gaps:
+            gap = units[g1:g2]
+            if not all(u.kind in gap_kinds for u in gap) or not any(
+                    u.kind in (COORDINATOR, STOP_COORDINATOR) and u.stem != "," for u in gap):
                 continue
-            entries = self.entries_of(span)
-            if entries:
-                matches.append(DictionaryMatch(span.start_char, span.end_char, span.text,
-                                               entries))
-        return matches
+            for s in range(g1 - 1, max(-1, g1 - MAX_PART - 1), -1):
+                left = units[s:g1]
+                if not _is_part(left) or left[0].kind != WORD or (
+                        modifiers and any(u.kind != WORD for u in left)):
+                    continue
+                if s > 0 and units[s - 1].kind in (WORD, UNKNOWN):
+                    continue
+                for e in range(g2 + 1, min(n, g2 + MAX_PART) + 1):
+                    right = units[g2:e]
+                    if (right[-1].end - left[0].start > max_length + MAX_GAP
+                            or not _is_part(right) or right[-1].kind != WORD
+                            or (e < n and units[e].kind in (WORD, UNKNOWN))):
+                        continue
+                    yield left, right
 
 
-def _entry_rank(entry: NameEntry, text: str) -> tuple[bool, bool]:
-    """Lower is better: the preferred name, then the same case as the text."""
-    return (not entry.is_name, entry.text != text)
+def _is_part(units: list[Unit]) -> bool:
+    return any(u.kind == WORD for u in units) and all(
+        u.kind in (WORD, STOP, STOP_COORDINATOR) for u in units)
+
+
+def _entry_rank(entry: NameEntry, text: str) -> tuple[bool, bool, bool]:
+    """Lower is better: the text's own words (case-folded), then the preferred name, then
+    the same case as the text."""
+    return (entry.text.lower() != text.lower(), not entry.is_name, entry.text != text)
 
 
 def names_settings(settings) -> RetrieverSettings:
@@ -189,25 +354,30 @@ def names_settings(settings) -> RetrieverSettings:
 
 class DictionaryLinker:
     """Dictionary proposals (``spans``) linked by the zero-shot ``retriever``, ``top_k``
-    candidates per span; ``abbreviations``: a defined short form takes its long form's link.
+    candidates per span; ``abbreviations``: a defined short form takes its long form's link;
+    ``nested``: the names inside a longer contiguous name ("colitis" in "ulcerative colitis")
+    join ``DocLinks.all_spans`` (the parts of a coordination join it either way).
     """
 
     def __init__(self, spans: DictionarySpans, retriever: DenseRetriever, top_k: int,
-                 abbreviations: bool = True) -> None:
+                 abbreviations: bool = True, nested: bool = False) -> None:
         self.spans = spans
         self.retriever = retriever
         self.top_k = top_k
         self.abbreviations = abbreviations
+        self.nested = nested
 
     @classmethod
     def build(cls, nlp, kb: KnowledgeBase, tokenizer, transformer, settings, *,
-              name: str = LINKER, index_path: Path | None = None) -> DictionaryLinker:
+              name: str = LINKER, index_path: Path | None = None,
+              nested: bool = False) -> DictionaryLinker:
         """Patterns from ``nlp``'s tokenizer, and the names index of ``kb`` embedded by
         ``transformer`` (the component's entity encoder, not copied) or loaded from
         ``index_path`` (checked against the KB and the encoder)."""
         make_docs = getattr(nlp.tokenizer, "pipe", None) or (
             lambda texts, batch_size: (nlp.make_doc(t) for t in texts))
-        spans = DictionarySpans(make_docs, nlp.vocab, kb, settings.max_span_length, name)
+        spans = DictionarySpans(make_docs, kb, settings.max_span_length, name,
+                                stop_words=nlp.Defaults.stop_words, language=nlp.lang)
         encoder = PooledEncoder(transformer, "mean")
         retriever = DenseRetriever(kb, tokenizer, {"mention": encoder, "entity": encoder},
                                    names_settings(settings))
@@ -215,7 +385,8 @@ class DictionaryLinker:
             retriever.entities.load_index(index_path)
         else:
             retriever.entities.refresh(desc="Embedding KB names")
-        return cls(spans, retriever, settings.top_k, getattr(settings, "abbreviations", True))
+        return cls(spans, retriever, settings.top_k, getattr(settings, "abbreviations", True),
+                   nested)
 
     @property
     def kb(self) -> KnowledgeBase:
@@ -226,8 +397,9 @@ class DictionaryLinker:
 
     def link(self, docs: Sequence[Doc]) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:
         """Per doc, its matches linked (overlaps not yet resolved with the abbreviations'
-        links), and its ``DocLinks``: each span's ranked ``(kb_id, score)`` candidates and
-        one passage, the whole text, with the best score of each candidate entity."""
+        links), and its ``DocLinks``: each span's ranked ``(kb_id, score)`` candidates, one
+        passage, the whole text, with the best score of each candidate entity, and
+        ``all_spans``: the linked matches, those inside a longer one only with ``nested``."""
         texts = [doc.text for doc in docs]
         matches = [self.spans(doc) for doc in docs]
         flat = [(i, m) for i, found in enumerate(matches) for m in found]
@@ -237,7 +409,10 @@ class DictionaryLinker:
             for (i, match), ranked in zip(flat, self._ranked(texts, flat), strict=True):
                 found[i].append(LinkedSpan(match.start_char, match.end_char, *ranked[0]))
                 results[i].candidates[(match.start_char, match.end_char)] = ranked
-        for text, spans, result in zip(texts, found, results, strict=True):
+        for text, spans, result, doc_matches in zip(texts, found, results, matches,
+                                                    strict=True):
+            inside = set() if self.nested else {(m.start_char, m.end_char)
+                                                for m in doc_matches if m.inside}
             if self.abbreviations and spans:
                 spans[:] = link_abbreviations(text, spans)
                 for span in spans:  # a short form leads with its long form's entity
@@ -246,6 +421,8 @@ class DictionaryLinker:
                     if not old or old[0][0] != span.kb_id:
                         result.candidates[key] = [(span.kb_id, span.score)] + [
                             c for c in old if c[0] != span.kb_id]
+            result.all_spans = best_per_span(
+                s for s in spans if (s.start_char, s.end_char) not in inside)
             if text.strip():
                 best: dict[str, float] = {}
                 for candidates in result.candidates.values():

@@ -7,10 +7,11 @@ exactly a gold span and its ``kb_id_`` is one of that span's gold ids.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import spacy
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from ..data.ids import gold_ids
@@ -38,11 +39,20 @@ def micro_prf(tp: int, n_predicted: int, n_gold: int
     return precision, recall, f1
 
 
-def inkb_gold_mentions(doc: Doc, in_kb: Callable[[str], bool], nil_id: str) -> list[Mention]:
-    """The gold mentions of ``doc`` with at least one gold id in the KB ("-1", "" and the NIL
-    id are no ids)."""
+def linked_spans(doc: Doc, spans_key: str | None = None) -> Sequence[Span]:
+    """The spans a doc links: ``doc.spans[spans_key]`` when the key is given and the doc has
+    that group (nested and overlapping ones too), else ``doc.ents``."""
+    if spans_key is not None and spans_key in doc.spans:
+        return doc.spans[spans_key]
+    return doc.ents
+
+
+def inkb_gold_mentions(doc: Doc, in_kb: Callable[[str], bool], nil_id: str,
+                       spans_key: str | None = None) -> list[Mention]:
+    """The gold mentions of ``doc`` (``linked_spans``) with at least one gold id in the KB
+    ("-1", "" and the NIL id are no ids)."""
     mentions = []
-    for ent in doc.ents:
+    for ent in linked_spans(doc, spans_key):
         ids = tuple(i for i in gold_ids(ent.kb_id_) if i not in (NO_ID, nil_id))
         if any(in_kb(i) for i in ids):
             mentions.append((ent.start_char, ent.end_char, ids))
@@ -94,9 +104,13 @@ def score_end_to_end(
     *,
     kb_ids: KbIds | None = None,
     nil_id: str = "NIL",
+    spans_key: str | None = None,
     **_: Any,
 ) -> dict[str, Any]:
     """InKB micro P/R/F1 with strong matching (BEER² §3.3) and the retriever's recall@K.
+
+    ``spans_key``: score the span group of that key (``arbo_linker``'s every linked span,
+    nested ones too) instead of ``doc.ents``, on both sides where a doc has it.
 
     Keys ``e2e_inkb_p`` (tp over every non-NIL prediction), ``e2e_inkb_r`` (tp over InKB gold
     mentions), ``e2e_inkb_f``, ``e2e_retriever_mention_recall`` (over the InKB gold mentions
@@ -112,12 +126,12 @@ def score_end_to_end(
     n_gold = n_predicted = tp = 0
     retrieved = mentions_found = mentions_retrieved = passages = passage_hits = 0
     for eg in examples:
-        gold = inkb_gold_mentions(eg.reference, in_kb, nil_id)
-        predicted = [
+        gold = inkb_gold_mentions(eg.reference, in_kb, nil_id, spans_key)
+        predicted = sorted({
             (ent.start_char, ent.end_char, ent.kb_id_)
-            for ent in eg.predicted.ents
+            for ent in linked_spans(eg.predicted, spans_key)
             if ent.kb_id_ and ent.kb_id_ != nil_id
-        ]
+        })
         n_gold += len(gold)
         n_predicted += len(predicted)
         tp += strong_matches(gold, predicted)
@@ -146,7 +160,8 @@ def score_end_to_end(
 
 
 @spacy.registry.scorers("spacy_arboel.end_to_end_scorer.v1")
-def make_end_to_end_scorer() -> Callable[..., dict[str, Any]]:
-    """The registered scorer factory (``spacy_arboel.end_to_end_scorer.v1``)."""
+def make_end_to_end_scorer(spans_key: str | None = None) -> Callable[..., dict[str, Any]]:
+    """The registered scorer factory (``spacy_arboel.end_to_end_scorer.v1``);
+    ``spans_key``: score that span group instead of ``doc.ents`` (``score_end_to_end``)."""
     register_extensions()
-    return score_end_to_end
+    return partial(score_end_to_end, spans_key=spans_key) if spans_key else score_end_to_end

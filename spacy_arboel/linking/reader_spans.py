@@ -8,8 +8,9 @@ the pair's positions and one rank logit per candidate; this module turns them in
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -120,6 +121,31 @@ def _priority(span: LinkedSpan) -> tuple[float, int, int, str]:
     return (-span.score, span.start_char - span.end_char, span.start_char, span.kb_id)
 
 
+WORD_OR_SIGN = re.compile(r"\w+|[^\w\s]")
+
+
+def longest_first(text: str) -> Callable[[LinkedSpan], tuple[int, int, float, str]]:
+    """Greedy order of dictionary spans of ``text``: more words (a word or sign: spaCy's
+    tokens, near enough), then earlier start, then higher score, then kb_id (spaCy's
+    ``filter_spans``: of nested names the longest is the mention)."""
+    def priority(span: LinkedSpan) -> tuple[int, int, float, str]:
+        words = len(WORD_OR_SIGN.findall(text, span.start_char, span.end_char))
+        return (-words, span.start_char, -span.score, span.kb_id)
+
+    return priority
+
+
+def best_per_span(spans: Iterable[LinkedSpan]) -> list[LinkedSpan]:
+    """One link per (start, end): the highest-scoring (ties: kb_id), sorted by offsets."""
+    best: dict[tuple[int, int], LinkedSpan] = {}
+    for span in spans:
+        key = (span.start_char, span.end_char)
+        old = best.get(key)
+        if old is None or (-span.score, span.kb_id) < (-old.score, old.kb_id):
+            best[key] = span
+    return [best[key] for key in sorted(best)]
+
+
 class _FurthestEnd:
     """Spans added one by one, asked for the one ending last among those starting before a
     position: a Fenwick tree of maxima over the sorted distinct ``starts`` the spans may have
@@ -150,17 +176,19 @@ class _FurthestEnd:
         return self.spans[at]
 
 
-def resolve_spans(spans: Iterable[LinkedSpan]) -> list[LinkedSpan]:
+def resolve_spans(spans: Iterable[LinkedSpan],
+                  priority: Callable[[LinkedSpan], tuple] = _priority) -> list[LinkedSpan]:
     """Merge the predictions of overlapping passages and resolve conflicting spans.
 
-    Duplicates of (start, end, kb_id) keep their highest score; then, greedily by score (ties:
-    longer span, earlier start, kb_id), a span is kept when it overlaps no kept span, so of
-    nested or crossing spans (BEER²'s "kwazulu-natal" vs "kwazulu") the best scored wins.
+    Duplicates of (start, end, kb_id) keep their highest score; then, greedily by
+    ``priority`` (default: score, ties: longer span, earlier start, kb_id), a span is kept
+    when it overlaps no kept span, so of nested or crossing spans (BEER²'s "kwazulu-natal"
+    vs "kwazulu") the best scored wins (``longest_first``: the longest).
     Returns the kept spans sorted by start_char. O(n log n): a span overlaps some kept span
     exactly when it overlaps the one ending last among those starting before its end, the
     only one compared.
     """
-    ranked = sorted(_best_by_key(spans).values(), key=_priority)
+    ranked = sorted(_best_by_key(spans).values(), key=priority)
     index = _FurthestEnd(span.start_char for span in ranked)
     kept: list[LinkedSpan] = []
     for span in ranked:

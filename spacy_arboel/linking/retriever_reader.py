@@ -79,12 +79,15 @@ class ReaderSettings(PassageReaderSettings):
 
 @dataclass
 class DocLinks:
-    """What the retriever-reader found in one text: linked spans, each span's candidates and
-    each passage's ``(start_char, end_char, [(kb_id, p_rank), …])``."""
+    """What the retriever-reader found in one text: linked spans (no two overlapping), each
+    span's candidates, each passage's ``(start_char, end_char, [(kb_id, p_rank), …])``, and
+    ``all_spans``: every linked span before overlaps were resolved, nested and crossing ones
+    too (one link per span, the best)."""
 
     spans: list[LinkedSpan] = field(default_factory=list)
     candidates: dict[tuple[int, int], list[tuple[str, float]]] = field(default_factory=dict)
     passages: list[tuple[int, int, list[tuple[str, float]]]] = field(default_factory=list)
+    all_spans: list[LinkedSpan] = field(default_factory=list)
 
 
 @dataclass

@@ -741,3 +741,31 @@ def test_obo_roots_keep_one_branch(obo_path, tmp_path):
                                       str(obo_path), "--obo-roots", "TOY:0000002"])
     assert result.exit_code == 1 and "[E249]" in result.output and "TOY:0000002" in result.output
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_types_keep_the_entities_of_those_types(tmp_path):
+    """``build-kb --types`` keeps the entities of some types, whatever the source (MeSH's
+    Disease and Chemical descriptors, not *Patients*); a type no entity has is E258 before
+    anything is written, and the output a user had is kept."""
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+
+    source = tmp_path / "all.jsonl"
+    source.write_text("".join(json.dumps(e) + "\n" for e in [
+        {"id": "D1", "name": "Cough", "types": ["Disease"]},
+        {"id": "D2", "name": "Aspirin", "types": ["Chemical", "Drug"]},
+        {"id": "D3", "name": "Patients", "types": ["Persons"]},
+        {"id": "D4", "name": "Risk"}]))
+    output = tmp_path / "kb.jsonl"
+    result = CliRunner().invoke(app, ["build-kb", str(output), "--jsonl", str(source),
+                                      "--types", "Disease, Chemical"])
+    assert result.exit_code == 0, result.output
+    assert KnowledgeBase.from_jsonl(output).ids == ["D1", "D2"]
+    assert "of other types left out" in result.output
+    before = output.read_text()
+    result = CliRunner().invoke(app, ["build-kb", str(output), "--jsonl", str(source),
+                                      "--types", "Disease,Chemicals"])
+    assert result.exit_code == 1 and "[E258]" in result.output
+    assert "'Chemicals'" in result.output and "Chemical, Disease" in result.output
+    assert output.read_text() == before
