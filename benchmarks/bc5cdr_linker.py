@@ -34,7 +34,7 @@ from spacy_arboel.ml.objectives import objective_block
 
 def prepare(corpus: Path, data_dir: Path) -> None:
     if not (corpus / "kb.jsonl").exists():
-        run([sys.executable, "-m", "spacy_arboel", "prepare", "bc5cdr", str(corpus),
+        run([sys.executable, str(ROOT / "scripts" / "project.py"), "prepare", "bc5cdr", str(corpus),
              "--data-dir", str(data_dir)])
 
 

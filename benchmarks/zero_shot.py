@@ -117,7 +117,7 @@ def prepare(args: argparse.Namespace, kb_name: str = "mesh") -> tuple[Path, Path
     ``--alias-corpus``)."""
     corpus, work = Path(args.corpus), Path(args.work)
     if not (corpus / "test.spacy").exists():
-        run([sys.executable, "-m", "spacy_arboel", "prepare", PREPARE[args.dataset],
+        run([sys.executable, str(ROOT / "scripts" / "project.py"), "prepare", PREPARE[args.dataset],
              str(corpus), "--data-dir", args.data_dir])
     file_name, options, _ = KBS[kb_name]
     if file_name is None:  # the workflow's KB, beside its corpora

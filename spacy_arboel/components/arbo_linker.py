@@ -231,11 +231,12 @@ class ArboLinker(KBComponent):
 
     @one_thread_at_a_time
     def _before_docs(self) -> None:
-        """Before docs are processed (``nlp(...)``, ``nlp.pipe``), build the dictionary where
-        it is in use and missing (``initialize`` on a training corpus leaves it out);
-        ``predict`` itself never builds anything."""
-        if self.reader is not None and self.reader.index is not None and self.uses_dictionary:
-            self._ensure_dictionary()
+        """Before docs are processed (``nlp(...)``, ``nlp.pipe``), bring a set-up component up
+        to date (``_make_current``): the entity index of a KB it was given (``swap_kb``) and
+        the dictionary where it is in use and missing (``initialize`` on a training corpus
+        leaves it out); ``predict`` itself never builds anything."""
+        if self.reader is not None:
+            self._make_current()
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,

@@ -76,7 +76,9 @@ class DictionaryMatch:
 
 
 # what a unit of a doc is to the matcher
-WORD, STOP, COORDINATOR, STOP_COORDINATOR, UNKNOWN, BREAK = range(6)
+WORD, STOP, COORDINATOR, STOP_COORDINATOR, UNKNOWN, BREAK, OUTER = range(7)
+# the most words of a name of one content word among stop words ("factor nine", "vitamin a")
+MAX_STOP_KEPT = 4
 # English coordinators (a name distributed over a coordination: ``_coordinated``)
 COORDINATORS = frozenset({"and", "or", ",", "and/or", "/", "nor"})
 HYPHENS = frozenset({"-", "\u2010", "\u2011"})
@@ -87,12 +89,14 @@ MAX_PART = 4
 @dataclass(frozen=True)
 class Unit:
     """Tokens ``start``..``end`` of a doc read as one unit: a word of the names (with its
-    ``NameKeys`` stem), a stop word, a coordinator, an unknown word or a break."""
+    ``NameKeys`` stem and light form), a stop word names have inside them (``STOP``) or not
+    (``OUTER``), a coordinator, an unknown word or a break."""
 
     start: int
     end: int
     kind: int
     stem: str
+    light: str = ""
 
 
 def matched_as_written(name: str) -> bool:
@@ -141,21 +145,28 @@ class DictionarySpans:
         for entry, words, _ in kept:
             by_entity.setdefault(entry.position, []).append(words)
         self.keys = NameKeys.learn(list(by_entity.values()), stop_words, language)
-        # as written: token texts -> entries; other names: their keys -> entries
-        self._as_written: dict[tuple[str, ...], list[NameEntry]] = {}
+        # token texts as written (acronyms, symbols) or lowercased (other names) -> entries,
+        # and the keys of the other names -> entries
+        self._exact: dict[bool, dict[tuple[str, ...], list[NameEntry]]] = {True: {}, False: {}}
         self._keyed: dict[Key, list[NameEntry]] = {}
         for entry, words, spaces in kept:
-            if matched_as_written(entry.text):
-                self._as_written.setdefault(tuple(words), []).append(entry)
+            written = matched_as_written(entry.text)
+            self._exact[written].setdefault(
+                tuple(words if written else (w.lower() for w in words)), []).append(entry)
+            if written:
                 continue
             for key in {self.keys.key(words), self.keys.key(_glued(words, spaces))}:
                 if key:
                     self._keyed.setdefault(key, []).append(entry)
-        # the stems that may be words of a key: its words, and the words of their classes
-        forms = {form for key in self._keyed for form in key}
+        # the stems that may be words of a key of several words, with the words of their
+        # classes, and the light forms of one-word names
+        forms = {form for key in self._keyed if len(key) > 1 for form in key}
         self._stems = forms | {s for s, form in self.keys.canonical.items() if form in forms}
-        self._written_starts = {words[0] for words in self._as_written}
-        self._written_length = max(map(len, self._as_written), default=0)
+        self._lights = {key[0] for key in self._keyed if len(key) == 1}
+        self._exact_starts = {written: {words[0] for words in table}
+                              for written, table in self._exact.items()}
+        self._exact_length = max((len(words) for table in self._exact.values()
+                                  for words in table), default=0)
         self.n_names = len(entries) - len(long)
         self.n_long, self.n_empty = len(long), len(empty)
         if long:
@@ -175,12 +186,13 @@ class DictionarySpans:
         while i < n:
             j = i
             while (j + 2 < n and doc[j + 1].text in HYPHENS and not doc[j].whitespace_
-                   and not doc[j + 1].whitespace_ and has_letter_or_digit(doc[j + 2].text)):
+                   and not doc[j + 1].whitespace_ and _gluable(doc[j].text, doc[j + 2].text)):
                 j += 2
             if j > i:
-                stem = self.keys.stem("".join(doc[k].text for k in range(i, j + 1, 2)))
-                if stem in self._stems:
-                    units.append(Unit(i, j + 1, WORD, stem))
+                glued = "".join(doc[k].text for k in range(i, j + 1, 2))
+                stem, light = self.keys.stem(glued), self.keys.stem.light(glued)
+                if stem in self._stems or light in self._lights:
+                    units.append(Unit(i, j + 1, WORD, stem, light))
                     i = j + 1
                     continue
             units.append(self._unit(doc[i]))
@@ -194,18 +206,22 @@ class DictionarySpans:
         ignorable = has_letter_or_digit(text) and self.keys.is_ignorable(text)
         if coordinates:
             inner = ignorable and lower in self.keys.inner
-            return Unit(token.i, token.i + 1, STOP_COORDINATOR if inner else COORDINATOR, lower)
+            kind = STOP_COORDINATOR if inner else COORDINATOR
+            return Unit(token.i, token.i + 1, kind, self.keys.stem(lower) if inner else lower)
         if ignorable:
-            return Unit(token.i, token.i + 1, STOP if lower in self.keys.inner else BREAK, "")
+            kind = STOP if lower in self.keys.inner else OUTER
+            return Unit(token.i, token.i + 1, kind, self.keys.stem(text))
         if not has_letter_or_digit(text):
             return Unit(token.i, token.i + 1, BREAK, "")
-        stem = self.keys.stem(text)
-        return Unit(token.i, token.i + 1, WORD if stem in self._stems else UNKNOWN, stem)
+        stem, light = self.keys.stem(text), self.keys.stem.light(text)
+        known = stem in self._stems or light in self._lights
+        return Unit(token.i, token.i + 1, WORD if known else UNKNOWN, stem, light)
 
     def __call__(self, doc: Doc) -> list[DictionaryMatch]:
         """Every span of the doc that reads as a KB name, by start and end: names as written
-        (acronyms and symbols), names by their key (``NameKeys``) over contiguous words, and
-        over words around a coordination ("aplastic or hypoplastic nails": "aplastic nails")."""
+        (acronyms and symbols) or lowercased ("d-penicillamine"), names by their key
+        (``NameKeys``) over contiguous words, and over words around a coordination
+        ("aplastic or hypoplastic nails": "aplastic nails")."""
         units = self._units(doc)
         found: dict[tuple[int, int], DictionaryMatch] = {}
 
@@ -218,31 +234,47 @@ class DictionarySpans:
             else:
                 match.entries.extend(e for e in entries if e not in match.entries)
 
-        for start in range(len(doc)):  # as written
-            if doc[start].text not in self._written_starts:
-                continue
-            for end in range(start + 1, min(len(doc), start + self._written_length) + 1):
-                entries = self._as_written.get(tuple(t.text for t in doc[start:end]))
-                if entries:
-                    add(Unit(start, start + 1, WORD, ""), Unit(end - 1, end, WORD, ""),
-                        entries, False)
-        for a, first in enumerate(units):  # by key, contiguous
-            if first.kind != WORD:
-                continue
-            stems: list[str] = []
-            for last in units[a:]:
-                if last.end - first.start > self.max_length:
-                    break
-                if last.kind == WORD:
-                    stems.append(last.stem)
-                    entries = self._keyed.get(self.keys.key_of(stems))
+        texts = {True: [t.text for t in doc], False: [t.lower_ for t in doc]}
+        for written, table in self._exact.items():  # as written, or lowercased
+            words, starts = texts[written], self._exact_starts[written]
+            for start in range(len(doc)):
+                if words[start] not in starts:
+                    continue
+                for end in range(start + 1, min(len(doc), start + self._exact_length) + 1):
+                    entries = table.get(tuple(words[start:end]))
                     if entries:
-                        add(first, last, entries, False)
-                elif last.kind not in (STOP, STOP_COORDINATOR):
+                        add(Unit(start, start + 1, WORD, ""), Unit(end - 1, end, WORD, ""),
+                            entries, False)
+        for a, first in enumerate(units):  # by key, contiguous
+            if first.kind not in (WORD, STOP, OUTER):
+                continue
+            content: list[Unit] = []
+            every: list[str] = []
+            outer = False
+            for last in units[a:]:
+                if last.end - first.start > self.max_length or last.kind not in (
+                        WORD, STOP, OUTER, STOP_COORDINATOR):
                     break
+                every.append(last.stem)
+                if last.kind == WORD:
+                    content.append(last)
+                outer = outer or last.kind == OUTER
+                if len(content) >= 2:
+                    if outer or first.kind != WORD:  # no name of two words or more
+                        break
+                    if last.kind != WORD:
+                        continue
+                elif len(every) > MAX_STOP_KEPT:
+                    break
+                elif len(every) == 1 and last.kind != WORD:
+                    continue
+                entries = self._keyed.get(self.keys.key_of(
+                    [u.stem for u in content], every, content[0].light if content else ""))
+                if entries:
+                    add(first, last, entries, False)
         for left, right in _coordinated(units, self.max_length):
             stems = [u.stem for u in (*left, *right) if u.kind == WORD]
-            entries = self._keyed.get(self.keys.key_of(stems))
+            entries = self._keyed.get(self.keys.key_of(stems, stems))
             if entries:
                 add(left[0], right[-1], entries, True)
         matches = sorted(found.values(), key=lambda m: (m.start_char, m.end_char))
@@ -271,6 +303,12 @@ def _mark_inside(matches: list[DictionaryMatch]) -> None:
                            and match.end_char <= other.end_char for other in matches)
 
 
+def _gluable(left: str, right: str) -> bool:
+    """Whether two words joined by a hyphen read as one word: two letters each at least
+    ("pre-auricular"; not "L-Arg", whose "larg" would read as "large", nor "T-ALL")."""
+    return sum(ch.isalpha() for ch in left) >= 2 and sum(ch.isalpha() for ch in right) >= 2
+
+
 def _glued(words: list[str], spaces: list[bool]) -> list[str]:
     """A name's words with hyphenated compounds glued ("pre-auricular" -> "preauricular")."""
     out: list[str] = []
@@ -278,7 +316,7 @@ def _glued(words: list[str], spaces: list[bool]) -> list[str]:
     while i < len(words):
         j = i
         while (j + 2 < len(words) and words[j + 1] in HYPHENS and not spaces[j]
-               and not spaces[j + 1] and has_letter_or_digit(words[j + 2])):
+               and not spaces[j + 1] and _gluable(words[j], words[j + 2])):
             j += 2
         out.append("".join(words[k] for k in range(i, j + 1, 2)))
         i = j + 1

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import snowballstemmer
@@ -65,6 +65,7 @@ class Stemmer:
         name = SNOWBALL.get(self.language)
         self._stem_word = snowballstemmer.stemmer(name).stemWord if name else str
         self._cache: dict[str, str] = {}
+        self._light: dict[str, str] = {}
 
     def __getstate__(self) -> dict:
         return {"language": self.language}
@@ -72,6 +73,26 @@ class Stemmer:
     def __setstate__(self, state: dict) -> None:
         self.language = state["language"]
         self._set_up()
+
+    def light(self, word: str) -> str:
+        """A word alone, lowercased, in American spelling and, in English, without a plural
+        ending (Snowball's step 1a: "sses" -> "ss", "ies" -> "i", "s" after a vowel-bearing
+        stem; not "us", "ss", "is"): a one-word name reads only as its inflections."""
+        light = self._light.get(word)
+        if light is None:
+            light = word.lower()
+            if self.language == "en":
+                light = american_spelling(light)
+                if light.endswith("sses"):
+                    light = light[:-2]
+                elif light.endswith(("ied", "ies")):
+                    light = light[:-3] + ("i" if len(light) > 4 else "ie")
+                elif (light.endswith("s") and not light.endswith(("us", "ss", "is"))
+                      and any(ch in "aeiouy" for ch in light[:-2])):
+                    light = light[:-1]
+            if len(self._light) < MAX_CACHED:
+                self._light[word] = light
+        return light
 
     def __call__(self, word: str) -> str:
         stem = self._cache.get(word)
@@ -98,7 +119,7 @@ class NameKeys:
     """Keys of names and spans (see the module): ``stem`` of a lowercased word, ``ignorable``
     words (lowercased) left out, ``canonical``: a stem -> its class's representative."""
 
-    stem: Callable[[str], str]
+    stem: Stemmer
     ignorable: frozenset[str] = frozenset()
     canonical: dict[str, str] = field(default_factory=dict)
     # the ignorable words names have inside them ("of", "the": "abnormality of the kidney"),
@@ -109,17 +130,25 @@ class NameKeys:
         return word.lower() in self.ignorable
 
     def key(self, words: Iterable[str]) -> Key:
-        """The key of a name's words (punctuation and ignorable words left out)."""
-        return self.key_of([self.stem(w) for w in words
-                            if is_word(w) and not self.is_ignorable(w)])
+        """The key of a name's words (punctuation left out; see ``key_of``)."""
+        words = [w for w in words if is_word(w)]
+        content = [w for w in words if not self.is_ignorable(w)]
+        return self.key_of([self.stem(w) for w in content], [self.stem(w) for w in words],
+                           self.stem.light(content[0]) if len(content) == 1 else "")
 
-    def key_of(self, stems: Sequence[str]) -> Key:
-        """The key of a name's stems: their class representatives, sorted; a name of one
-        word keeps its stem, no other word of its class reads as it ("short" is no
-        "brachydactyly", though "short fingers" is)."""
-        if len(stems) == 1:
-            return tuple(stems)
-        return tuple(sorted(self.canonical.get(s, s) for s in stems))
+    def key_of(self, content: Sequence[str], every: Sequence[str], light: str = "") -> Key:
+        """The key of a name from the stems of its ``content`` words (no ignorable word),
+        of ``every`` word, and the ``light`` form of its one content word, if one: two
+        content words or more give their class representatives, sorted; one content word
+        among stop words keeps them all ("factor nine" is no "factor", "all clear" no
+        "clearly"), their stems sorted; one word alone its ``light`` form, plurals only
+        ("dyskinesias" is "dyskinesia", "sedation" no "sedatives", and no other word of its
+        class reads as it: "short" is no "brachydactyly", though "short fingers" is)."""
+        if len(content) >= 2:
+            return tuple(sorted(self.canonical.get(s, s) for s in content))
+        if len(every) >= 2:
+            return tuple(sorted(every))
+        return (light,) if light else ()
 
     @classmethod
     def learn(cls, names: Sequence[Sequence[Sequence[str]]], stop_words: Iterable[str],

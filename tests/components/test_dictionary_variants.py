@@ -21,6 +21,8 @@ ENTITIES = [
     ("HP:9", "Ulcerative colitis", []), ("HP:10", "Cleft palate", []),
     ("HP:11", "Cleft lip", []), ("HP:12", "Papule", []), ("HP:13", "Heart failure", []),
     ("HP:14", "Acute heart", []), ("HP:15", "Thumb abnormality", []),
+    ("D1", "L-Arg", []), ("D2", "D-Penicillamine", []), ("D3", "Factor Nine", []),
+    ("D4", "Rapidal", []),
 ]
 
 
@@ -46,6 +48,14 @@ def test_variants_of_a_name_are_found():
         ("pre-auricular pits", ["HP:7"], False), ("abnormal thumbs", ["HP:15"], False)]
     # a stop word the names never hold inside ends a span
     assert _spans("papules are cutaneous") == [("papules", ["HP:12"], False)]
+
+
+def test_names_are_not_read_into_other_words():
+    # a hyphenated name of a one-letter part reads as written (lowercased), not glued
+    assert _spans("large doses of l-arg and D-penicillamine") == [
+        ("l-arg", ["D1"], False), ("D-penicillamine", ["D2"], False)]
+    # a one-word name reads as its plurals only; stop words stay in a name of one word more
+    assert _spans("factor nine, rapidly") == [("factor nine", ["D3"], False)]
 
 
 def test_nested_and_coordinated_names_are_all_found():
@@ -109,3 +119,29 @@ def test_the_span_group_keeps_every_link_and_the_ents_the_longest(tiny_encoder, 
     # no key: no group
     nlp = _nlp(tiny_encoder, tmp_path, spans_key=None)
     assert SPANS_KEY not in nlp("ulcerative colitis").spans
+
+
+def test_a_trained_linker_pointed_at_another_kb_keeps_its_dictionary(tiny_encoder, tmp_path,
+                                                                     toy_kb_path, toy_examples):
+    """Issue 60, item 6: trained on one corpus and KB, then swapped to an ontology
+    (``swap_kb``), ``dictionary_spans = "always"`` proposes the new KB's names and their
+    variants beside the heads' spans; the default ``"untrained"`` proposes the heads'
+    alone."""
+    from thinc.api import Adam
+
+    from spacy_arboel.pipeline import swap_kb
+
+    for mode, found in (("always", True), ("untrained", False)):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_linker", config={
+            "kb_path": str(toy_kb_path), "passage_length": 48, "passage_stride": 40,
+            "dictionary_spans": mode, "threshold": 0.99,
+            "model": {"encoder_name": tiny_encoder}})
+        nlp.initialize(lambda: toy_examples)
+        nlp.update(toy_examples, sgd=Adam(0.001))
+        swap_kb(nlp, _kb(), "arbo_linker")
+        doc = nlp("Aplastic or hypoplastic nails and renal cysts.")
+        group = {(s.text, s.kb_id_) for s in doc.spans[SPANS_KEY]}
+        wanted = {("Aplastic or hypoplastic nails", "HP:2"), ("hypoplastic nails", "HP:1"),
+                  ("renal cysts", "HP:3")}
+        assert (wanted <= group) is found, (mode, group)

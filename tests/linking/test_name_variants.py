@@ -73,3 +73,17 @@ def test_stems_are_the_languages_and_keep_inflammations_apart():
 def test_no_names_learn_nothing(language):
     keys = NameKeys.learn([], STOP, language)
     assert keys.canonical == {} and keys.key([]) == ()
+
+
+def test_one_word_names_read_as_their_plurals_only_and_stop_words_stay_where_alone():
+    keys = NameKeys.learn(_names(["Sedatives"], ["Dyskinesia"], ["Factor Nine", "all clear"],
+                                 ["Factor"]), STOP | {"nine", "all"})
+    assert keys.key(["dyskinesias"]) == keys.key(["Dyskinesia"]) == ("dyskinesia",)
+    assert keys.key(["sedation"]) != keys.key(["Sedatives"])  # Snowball alone: both "sedat"
+    assert keys.key(["Sedative"]) == keys.key(["sedatives"])
+    # one content word among stop words keeps them: "factor nine" is no "factor"
+    assert keys.key(["factor", "nine"]) != keys.key(["Factor"]) == ("factor",)
+    assert keys.key(["clearly"]) != keys.key(["all", "clear"])
+    stem = Stemmer("en")
+    assert [stem.light(w) for w in ("Arteries", "glasses", "virus", "pelvis", "cs")] == [
+        "arteri", "glass", "virus", "pelvis", "cs"]
