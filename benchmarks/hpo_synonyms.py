@@ -135,11 +135,12 @@ def held_out_synonyms(kb, exact: dict[str, list[str]], seed: int = 0):
 
 def exact_synonyms(path: Path) -> dict[str, list[str]]:
     """Each term's EXACT synonyms, as ``read_obo`` reads the file (pronto)."""
-    from spacy_arboel.kb.obo import _open_ontology
+    from spacy_arboel.kb.ontology_file import open_ontology
 
+    ontology, _ = open_ontology(path)
     return {term.id: sorted({s.description.strip() for s in term.synonyms
                              if s.scope == "EXACT" and s.description and s.description.strip()})
-            for term in _open_ontology(path).terms()}
+            for term in ontology.terms()}
 
 
 def hpo_file(args: argparse.Namespace) -> Path:

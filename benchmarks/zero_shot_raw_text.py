@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from _common import RESULTS, ROOT, fmt, machine, relative_path, write_result
-from zero_shot import KBS, gold_docs, prepare
+from zero_shot import DEFAULT_WORK, KBS, gold_docs, prepare
 from zero_shot_scispacy import scispacy_candidates
 
 ROWS = ("arbo-linker-kb-only", "arbo-linker-kb-only-self-aligned", "dictionary-scispacy")
@@ -62,9 +62,7 @@ def arbo_linker_row(row: str, args: argparse.Namespace) -> dict:
     timings = metrics.pop("timings")
     timings.update(setup_seconds=round(setup, 1), training_seconds=None)
     recorded: dict = {"kb_path": relative_path(kb)}
-    command = f"python benchmarks/zero_shot_raw_text.py --rows {row}"
-    if args.kb != "mesh":
-        command += f" --kb {args.kb}"
+    command = f"python benchmarks/zero_shot_raw_text.py --rows {row}" + _options(args)
     if "model" in config:
         recorded["model"] = {"encoder_name": relative_path(Path(config["model"]["encoder_name"]))}
         command += f" --self-aligned {relative_path(Path(args.self_aligned))}"
@@ -98,7 +96,7 @@ def dictionary_scispacy_row(args: argparse.Namespace) -> dict:
     match_seconds = time.perf_counter() - start
     texts = [[m.text for m in found] for found in matches]
     commands = ["python benchmarks/zero_shot_raw_text.py --rows dictionary-scispacy"
-                + (f" --kb {args.kb}" if args.kb != "mesh" else "")]
+                + _options(args)]
     args.keep = 1
     result, built = scispacy_candidates(args, kb_path, texts, commands)
     run = result["runs"][0]
@@ -135,6 +133,14 @@ def dictionary_scispacy_row(args: argparse.Namespace) -> dict:
                        metrics, timings, commands)
 
 
+def _options(args: argparse.Namespace) -> str:
+    """The command line's ``--kb`` and ``--work`` where they are not the defaults."""
+    options = f" --kb {args.kb}" if args.kb != "mesh" else ""
+    if Path(args.work).resolve() != DEFAULT_WORK.resolve():
+        options += f" --work {relative_path(Path(args.work))}"
+    return options
+
+
 def _named(row: str, args: argparse.Namespace) -> str:
     """A row's result name: the row, and the KB where it is not the MeSH files alone."""
     return row if args.kb == "mesh" else f"{row}-{args.kb}"
@@ -169,7 +175,7 @@ def main() -> None:
     parser.add_argument("--self-aligned", help="pretrain-kb's output folder")
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
-    parser.add_argument("--work", default=str(ROOT / "bench_runs" / "zero_shot"))
+    parser.add_argument("--work", default=str(DEFAULT_WORK))
     parser.add_argument("--scispacy", default=str(ROOT / ".venv-scispacy" / "bin" / "python"),
                         help="the python of scispaCy's environment")
     parser.add_argument("--index", default=str(ROOT / "bench_runs" / "zero_shot" /

@@ -6,13 +6,16 @@ spans of a text that read as a name or alias of its KB, and links them with the 
 encoder, so that ``nlp.add_pipe("arbo_linker", config={"kb_path": ...}); nlp.initialize()``
 links a user's own KB:
 
-* ``DictionarySpans`` matches every name and alias with spaCy's ``PhraseMatcher`` on the
-  pipeline's own tokens: case-insensitively (``LOWER``), except names without a lowercase
-  letter (acronyms and symbols: "ALL", "CO", "K") and one-character names, matched as written
-  (``ORTH``), so that "all patients" is no leukaemia and the article "a" no adenine. The
-  longest match wins over a shorter nested or crossing one (``spacy.util.filter_spans``:
-  longest first, then earliest). Names with no letter or digit (W013) and names longer than
-  ``max_length`` tokens (W012) are never matched, so punctuation is never proposed.
+* ``DictionarySpans`` finds every span that reads as a name or alias on the pipeline's own
+  tokens: as written for names without a lowercase letter (acronyms and symbols: "ALL",
+  "CO", "K") and one-character names, so that "all patients" is no leukaemia and the article
+  "a" no adenine; lowercased for the others; and under their key (``NameKeys``: stems, any
+  word order, the stop words the KB does not need, the words its synonyms make one), over
+  contiguous words or around a coordination ("aplastic or hypoplastic nails"). Every match is
+  kept, nested and overlapping ones too (``inside`` marks a match inside a longer contiguous
+  one); the component keeps the longest of overlapping ones as ``doc.ents``. Names with no
+  letter or digit (W013) and names longer than ``max_length`` tokens (W012) are never
+  matched, so punctuation is never proposed.
 * ``DictionaryLinker`` links each match with a ``DenseRetriever`` in ``names`` mode: the
   mention's own text ``[CLS] mention [SEP]`` against a row per KB name and alias, cosine,
   both sides the component's entity encoder (the base sentence encoder, or ``pretrain-kb``'s
@@ -20,7 +23,9 @@ links a user's own KB:
   come first (the preferred name before an alias, a match in the same case before another,
   then the encoder's score): for an exact name the encoder can only tie them with each other;
   the rest of the encoder's top-k follow as candidates. A defined abbreviation ("DOX" after
-  "doxorubicin (DOX)") takes its long form's link (``abbreviation_links``).
+  "doxorubicin (DOX)") takes its long form's link (``abbreviation_links``). Its
+  ``DocLinks.all_spans`` are the span group ``arbo_concepts``: every linked match but those
+  inside a longer one, unless ``nested``.
 
 Everything here is deterministic: the same KB, encoder and text give the same spans and ids.
 """

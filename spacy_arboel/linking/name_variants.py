@@ -5,17 +5,21 @@ morphological clusters; PhenoTagger's dictionary distantly supervised from the o
 ``NameKeys`` gives a name, a sequence of words, a *key* under which its variants meet:
 
 * each word is case-folded and stemmed by the Snowball stemmer of the language (plurals and
-  inflections: "cysts" / "cyst", "abnormalities" / "abnormality");
+  inflections: "cysts" / "cyst", "abnormalities" / "abnormality"), in American spelling;
 * a stem is replaced by the representative of its class of *equivalent words*, learnt from the
   KB itself: two names of one entity that differ in one word only ("renal cyst" / "kidney
   cyst", "hypoplastic nails" / "nail hypoplasia") make those words equivalent once
-  ``min_support`` entities say so. Rounds repeat until nothing new is learnt: once "renal" ~
-  "kidney", "renal anomaly" / "abnormality of the kidney" make "anomaly" ~ "abnormality". A
-  merge that would give two entities' names one key, where they had two, is refused;
+  ``min_support`` entities say so, with one or two shared words to vouch for the pair. Rounds
+  repeat until nothing new is learnt; a pair joins a word to a class only while one of them
+  is in none, classes stay small, and two words of one name are never one;
 * function words ("of", "the") are left out, except those the KB needs to tell two entities
-  apart: a stop word is kept when a name without it is another entity's name;
+  apart: a stop word is kept when, in enough of the names with it, the name without it is
+  another entity's name ("back pain" / "pain");
 * the key is the sorted multiset of what is left, so word order does not matter ("abnormality
-  of the kidney" / "kidney abnormality").
+  of the kidney" / "kidney abnormality");
+* a name of one content word is kept from false friends: alone, it reads only as its plurals
+  (``Stemmer.light``: "sedation" is no *Sedatives*, "short" no member of its class); among
+  stop words, it keeps them ("factor nine" is no *Factor*, "all clear" no "clearly").
 
 Nothing here knows an ontology: the classes and the kept stop words come from the names given.
 """
