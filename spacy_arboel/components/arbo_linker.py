@@ -141,9 +141,11 @@ class ArboLinker(KBComponent):
 
     ``doc.ents`` holds no two overlapping links (of nested dictionary spans the longest, of
     the heads' the best scored); ``doc.spans[spans_key]`` (default ``"arbo_concepts"``;
-    ``null``: none) holds every linked span, nested and overlapping ones too ("aplastic or
-    hypoplastic nails" and "hypoplastic nails"), each with its best link. The scorer reads
-    the group when given the key (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``).
+    ``null``: none) holds every linked span, overlapping ones too ("aplastic or hypoplastic
+    nails" and "hypoplastic nails"), each with its best link: all the heads scored above
+    ``threshold``, and the dictionary's but the names inside a longer contiguous one (with
+    them too under ``nested_names``). The scorer reads the group when given the key
+    (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``).
     """
 
     saved_files = SAVED_FILES
