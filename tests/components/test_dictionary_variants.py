@@ -145,3 +145,24 @@ def test_a_trained_linker_pointed_at_another_kb_keeps_its_dictionary(tiny_encode
         wanted = {("Aplastic or hypoplastic nails", "HP:2"), ("hypoplastic nails", "HP:1"),
                   ("renal cysts", "HP:3")}
         assert (wanted <= group) is found, (mode, group)
+
+
+def test_a_saved_pipeline_keeps_its_span_group_and_settings(tiny_encoder, tmp_path):
+    """Saved and loaded elsewhere, the pipeline writes the same group under the same key
+    with the same ``nested_names`` (they are its config)."""
+    nlp = _nlp(tiny_encoder, tmp_path, spans_key="concepts", nested_names=True)
+    text = "Aplastic or hypoplastic nails and ulcerative colitis."
+
+    def group(pipeline):
+        doc = pipeline(text)
+        return [(s.start_char, s.end_char, s.kb_id_, s._.kb_candidates)
+                for s in doc.spans["concepts"]]
+
+    expected = group(nlp)
+    assert [(s, e, i) for s, e, i, _ in expected] == [
+        (0, 29, "HP:2"), (12, 29, "HP:1"), (34, 52, "HP:9"), (45, 52, "HP:8")]
+    nlp.to_disk(tmp_path / "saved")
+    (tmp_path / "kb.jsonl").unlink()  # the saved KB is read, not the file it came from
+    loaded = spacy.load(tmp_path / "saved")
+    assert group(loaded) == expected
+    assert SPANS_KEY not in loaded(text).spans
