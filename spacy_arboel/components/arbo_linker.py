@@ -393,17 +393,19 @@ class ArboLinker(KBComponent):
         default = self.cfg["default_label"]
         key = self.cfg["spans_key"]
         for doc, links in zip(docs, predictions, strict=True):
-            add_linked_ents(doc, [
-                (s.start_char, s.end_char, self.label_of(s.kb_id, default), s.kb_id,
-                 links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
-                for s in sorted(links.spans, key=lambda s: -s.score)],
-                keep=self.cfg["ents"] == "keep")
+            add_linked_ents(doc, self._rows(links, sorted(links.spans, key=lambda s: -s.score),
+                                            default), keep=self.cfg["ents"] == "keep")
             if key:
-                set_linked_group(doc, key, [
-                    (s.start_char, s.end_char, self.label_of(s.kb_id, default), s.kb_id,
-                     links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
-                    for s in links.all_spans or links.spans])
+                set_linked_group(doc, key, self._rows(links, links.all_spans or links.spans,
+                                                      default))
             doc._.set(PASSAGE_CANDIDATES_EXT, links.passages)
+
+    def _rows(self, links: DocLinks, spans: Iterable[LinkedSpan], default: str
+              ) -> list[tuple[int, int, str, str, list]]:
+        """``(start_char, end_char, label, kb_id, candidates)`` of each of ``spans``."""
+        return [(s.start_char, s.end_char, self.label_of(s.kb_id, default), s.kb_id,
+                 links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
+                for s in spans]
 
     def label_of(self, kb_id: str, default: str) -> str:
         """The ent label of a span linked to ``kb_id``: the first label of ``label_types``

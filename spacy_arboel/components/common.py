@@ -2,7 +2,7 @@
 spans back into them, the KB of a component's config, the settings a factory's arguments
 hold, the shape of ``update``, and saving a folder."""
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -94,10 +94,8 @@ def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], 
     for ent in kept:
         taken[ent.start : ent.end] = True
     new = []
-    for start_char, end_char, label, kb_id, candidates in links:
-        span = doc.char_span(start_char, end_char, label=label, kb_id=kb_id,
-                             alignment_mode="expand")
-        if span is None or len(span) == 0 or taken[span.start : span.end].any():
+    for span, candidates in _token_spans(doc, links):
+        if taken[span.start : span.end].any():
             continue
         taken[span.start : span.end] = True
         span._.set(CANDIDATES_EXT, candidates)
@@ -112,14 +110,21 @@ def set_linked_group(doc: Doc, key: str, links: Iterable[tuple[int, int, str, st
     too, as the span group ``doc.spans[key]`` (sorted by offsets) with
     ``span._.kb_candidates``; a link that is no token span once expanded is left out."""
     spans = []
-    for start_char, end_char, label, kb_id, candidates in links:
-        span = doc.char_span(start_char, end_char, label=label, kb_id=kb_id,
-                             alignment_mode="expand")
-        if span is None or len(span) == 0:
-            continue
+    for span, candidates in _token_spans(doc, links):
         span._.set(CANDIDATES_EXT, candidates)
         spans.append(span)
     doc.spans[key] = sorted(spans, key=lambda s: (s.start, s.end))
+
+
+def _token_spans(doc: Doc, links: Iterable[tuple[int, int, str, str, list]]
+                 ) -> Iterator[tuple[Span, list]]:
+    """Each link as a labelled, linked token span (its offsets expanded to token
+    boundaries) with its candidates; a link that covers no token is left out."""
+    for start_char, end_char, label, kb_id, candidates in links:
+        span = doc.char_span(start_char, end_char, label=label, kb_id=kb_id,
+                             alignment_mode="expand")
+        if span is not None and len(span):
+            yield span, candidates
 
 
 def candidate_loss(examples: Iterable[Example], rows: Iterable[Iterable[tuple[Any, list, Any]]],

@@ -47,7 +47,7 @@ from ..factories import LINKER
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.abbreviation_links import link_abbreviations
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings
-from ..linking.name_variants import Key, NameKeys
+from ..linking.name_variants import Key, NameKeys, has_letter_or_digit
 from ..linking.reader_spans import LinkedSpan, best_per_span
 from ..linking.retriever_reader import DocLinks
 
@@ -108,10 +108,6 @@ def matched_as_written(name: str) -> bool:
     """Whether a name is matched in its own case only: one character, or no lowercase letter
     (acronyms and symbols such as "ALL", "CO", "K"; names of digits alone lose nothing)."""
     return len(name) == 1 or not any(ch.islower() for ch in name)
-
-
-def has_letter_or_digit(text: str) -> bool:
-    return any(ch.isalnum() for ch in text)
 
 
 class DictionarySpans:
@@ -187,12 +183,10 @@ class DictionarySpans:
         """The doc's tokens as units: a hyphenated compound whose glued stem is a word of
         the names ("pre-auricular" for "preauricular") is one unit."""
         units: list[Unit] = []
+        words, spaces = [t.text for t in doc], [bool(t.whitespace_) for t in doc]
         i, n = 0, len(doc)
         while i < n:
-            j = i
-            while (j + 2 < n and doc[j + 1].text in HYPHENS and not doc[j].whitespace_
-                   and not doc[j + 1].whitespace_ and _gluable(doc[j].text, doc[j + 2].text)):
-                j += 2
+            j = _compound_end(words, spaces, i)
             if j > i:
                 glued = "".join(doc[k].text for k in range(i, j + 1, 2))
                 stem, light = self.keys.stem(glued), self.keys.stem.light(glued)
@@ -314,15 +308,22 @@ def _gluable(left: str, right: str) -> bool:
     return sum(ch.isalpha() for ch in left) >= 2 and sum(ch.isalpha() for ch in right) >= 2
 
 
+def _compound_end(words: list[str], spaces: list[bool], i: int) -> int:
+    """The last word of the hyphenated compound starting at word ``i`` ("pre - auricular",
+    no space between, each part gluable): ``i`` itself where there is none."""
+    j = i
+    while (j + 2 < len(words) and words[j + 1] in HYPHENS and not spaces[j]
+           and not spaces[j + 1] and _gluable(words[j], words[j + 2])):
+        j += 2
+    return j
+
+
 def _glued(words: list[str], spaces: list[bool]) -> list[str]:
     """A name's words with hyphenated compounds glued ("pre-auricular" -> "preauricular")."""
     out: list[str] = []
     i = 0
     while i < len(words):
-        j = i
-        while (j + 2 < len(words) and words[j + 1] in HYPHENS and not spaces[j]
-               and not spaces[j + 1] and _gluable(words[j], words[j + 2])):
-            j += 2
+        j = _compound_end(words, spaces, i)
         out.append("".join(words[k] for k in range(i, j + 1, 2)))
         i = j + 1
     return out

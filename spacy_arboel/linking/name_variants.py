@@ -113,7 +113,7 @@ class Stemmer:
         return stem
 
 
-def is_word(text: str) -> bool:
+def has_letter_or_digit(text: str) -> bool:
     """Whether a token is a word of a name (it has a letter or digit; punctuation is not)."""
     return any(ch.isalnum() for ch in text)
 
@@ -135,7 +135,7 @@ class NameKeys:
 
     def key(self, words: Iterable[str]) -> Key:
         """The key of a name's words (punctuation left out; see ``key_of``)."""
-        words = [w for w in words if is_word(w)]
+        words = [w for w in words if has_letter_or_digit(w)]
         content = [w for w in words if not self.is_ignorable(w)]
         return self.key_of([self.stem(w) for w in content], [self.stem(w) for w in words],
                            self.stem.light(content[0]) if len(content) == 1 else "")
@@ -161,7 +161,7 @@ class NameKeys:
         ``stop_words``: the language's function words, the candidates for leaving out;
         ``language``: a spaCy language code (the stemmer's)."""
         stem = Stemmer(language)
-        stemmed = [[tuple(stem(w) for w in name if is_word(w)) for name in entity]
+        stemmed = [[tuple(stem(w) for w in name if has_letter_or_digit(w)) for name in entity]
                    for entity in names]
         ignorable = _ignorable(stemmed, {w.lower() for w in stop_words}, stem)
         canonical = _equivalent_words(stemmed, {stem(w) for w in stop_words},
