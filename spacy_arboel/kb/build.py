@@ -177,7 +177,7 @@ def keep_entities_of_types(kb: KnowledgeBase, keep: Collection[str]) -> Knowledg
         raise ValueError(Errors.E258.format(
             type=missing[0], types=", ".join(sorted(present)[:12]) or "none"))
     keep = set(keep)
-    return KnowledgeBase(entity for entity in kb if keep.intersection(entity.types))
+    return without_entities(kb, {e.id for e in kb if not keep.intersection(e.types)})
 
 
 def check_kb_sources(
