@@ -18,12 +18,14 @@ from spacy_arboel.evaluation.report import (
     DASH,
     markdown_table,
     plot_recall_at_k,
+    plot_reliability,
     read_metrics,
     table,
 )
 
 RECALL_KS = (1, 8, 64)
 RECALL_PLOT = "recall_at_k.png"
+RELIABILITY_PLOT = "reliability.png"
 TUNING_FILES = "threshold_tuning_*.json"
 TUNED = {"threshold_tuning_e2e": "the shipped pipeline's NIL threshold (ner + arbo_entity_linker)",
          "threshold_tuning_arbo_linker": "arbo_linker's link threshold"}
@@ -100,8 +102,10 @@ def _linking(runs: dict[str, dict], report: RunReport, folder: Path,
             report.headline.append((f"{name}: mentions/s",
                                     _num(timings["linking_mentions_per_s"], 1, 1)))
     plot_recall_at_k(runs, plots / RECALL_PLOT)
-    report.plots.append(RECALL_PLOT)
-    return text + f"\n![in-KB recall@k]({RECALL_PLOT})\n"
+    plot_reliability(runs, plots / RELIABILITY_PLOT)
+    report.plots.extend((RECALL_PLOT, RELIABILITY_PLOT))
+    return (text + f"\n![in-KB recall@k]({RECALL_PLOT})\n"
+            f"\n![reliability of the first candidate's score]({RELIABILITY_PLOT})\n")
 
 
 def _pipeline(runs: dict[str, dict], report: RunReport, folder: Path,

@@ -339,15 +339,19 @@ class ArboEntityLinker(KBComponent):
         def types_of(kb_id: str) -> tuple[str, ...]:  # the type rule asks for each candidate
             return kb[kb_id].types
 
+        def names_of(kb_id: str) -> tuple[str, ...]:  # the opposites check asks for some
+            return (kb[kb_id].name, *kb[kb_id].aliases)
+
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)
             kb_ids = {}
             for ent, candidates, vector in zip(self.span_getter(doc), lists, vectors,
                                                strict=True):
                 encoded = bool(candidates)
-                scored = self.get_candidates.rank(ent.label_, candidates,
-                                                  self.retriever.probabilities,
-                                                  types_of, top_k, kb.mention_prior(ent.text))
+                scored = self.get_candidates.rank(
+                    ent.label_, candidates, self.retriever.probabilities, types_of, top_k,
+                    kb.mention_prior(ent.text), mention=ent.text, names_of=names_of,
+                    language=self.vocab.lang)
                 candidates = [(i, score) for i, score, _ in scored]
                 raw = [r for _, _, r in scored]
                 best = candidates[0] if candidates else (nil_id, float("-inf"))

@@ -22,6 +22,7 @@ from ..data.ids import gold_ids
 from ..extensions import CANDIDATES_EXT
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+CALIBRATION_BINS = 10
 
 KbIds = Container[str] | Callable[[str], bool]
 
@@ -59,6 +60,7 @@ class MentionOutcome:
     label: the gold entity label (type).
     in_kb: whether at least one gold id is in the KB.
     seen: whether at least one gold id occurs in the training corpus (None: unknown).
+    confidence: the first candidate's score (None: no candidate, or no score).
     """
 
     gold_ids: tuple[str, ...]
@@ -67,6 +69,7 @@ class MentionOutcome:
     label: str = ""
     in_kb: bool = True
     seen: bool | None = None
+    confidence: float | None = None
 
 
 def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int]) -> dict[str, Any]:
@@ -114,7 +117,34 @@ def linking_metrics(
             label: _group_metrics([o for o in in_kb if o.label == label], ks) for label in labels
         },
         "no_gold_id": no_gold,
+        "calibration": calibration(scored),
     }
+
+
+def calibration(outcomes: Sequence[MentionOutcome], bins: int = CALIBRATION_BINS
+                ) -> dict[str, Any]:
+    """How well the first candidate's score reads as the chance that it is right: the
+    reliability diagram's ``bins`` equal-width bins of [0, 1] (each with its mentions, mean
+    score and share right) and the expected calibration error, ECE = sum over bins of
+    n_b / n * |share right_b - mean score_b| (Guo et al., 2017), over the mentions with a
+    scored candidate (``n``). Scores outside [0, 1] (a raw scale) are no probability: None."""
+    scored = [o for o in outcomes if o.confidence is not None and o.candidates]
+    if not scored or not all(0.0 <= o.confidence <= 1.0 for o in scored):
+        return {"n": len(scored), "ece": None, "bins": []}
+    confidence = np.array([o.confidence for o in scored])
+    right = np.array([o.in_kb and o.candidates[0] in o.gold_ids for o in scored], dtype=float)
+    which = np.minimum((confidence * bins).astype(int), bins - 1)
+    table, ece = [], 0.0
+    for b in range(bins):
+        members = which == b
+        n = int(members.sum())
+        if not n:
+            continue
+        mean, share = float(confidence[members].mean()), float(right[members].mean())
+        ece += n / len(scored) * abs(share - mean)
+        table.append({"lower": b / bins, "upper": (b + 1) / bins, "n": n,
+                      "confidence": round(mean, 4), "accuracy": round(share, 4)})
+    return {"n": len(scored), "ece": round(ece, 4), "bins": table}
 
 
 def kb_contains(kb_ids: KbIds | None) -> Callable[[str], bool]:
@@ -131,6 +161,16 @@ def _candidate_ids(span: Any) -> list[str]:
         return []
     candidates = getattr(span._, CANDIDATES_EXT) or []
     return [c if isinstance(c, str) else str(c[0]) for c in candidates]
+
+
+def _first_score(span: Any) -> float | None:
+    """The score of a predicted span's first candidate, or None."""
+    if span is None or not span.has_extension(CANDIDATES_EXT):
+        return None
+    candidates = getattr(span._, CANDIDATES_EXT) or []
+    if not candidates or isinstance(candidates[0], str):
+        return None
+    return float(candidates[0][1])
 
 
 def mention_outcomes_from_examples(
@@ -163,6 +203,7 @@ def mention_outcomes_from_examples(
                     label=gold.label_,
                     in_kb=any(in_kb(i) for i in ids),
                     seen=None if seen_ids is None else any(i in seen_ids for i in ids),
+                    confidence=_first_score(span),
                 )
             )
     return outcomes

@@ -25,6 +25,7 @@ _COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("acc unseen", "unseen", "accuracy"),
     ("all R@1", "all", "recall@1"),
     ("all R@64", "all", "recall@64"),
+    ("ECE", "calibration", "ece"),
 )
 
 
@@ -91,8 +92,9 @@ _LINKING_KS = (1, 8, 64)
 
 def linking_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """The header and rows of a terminal table of linking metrics: one row per group of
-    mentions (in-KB, all, seen, unseen) with its count, R@1, R@8, R@64 and accuracy, and a
-    row for the out-of-KB mentions put in NIL."""
+    mentions (in-KB, all, seen, unseen) with its count, R@1, R@8, R@64 and accuracy, a row
+    for the out-of-KB mentions put in NIL, and one for the expected calibration error of
+    the first candidate's score (``metrics.calibration``)."""
     header = ["mentions", "n", *(f"R@{k}" for k in _LINKING_KS), "accuracy"]
     rows = []
     for label, group in _GROUPS:
@@ -105,6 +107,10 @@ def linking_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]
     if out_of_kb.get("n"):
         rows.append(["out-of-KB (put in NIL)", out_of_kb["n"], *(DASH for _ in _LINKING_KS),
                      _fmt(out_of_kb.get("nil_accuracy"))])
+    calibration = metrics.get("calibration", {})
+    if calibration.get("ece") is not None:
+        rows.append(["ECE of the first score", calibration["n"], *(DASH for _ in _LINKING_KS),
+                     _fmt(calibration["ece"])])
     return header, rows
 
 
@@ -182,6 +188,36 @@ def plot_recall_at_k(runs: Mapping[str, Mapping[str, Any]], path: str | Path) ->
     ax.set_ylabel("in-KB recall@k")
     ax.set_ylim(0.0, 1.02)
     ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    with atomic_file(path) as temp:
+        fig.savefig(temp, format="png")
+    return path
+
+
+def plot_reliability(runs: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
+    """The reliability diagram of each run's first-candidate scores (``metrics.calibration``'s
+    bins: share right against mean score, the diagonal where they would be calibrated, ECE
+    in the legend), saved as a PNG (atomically)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    path = Path(path)
+    fig = Figure(figsize=(5, 5), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
+    for name, metrics in runs.items():
+        calibration = metrics.get("calibration", {})
+        bins = calibration.get("bins") or []
+        if not bins:
+            continue
+        ax.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], marker="o",
+                label=f"{name} (ECE {calibration['ece']:.3f})")
+    ax.set_xlabel("first candidate's score (mean of its bin)")
+    ax.set_ylabel("share linked right")
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     with atomic_file(path) as temp:
         fig.savefig(temp, format="png")

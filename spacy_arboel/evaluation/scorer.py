@@ -23,7 +23,8 @@ def score_entity_linking(
     **cfg: Any,
 ) -> dict[str, Any]:
     """Score linked entities: ``nel_inkb_recall@k``, ``nel_inkb_acc``, ``nel_recall@k``,
-    ``nel_acc``, ``nel_seen_acc``, ``nel_unseen_acc``, ``nel_nil_acc`` and ``nel_per_type``,
+    ``nel_acc``, ``nel_seen_acc``, ``nel_unseen_acc``, ``nel_nil_acc``, ``nel_per_type`` and
+    ``nel_ece`` (the first candidate's expected calibration error, ``metrics.calibration``),
     and spaCy's own ``nel_micro_p``/``_r``/``_f``, ``nel_macro_*`` and ``nel_f_per_type``
     (``Scorer.score_links``, the keys of spaCy's ``entity_linker``: a ``nil_id`` or empty
     prediction is no prediction, a wrong id is a false positive and a false negative).
@@ -47,6 +48,7 @@ def score_entity_linking(
     scores["nel_seen_acc"] = metrics["seen"]["accuracy"]
     scores["nel_unseen_acc"] = metrics["unseen"]["accuracy"]
     scores["nel_nil_acc"] = metrics["out_of_kb"]["nil_accuracy"]
+    scores["nel_ece"] = metrics["calibration"]["ece"]
     scores["nel_per_type"] = {
         label: {
             "acc": group["accuracy"],

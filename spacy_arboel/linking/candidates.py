@@ -5,7 +5,8 @@ here.
 
 The retriever finds each mention's nearest entities (with BioSyn's lexical union when
 ``lexical_weight`` is set); the policy puts their scores on its scale, joins the KB's mention
-prior to them, applies the type rule, then the linker keeps the first ``top_k``.
+prior to them, drops those whose names say the opposite of the mention
+(``linking.opposites``), applies the type rule, then the linker keeps the first ``top_k``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import Errors
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..settings import NonNegativeFloat, check_fields, choices
 from .dense_retriever import PROBABILITY_POOL
+from .opposites import opposes
 
 # what a candidate's score is: p(e | m) among the retrieved candidates, or the raw score
 SCORE_SCALES = ("probability", "raw")
@@ -39,6 +41,9 @@ class CandidatePolicy:
     ``build-kb --alias-corpus``) to each candidate's p(e | m) as spaCy combines them,
     p + p_prior - p · p_prior, and rank by that; a KB without link counts, a text they
     never saw, or the ``raw`` scale (no probability to join) leave the scores as they are.
+    ``opposites``: drop the candidates whose names say the opposite of the mention ("short
+    stature" is never *Tall stature*; ``linking.opposites``), keeping the others' scores, so
+    that the next one is linked, or NIL below the threshold.
     """
 
     scores: choices(SCORE_SCALES) = "probability"
@@ -48,6 +53,7 @@ class CandidatePolicy:
     # the workflow's model-best, BC5CDR test R@1 0.941 -> 0.949, NCBI 0.928 -> 0.931, by the
     # train/dev link counts of its KB (dev: +43 and +4 mentions; BENCHMARKS.md, issue 41)
     incl_prior: bool = True
+    opposites: bool = True
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -75,18 +81,24 @@ class CandidatePolicy:
     def rank(self, label: str, retrieved: Sequence[tuple[str, float]],
              probabilities: Callable[[list[float]], list[float]],
              types_of: Callable[[str], Iterable[str]], top_k: int,
-             prior: Mapping[str, float] | None = None) -> list[Scored]:
+             prior: Mapping[str, float] | None = None, *, mention: str = "",
+             names_of: Callable[[str], Iterable[str]] | None = None,
+             language: str = "en") -> list[Scored]:
         """A ``label`` mention's first ``top_k`` candidates ``(id, score, raw score)``, best
         first: ``retrieved`` (``(id, raw score)``, best first) scored on the policy's scale
         (``probabilities``: the retriever's p(e | m) of raw scores) and joined with
-        ``prior`` (the mention's p_prior(e | m) by id, under ``incl_prior``), then the type
-        rule (``types_of``: an entity's KB types)."""
+        ``prior`` (the mention's p_prior(e | m) by id, under ``incl_prior``), without the
+        opposites of the text ``mention`` (under ``opposites``; ``names_of``: an entity's
+        name and aliases; ``language``: the pipeline's), then the type rule (``types_of``:
+        an entity's KB types)."""
         raw = [float(score) for _, score in retrieved]
         scores = probabilities(raw) if self.scores == "probability" else raw
         scored = list(zip((i for i, _ in retrieved), scores, raw, strict=True))
         if prior and self.incl_prior and self.scores == "probability":
             joined = [(i, p + prior.get(i, 0.0) * (1.0 - p), r) for i, p, r in scored]
             scored = sorted(joined, key=lambda candidate: -candidate[1])  # stable on ties
+        if self.opposites and mention and names_of is not None:
+            scored = [c for c in scored if not opposes(mention, names_of(c[0]), language)]
         if self.rule is not None:
             scored = self.rule.apply(label, scored, types_of)
         return scored[:top_k]

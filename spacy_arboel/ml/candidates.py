@@ -16,10 +16,13 @@ def make_candidates(
     label_types: dict[str, list[str]] | str | None = CandidatePolicy.label_types,
     type_rule: choices(TYPE_RULES) = CandidatePolicy.type_rule,
     incl_prior: bool = CandidatePolicy.incl_prior,
+    opposites: bool = CandidatePolicy.opposites,
 ) -> CandidatePolicy:
     """A mention's candidates on the ``scores`` scale (``probability``: p(e | m); ``raw``),
     with BioSyn's lexical score at ``lexical_weight`` (``tune-lexical`` chooses it) and the
     type rule of ``label_types`` (ent label -> KB types) in ``type_rule`` mode (``restrict``,
     ``prefer``, ``clusters``), joined with the KB's mention prior under ``incl_prior`` (spaCy's
-    setting; a KB without link counts has none)."""
-    return CandidatePolicy(scores, lexical_weight, label_types, type_rule, incl_prior)
+    setting; a KB without link counts has none), without the candidates whose names say the
+    opposite of the mention under ``opposites``."""
+    return CandidatePolicy(scores, lexical_weight, label_types, type_rule, incl_prior,
+                           opposites)

@@ -770,3 +770,25 @@ def test_a_kb_with_link_counts_joins_its_mention_prior(tiny_encoder, tmp_path, t
 def _run(nlp, docs):
     """``_linked`` of copies of ``docs`` run through ``nlp``."""
     return _linked(nlp, nlp.pipe(d.copy() for d in docs))
+
+
+def test_a_mention_is_never_linked_to_its_opposite(tiny_encoder, tmp_path):
+    """Whatever the (random) encoder ranks first, "short stature" is not *Tall stature*: the
+    next candidate is linked, and with only the opposite in the KB the mention is NIL."""
+    kb_path = tmp_path / "kb.jsonl"
+    for entities, expected in (
+            ([("T", "Tall stature"), ("S", "Short stature"), ("C", "Cough")], {"S", "C"}),
+            ([("T", "Tall stature")], {"NIL"})):
+        kb_path.write_text("".join(json.dumps({"id": i, "name": n}) + "\n"
+                                   for i, n in entities))
+        for opposites, allowed in ((True, expected), (False, {i for i, _ in entities})):
+            nlp = spacy.blank("en")
+            nlp.add_pipe("arbo_entity_linker", config={
+                "kb_path": str(kb_path), "model": {"encoder_name": tiny_encoder},
+                "nil_id": "NIL", "get_candidates": {"opposites": opposites}})
+            nlp.get_pipe("arbo_entity_linker").ensure_ready()
+            doc = nlp.make_doc("She had short stature.")
+            doc.ents = [doc.char_span(8, 21, label="Disease")]
+            doc = nlp(doc)
+            assert doc.ents[0].kb_id_ in allowed
+            assert ("T" in {i for i, _ in doc.ents[0]._.kb_candidates}) is not opposites

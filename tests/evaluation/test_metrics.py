@@ -133,9 +133,21 @@ def test_markdown_table():
     assert len(lines) == 4
     assert lines[0].startswith("| run | in-KB R@1 | in-KB R@64 |")
     good = [c.strip() for c in lines[2].strip("|").split("|")]
-    assert good == ["good", "0.250", "0.750", "0.500", "1.000", "0.000", "0.167", "0.500", "6"]
+    # no scores in the outcomes: no ECE
+    assert good == ["good", "0.250", "0.750", "0.500", "1.000", "0.000", "0.167", "0.500", "–",
+                    "6"]
     empty = [c.strip() for c in lines[3].strip("|").split("|")]
-    assert empty[0] == "empty" and empty[1:-1] == ["–"] * 7 and empty[-1] == "0"
+    assert empty[0] == "empty" and empty[1:-1] == ["–"] * 8 and empty[-1] == "0"
+
+
+def test_plot_reliability(tmp_path):
+    from spacy_arboel.evaluation.report import plot_reliability
+
+    scored = [MentionOutcome(("A",), ["A"], "A", confidence=0.8),
+              MentionOutcome(("A",), ["B"], "B", confidence=0.3)]
+    runs = {"scored": linking_metrics(scored), "unscored": linking_metrics(_outcomes())}
+    path = plot_reliability(runs, tmp_path / "plots" / "reliability.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_plot_recall_at_k(tmp_path):
@@ -144,3 +156,24 @@ def test_plot_recall_at_k(tmp_path):
     data = path.read_bytes()
     assert len(data) > 0
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_calibration_bins_the_first_score_and_weighs_each_bin_by_its_mentions():
+    from spacy_arboel.evaluation.metrics import calibration
+
+    outcomes = [  # 0.9: three right of four; 0.25: one wrong; out of the KB: never right
+        *(MentionOutcome(("A",), ["A"], "A", confidence=0.9) for _ in range(3)),
+        MentionOutcome(("A",), ["B"], "B", confidence=0.9),
+        MentionOutcome(("A",), ["B"], "B", confidence=0.25),
+        MentionOutcome(("Z",), ["Z"], "Z", in_kb=False, confidence=0.25),
+        MentionOutcome(("A",), [], ""),  # no candidate: not scored
+    ]
+    result = calibration(outcomes)
+    assert result["n"] == 6
+    assert [(b["lower"], b["n"], b["accuracy"]) for b in result["bins"]] == [
+        (0.2, 2, 0.0), (0.9, 4, 0.75)]
+    assert result["ece"] == pytest.approx(2 / 6 * 0.25 + 4 / 6 * 0.15, abs=1e-4)
+    # a score of 1.0 falls in the last bin; raw scores are no probability
+    assert calibration([MentionOutcome(("A",), ["A"], "A", confidence=1.0)])["ece"] == 0.0
+    assert calibration([MentionOutcome(("A",), ["A"], "A", confidence=3.2)])["ece"] is None
+    assert linking_metrics(outcomes)["calibration"] == result

@@ -70,14 +70,15 @@ def test_the_report_has_every_section_and_the_headline(metrics):
     assert ("| NIL threshold of the linker of the knn_negatives objective | 0.4321 | 0.500 "
             "| 0.600 | 0.545 | 0.510 | 0.800 |") in text
     assert "coref_tuning" not in text
-    assert report.plots == ["recall_at_k.png", "nil_pr_knn_negatives.png"]
+    assert report.plots == ["recall_at_k.png", "reliability.png", "nil_pr_knn_negatives.png"]
     assert (metrics / "recall_at_k.png").read_bytes()[:4] == b"\x89PNG"
+    assert (metrics / "reliability.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_a_report_elsewhere_takes_its_plots_along(metrics, tmp_path):
     write_report(metrics, tmp_path / "out" / "r.md")
     assert {p.name for p in (tmp_path / "out").iterdir()} == {
-        "r.md", "recall_at_k.png", "nil_pr_knn_negatives.png"}
+        "r.md", "recall_at_k.png", "reliability.png", "nil_pr_knn_negatives.png"}
 
 
 def test_a_partial_run_reports_what_it_has(tmp_path):
