@@ -792,3 +792,19 @@ def test_a_mention_is_never_linked_to_its_opposite(tiny_encoder, tmp_path):
             doc = nlp(doc)
             assert doc.ents[0].kb_id_ in allowed
             assert ("T" in {i for i, _ in doc.ents[0]._.kb_candidates}) is not opposites
+
+
+def test_an_ambiguous_short_form_carries_its_tie_in_kb_candidates(tiny_encoder, tmp_path):
+    """An undefined "ASD" that two entities share as an alias: both lead ``kb_candidates``
+    with one probability, where a user sees the tie (README, "Scores and NIL")."""
+    kb_path = tmp_path / "kb.jsonl"
+    kb_path.write_text("".join(json.dumps(e) + "\n" for e in (
+        {"id": "A", "name": "Atrial septal defect", "aliases": ["ASD"]},
+        {"id": "B", "name": "Autism spectrum disorder", "aliases": ["ASD"]},
+        {"id": "C", "name": "Cough"})))
+    nlp = _nlp(tiny_encoder, kb_path)
+    doc = nlp.make_doc("The child had ASD.")
+    doc.ents = [doc.char_span(14, 17, label="Disease")]
+    first, second = nlp(doc).ents[0]._.kb_candidates[:2]
+    assert {first[0], second[0]} == {"A", "B"}
+    assert first[1] == pytest.approx(second[1])
