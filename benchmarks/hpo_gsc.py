@@ -96,8 +96,8 @@ def run_arbo_linker(kb_path: Path, texts: dict[str, str], nested_names: bool = F
     (nested links too) and its ``doc.ents``, the seconds ``nlp.pipe`` took, after an untimed
     warm-up on one text, and the set-up's. Untrained (``model`` None): a blank English
     pipeline, set up by ``nlp.initialize()`` (the dictionary and the KB's indexes). Else the
-    trained pipeline at ``model`` pointed at the KB (``swap_kb``), set up by loading it and
-    its first call. ``nested_names`` and ``dictionary_spans``: the component's settings."""
+    trained pipeline at ``model`` pointed at the KB, set up by loading it and ``swap_kb``.
+    ``nested_names`` and ``dictionary_spans``: the component's settings."""
     import spacy
 
     from spacy_arboel.extensions import SPANS_KEY
@@ -177,6 +177,8 @@ def hierarchy(hp_obo: Path):
 
 
 def main() -> None:
+    from spacy_arboel.components.dictionary_spans import DICTIONARY_MODES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=sorted(SPLITS), default="test")
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
@@ -192,7 +194,7 @@ def main() -> None:
                         help="A trained arbo_linker pipeline, pointed at the KB (swap_kb); "
                              "default: the untrained path")
     parser.add_argument("--dictionary-spans", default="untrained",
-                        choices=("untrained", "always", "never"),
+                        choices=DICTIONARY_MODES,
                         help="arbo_linker's dictionary_spans (default: untrained, as it ships)")
     parser.add_argument("--fasthpocr-index", type=Path, default=Path("training/fasthpocr"))
     args = parser.parse_args()

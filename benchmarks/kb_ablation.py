@@ -29,7 +29,8 @@ from pathlib import Path
 
 from _common import machine, write_result
 
-NIL = "NIL"
+from spacy_arboel.kb.knowledge_base import NIL_ID as NIL
+
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 

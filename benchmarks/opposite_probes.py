@@ -36,8 +36,9 @@ from pathlib import Path
 
 from _common import machine, write_result
 
+from spacy_arboel.kb.knowledge_base import NIL_ID as NIL
+
 SENTENCE = "The patient had {}."
-NIL = "NIL"
 
 
 def frames(name: str) -> list[tuple[str, str, int]]:
