@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -47,6 +48,24 @@ def write_result(result: dict) -> Path:
     path = RESULTS / f"{result['name']}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
+
+
+def untrained_linker(kb, **config) -> tuple[Any, float]:
+    """A blank English pipeline with an untrained ``arbo_entity_linker`` over ``kb`` (a
+    ``KnowledgeBase``, written to a temporary file for ``kb_path``) and ``config``, set up
+    (``ensure_ready``: the index), and the seconds that set-up took."""
+    import tempfile
+
+    import spacy
+
+    with tempfile.TemporaryDirectory() as folder:
+        kb_path = Path(folder) / "kb.jsonl"
+        kb.to_jsonl(kb_path)
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb_path), **config})
+        start = time.perf_counter()
+        nlp.get_pipe("arbo_entity_linker").ensure_ready()
+        return nlp, time.perf_counter() - start
 
 
 def recorded_result(name: str) -> dict | None:

@@ -23,11 +23,9 @@ import argparse
 import datetime
 import random
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from _common import machine, write_result
+from _common import machine, untrained_linker, write_result
 
 from spacy_arboel.kb.knowledge_base import NIL_ID as NIL
 
@@ -72,24 +70,14 @@ def main() -> None:
     from spacy_arboel.data.ids import gold_ids
     from spacy_arboel.kb import KnowledgeBase
     from spacy_arboel.kb.build import without_entities
+    from spacy_arboel.spacy_data.readers import with_gold_mentions
 
     kb = KnowledgeBase.from_jsonl(args.kb)
-    nlp = spacy.blank("en")
-    gold_docs = list(DocBin().from_disk(args.corpus).get_docs(nlp.vocab))
+    gold_docs = list(DocBin().from_disk(args.corpus).get_docs(spacy.blank("en").vocab))
     gold = [tuple(kb.resolve_ids(gold_ids(e.kb_id_))) for d in gold_docs for e in d.ents]
     removed = removed_ids(gold, kb, args.fraction, args.seed)
-    with tempfile.TemporaryDirectory() as folder:
-        kb_path = Path(folder) / "kb.jsonl"
-        without_entities(kb, removed).to_jsonl(kb_path)
-        nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb_path), "nil_id": NIL})
-        start = time.perf_counter()
-        nlp.get_pipe("arbo_entity_linker").ensure_ready()
-        setup = time.perf_counter() - start
-    docs = []
-    for g in gold_docs:
-        doc = nlp.make_doc(g.text)
-        doc.ents = [doc.char_span(e.start_char, e.end_char, label=e.label_) for e in g.ents]
-        docs.append(doc)
+    nlp, setup = untrained_linker(without_entities(kb, removed), nil_id=NIL)
+    docs = [with_gold_mentions(nlp.make_doc(g.text), g) for g in gold_docs]
     rows = []
     for doc, ids in zip((e for d in nlp.pipe(docs) for e in d.ents), gold, strict=True):
         if not ids or not any(i in kb for i in ids):  # no gold id, or never in the KB

@@ -31,10 +31,9 @@ import datetime
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
-from _common import machine, write_result
+from _common import machine, untrained_linker, write_result
 
 from spacy_arboel.kb.knowledge_base import NIL_ID as NIL
 
@@ -98,19 +97,7 @@ def without_names(kb, held_out: dict[str, set[str]]):
 def link(kb, mentions: list[str], opposites: bool) -> tuple[list[str], float]:
     """The id each mention is linked to (NIL for none) by an untrained linker over ``kb``,
     and the seconds its set-up took."""
-    import tempfile
-
-    import spacy
-
-    with tempfile.TemporaryDirectory() as folder:
-        kb_path = Path(folder) / "kb.jsonl"
-        kb.to_jsonl(kb_path)
-        nlp = spacy.blank("en")
-        nlp.add_pipe("arbo_entity_linker", config={
-            "kb_path": str(kb_path), "nil_id": NIL, "get_candidates": {"opposites": opposites}})
-        start = time.perf_counter()
-        nlp.get_pipe("arbo_entity_linker").ensure_ready()
-        setup = time.perf_counter() - start
+    nlp, setup = untrained_linker(kb, nil_id=NIL, get_candidates={"opposites": opposites})
     docs = []
     for mention in mentions:
         doc = nlp.make_doc(SENTENCE.format(mention))

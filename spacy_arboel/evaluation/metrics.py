@@ -155,19 +155,16 @@ def kb_contains(kb_ids: KbIds | None) -> Callable[[str], bool]:
     return lambda entity_id: entity_id in kb_ids
 
 
-def _candidate_ids(span: Any) -> list[str]:
-    """The ranked candidate ids of a predicted span (``span._.kb_candidates``), or []."""
-    if not span.has_extension(CANDIDATES_EXT):
-        return []
-    candidates = getattr(span._, CANDIDATES_EXT) or []
-    return [c if isinstance(c, str) else str(c[0]) for c in candidates]
-
-
-def _first_score(span: Any) -> float | None:
-    """The score of a predicted span's first candidate, or None."""
+def _candidates(span: Any) -> list:
+    """A predicted span's ranked candidates (``span._.kb_candidates``: ids or (id, score)
+    pairs), or [] for no span or none."""
     if span is None or not span.has_extension(CANDIDATES_EXT):
-        return None
-    candidates = getattr(span._, CANDIDATES_EXT) or []
+        return []
+    return getattr(span._, CANDIDATES_EXT) or []
+
+
+def _first_score(candidates: list) -> float | None:
+    """The first candidate's score, or None (no candidate, or ids alone)."""
     if not candidates or isinstance(candidates[0], str):
         return None
     return float(candidates[0][1])
@@ -195,15 +192,16 @@ def mention_outcomes_from_examples(
         for gold in example.reference.ents:
             ids = gold_ids(gold.kb_id_)
             span = predicted.get((gold.start_char, gold.end_char))
+            ranked = _candidates(span)
             outcomes.append(
                 MentionOutcome(
                     gold_ids=ids,
-                    candidates=_candidate_ids(span) if span is not None else [],
+                    candidates=[c if isinstance(c, str) else str(c[0]) for c in ranked],
                     predicted="" if span is None else span.kb_id_ or nil_id,
                     label=gold.label_,
                     in_kb=any(in_kb(i) for i in ids),
                     seen=None if seen_ids is None else any(i in seen_ids for i in ids),
-                    confidence=_first_score(span),
+                    confidence=_first_score(ranked),
                 )
             )
     return outcomes

@@ -160,15 +160,28 @@ def _recall_curve(metrics: Mapping[str, Any]) -> list[tuple[int, float]]:
     return sorted(points)
 
 
+def _axes(size: tuple[float, float]) -> Any:
+    """The axes of a new figure of ``size`` inches at 120 dpi (no pyplot state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=size, dpi=120)
+    FigureCanvasAgg(fig)
+    return fig.add_subplot()
+
+
+def _save_png(ax: Any, path: str | Path) -> Path:
+    """Save the figure of ``ax`` as a PNG at ``path`` (atomically), laid out tight."""
+    path = Path(path)
+    ax.figure.tight_layout()
+    with atomic_file(path) as temp:
+        ax.figure.savefig(temp, format="png")
+    return path
+
+
 def plot_recall_at_k(runs: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
     """Plot in-KB recall@k against k (log2 axis), one line per run, and save it as a PNG
     (atomically)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    path = Path(path)
-    fig = Figure(figsize=(6, 4), dpi=120)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    ax = _axes((6, 4))
     all_ks: set[int] = set()
     for name, metrics in runs.items():
         points = _recall_curve(metrics)
@@ -188,22 +201,14 @@ def plot_recall_at_k(runs: Mapping[str, Mapping[str, Any]], path: str | Path) ->
     ax.set_ylabel("in-KB recall@k")
     ax.set_ylim(0.0, 1.02)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    with atomic_file(path) as temp:
-        fig.savefig(temp, format="png")
-    return path
+    return _save_png(ax, path)
 
 
 def plot_reliability(runs: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
     """The reliability diagram of each run's first-candidate scores (``metrics.calibration``'s
     bins: share right against mean score, the diagonal where they would be calibrated, ECE
     in the legend), saved as a PNG (atomically)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    path = Path(path)
-    fig = Figure(figsize=(5, 5), dpi=120)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    ax = _axes((5, 5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
     for name, metrics in runs.items():
         calibration = metrics.get("calibration", {})
@@ -218,7 +223,4 @@ def plot_reliability(runs: Mapping[str, Mapping[str, Any]], path: str | Path) ->
     ax.set_ylim(0.0, 1.02)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize="small")
-    fig.tight_layout()
-    with atomic_file(path) as temp:
-        fig.savefig(temp, format="png")
-    return path
+    return _save_png(ax, path)
