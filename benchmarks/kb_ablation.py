@@ -2,9 +2,10 @@
 from the KB, so their mentions are out of it; what an untrained linker does with them.
 
 Not a test. An untrained ``arbo_entity_linker`` (defaults, blank English pipeline, ``nil_id``
-NIL) over the ablated KB links the corpus's gold mentions. Reported at the default setting
-(no threshold today) and, for the trade-off item 1 of issue 61 has to choose, at each
-probability threshold of ``THRESHOLDS``:
+NIL) over the ablated KB links the corpus's gold mentions. Reported with no NIL at all
+(``nil_recall`` None), at the default (the NIL threshold ``nil_recall`` takes from the
+ablated KB's held-out names, and ties) and at each probability threshold of
+``THRESHOLDS``:
 
 * the share of out-of-KB mentions abstained (NIL);
 * the precision of the links emitted (right links over the mentions not put in NIL);
@@ -38,20 +39,22 @@ def removed_ids(gold: list[tuple[str, ...]], kb, fraction: float, seed: int) -> 
     return set(random.Random(seed).sample(ids, round(fraction * len(ids))))
 
 
-def operating_point(rows: list[tuple[bool, bool, float]], threshold: float | None
-                    ) -> dict[str, float]:
-    """``rows``: (in the KB, first candidate right, its probability) per mention."""
-    def linked(p: float) -> bool:
-        return threshold is None or p >= threshold
+def operating_point(rows: list[tuple[bool, bool, float, bool]], threshold: float | None,
+                    default: bool = False) -> dict[str, float]:
+    """``rows``: (in the KB, first candidate right, its probability, linked by the default)
+    per mention; the mentions linked are those at or above ``threshold`` (all for None),
+    or with ``default`` those the default linked."""
+    def linked(row: tuple[bool, bool, float, bool]) -> bool:
+        return row[3] if default else threshold is None or row[2] >= threshold
 
-    out = [p for in_kb, _, p in rows if not in_kb]
-    inside = [(right, p) for in_kb, right, p in rows if in_kb]
-    emitted = [(in_kb and right) for in_kb, right, p in rows if linked(p)]
+    out = [row for row in rows if not row[0]]
+    inside = [row for row in rows if row[0]]
+    emitted = [(row[0] and row[1]) for row in rows if linked(row)]
     return {
         "threshold": threshold,
-        "out_of_kb_abstained": round(sum(not linked(p) for p in out) / len(out), 4),
+        "out_of_kb_abstained": round(sum(not linked(row) for row in out) / len(out), 4),
         "precision_of_links": round(sum(emitted) / len(emitted), 4) if emitted else None,
-        "in_kb_r1": round(sum(right and linked(p) for right, p in inside) / len(inside), 4),
+        "in_kb_r1": round(sum(row[1] and linked(row) for row in inside) / len(inside), 4),
     }
 
 
@@ -84,21 +87,25 @@ def main() -> None:
             continue
         candidates = doc._.kb_candidates
         first, p = candidates[0] if candidates else (NIL, 0.0)
-        rows.append((not set(ids) <= removed, first in ids, float(p)))
-    default = operating_point(rows, None)
+        rows.append((not set(ids) <= removed, first in ids, float(p), doc.kb_id_ != NIL))
+    never = operating_point(rows, None)
+    default = {**operating_point(rows, nlp.get_pipe("arbo_entity_linker").nil_threshold(),
+                                 default=True)}
+    default["in_kb_r1_drop"] = round(never["in_kb_r1"] - default["in_kb_r1"], 4)
     result = {
         "name": f"kb-ablation-{args.name}", "corpus": str(args.corpus), "kb": str(args.kb),
         "kb_entities": len(kb), "removed_entities": len(removed), "seed": args.seed,
         "mentions": len(rows), "out_of_kb_mentions": sum(not r[0] for r in rows),
-        "default": default,
-        "thresholds": [{**point, "in_kb_r1_drop": round(default["in_kb_r1"]
+        "no_nil": never, "default": default,
+        "thresholds": [{**point, "in_kb_r1_drop": round(never["in_kb_r1"]
                                                         - point["in_kb_r1"], 4)}
                        for point in (operating_point(rows, t) for t in THRESHOLDS)],
         "setup_s": round(setup, 1), "torch_threads": torch.get_num_threads(),
         "command": " ".join(["python", "benchmarks/kb_ablation.py", *sys.argv[1:]]),
         "machine": machine(), "date": datetime.date.today().isoformat(),
     }
-    print(result["default"], result["mentions"], result["out_of_kb_mentions"])
+    print("no NIL", never, "default", default, result["mentions"],
+          result["out_of_kb_mentions"])
     for point in result["thresholds"]:
         print(point)
     write_result(result)

@@ -39,6 +39,8 @@ PositiveFloat = _constrained("PositiveFloat", ConstrainedFloat, "A number > 0.",
 Probability = _constrained("Probability", ConstrainedFloat, "A probability that a threshold "
                            "keeps: in [0, 1) (1 would keep nothing).", ge=0, lt=1)
 Fraction = _constrained("Fraction", ConstrainedFloat, "A share: in [0, 1].", ge=0, le=1)
+Recall = _constrained("Recall", ConstrainedFloat, "A share that is kept: in (0, 1].", gt=0,
+                      le=1)
 Cosine = _constrained("Cosine", ConstrainedFloat, "A cosine: in [-1, 1].", ge=-1, le=1)
 
 

@@ -3,6 +3,7 @@ dense retriever (BLINK's bi-encoder),
 trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
 ``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
+from ..linking.abstention import held_out_first_scores, recall_threshold
 from ..linking.bi_encoder_trainer import NAME_PAIRS, REFRESH_EVERY, SKIP_OWN_NAME
 from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
@@ -34,7 +36,7 @@ from ..ml.bi_encoder import torch_encoders
 from ..ml.candidates import make_candidates  # noqa: F401  (registers get_candidates)
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
-from ..settings import NonNegativeInt, PositiveInt, choices, defaults
+from ..settings import NonNegativeInt, PositiveInt, Recall, choices, defaults
 from ..spacy_data.spans import SpanGetter
 from .base import KBComponent
 from .common import (
@@ -60,6 +62,12 @@ DEFAULT_SPAN_GETTER = {"@misc": "spacy_arboel.span_getter.v1"}
 # its candidate policy: scale, lexical union, mention prior, type rule (``CandidatePolicy``'s
 # defaults)
 DEFAULT_CANDIDATES = {"@misc": "spacy_arboel.candidates.v1"}
+# the share of the KB's held-out names whose right link the default NIL threshold keeps
+# (``linking.abstention``): BC5CDR/NCBI with a fifth of their entities out of MeSH, 42%/19%
+# of those mentions abstained for 0.8 points of in-KB R@1 (BENCHMARKS.md, issue 61)
+NIL_RECALL = 0.95
+# two candidates whose raw scores differ by no more than this tie (a name both entities have)
+TIE = 1e-6
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index")
 
@@ -70,7 +78,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
     assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{VECTOR_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE, "kb_path": None,
-        "top_k": 64, "threshold": None, "nil_id": "NIL",
+        "top_k": 64, "threshold": None, "nil_recall": NIL_RECALL, "nil_id": "NIL",
         **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": REFRESH_EVERY,
         "name_pairs": NAME_PAIRS, "skip_own_name": SKIP_OWN_NAME,
         **defaults(RetrieverSettings, ("quantize", "cpu_bf16")),
@@ -84,7 +92,8 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
 )
 def make_entity_linker(
     nlp: Language, name: str, model: Model, objective: Objective, kb_path: str | None,
-    top_k: PositiveInt, threshold: float | None, nil_id: str, mention_max_length: int,
+    top_k: PositiveInt, threshold: float | None, nil_recall: Recall | None, nil_id: str,
+    mention_max_length: int,
     entity_max_length: int, entity_granularity: choices(GRANULARITIES),
     expand_abbreviations: bool, american_spelling: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
@@ -99,7 +108,8 @@ def make_entity_linker(
         **locals(), "similarity": objective.similarity,
         **{key: model.attrs[key] for key in MODEL_SETTINGS}})
     return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
-                            kb_path=kb_path, top_k=top_k, threshold=threshold, nil_id=nil_id,
+                            kb_path=kb_path, top_k=top_k, threshold=threshold,
+                            nil_recall=nil_recall, nil_id=nil_id,
                             refresh_every=refresh_every, name_pairs=name_pairs,
                             skip_own_name=skip_own_name, verify_files=verify_files,
                             get_candidates=get_candidates,
@@ -111,27 +121,30 @@ class ArboEntityLinker(KBComponent):
     ``span_getter``, e.g. a spancat's ``doc.spans["sc"]``) to a KB entity by dense retrieval.
 
     Each mention's top-``top_k`` entities come from the retriever's FAISS index; the best
-    becomes the span's ``kb_id_`` (``nil_id`` when its score is below ``threshold``), the
-    ranked ``(kb_id, score)`` list goes to ``span._.kb_candidates`` and the mention vector to
-    ``span._.mention_vector`` (read by ``arbo_coref``). The index is refreshed every
-    ``refresh_every`` updates in training, and after updates before docs are processed
-    (``nlp(...)``, ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``name_pairs``: KB
-    names that join each training batch as pseudo-mentions of their entity, with its other
-    names as positives (``linking.name_pairs``; 0: none). ``skip_own_name``: in training
-    under ``names`` inputs, a mention's positive is a name of its gold entity other than
-    its own text (``BiEncoderTrainer``). ``settings`` hold
-    the retriever's input and index settings (the factory's arguments). ``verify_files``:
-    how ``from_disk`` checks the saved files, ``sha256`` (all read whole) or ``quick`` (large
-    files by size and ends; see ``artefacts.check_folder``). ``inputs`` (in ``settings``):
-    ``names`` links and trains by the mention's text against a row per KB name and alias,
-    cosine (how the base sentence encoder or ``pretrain-kb``'s encoder learnt to compare
-    names), ``blink`` by BLINK's mention in context against ``name [TITLE] description``
-    rows. ``get_candidates`` (``linking.candidates.CandidatePolicy``, registered as
-    ``spacy_arboel.candidates.v1``) turns the retrieved entities into candidates: their
-    scale (p(e | m) or raw scores), BioSyn's lexical union, the KB's mention prior
-    (``incl_prior``: the link counts of a KB built with a corpus) and the type rule
-    (``label_types``: ``{"Chemical": ["Chemical"]}``; ``type_rule`` ``restrict`` drops the
-    candidates of other types, ``prefer`` ranks them last).
+    becomes the span's ``kb_id_`` (``nil_id`` when its score is below the NIL threshold, or when
+    the first two tie, as a name two entities share does), the ranked ``(kb_id, score)`` list
+    goes to ``span._.kb_candidates`` and the mention vector to ``span._.mention_vector`` (read
+    by ``arbo_coref``). The NIL threshold is ``threshold`` (``tune-nil`` chooses it on a dev
+    corpus), else the score that keeps ``nil_recall`` of the right links of the KB's own names
+    held out as mentions (``linking.abstention``; set from the KB with no corpus, once per
+    index, and saved); both None: never NIL. The index is refreshed every ``refresh_every``
+    updates in training, and after updates before docs are processed (``nlp(...)``,
+    ``nlp.pipe``; ``ensure_ready()`` does it explicitly). ``name_pairs``: KB names that join
+    each training batch as pseudo-mentions of their entity, with its other names as positives
+    (``linking.name_pairs``; 0: none). ``skip_own_name``: in training under ``names`` inputs, a
+    mention's positive is a name of its gold entity other than its own text
+    (``BiEncoderTrainer``). ``settings`` hold the retriever's input and index settings (the
+    factory's arguments). ``verify_files``: how ``from_disk`` checks the saved files, ``sha256``
+    (all read whole) or ``quick`` (large files by size and ends; see
+    ``artefacts.check_folder``). ``inputs`` (in ``settings``): ``names`` links and trains by the
+    mention's text against a row per KB name and alias, cosine (how the base sentence encoder or
+    ``pretrain-kb``'s encoder learnt to compare names), ``blink`` by BLINK's mention in context
+    against ``name [TITLE] description`` rows. ``get_candidates``
+    (``linking.candidates.CandidatePolicy``, registered as ``spacy_arboel.candidates.v1``) turns
+    the retrieved entities into candidates: their scale (p(e | m) or raw scores), BioSyn's
+    lexical union, the KB's mention prior (``incl_prior``: the link counts of a KB built with a
+    corpus) and the type rule (``label_types``: ``{"Chemical": ["Chemical"]}``; ``type_rule``
+    ``restrict`` drops the candidates of other types, ``prefer`` ranks them last).
     """
 
     saved_files = SAVED_FILES
@@ -140,6 +153,7 @@ class ArboEntityLinker(KBComponent):
     def __init__(self, vocab, model: Model, name: str = ENTITY_LINKER, *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
                  top_k: int, threshold: float | None, nil_id: str, refresh_every: int,
+                 nil_recall: float | None = NIL_RECALL,
                  verify_files: str, name_pairs: int = NAME_PAIRS,
                  skip_own_name: bool = SKIP_OWN_NAME,
                  get_candidates: CandidatePolicy | None = None, span_getter: SpanGetter,
@@ -147,7 +161,8 @@ class ArboEntityLinker(KBComponent):
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings = objective, settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "top_k": top_k, "threshold": threshold,
-                                    "nil_id": nil_id, "refresh_every": refresh_every,
+                                    "nil_recall": nil_recall, "nil_id": nil_id,
+                                    "refresh_every": refresh_every,
                                     "name_pairs": name_pairs, "skip_own_name": skip_own_name,
                                     "verify_files": verify_files}
         self.get_candidates = get_candidates or CandidatePolicy()
@@ -155,6 +170,8 @@ class ArboEntityLinker(KBComponent):
         self.span_getter = span_getter
         self.retriever: DenseRetriever | None = None
         self.trainer: BiEncoderTrainer | None = None
+        # the NIL threshold taken from the KB: (what it was set for, its value)
+        self._kb_threshold: tuple[tuple, float | None] | None = None
         register_extensions()
 
     @property
@@ -270,8 +287,39 @@ class ArboEntityLinker(KBComponent):
 
     def _make_current(self) -> None:
         """Bring the index up to date with the encoders (also before docs are processed,
-        after training updates or ``set_kb``: spacy train's evaluation)."""
+        after training updates or ``set_kb``: spacy train's evaluation), and the NIL
+        threshold taken from the KB with it."""
         self.retriever.entities.ensure_index()
+        self.nil_threshold()
+
+    def _kb_threshold_key(self) -> tuple:
+        """What the KB's NIL threshold depends on: the index, the mention encoder, the
+        share kept and the score scale."""
+        return (id(self.retriever.entities.index), self.mention_fingerprint(),
+                self.cfg["nil_recall"], self.get_candidates.scores)
+
+    def nil_threshold(self) -> float | None:
+        """The score below which a mention is NIL: ``threshold``, else the one
+        ``nil_recall`` takes from the KB's held-out names (``linking.abstention``; None
+        for a KB with too few entities of two names), else None (never NIL)."""
+        if self.cfg["threshold"] is not None or self.cfg["nil_recall"] is None:
+            return self.cfg["threshold"]
+        key = self._kb_threshold_key()
+        if self._kb_threshold is None or self._kb_threshold[0] != key:
+            retriever = self._require("knowledge base or encoders")
+            retriever.entities.ensure_index()
+            if self.get_candidates.scores == "probability":
+                def score_of(raw):
+                    return retriever.probabilities(raw)[0]
+            else:
+                def score_of(raw):
+                    return raw[0]
+            first, right = held_out_first_scores(
+                retriever, score_of, self.get_candidates.retrieval_k(self.cfg["top_k"]))
+            value = recall_threshold(first, right, self.cfg["nil_recall"])
+            # rounded as cfg.json keeps it, so that a loaded pipeline reads the same number
+            self._kb_threshold = (key, None if value is None else round(value, 6))
+        return self._kb_threshold[1]
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
@@ -330,10 +378,11 @@ class ArboEntityLinker(KBComponent):
                         strict=True))
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
-        """Set ``kb_id_`` (best entity, or ``nil_id`` below ``threshold``), the top-k
+        """Set ``kb_id_`` (best entity, or ``nil_id`` below the NIL threshold or on a tie,
+        when there is a threshold), the top-k
         candidates (``get_candidates``' ranking) and the mention vector (None for a mention
         with nothing to encode)."""
-        threshold, nil_id, top_k = self.cfg["threshold"], self.cfg["nil_id"], self.cfg["top_k"]
+        threshold, nil_id, top_k = self.nil_threshold(), self.cfg["nil_id"], self.cfg["top_k"]
         kb = self.kb
 
         def types_of(kb_id: str) -> tuple[str, ...]:  # the type rule asks for each candidate
@@ -355,7 +404,9 @@ class ArboEntityLinker(KBComponent):
                 candidates = [(i, score) for i, score, _ in scored]
                 raw = [r for _, _, r in scored]
                 best = candidates[0] if candidates else (nil_id, float("-inf"))
-                kb_id = best[0] if threshold is None or best[1] >= threshold else nil_id
+                tie = len(raw) > 1 and raw[0] - raw[1] <= TIE
+                kb_id = best[0] if threshold is None or (best[1] >= threshold and not tie) \
+                    else nil_id
                 kb_ids[ent.start_char, ent.end_char] = kb_id
                 ent._.set(CANDIDATES_EXT, candidates)
                 ent._.set(RAW_SCORES_EXT, raw)
@@ -375,8 +426,26 @@ class ArboEntityLinker(KBComponent):
                                    "inputs": self.settings.inputs,
                                    "scores": self.get_candidates.scores,
                                    "threshold": self.cfg["threshold"],
+                                   "kb_threshold": self._saved_kb_threshold(),
                                    "n_missing_gold_ids": self.trainer.n_missing_gold_ids},
                     exclude)
+
+    def _saved_kb_threshold(self) -> dict[str, Any] | None:
+        """The KB's NIL threshold as ``cfg.json`` keeps it (with the share and scale it was
+        set for), so that a loaded pipeline abstains as the saved one did."""
+        if self._kb_threshold is None or self.retriever is None \
+                or self._kb_threshold[0] != self._kb_threshold_key():
+            return None
+        return {"nil_recall": self.cfg["nil_recall"], "scores": self.get_candidates.scores,
+                "value": self._kb_threshold[1]}
+
+    def _restore_kb_threshold(self, saved: dict[str, Any] | None) -> None:
+        """Take the saved KB threshold when it was set for this share and scale (else it is
+        set again from the KB, when first needed)."""
+        if saved and self.cfg["nil_recall"] is not None \
+                and math.isclose(saved["nil_recall"], self.cfg["nil_recall"]) \
+                and saved["scores"] == self.get_candidates.scores:
+            self._kb_threshold = (self._kb_threshold_key(), saved["value"])
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
         """Load a saved linker; every file is checked first (E030, as ``verify_files``
@@ -416,5 +485,7 @@ class ArboEntityLinker(KBComponent):
         if kb is not None:
             self.set_kb(kb)
         self.retriever.entities.ensure_index()
+        if kb is None and "index" not in exclude:  # the index the threshold was set on
+            self._restore_kb_threshold(cfg.get("kb_threshold"))
         self.retriever.prepare_inference()
         return self

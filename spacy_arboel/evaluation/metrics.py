@@ -72,8 +72,11 @@ class MentionOutcome:
     confidence: float | None = None
 
 
-def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int]) -> dict[str, Any]:
-    """n, recall@k for each k and accuracy; out-of-KB mentions are never correct."""
+def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int],
+                   nil_id: str = "NIL") -> dict[str, Any]:
+    """n, recall@k for each k (of the candidates, whatever was linked), accuracy (of the
+    links: NIL is wrong in the KB) and the share abstained (NIL); out-of-KB mentions are
+    never correct."""
     n = len(outcomes)
     result: dict[str, Any] = {"n": n}
     for k in ks:
@@ -83,6 +86,7 @@ def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int]) -> dic
         result[f"recall@{k}"] = hits / n if n else None
     correct = sum(1 for o in outcomes if o.in_kb and o.predicted in o.gold_ids)
     result["accuracy"] = correct / n if n else None
+    result["abstained"] = sum(o.predicted == nil_id for o in outcomes) / n if n else None
     return result
 
 
@@ -108,13 +112,14 @@ def linking_metrics(
     n_nil = sum(1 for o in out_of_kb if o.predicted == nil_id)
     labels = sorted({o.label for o in in_kb})
     return {
-        "all": _group_metrics(scored, ks),
-        "in_kb": _group_metrics(in_kb, ks),
+        "all": _group_metrics(scored, ks, nil_id),
+        "in_kb": _group_metrics(in_kb, ks, nil_id),
         "out_of_kb": {"n": n_out, "nil_accuracy": n_nil / n_out if n_out else None},
-        "seen": _group_metrics([o for o in in_kb if o.seen is True], ks),
-        "unseen": _group_metrics([o for o in in_kb if o.seen is False], ks),
+        "seen": _group_metrics([o for o in in_kb if o.seen is True], ks, nil_id),
+        "unseen": _group_metrics([o for o in in_kb if o.seen is False], ks, nil_id),
         "per_type": {
-            label: _group_metrics([o for o in in_kb if o.label == label], ks) for label in labels
+            label: _group_metrics([o for o in in_kb if o.label == label], ks, nil_id)
+            for label in labels
         },
         "no_gold_id": no_gold,
         "calibration": calibration(scored),

@@ -92,25 +92,26 @@ _LINKING_KS = (1, 8, 64)
 
 def linking_rows(metrics: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """The header and rows of a terminal table of linking metrics: one row per group of
-    mentions (in-KB, all, seen, unseen) with its count, R@1, R@8, R@64 and accuracy, a row
+    mentions (in-KB, all, seen, unseen) with its count, R@1, R@8, R@64 (of the candidates,
+    whatever was linked), accuracy (of the links) and the share put in NIL, a row
     for the out-of-KB mentions put in NIL, and one for the expected calibration error of
     the first candidate's score (``metrics.calibration``)."""
-    header = ["mentions", "n", *(f"R@{k}" for k in _LINKING_KS), "accuracy"]
+    header = ["mentions", "n", *(f"R@{k}" for k in _LINKING_KS), "accuracy", "NIL"]
     rows = []
     for label, group in _GROUPS:
         values = metrics.get(group, {})
         if values.get("n"):
             rows.append([label, values["n"],
                          *(_fmt(values.get(f"recall@{k}")) for k in _LINKING_KS),
-                         _fmt(values.get("accuracy"))])
+                         _fmt(values.get("accuracy")), _fmt(values.get("abstained"))])
     out_of_kb = metrics.get("out_of_kb", {})
     if out_of_kb.get("n"):
         rows.append(["out-of-KB (put in NIL)", out_of_kb["n"], *(DASH for _ in _LINKING_KS),
-                     _fmt(out_of_kb.get("nil_accuracy"))])
+                     DASH, _fmt(out_of_kb.get("nil_accuracy"))])
     calibration = metrics.get("calibration", {})
     if calibration.get("ece") is not None:
         rows.append(["ECE of the first score", calibration["n"], *(DASH for _ in _LINKING_KS),
-                     _fmt(calibration["ece"])])
+                     _fmt(calibration["ece"]), DASH])
     return header, rows
 
 

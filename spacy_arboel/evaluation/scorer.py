@@ -48,6 +48,7 @@ def score_entity_linking(
     scores["nel_seen_acc"] = metrics["seen"]["accuracy"]
     scores["nel_unseen_acc"] = metrics["unseen"]["accuracy"]
     scores["nel_nil_acc"] = metrics["out_of_kb"]["nil_accuracy"]
+    scores["nel_inkb_abstained"] = metrics["in_kb"]["abstained"]
     scores["nel_ece"] = metrics["calibration"]["ece"]
     scores["nel_per_type"] = {
         label: {

@@ -109,7 +109,6 @@ class BiEncoderTrainer:
         self.rng = random.Random(seed)
         self.gold_types: Counter[str] = Counter()  # KB types of the gold mentions
         self._sampler: tuple[object, NamePairSampler] | None = None
-        self._row_texts: tuple[object, list[str]] | None = None
         self.store = MentionStore()
         self.seen_ids: set[str] = set()
         self.n_missing_gold_ids = 0
@@ -257,22 +256,14 @@ class BiEncoderTrainer:
         self.updates += 1
         return float(loss.item())
 
-    def index_row_texts(self) -> list[str]:
-        """The name of each row of the current index, by index position (kept until the
-        index is built again)."""
-        entities = self.retriever.entities
-        if self._row_texts is None or self._row_texts[0] is not entities.rows_of:
-            texts = entities.row_texts()
-            self._row_texts = (entities.rows_of, [texts[int(r)] for r in entities.index.rows])
-        return self._row_texts[1]
-
     def positive_rows(self, rows: list[int], text: str) -> list[int]:
         """The gold entity's index ``rows`` a mention spelt ``text`` may take as its
         positive: with ``skip_own_name`` under ``names`` inputs, those whose name is not
         ``text`` (case and spaces aside), or all of them where every one is."""
         if not self.skip_own_name or self.retriever.settings.inputs != "names" or len(rows) < 2:
             return rows
-        return other_name_rows(rows, self.index_row_texts(), text) or rows
+        texts = self.retriever.entities.index_row_texts()
+        return other_name_rows(rows, texts, text) or rows
 
     def sample_name_pairs(self) -> list[PseudoMention]:
         """``name_pairs`` pseudo-mentions (``NamePairSampler``) for this step, drawn over
@@ -282,8 +273,8 @@ class BiEncoderTrainer:
         entities = self.retriever.entities
         if self._sampler is None or self._sampler[0] is not entities.rows_of:
             self._sampler = (entities.rows_of, NamePairSampler(
-                self.retriever.kb, entities.rows_of, self.index_row_texts(), self.gold_types,
-                self.rng))
+                self.retriever.kb, entities.rows_of, entities.index_row_texts(),
+                self.gold_types, self.rng))
         return self._sampler[1].sample(self.name_pairs)
 
     def _encode_entities(self, step: TrainingStep) -> torch.Tensor:

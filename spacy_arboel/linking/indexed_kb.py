@@ -140,6 +140,7 @@ class IndexedKB:
         self._layout: RowLayout | None = None
         self._row_inputs: list[list[int] | None] | None = None
         self._derived: dict[str, Any] = {}
+        self._index_row_texts: tuple[object, list[str]] | None = None
 
     def derived(self, name: str, make: Callable[[], T]) -> T:
         """What a core derives from the KB (a lexical index, entity inputs), made by
@@ -318,6 +319,14 @@ class IndexedKB:
         if not self.is_current:
             raise RuntimeError(Errors.E050)
         return self.index
+
+    def index_row_texts(self) -> list[str]:
+        """The name of each row of the current index, by index position (kept until the
+        index is built again): what ``rows_of`` and a search's rows point at."""
+        if self._index_row_texts is None or self._index_row_texts[0] is not self.rows_of:
+            texts = self.row_texts()
+            self._index_row_texts = (self.rows_of, [texts[int(r)] for r in self.index.rows])
+        return self._index_row_texts[1]
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, entity positions) per query vector, -1 where fewer exist."""

@@ -1,6 +1,7 @@
 """The arbo_entity_linker component: pipe, training, save/load, bad input."""
 
 import json
+import random
 import subprocess
 import sys
 import warnings
@@ -808,3 +809,81 @@ def test_an_ambiguous_short_form_carries_its_tie_in_kb_candidates(tiny_encoder, 
     first, second = nlp(doc).ents[0]._.kb_candidates[:2]
     assert {first[0], second[0]} == {"A", "B"}
     assert first[1] == pytest.approx(second[1])
+    # too small a KB for a threshold of its own: linked; with a threshold the tie is NIL
+    assert nlp(doc).ents[0].kb_id_ in {"A", "B"}
+    strict = _nlp(tiny_encoder, kb_path, threshold=0.01)
+    assert strict(doc).ents[0].kb_id_ == "NIL"
+    assert strict(doc).ents[0]._.kb_candidates[0][1] > 0.01
+
+
+def _two_name_nlp(tiny_encoder, tmp_path, **config):
+    """An untrained linker over 120 entities of two related names each (no row dropped
+    as a near-duplicate under the random encoder): a KB that sets its own threshold."""
+    from tests.linking.test_abstention import _word
+
+    rng = random.Random(0)
+    names = [f"{_word(rng)} {_word(rng)}" for _ in range(120)]
+    kb_path = tmp_path / "two_names.jsonl"
+    kb_path.write_text("".join(json.dumps({"id": f"E{i}", "name": name, "aliases": [
+        f"{name} {_word(rng)[:3]}"]}) + "\n" for i, name in enumerate(names)))
+    return _nlp(tiny_encoder, kb_path, row_dedupe_threshold=None, **config), names
+
+
+def test_the_default_nil_threshold_comes_from_the_kb(tiny_encoder, tmp_path):
+    """No corpus, no threshold: a mention is NIL below the score that keeps ``nil_recall``
+    of the KB's held-out names' right links; the share moves it, an explicit threshold
+    (``tune-nil``'s) wins, and None never abstains."""
+    nlp, names = _two_name_nlp(tiny_encoder, tmp_path)
+    linker = nlp.get_pipe("arbo_entity_linker")
+    threshold = linker.nil_threshold()
+    assert threshold is not None and 0 < threshold < 1
+    texts = [*names[:20], "qzx vbn", "the drug", "pain of heart"]
+    docs = []
+    for text in texts:
+        doc = nlp.make_doc(text)
+        doc.ents = [doc.char_span(0, len(text), label="X")]
+        docs.append(doc)
+    outcomes = []
+    for doc in nlp.pipe(docs):
+        ent = doc.ents[0]
+        first = ent._.kb_candidates[0][1]
+        assert (ent.kb_id_ == "NIL") == (first < threshold)
+        outcomes.append(ent.kb_id_ == "NIL")
+    assert not any(outcomes[:20])  # a KB name is linked
+    loose = _two_name_nlp(tiny_encoder, tmp_path, nil_recall=0.5)[0]
+    strict = _two_name_nlp(tiny_encoder, tmp_path, nil_recall=1.0)[0]
+    assert loose.get_pipe("arbo_entity_linker").nil_threshold() > threshold \
+        >= strict.get_pipe("arbo_entity_linker").nil_threshold()
+    tuned = _two_name_nlp(tiny_encoder, tmp_path, threshold=0.5)[0]
+    assert tuned.get_pipe("arbo_entity_linker").nil_threshold() == 0.5
+    never = _two_name_nlp(tiny_encoder, tmp_path, nil_recall=None)[0]
+    assert never.get_pipe("arbo_entity_linker").nil_threshold() is None
+    assert all(d.ents[0].kb_id_ != "NIL" for d in never.pipe(docs))
+    with pytest.raises(ConfigValidationError):
+        _two_name_nlp(tiny_encoder, tmp_path, nil_recall=0.0)
+
+
+def test_a_saved_linker_keeps_the_threshold_its_kb_gave(tiny_encoder, tmp_path, monkeypatch):
+    """The KB's threshold is saved: a loaded pipeline abstains as the saved one did, without
+    setting it again (on another CPU a bfloat16 copy could embed the names otherwise)."""
+    import spacy_arboel.components.arbo_entity_linker as module
+
+    nlp, _ = _two_name_nlp(tiny_encoder, tmp_path)
+    threshold = nlp.get_pipe("arbo_entity_linker").nil_threshold()
+    nlp.to_disk(tmp_path / "saved")
+    cfg = srsly.read_json(tmp_path / "saved" / "arbo_entity_linker" / "cfg.json")
+    saved = cfg["kb_threshold"]
+    assert saved["value"] == threshold and saved["scores"] == "probability"
+    assert saved["nil_recall"] == pytest.approx(0.95)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the saved threshold is set again")
+
+    monkeypatch.setattr(module, "held_out_first_scores", refuse)
+    loaded = spacy.load(tmp_path / "saved")
+    assert loaded.get_pipe("arbo_entity_linker").nil_threshold() == threshold
+    # another share is set again from the KB
+    other = spacy.load(tmp_path / "saved", config={
+        "components": {"arbo_entity_linker": {"nil_recall": 0.5}}})
+    with pytest.raises(AssertionError, match="set again"):
+        other.get_pipe("arbo_entity_linker").nil_threshold()

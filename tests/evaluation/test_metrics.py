@@ -48,7 +48,7 @@ def test_in_kb_recall_and_accuracy():
     assert in_kb["recall@4"] == pytest.approx(3 / 4)
     assert in_kb["recall@64"] == pytest.approx(3 / 4)
     assert in_kb["accuracy"] == pytest.approx(2 / 4)
-    assert set(in_kb) == {"n", "accuracy", *(f"recall@{k}" for k in KS)}
+    assert set(in_kb) == {"n", "accuracy", "abstained", *(f"recall@{k}" for k in KS)}
 
 
 def test_all_counts_out_of_kb_as_errors():
@@ -116,7 +116,7 @@ def test_empty_input_has_no_division_by_zero():
 
 def test_custom_ks():
     m = linking_metrics(_outcomes(), ks=(3, 1))
-    assert set(m["in_kb"]) == {"n", "accuracy", "recall@1", "recall@3"}
+    assert set(m["in_kb"]) == {"n", "accuracy", "abstained", "recall@1", "recall@3"}
     assert m["in_kb"]["recall@3"] == pytest.approx(3 / 4)
 
 
@@ -177,3 +177,18 @@ def test_calibration_bins_the_first_score_and_weighs_each_bin_by_its_mentions():
     assert calibration([MentionOutcome(("A",), ["A"], "A", confidence=1.0)])["ece"] == 0.0
     assert calibration([MentionOutcome(("A",), ["A"], "A", confidence=3.2)])["ece"] is None
     assert linking_metrics(outcomes)["calibration"] == result
+
+
+def test_an_abstained_mention_is_counted_apart_from_its_candidates():
+    """NIL for an in-KB mention: its R@1 still reads the candidates, its accuracy is wrong,
+    and the group's ``abstained`` share counts it (issue 61: abstentions counted apart)."""
+    outcomes = [MentionOutcome(("A",), ["A", "B"], "NIL"),
+                MentionOutcome(("B",), ["B"], "B"),
+                MentionOutcome(("C",), ["A"], "A"),
+                MentionOutcome(("Z",), ["A"], "NIL", in_kb=False)]
+    metrics = linking_metrics(outcomes)
+    assert metrics["in_kb"]["recall@1"] == pytest.approx(2 / 3)
+    assert metrics["in_kb"]["accuracy"] == pytest.approx(1 / 3)
+    assert metrics["in_kb"]["abstained"] == pytest.approx(1 / 3)
+    assert metrics["all"]["abstained"] == pytest.approx(2 / 4)
+    assert metrics["out_of_kb"]["nil_accuracy"] == 1.0

@@ -146,7 +146,7 @@ def test_skip_own_name_keeps_an_entitys_only_name(tiny_encoder, toy_kb_path, toy
     nlp.initialize(lambda: toy_examples)
     trainer = linker.trainer
     rows = linker.retriever.entities.rows_of[0]
-    texts = trainer.index_row_texts()
+    texts = linker.retriever.entities.index_row_texts()
     assert trainer.positive_rows(rows[:1], texts[rows[0]]) == rows[:1]
     if len(rows) > 1:
         kept = trainer.positive_rows(rows, f"  {texts[rows[0]].upper()} ")
@@ -157,5 +157,5 @@ def test_skip_own_name_keeps_an_entitys_only_name(tiny_encoder, toy_kb_path, toy
                     inputs="blink")
     blink.initialize(lambda: toy_examples)
     rows = blink.retriever.entities.rows_of[0]
-    name = blink.trainer.index_row_texts()[rows[0]]
+    name = blink.retriever.entities.index_row_texts()[rows[0]]
     assert blink.trainer.positive_rows(rows, name) == rows
