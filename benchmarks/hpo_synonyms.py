@@ -124,7 +124,7 @@ def held_out_synonyms(kb, exact: dict[str, list[str]], seed: int = 0):
             alias for alias in entity.aliases if name_key(alias) != key)))
     names: dict[str, set[str]] = {}  # over the KB before holding out: a synonym that two
     for entity in kb:  # terms share is ambiguous even where both held it out
-        for text in (entity.name, *entity.aliases):
+        for text in entity.names:
             names.setdefault(name_key(text), set()).add(entity.id)
     held = [replace(h, other_ids=tuple(sorted(names[name_key(h.text)] - {h.entity_id})))
             for h in held]

@@ -33,7 +33,7 @@ def main() -> None:
     kb = KnowledgeBase.from_jsonl(args.kb)
     owners: dict[str, set[str]] = defaultdict(set)
     for entity in kb:
-        for name in (entity.name, *entity.aliases):
+        for name in entity.names:
             owners[name.casefold()].add(entity.id)
     counts: Counter = Counter()
     examples: dict[str, Counter] = {name: Counter() for name in CLASSES[2:]}

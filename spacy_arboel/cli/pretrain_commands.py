@@ -39,6 +39,9 @@ def pretrain_kb_command(
         help="Positive pairs drawn from one entity's names at most (caps huge synonym "
              "sets)")] = ALIGNMENT.max_pairs_per_entity,
     seed: Annotated[int, typer.Option(help="Random seed (pair order, weights)")] = ALIGNMENT.seed,
+    opposite_negatives: Annotated[bool, typer.Option(
+        help="Put a pair of each entity's opposite (Tall stature for Short stature) in its "
+             "batch as a hard negative")] = ALIGNMENT.opposite_negatives,
     gpu_id: Annotated[int, typer.Option(help="GPU to train on (-1: CPU)")] = -1,
     linker: Annotated[bool, typer.Option(
         help="Also save linker/: a pipeline with arbo_entity_linker over KB and the new "
@@ -67,7 +70,8 @@ def pretrain_kb_command(
     settings = SelfAlignmentSettings(
         batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
         max_steps=max_steps, time_limit_s=None if max_minutes is None else max_minutes * 60,
-        max_pairs_per_entity=max_pairs_per_entity, seed=seed)
+        max_pairs_per_entity=max_pairs_per_entity, seed=seed,
+        opposite_negatives=opposite_negatives)
     check_pairs(knowledge_base, settings.max_pairs_per_entity)
     device = "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
     report = pretrain_encoder(knowledge_base, encoder, encoder_dir, settings,

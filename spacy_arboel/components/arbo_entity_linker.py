@@ -389,7 +389,7 @@ class ArboEntityLinker(KBComponent):
             return kb[kb_id].types
 
         def names_of(kb_id: str) -> tuple[str, ...]:  # the opposites check asks for some
-            return (kb[kb_id].name, *kb[kb_id].aliases)
+            return kb[kb_id].names
 
         for doc, (scores, positions, vectors) in zip(docs, predictions, strict=True):
             lists = self.retriever.candidates(scores, positions)

@@ -34,7 +34,9 @@ from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
+from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
+from ..linking.opposites import opposes, without_opposites
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
 from ..linking.reader_spans import (
     LinkedSpan,
@@ -91,6 +93,7 @@ HEAD_SEED = 0
         "ents": "replace", **defaults(SpanReaderSettings, INDEX_SETTINGS),
         "verify_files": "sha256", "dictionary_spans": "untrained", "label_types": None,
         "spans_key": SPANS_KEY, "nested_names": False,
+        **defaults(CandidatePolicy, ("opposites",)),
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -104,7 +107,7 @@ def make_linker(
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool,
     verify_files: choices(VERIFY_MODES), dictionary_spans: choices(DICTIONARY_MODES),
     label_types: dict[str, list[str]] | str | None, spans_key: str | None,
-    nested_names: bool, scorer: Callable | None,
+    nested_names: bool, opposites: bool, scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
     ``RetrieverReader.v1``) say what each setting does, and hold the defaults; the model's
@@ -115,7 +118,7 @@ def make_linker(
                       default_label=default_label, ents=ents, verify_files=verify_files,
                       dictionary_spans=dictionary_spans, nlp=nlp, scorer=scorer,
                       label_types=label_types, spans_key=spans_key,
-                      nested_names=nested_names)
+                      nested_names=nested_names, opposites=opposites)
 
 
 class ArboLinker(KBComponent):
@@ -145,7 +148,10 @@ class ArboLinker(KBComponent):
     nails" and "hypoplastic nails"), each with its best link: all the heads scored above
     ``threshold``, and the dictionary's but the names inside a longer contiguous one (with
     them too under ``nested_names``). The scorer reads the group when given the key
-    (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``).
+    (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``). ``opposites`` (as
+    ``arbo_entity_linker``'s candidate policy): no span is linked to an entity whose names
+    say the opposite of its words ("short stature" is never *Tall stature*;
+    ``linking.opposites``); the span takes its next link, if any scored above ``threshold``.
     """
 
     saved_files = SAVED_FILES
@@ -156,14 +162,15 @@ class ArboLinker(KBComponent):
                  default_label: str, ents: str, verify_files: str, dictionary_spans: str,
                  nlp: Language | None, scorer: Callable | None,
                  label_types: dict[str, list[str]] | str | None = None,
-                 spans_key: str | None = SPANS_KEY, nested_names: bool = False) -> None:
+                 spans_key: str | None = SPANS_KEY, nested_names: bool = False,
+                 opposites: bool = CandidatePolicy.opposites) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
                                     "ents": ents, "verify_files": verify_files,
                                     "dictionary_spans": dictionary_spans,
                                     "label_types": label_types, "spans_key": spans_key,
-                                    "nested_names": nested_names}
+                                    "nested_names": nested_names, "opposites": opposites}
         self.type_rule = TypeRule.from_settings(label_types)
         self.core_class = CORES[model.attrs["reader"]][0]
         self.reader: ReaderBase | None = None
@@ -353,6 +360,7 @@ class ArboLinker(KBComponent):
         results: list[DocLinks] = []
         if self.uses_heads:
             found, results = core.scored_spans(texts)
+            found = self._without_opposites(texts, found, results)
             for result, spans in zip(results, found, strict=True):
                 result.spans = resolve_spans(spans)
                 result.all_spans = best_per_span(spans)
@@ -362,6 +370,7 @@ class ArboLinker(KBComponent):
             raise ValueError(Errors.E051.format(name=self.name,
                                                 what="dictionary (its names index)"))
         found, extra = self.dictionary.link(docs)
+        found = self._without_opposites(texts, found, extra)
         if not self.uses_heads:
             for text, result, spans in zip(texts, extra, found, strict=True):
                 result.spans = resolve_spans(spans, longest_first(text))
@@ -374,6 +383,26 @@ class ArboLinker(KBComponent):
             result.spans = sorted(heads + added, key=lambda s: (s.start_char, s.end_char))
             result.all_spans = best_per_span([*result.all_spans, *more.all_spans])
         return results
+
+    def _without_opposites(self, texts: Sequence[str], found: list[list[LinkedSpan]],
+                           links: list[DocLinks]) -> list[list[LinkedSpan]]:
+        """``found`` (per text, its linked spans) without the links to an opposite of the
+        span's words, and each span's candidates in ``links`` without them (``opposites``;
+        the check of ``linking.opposites``)."""
+        if not self.cfg["opposites"]:
+            return found
+        kb, language = self.kb, self.vocab.lang
+
+        def names_of(kb_id: str) -> tuple[str, ...]:
+            return kb[kb_id].names
+
+        for text, doc_links in zip(texts, links, strict=True):
+            doc_links.candidates = {
+                (start, end): [c for c in candidates
+                               if not opposes(text[start:end], names_of(c[0]), language)]
+                for (start, end), candidates in doc_links.candidates.items()}
+        return [without_opposites(text, spans, names_of, language)
+                for text, spans in zip(texts, found, strict=True)]
 
     def scored_spans(self, texts: Sequence[str], threshold: float | None = None
                      ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:

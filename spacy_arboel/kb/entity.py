@@ -33,6 +33,11 @@ class Entity:
     xrefs: tuple[str, ...] = field(default_factory=tuple)
     mention_counts: tuple[tuple[str, int], ...] = field(default_factory=tuple)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Its name, then its aliases."""
+        return (self.name, *self.aliases)
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "name": self.name,
                                 "description": self.description}

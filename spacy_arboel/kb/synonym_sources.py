@@ -340,7 +340,7 @@ def merge_aliases(kb: KnowledgeBase, *sources: Mapping[str, Iterable[str]],
     """
     owners: dict[str, set[str]] = defaultdict(set)
     for entity in kb:
-        for name in (entity.name, *entity.aliases):
+        for name in entity.names:
             owners[name.strip().lower()].add(entity.id)
     offered: dict[str, list[str]] = defaultdict(list)
     absent: set[str] = set()

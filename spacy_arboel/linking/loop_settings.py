@@ -61,7 +61,10 @@ class SelfAlignmentSettings(LoopSettings):
     after this many optimiser steps / seconds of ``SelfAlignmentTrainer.fit`` (checked
     after each step, so at least one step runs); ``pooling``: "mean" (ours) or "cls"
     (SapBERT's); ``mixed_precision``: fp16 autocast with loss scaling on a GPU (SapBERT
-    trains with ``--amp``), ignored on a CPU."""
+    trains with ``--amp``), ignored on a CPU; ``opposite_negatives``: a pair of an entity
+    whose names have an opposite in the KB ("Tall stature" / "Short stature",
+    ``linking.opposites.opposite_entities``) brings a pair of that opposite into its batch,
+    a hard negative the miner finds (issue 61; not in SapBERT)."""
 
     batch_size: PositiveInt = 128
     learning_rate: PositiveFloat = 2e-5
@@ -76,3 +79,4 @@ class SelfAlignmentSettings(LoopSettings):
     time_limit_s: PositiveFloat | None = None
     pooling: choices(NAME_POOLINGS) = "mean"
     mixed_precision: bool = False
+    opposite_negatives: bool = False

@@ -14,7 +14,7 @@ adds one. No spaCy here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from ..data.opposites import DEFAULT_MIN_REST, MIN_REST, NAMING, PREFIXES, WORDS, Marker, one_scale
@@ -71,3 +71,42 @@ def opposes(mention: str, names: Iterable[str], language: str = "en") -> bool:
                and any(other_sign == -sign and one_scale(scale, other)
                        and not says(said, other, other_sign) for other, other_sign in entity)
                for scale, sign in said)
+
+
+def without_opposites(text: str, links: Iterable, names_of: Callable[[str], Iterable[str]],
+                      language: str = "en") -> list:
+    """The ``links`` found in ``text`` (each with ``start_char``, ``end_char`` and
+    ``kb_id``: a reader's or a dictionary's linked spans) whose entity (``names_of`` its
+    id: its name and aliases) does not say the opposite of the words linked (``opposes``)."""
+    return [link for link in links
+            if not opposes(text[link.start_char:link.end_char], names_of(link.kb_id), language)]
+
+
+def frames(name: str, language: str = "en") -> list[tuple[str, str, int]]:
+    """The ways ``name`` reads with one of its markers taken out: (frame, scale, sign), the
+    frame being the lowercased name with that word, or its prefix, replaced by a slot."""
+    words, marked = marked_words(name, language)
+    return [(" ".join([*words[:i], f"<>{rest}", *words[i + 1:]]), scale, sign)
+            for i, (scale, sign), rest in marked]
+
+
+def opposite_entities(entities: Iterable, language: str = "en") -> dict[tuple[str, str], str]:
+    """Each ordered pair (A, B) of ``entities`` (KB entities: ``id``, ``names``) with
+    opposite names, one name but for a marker of the other sign on one scale ("Tall stature"
+    / "Short stature", "Hypertelorism" / "Hypotelorism"), with the name of A that made it."""
+    by_frame: dict[str, dict[tuple[str, int], dict[str, str]]] = {}
+    for entity in entities:
+        for name in entity.names:
+            for frame, scale, sign in frames(name, language):
+                by_frame.setdefault(frame, {}).setdefault((scale, sign), {}).setdefault(
+                    entity.id, name)
+    pairs: dict[tuple[str, str], str] = {}
+    for sides in by_frame.values():
+        for (scale, sign), names in sides.items():
+            for (other, other_sign), opposite in sides.items():
+                if other_sign == -sign and one_scale(scale, other):
+                    for a, a_name in names.items():
+                        for b in opposite:
+                            if a != b:
+                                pairs.setdefault((a, b), a_name)
+    return dict(sorted(pairs.items()))

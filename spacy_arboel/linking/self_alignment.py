@@ -94,6 +94,7 @@ from ..errors import Errors, Warnings
 from ..kb.entity import name_key
 from ..kb.knowledge_base import KnowledgeBase
 from .loop_settings import SelfAlignmentSettings
+from .opposites import opposite_entities
 
 REPORT_FILE = "self_alignment.json"
 SHUFFLE_BUFFER = 10_000  # pairs held for shuffling (bounded memory)
@@ -137,7 +138,7 @@ def distinct_names(entity, stats: PairStats | None = None) -> list[str]:
     repeats (compared case-insensitively; the first spelling is kept)."""
     seen: set[str] = set()
     names = []
-    for raw in (entity.name, *entity.aliases):
+    for raw in entity.names:
         text = normalise_name(raw)
         if not text:
             if stats is not None:
@@ -263,6 +264,33 @@ def _pairable_names(entity, max_pairs_per_entity: int, stats: PairStats) -> list
     if len(names) * (len(names) - 1) // 2 > max_pairs_per_entity:
         stats.capped_entities += 1
     return names
+
+
+def opposite_pairs(kb: KnowledgeBase) -> dict[int, list[tuple[int, str, str]]]:
+    """Per KB position of an entity with an opposite (``opposites.opposite_entities``), a
+    pair of each opposite: its position and two of its distinct names, or its name twice
+    for a single-name one (two identical rows are never a positive, but each is a negative
+    of the other entities' rows)."""
+    found: dict[int, list[tuple[int, str, str]]] = {}
+    for a, b in opposite_entities(kb):
+        names = distinct_names(kb[b])
+        if not names:
+            continue
+        found.setdefault(kb.position(a), []).append(
+            (kb.position(b), names[0], names[1] if len(names) > 1 else names[0]))
+    return found
+
+
+def with_opposite_pairs(stream: Iterable[tuple[int, str, str]],
+                        opposites: dict[int, list[tuple[int, str, str]]], rng: random.Random
+                        ) -> Iterator[tuple[int, str, str]]:
+    """``stream``'s pairs, each pair of an entity with opposites followed by a pair of one
+    of them (drawn by ``rng``), so that both are in one batch."""
+    for pair in stream:
+        yield pair
+        found = opposites.get(pair[0])
+        if found:
+            yield found[rng.randrange(len(found))]
 
 
 def _batched(items: Iterable, size: int) -> Iterator[list]:
@@ -508,6 +536,7 @@ class SelfAlignmentTrainer:
         s = self.settings
         started = time.perf_counter()
         stats, n_unk, n_checked = self.check_kb(kb)
+        opposites = opposite_pairs(kb) if s.opposite_negatives else {}
         steps_per_epoch = math.ceil(stats.pairs / s.batch_size)
         total = steps_per_epoch * s.epochs
         if s.max_steps is not None:
@@ -521,6 +550,8 @@ class SelfAlignmentTrainer:
         try:
             for epoch in range(s.epochs):
                 stream = iter_positive_pairs(kb, s.max_pairs_per_entity, s.seed + epoch)
+                if s.opposite_negatives:
+                    stream = with_opposite_pairs(stream, opposites, random.Random(s.seed + epoch))
                 for batch in _batched(stream, s.batch_size):
                     result = self.step(batch)
                     losses.append(result["loss"])
@@ -569,6 +600,7 @@ class SelfAlignmentTrainer:
             "mined_positive_pairs_per_step": mined_pos / n_steps,
             "mined_negative_pairs_per_step": mined_neg / n_steps,
             "identical_pairs_masked": identical,
+            "entities_with_an_opposite": len(opposites),
         }
 
     def save(self, output_dir: str | Path, report: dict[str, Any] | None = None) -> Path:

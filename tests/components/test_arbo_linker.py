@@ -17,12 +17,13 @@ from spacy_arboel.errors import Errors
 from tests.conftest import check_another_kb_is_refused, passage_linker_config
 
 
-def _nlp(tiny_encoder, kb_path, model=None, ready=True, reader="passage", **config):
+def _nlp(tiny_encoder, kb_path, model=None, ready=True, reader="passage", lang="xx",
+         **config):
     """A pipeline with an arbo_linker (the ``passage`` or ``span`` reader) set up from its
     config (``ensure_ready``) unless ``ready`` is False (for tests that initialise it). Its
     heads propose the spans, trained or not (``dictionary_spans = "never"``: the dictionary
     proposals of an untrained linker are tested in test_arbo_linker_dictionary.py)."""
-    nlp = spacy.blank("xx")
+    nlp = spacy.blank(lang)
     model = {"encoder_name": tiny_encoder, **(model or {})}
     config = {"kb_path": str(kb_path), "dictionary_spans": "never", **config}
     if reader == "passage":
@@ -594,3 +595,29 @@ def test_a_trained_span_reader_starts_the_cross_reread_setting(tiny_encoder, toy
     for path in (tmp_path / "passage", tmp_path):  # a passage reader; not a pipeline
         with pytest.raises(ValueError, match="E029"):
             linker.initialize(lambda: toy_examples, nlp=cross, reader_path=str(path))
+
+
+@pytest.mark.parametrize("reader", ["passage", "span"])
+def test_no_span_is_linked_to_its_opposite(tiny_encoder, tmp_path, reader):
+    """Of a span's links (the heads' above the threshold, the dictionary's candidates) those
+    to an entity whose names say the opposite of its words are dropped: the next one is
+    linked; with ``opposites = false`` they are kept."""
+    from spacy_arboel.linking.reader_spans import LinkedSpan
+    from spacy_arboel.linking.retriever_reader import DocLinks
+
+    kb_path = tmp_path / "kb.jsonl"
+    kb_path.write_text("".join(json.dumps(e) + "\n" for e in (
+        {"id": "T", "name": "Tall stature"}, {"id": "S", "name": "Short stature",
+                                              "aliases": ["small stature"]})))
+    text = "She had short stature."
+    for opposites, kept in ((True, ["S"]), (False, ["T", "S"])):
+        linker = _nlp(tiny_encoder, kb_path, reader=reader, lang="en",
+                      opposites=opposites).get_pipe("arbo_linker")
+        links = DocLinks(candidates={(8, 21): [("T", 0.9), ("S", 0.5)]})
+        found = linker._without_opposites(
+            [text], [[LinkedSpan(8, 21, "T", 0.9), LinkedSpan(8, 21, "S", 0.5)]], [links])
+        assert [s.kb_id for s in found[0]] == kept
+        assert [i for i, _ in links.candidates[(8, 21)]] == kept
+    # the dictionary's link of a KB name is never dropped: "short stature" is Short stature
+    nlp = _nlp(tiny_encoder, kb_path, reader=reader, lang="en", dictionary_spans="untrained")
+    assert [(e.text, e.kb_id_) for e in nlp(text).ents] == [("short stature", "S")]

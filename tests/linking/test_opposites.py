@@ -76,3 +76,17 @@ def test_the_policy_drops_opposites_and_keeps_the_other_scores():
     assert ranked == full[1:]  # the next is first, its p(e | m) as it was
     # nothing left but the opposite: no candidate, the mention is NIL
     assert _rank(CandidatePolicy(), "short stature", retrieved[:1]) == []
+
+
+def test_opposite_entities_pairs_names_that_differ_by_a_marker_of_the_other_side():
+    from types import SimpleNamespace
+
+    from spacy_arboel.linking.opposites import opposite_entities
+
+    entities = [SimpleNamespace(id=i, names=names) for i, names in (
+        ("T", ("Tall stature",)), ("S", ("Short stature", "Small stature")),
+        ("H", ("Hypertelorism",)), ("O", ("Hypotelorism",)), ("C", ("Cough",)),
+        ("L", ("Long stature bones",)))]
+    assert opposite_entities(entities) == {
+        ("H", "O"): "Hypertelorism", ("O", "H"): "Hypotelorism",
+        ("S", "T"): "Short stature", ("T", "S"): "Tall stature"}

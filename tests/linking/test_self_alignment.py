@@ -21,7 +21,9 @@ from spacy_arboel.linking.self_alignment import (
     iter_positive_pairs,
     mine_hard_pairs,
     multi_similarity_loss,
+    opposite_pairs,
     pretrain_encoder,
+    with_opposite_pairs,
 )
 
 # names built from the tiny BERT's vocabulary (whole words or single-letter wordpieces)
@@ -340,3 +342,36 @@ def test_pooling_and_device_are_validated(tiny_encoder):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match=r"\[E169\]"):
             SelfAlignmentTrainer(tiny_encoder, device="cuda")
+
+
+OPPOSITE_NAMES = {
+    "T": ["tall stature", "increased body height"],
+    "S": ["short stature", "decreased body height", "small stature"],
+    "C": ["cough", "tussis"],
+}
+
+
+def test_an_entitys_opposite_joins_its_batch_as_a_hard_negative(tiny_encoder):
+    """With ``opposite_negatives``, each pair of *Short stature* is followed by a pair of
+    *Tall stature* (labelled as its own entity) and the other way round; other entities'
+    pairs are alone."""
+    import random
+
+    kb = _kb(OPPOSITE_NAMES)
+    found = opposite_pairs(kb)
+    assert set(found) == {kb.position("T"), kb.position("S")}
+    assert all(b == kb.position("S") for b, _, _ in found[kb.position("T")])
+    stream = list(with_opposite_pairs(iter_positive_pairs(kb, seed=0), found,
+                                      random.Random(0)))
+    plain = list(iter_positive_pairs(kb, seed=0))
+    rest = iter(stream)
+    for pair in plain:  # each plain pair, then its opposite's after it where it has one
+        assert next(rest) == pair
+        if pair[0] in found:
+            following = next(rest)
+            assert following[0] == ({kb.position("T"), kb.position("S")} - {pair[0]}).pop()
+            assert following[1] in OPPOSITE_NAMES[kb.entity_at(following[0]).id]
+    assert next(rest, None) is None
+    settings = SelfAlignmentSettings(batch_size=4, max_steps=2, opposite_negatives=True)
+    trainer = SelfAlignmentTrainer(tiny_encoder, settings)
+    assert trainer.fit(kb, progress=False)["entities_with_an_opposite"] == 2
