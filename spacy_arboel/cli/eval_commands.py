@@ -270,5 +270,8 @@ def tune_e2e(
     if output is not None:
         write_json({"model": str(model), "dev": str(dev), "best": best, "rows": rows}, output)
     if output_model is not None:
+        if best["threshold"] is None and component in find_components(nlp, ENTITY_LINKER):
+            # the row without a threshold won: never NIL, not the KB's default threshold
+            overrides = {**overrides, f"components.{component}.nil_recall": None}
         save_with_setting(model, overrides, f"components.{component}.threshold",
                           best["threshold"], output_model)

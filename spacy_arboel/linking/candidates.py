@@ -19,7 +19,7 @@ from ..errors import Errors
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..settings import NonNegativeFloat, check_fields, choices
 from .dense_retriever import PROBABILITY_POOL
-from .opposites import opposes
+from .opposites import opposes, polarity
 
 # what a candidate's score is: p(e | m) among the retrieved candidates, or the raw score
 SCORE_SCALES = ("probability", "raw")
@@ -97,7 +97,8 @@ class CandidatePolicy:
         if prior and self.incl_prior and self.scores == "probability":
             joined = [(i, p + prior.get(i, 0.0) * (1.0 - p), r) for i, p, r in scored]
             scored = sorted(joined, key=lambda candidate: -candidate[1])  # stable on ties
-        if self.opposites and mention and names_of is not None:
+        # a mention with no marker has no opposite: its candidates' names are not read
+        if self.opposites and names_of is not None and polarity(mention, language):
             scored = [c for c in scored if not opposes(mention, names_of(c[0]), language)]
         if self.rule is not None:
             scored = self.rule.apply(label, scored, types_of)

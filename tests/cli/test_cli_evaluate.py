@@ -119,6 +119,12 @@ def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path,
     assert max(r["f1"] for r in rows) == best["f1"]
     loaded = spacy.load(tmp_path / "tuned")
     assert loaded.get_pipe("arbo_entity_linker").cfg["threshold"] == best["threshold"]
+    # the row without a threshold, chosen, is saved as never NIL (not the KB's default)
+    result = CliRunner().invoke(app, [
+        "tune-e2e", model, dev, "--threshold", "1e9", "--output-model", str(tmp_path / "no")])
+    assert result.exit_code == 0, result.output
+    never = spacy.load(tmp_path / "no").get_pipe("arbo_entity_linker")
+    assert never.cfg["threshold"] is None and never.cfg["nil_recall"] is None
 
 
 def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
