@@ -453,8 +453,8 @@ class ArboEntityLinker(KBComponent):
         damaged (E030). A ``kb_path`` in the config naming another KB than the saved one is
         honoured: the index is rebuilt for it with the trained entity encoder (W004)."""
         path, exclude = ensure_path(path), set(exclude)
-        sources = DenseRetriever.saved_sources(path, self.settings)
-        required = ("cfg.json", "kb.jsonl", "tokenizer", *{p.name for p in sources.values()},
+        folders = DenseRetriever.saved_folders(self.settings)
+        required = ("cfg.json", "kb.jsonl", "tokenizer", *dict.fromkeys(folders.values()),
                     "index")
         with self._reading(path, exclude, required) as state:
             lacking = [key for key in ("inputs", "scores") if key not in state["cfg"]]
@@ -463,8 +463,12 @@ class ArboEntityLinker(KBComponent):
                     component=self.name, path=path,
                     problem=f"cfg.json lacks {' and '.join(map(repr, lacking))}"))
             cfg = {"seen_ids": [], "n_missing_gold_ids": 0, **state["cfg"]}
-            sources = {side: (self.model.attrs["encoder_name"] if p.name in exclude else p)
-                       for side, p in sources.items()}
+            # an excluded side's encoder comes from the config; the others from their
+            # folder, or the folder their reference names (the untrained entity encoder)
+            sources = {side: (self.model.attrs["encoder_name"] if folders[side] in exclude
+                              else source)
+                       for side, source in DenseRetriever.saved_sources(
+                           path, self.settings).items()}
             self._set_up(state["kb"], state["tokenizer"], sources)
             # a saved threshold holds on the scale it was chosen on: another scale is
             # refused, never a silent change; a threshold given at load with the scale is

@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .loading import load_transformer
+from .saved_transformers import transformer_writers, weights_folder
 from .transformer import PooledEncoder
 
 QUERY_POOLINGS = ("cls", "mean")
@@ -85,13 +86,10 @@ def base_reader_modules(name: str, vocab_size: int, *, share_weights: bool,
 def save_reader_modules(modules: dict[str, torch.nn.Module]) -> dict[str, object]:
     """Writers by saved name: passage/reader/entity encoders and ``heads.safetensors``."""
     heads = modules["heads"]
-    writers = {"passage_encoder": lambda p: heads.passage.save_pretrained(
-        str(p), safe_serialization=True)}
-    if heads.reader is not None:
-        writers["reader_encoder"] = lambda p: heads.reader.save_pretrained(
-            str(p), safe_serialization=True)
-    writers["entity_encoder"] = lambda p: modules["entity"].transformer.save_pretrained(
-        str(p), safe_serialization=True)
+    writers = transformer_writers({
+        "passage_encoder": heads.passage,
+        **({"reader_encoder": heads.reader} if heads.reader is not None else {}),
+        "entity_encoder": modules["entity"].transformer})
     writers["heads.safetensors"] = lambda p: save_file(heads.head_state(), str(p))
     return writers
 
@@ -99,9 +97,11 @@ def save_reader_modules(modules: dict[str, torch.nn.Module]) -> dict[str, object
 def load_reader_modules(path: Path, vocab_size: int, *, share_weights: bool,
                         entity_pooling: str) -> dict[str, torch.nn.Module]:
     """The modules ``save_reader_modules`` wrote to ``path``."""
-    reader = (load_transformer(str(path / "reader_encoder"), vocab_size)
+    reader = (load_transformer(str(weights_folder(path, "reader_encoder")), vocab_size)
               if (path / "reader_encoder").exists() else None)
-    return reader_modules(load_transformer(str(path / "passage_encoder"), vocab_size),
-                          load_transformer(str(path / "entity_encoder"), vocab_size),
+    return reader_modules(load_transformer(str(weights_folder(path, "passage_encoder")),
+                                           vocab_size),
+                          load_transformer(str(weights_folder(path, "entity_encoder")),
+                                           vocab_size),
                           share_weights=share_weights, entity_pooling=entity_pooling,
                           reader=reader, heads=load_file(str(path / "heads.safetensors")))

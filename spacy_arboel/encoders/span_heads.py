@@ -12,6 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from .loading import load_transformer
 from .reader_heads import ReaderHeads
+from .saved_transformers import transformer_writers, weights_folder
 from .transformer import PooledEncoder
 
 
@@ -84,13 +85,9 @@ def save_span_reader_modules(modules: dict[str, torch.nn.Module]) -> dict[str, o
             state.update({f"cross.{k}": v for k, v in modules["cross"].head_state().items()})
         save_file(state, str(path))
 
-    writers = {"passage_encoder": lambda p: spans.encoder.save_pretrained(
-        str(p), safe_serialization=True),
-        "entity_encoder": lambda p: modules["entity"].transformer.save_pretrained(
-            str(p), safe_serialization=True)}
-    if "cross" in modules:
-        writers["cross_encoder"] = lambda p: modules["cross"].passage.save_pretrained(
-            str(p), safe_serialization=True)
+    writers = transformer_writers({
+        "passage_encoder": spans.encoder, "entity_encoder": modules["entity"].transformer,
+        **({"cross_encoder": modules["cross"].passage} if "cross" in modules else {})})
     writers["heads.safetensors"] = heads
     return writers
 
@@ -98,10 +95,12 @@ def save_span_reader_modules(modules: dict[str, torch.nn.Module]) -> dict[str, o
 def load_span_reader_modules(path: Path, vocab_size: int, *, entity_pooling: str,
                              with_cross: bool) -> dict[str, torch.nn.Module]:
     """The modules ``save_span_reader_modules`` wrote to ``path``."""
-    cross = (load_transformer(str(path / "cross_encoder"), vocab_size)
+    cross = (load_transformer(str(weights_folder(path, "cross_encoder")), vocab_size)
              if with_cross else None)
-    return span_reader_modules(load_transformer(str(path / "passage_encoder"), vocab_size),
-                               load_transformer(str(path / "entity_encoder"), vocab_size),
+    return span_reader_modules(load_transformer(str(weights_folder(path, "passage_encoder")),
+                                                vocab_size),
+                               load_transformer(str(weights_folder(path, "entity_encoder")),
+                                                vocab_size),
                                entity_pooling=entity_pooling, cross=cross,
                                with_cross=with_cross,
                                heads=load_file(str(path / "heads.safetensors")))

@@ -23,6 +23,7 @@ from scipy.special import logsumexp
 
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan, has_content
 from ..encoders.loading import load_tokenizer
+from ..encoders.saved_transformers import transformer_writers, weights_folder
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
 from ..encoders.weights import ModuleCopies, forward_without_grad
 from ..errors import Errors
@@ -334,10 +335,12 @@ class DenseRetriever(OverIndexedKB):
     # --- saving and loading (``SavedCore``: safetensors, JSON, numpy; no pickle) -------------
 
     def module_writers(self) -> dict[str, Callable[[Path], Any]]:
-        """The encoders, one folder when weights are shared."""
-        return {f"{side}_encoder": lambda p, s=side: self.encoders[s].transformer.save_pretrained(
-                    str(p), safe_serialization=True)
-                for side in (SIDES[:1] if self.settings.share_weights else SIDES)}
+        """The encoders, one folder when weights are shared; an entity encoder with the
+        mention encoder's weights (untrained) is saved as a reference to its folder
+        (``saved_transformers``)."""
+        return transformer_writers({
+            f"{side}_encoder": self.encoders[side].transformer
+            for side in (SIDES[:1] if self.settings.share_weights else SIDES)})
 
     @classmethod
     def load_modules(cls, path: Path, tokenizer, settings: RetrieverSettings
@@ -349,9 +352,16 @@ class DenseRetriever(OverIndexedKB):
 
     @staticmethod
     def saved_sources(path: Path, settings: RetrieverSettings) -> dict[str, Path]:
-        """The saved encoder folder of each side."""
+        """The saved folder of each side's weights (``saved_folders``, or the folder a
+        reference names: ``saved_transformers.weights_folder``)."""
+        return {side: weights_folder(path, name)
+                for side, name in DenseRetriever.saved_folders(settings).items()}
+
+    @staticmethod
+    def saved_folders(settings: RetrieverSettings) -> dict[str, str]:
+        """The saved encoder folder of each side (one under ``share_weights``)."""
         entity = "mention" if settings.share_weights else "entity"
-        return {"mention": path / "mention_encoder", "entity": path / f"{entity}_encoder"}
+        return {"mention": "mention_encoder", "entity": f"{entity}_encoder"}
 
 
 def first_of_each(keys: Iterable[Hashable]) -> tuple[list[int], np.ndarray]:

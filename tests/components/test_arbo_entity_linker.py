@@ -429,6 +429,8 @@ def test_component_to_disk_from_disk_round_trip(tiny_encoder, toy_kb_path, toy_e
     assert {p.name for p in (tmp_path / "saved").iterdir()} == {
         "cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_encoder", "index",
         "manifest.json"}
+    # trained, the two encoders differ: both are saved in full
+    assert (tmp_path / "saved" / "entity_encoder" / "model.safetensors").is_file()
     restored = _fresh(tiny_encoder).from_disk(tmp_path / "saved")
     assert _predictions(restored, toy_examples) == expected
     assert restored.seen_ids == linker.seen_ids == {"D001241", "D003371", "D005334",
@@ -887,3 +889,25 @@ def test_a_saved_linker_keeps_the_threshold_its_kb_gave(tiny_encoder, tmp_path, 
         "components": {"arbo_entity_linker": {"nil_recall": 0.5}}})
     with pytest.raises(AssertionError, match="set again"):
         other.get_pipe("arbo_entity_linker").nil_threshold()
+
+
+def test_an_untrained_linker_saves_its_encoder_once(tiny_encoder, toy_kb_path, toy_examples,
+                                                    tmp_path):
+    """Untrained, the mention and entity encoders hold the same weights: the entity side is
+    saved as a reference to the mention side's folder, loads as a module of its own, links
+    the same, and trains apart again (issue 62, item 4)."""
+    from spacy_arboel.encoders.saved_transformers import SAME_AS
+
+    linker = _fresh(tiny_encoder, kb_path=str(toy_kb_path))
+    linker.ensure_ready()
+    expected = _predictions(linker, toy_examples)
+    linker.to_disk(tmp_path / "saved")
+    assert [p.name for p in (tmp_path / "saved" / "entity_encoder").iterdir()] == [SAME_AS]
+    restored = _fresh(tiny_encoder).from_disk(tmp_path / "saved")
+    assert _predictions(restored, toy_examples) == expected
+    encoders = restored.retriever.encoders
+    assert encoders["mention"] is not encoders["entity"]
+    assert encoders["mention"].transformer is not encoders["entity"].transformer
+    # the entity side excluded comes from the config; the mention side stays the saved one
+    partial = _fresh(tiny_encoder).from_disk(tmp_path / "saved", exclude=["entity_encoder"])
+    assert _predictions(partial, toy_examples) == expected

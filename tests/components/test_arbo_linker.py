@@ -621,3 +621,20 @@ def test_no_span_is_linked_to_its_opposite(tiny_encoder, tmp_path, reader):
     # the dictionary's link of a KB name is never dropped: "short stature" is Short stature
     nlp = _nlp(tiny_encoder, kb_path, reader=reader, lang="en", dictionary_spans="untrained")
     assert [(e.text, e.kb_id_) for e in nlp(text).ents] == [("short stature", "S")]
+
+
+@pytest.mark.parametrize("reader", ["passage", "span"])
+def test_an_untrained_linker_saves_each_encoder_once(tiny_encoder, toy_kb_path, tmp_path,
+                                                     reader):
+    """Untrained, the passage and entity encoders hold the base weights: one is saved as a
+    reference to the other's folder, and the loaded pipeline links the same."""
+    from spacy_arboel.encoders.saved_transformers import SAME_AS
+
+    nlp = _nlp(tiny_encoder, toy_kb_path, reader=reader)
+    text = "Aspirin induced cough and fever in patients with heart failure."
+    expected = _links([nlp(text)])
+    nlp.to_disk(tmp_path / "saved")
+    folder = tmp_path / "saved" / "arbo_linker"
+    assert [p.name for p in (folder / "entity_encoder").iterdir()] == [SAME_AS]
+    assert (folder / "passage_encoder" / "model.safetensors").is_file()
+    assert _links([spacy.load(tmp_path / "saved")(text)]) == expected
