@@ -76,7 +76,7 @@ def shard_documents(source: Path) -> Iterator[Document]:
     """The documents of the input shard ``source``, read as texts to link
     (``data.inputs.read_documents``, lenient); a ``.spacy`` one through spaCy
     (``spacy_data.readers``, imported for it alone: the rest needs no spaCy)."""
-    if source.suffix == ".spacy":
+    if source.suffix.lower() == ".spacy":
         from ..spacy_data.readers import read_docbin_documents
 
         return read_docbin_documents(source)

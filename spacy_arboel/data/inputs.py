@@ -38,15 +38,15 @@ _SUFFIX_FORMATS = {".jsonl": "jsonl", ".pubtator": "pubtator", ".spacy": DOCBIN}
 
 def document_files(path: str | Path, format: str = "auto") -> list[Path]:
     """The document files of ``path`` in ``format`` (one with files: not brat): the file
-    itself, or a folder's files with a suffix of the format, in name order. E103 when
+    itself, or a folder's files with a suffix of the format (any case), in name order. E103 when
     ``path`` does not exist; E114 for a folder without such files or, in ``auto``, a file
     of another suffix."""
     path = _existing(path, format)
     suffixes = SUFFIXES[format]
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in suffixes)
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in suffixes)
     else:
-        files = [path] if format != "auto" or path.suffix in suffixes else []
+        files = [path] if format != "auto" or path.suffix.lower() in suffixes else []
     if not files:
         raise ValueError(Errors.E114.format(path=path, suffixes=", ".join(suffixes)))
     return files
@@ -119,6 +119,7 @@ def _existing(path: str | Path, format: str) -> Path:
 def _file_format(path: Path, format: str) -> str:
     if format != "auto":
         return format
-    if path.suffix == ".txt":
+    suffix = path.suffix.lower()  # Train.PubTator (BioRED's spelling) is a .pubtator file
+    if suffix == ".txt":
         return "pubtator" if starts_like_pubtator(path) else "text"
-    return _SUFFIX_FORMATS[path.suffix]
+    return _SUFFIX_FORMATS[suffix]

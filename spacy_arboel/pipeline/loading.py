@@ -28,12 +28,18 @@ def load_pipeline(path: str | Path, overrides: Mapping[str, Any] | None = None, 
                   disable: Iterable[str] = ()) -> Language:
     """``spacy.load(path)`` with ``overrides`` (dotted config keys, as in ``spacy train``:
     ``{"components.arbo_coref.k": 4}``) and the components of ``disable`` disabled; a folder
-    that is no pipeline is E229."""
+    that is no pipeline is E229. A dict value (``get_candidates.label_types``) is given as
+    its JSON text, the form such settings read: confection takes a dict under a dotted key
+    for sections to override, and refuses it."""
+    import json
+
     import spacy
 
     if Path(path).is_dir():
         pipeline_config(path)
-    return spacy.load(path, config=dict(overrides or {}), disable=list(disable))
+    config = {key: json.dumps(value) if isinstance(value, Mapping) else value
+              for key, value in (overrides or {}).items()}
+    return spacy.load(path, config=config, disable=list(disable))
 
 
 def save_pipeline(nlp: Language, path: str | Path) -> None:

@@ -105,3 +105,14 @@ def test_one_jsonl_reader_strict_for_gold_and_lenient_for_texts_to_link(tmp_path
     path.write_text('{"text": "fine"}\n{"id": null, "text": "x"}\n')
     with pytest.raises(ValueError, match=r"\[E115\] .*docs.jsonl, line 2: .*\"id\" must be"):
         list(read_documents(path, strict=False))
+
+
+def test_a_suffix_is_matched_whatever_its_case(tmp_path):
+    """BioRED ships ``Train.PubTator``: a file or a folder's file of any case of a known
+    suffix is that format (issue 62)."""
+    (tmp_path / "Train.PubTator").write_text(PUBTATOR)
+    (tmp_path / "NOTES.JSONL").write_text(json.dumps({"id": "j", "text": "Cough."}) + "\n")
+    assert document_sources(tmp_path / "Train.PubTator") == [
+        (tmp_path / "Train.PubTator", "pubtator")]
+    assert [fmt for _, fmt in document_sources(tmp_path)] == ["jsonl", "pubtator"]
+    assert [d.id for d in read_documents(tmp_path)] == ["j", "7"]

@@ -94,6 +94,13 @@ def test_a_pipeline_loads_with_its_overrides_and_disabled_components(saved_linke
     assert nlp.config["components"]["arbo_entity_linker"]["threshold"] == 0.5
     nlp = load_pipeline(saved_linker / "pipeline", disable=["arbo_entity_linker"])
     assert nlp.pipe_names == [] and pipeline_kb(nlp) is None
+    # a dict setting under a dotted key (confection refuses it) is given as its JSON text
+    key = "components.arbo_entity_linker.get_candidates.label_types"
+    with pytest.raises(Exception, match="not a section value"):
+        spacy.load(saved_linker / "pipeline", config={key: {"Chemical": ["Chemical"]}})
+    typed = load_pipeline(saved_linker / "pipeline", {key: {"Chemical": ["Chemical"]}})
+    rule = typed.get_pipe("arbo_entity_linker").get_candidates.rule
+    assert dict(rule.label_types) == {"Chemical": frozenset({"Chemical"})}
 
 
 def test_coref_defaults_are_the_factorys():
