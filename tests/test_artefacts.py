@@ -403,19 +403,28 @@ def test_verify_files_is_a_setting_of_each_component(factory, tiny_encoder, toy_
 
 def test_verify_files_quick_is_chosen_in_the_config(saved, tmp_path, monkeypatch):
     """With ``quick``, spacy.load sizes every file and hashes a large one only at its ends
-    (thresholds lowered here so that the tiny encoder's weights count as large)."""
-    monkeypatch.setattr(artefacts, "QUICK_WHOLE", 4096)
+    (thresholds lowered here so that the tiny encoder's weights and index count as large)."""
+    monkeypatch.setattr(artefacts, "QUICK_WHOLE", 1024)
     monkeypatch.setattr(artefacts, "QUICK_ENDS", 512)
     path, linker = _copy(saved, tmp_path)
     listed = json.loads((linker / "manifest.json").read_text())["files"]
     write_manifest(linker, {name.split("/")[0] for name in listed})  # with ends_sha256
     quick = {"components.arbo_entity_linker.verify_files": "quick"}
+    vectors = linker / "index" / "embeddings.npy"
+    assert vectors.stat().st_size > 1024
+    _flip(vectors, vectors.stat().st_size // 2)
+    _load_fails(path, r"E030.*index/embeddings.npy is not the file")
+    # quick does not hash the middle of a large file: it loads
+    nlp = spacy.load(path, config=quick)
+    assert nlp.get_pipe("arbo_entity_linker").cfg["verify_files"] == "quick"
+    _flip(vectors, vectors.stat().st_size // 2)  # as it was
     weights = linker / "mention_encoder" / "model.safetensors"
     _flip(weights, weights.stat().st_size // 2)
     _load_fails(path, r"E030.*mention_encoder/model.safetensors is not the file")
-    # loads (arbo_coref's memory would see the other encoder: E015)
-    nlp = spacy.load(path, config=quick, exclude=["arbo_coref"])
-    assert nlp.get_pipe("arbo_entity_linker").cfg["verify_files"] == "quick"
+    # the untrained linker's encoder is saved once for both sides: a change in its middle,
+    # unseen by quick, changes the entity side too, and the index's fingerprint sees it
+    with pytest.raises(ValueError, match=r"E004"):
+        spacy.load(path, config=quick, exclude=["arbo_coref"])
     _flip(weights, 20)
     with pytest.raises(ValueError, match=r"E030.*model.safetensors is not the file.*ends"):
         spacy.load(path, config=quick)
