@@ -63,8 +63,8 @@ DEFAULT_SPAN_GETTER = {"@misc": "spacy_arboel.span_getter.v1"}
 # defaults)
 DEFAULT_CANDIDATES = {"@misc": "spacy_arboel.candidates.v1"}
 # the share of the KB's held-out names whose right link the default NIL threshold keeps
-# (``linking.abstention``): BC5CDR/NCBI with a fifth of their entities out of MeSH, 42%/19%
-# of those mentions abstained for 0.8 points of in-KB R@1 (BENCHMARKS.md, issue 61)
+# (``linking.abstention``): BC5CDR/NCBI with a fifth of their entities out of MeSH, 50%/21%
+# of those mentions abstained for 1.9 points of in-KB R@1 (BENCHMARKS.md, issue 61)
 NIL_RECALL = 0.95
 # two candidates whose raw scores differ by no more than this tie (a name both entities have)
 TIE = 1e-6

@@ -8,7 +8,7 @@ names only. The first candidate's score (p(e | m) on the probability scale, the 
 the raw scale) is kept for the pseudo-mentions linked right, and the threshold is the score
 that keeps a share ``recall`` of them: their (1 - ``recall``) quantile. A real mention scoring
 below it is NIL: on BC5CDR's and NCBI's test sets with a fifth of their entities taken out
-of MeSH, 0.95 abstains on 42% and 19% of the mentions left out of the KB for 0.8 points of
+of MeSH, 0.95 abstains on 50% and 21% of the mentions left out of the KB for 1.9 points of
 in-KB R@1 (BENCHMARKS.md, issue 61).
 
 The KB's names are not the corpus's mentions (they are harder: 52-69% of them are linked
