@@ -461,8 +461,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "shard again."
     )
     E128 = (
-        "--engine ray needs Ray, an optional dependency: pip install \"spacy-arboel[ray]\" "
-        "(or pip install ray), or use --engine local."
+        "--engine ray needs Ray, an optional dependency: pip install ray (the checkout's "
+        "`pip install -e \".[ray]\"` installs the same), or use --engine local."
     )
     E129 = (
         "{n} of {total} shards could not be read and were not linked ({names}): {first}. The "
@@ -700,7 +700,8 @@ class Errors(metaclass=ErrorsWithCodes):
 
     E227 = (
         "{what} draws a plot with matplotlib, which is not installed here: it is an extra "
-        "of spacy-arboel. Install it with `pip install \"spacy-arboel[plots]\"`."
+        "of spacy-arboel. Install it with `pip install matplotlib` (from the checkout, "
+        "`pip install -e \".[plots]\"`)."
     )
     E228 = (
         "--{key} does not apply to {component}: its training config has no paths.{key} (it "
@@ -733,7 +734,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E232 = (
         "Reading an OBO or OWL ontology needs pronto, which is not installed here: it is an "
-        "extra of spacy-arboel. Install it with `pip install \"spacy-arboel[obo]\"`."
+        "extra of spacy-arboel. Install it with `pip install pronto` (from the checkout, "
+        "`pip install -e \".[obo]\"`)."
     )
     E233 = (
         "{where}: not a line of UMLS's {file} ({problem}). Its lines are {columns} "

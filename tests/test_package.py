@@ -103,3 +103,16 @@ def test_the_package_installs_and_links_in_a_fresh_environment(shipped, tmp_path
     kb_ids = {json.loads(line)["id"] for line in
               (model / "arbo_entity_linker" / "kb.jsonl").read_text().splitlines()}
     assert all(kb_id in kb_ids for _, _, kb_id in loaded["ents"])
+
+
+def test_every_install_hint_names_a_command_that_works():
+    """spacy-arboel has no release on a package index, so a message, a help text or a
+    docstring that tells a user to ``pip install "spacy-arboel[...]"`` names a command
+    that fails: name the package the extra holds (issue 62, item 3)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "spacy_arboel"
+    hint = re.compile(r"pip install\s+\\?[\"']?spacy-arboel\\?\[")
+    found = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), 1) if hint.search(line)]
+    assert not found, found

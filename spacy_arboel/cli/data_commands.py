@@ -110,7 +110,7 @@ def build_kb_command(
     obo: list[Path] = typer.Option(
         [], "--obo", exists=True, dir_okay=False,
         help="OBO or OWL ontology (hp.obo, mondo.owl, ...) whose terms become entities; "
-        "repeatable (pip install \"spacy-arboel[obo]\")"),
+        "repeatable (pip install pronto)"),
     obo_synonyms: str = typer.Option(
         ",".join(DEFAULT_SYNONYM_SCOPES).lower(), "--obo-synonyms",
         help=f"The synonym scopes that become aliases, comma-separated: "

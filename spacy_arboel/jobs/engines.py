@@ -175,7 +175,7 @@ def make_engine(kind: str, num_workers: int | None = None, *, address: str | Non
 
 
 def import_ray() -> Any:
-    """Ray (an optional dependency: ``pip install "spacy-arboel[ray]"``), or E128 saying
+    """Ray (an optional dependency: ``pip install ray``), or E128 saying
     how to install it."""
     try:
         import ray

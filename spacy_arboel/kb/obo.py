@@ -1,5 +1,5 @@
 """A KB from an OBO or OWL ontology (HPO, MONDO, DOID, GO, ChEBI, ...), read with pronto
-(``pip install "spacy-arboel[obo]"``).
+(``pip install pronto``, the ``obo`` extra).
 
 Each term that is not obsolete and has a name becomes an entity:
 

@@ -62,9 +62,9 @@ from .mesh import MESH_ID, dedupe_aliases, type_by_tree_numbers
 
 @dataclass(frozen=True)
 class PackagedFile:
-    """A data file inside an installed package: ``package`` is the import name; ``extra``
-    the spacy-arboel extra that installs it (``pip install "spacy-arboel[mesh]"``), if
-    one does."""
+    """A data file inside an installed package: ``package`` is the import name,
+    ``distribution`` what ``pip install`` takes; ``extra`` the spacy-arboel extra that also
+    installs it (``pip install -e ".[mesh]"`` from the checkout), if one does."""
 
     what: str
     package: str
@@ -74,8 +74,10 @@ class PackagedFile:
 
     @property
     def install(self) -> str:
-        """What ``pip install`` takes to install the package."""
-        return f'"spacy-arboel[{self.extra}]"' if self.extra else self.distribution
+        """What ``pip install`` takes to install the package: its distribution, which the
+        package registry holds (spacy-arboel itself is installed from its checkout or
+        wheel, so its extras are no name to install from)."""
+        return self.distribution
 
     def path(self) -> Path:
         """The file in the installed package (E175 when the package is not installed).

@@ -168,7 +168,7 @@ def test_an_ontology_without_a_term_to_keep_is_E236(tmp_path):
 
 def test_without_pronto_the_error_names_the_extra(obo_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pronto", None)  # what an uninstalled package gives
-    with pytest.raises(ImportError, match=r'\[E232\] .*pip install "spacy-arboel\[obo\]"'):
+    with pytest.raises(ImportError, match=r'\[E232\] .*pip install pronto'):
         read_obo(obo_path)
 
 
