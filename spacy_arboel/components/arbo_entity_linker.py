@@ -304,18 +304,14 @@ class ArboEntityLinker(KBComponent):
         for a KB with too few entities of two names), else None (never NIL)."""
         if self.cfg["threshold"] is not None or self.cfg["nil_recall"] is None:
             return self.cfg["threshold"]
+        retriever = self._require("knowledge base or encoders")
+        retriever.entities.ensure_index()  # before the key: it names the current index
         key = self._kb_threshold_key()
         if self._kb_threshold is None or self._kb_threshold[0] != key:
-            retriever = self._require("knowledge base or encoders")
-            retriever.entities.ensure_index()
-            if self.get_candidates.scores == "probability":
-                def score_of(raw):
-                    return retriever.probabilities(raw)[0]
-            else:
-                def score_of(raw):
-                    return raw[0]
             first, right = held_out_first_scores(
-                retriever, score_of, self.get_candidates.retrieval_k(self.cfg["top_k"]))
+                retriever,
+                lambda raw: self.get_candidates.scaled(raw, retriever.probabilities)[0],
+                self.get_candidates.retrieval_k(self.cfg["top_k"]))
             value = recall_threshold(first, right, self.cfg["nil_recall"])
             # rounded as cfg.json keeps it, so that a loaded pipeline reads the same number
             self._kb_threshold = (key, None if value is None else round(value, 6))
@@ -433,8 +429,7 @@ class ArboEntityLinker(KBComponent):
     def _saved_kb_threshold(self) -> dict[str, Any] | None:
         """The KB's NIL threshold as ``cfg.json`` keeps it (with the share and scale it was
         set for), so that a loaded pipeline abstains as the saved one did."""
-        if self._kb_threshold is None or self.retriever is None \
-                or self._kb_threshold[0] != self._kb_threshold_key():
+        if self._kb_threshold is None or self._kb_threshold[0] != self._kb_threshold_key():
             return None
         return {"nil_recall": self.cfg["nil_recall"], "scores": self.get_candidates.scores,
                 "value": self._kb_threshold[1]}

@@ -36,7 +36,7 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
-from ..linking.opposites import opposes, without_opposites
+from ..linking.opposites import unopposed, without_opposites
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
 from ..linking.reader_spans import (
     LinkedSpan,
@@ -398,8 +398,7 @@ class ArboLinker(KBComponent):
 
         for text, doc_links in zip(texts, links, strict=True):
             doc_links.candidates = {
-                (start, end): [c for c in candidates
-                               if not opposes(text[start:end], names_of(c[0]), language)]
+                (start, end): unopposed(text[start:end], candidates, names_of, language)
                 for (start, end), candidates in doc_links.candidates.items()}
         return [without_opposites(text, spans, names_of, language)
                 for text, spans in zip(texts, found, strict=True)]

@@ -19,7 +19,7 @@ from ..errors import Errors
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..settings import NonNegativeFloat, check_fields, choices
 from .dense_retriever import PROBABILITY_POOL
-from .opposites import opposes, polarity
+from .opposites import unopposed
 
 # what a candidate's score is: p(e | m) among the retrieved candidates, or the raw score
 SCORE_SCALES = ("probability", "raw")
@@ -73,6 +73,12 @@ class CandidatePolicy:
                 name="threshold", value=threshold, condition='in [0, 1] with scores = '
                 '"probability" (a threshold on raw scores needs scores = "raw")'))
 
+    def scaled(self, raw: list[float], probabilities: Callable[[list[float]], list[float]]
+               ) -> list[float]:
+        """A mention's raw candidate scores, best first, on the policy's scale
+        (``probabilities``: the retriever's p(e | m) of raw scores)."""
+        return probabilities(raw) if self.scores == "probability" else raw
+
     def retrieval_k(self, top_k: int) -> int:
         """How many entities to retrieve for ``top_k`` candidates: the probabilities'
         normaliser needs ``PROBABILITY_POOL`` of them."""
@@ -92,14 +98,13 @@ class CandidatePolicy:
         name and aliases; ``language``: the pipeline's), then the type rule (``types_of``:
         an entity's KB types)."""
         raw = [float(score) for _, score in retrieved]
-        scores = probabilities(raw) if self.scores == "probability" else raw
+        scores = self.scaled(raw, probabilities)
         scored = list(zip((i for i, _ in retrieved), scores, raw, strict=True))
         if prior and self.incl_prior and self.scores == "probability":
             joined = [(i, p + prior.get(i, 0.0) * (1.0 - p), r) for i, p, r in scored]
             scored = sorted(joined, key=lambda candidate: -candidate[1])  # stable on ties
-        # a mention with no marker has no opposite: its candidates' names are not read
-        if self.opposites and names_of is not None and polarity(mention, language):
-            scored = [c for c in scored if not opposes(mention, names_of(c[0]), language)]
+        if self.opposites and names_of is not None:
+            scored = unopposed(mention, scored, names_of, language)
         if self.rule is not None:
             scored = self.rule.apply(label, scored, types_of)
         return scored[:top_k]

@@ -73,13 +73,29 @@ def opposes(mention: str, names: Iterable[str], language: str = "en") -> bool:
                for scale, sign in said)
 
 
-def without_opposites(text: str, links: Iterable, names_of: Callable[[str], Iterable[str]],
+NamesOf = Callable[[str], Iterable[str]]  # an entity id -> its name and aliases
+
+
+def names_oppose(mention: str, kb_id: str, names_of: NamesOf, language: str = "en") -> bool:
+    """``opposes`` for the entity ``kb_id`` (``names_of`` it), its names read only when the
+    mention says a side of some scale (most say none: the check costs nothing on them)."""
+    return bool(polarity(mention, language)) and opposes(mention, names_of(kb_id), language)
+
+
+def unopposed(mention: str, candidates: Iterable[tuple], names_of: NamesOf,
+              language: str = "en") -> list[tuple]:
+    """``candidates`` (tuples whose first item is an entity id, best first) without the
+    entities that say the opposite of ``mention`` (``names_oppose``)."""
+    return [c for c in candidates if not names_oppose(mention, c[0], names_of, language)]
+
+
+def without_opposites(text: str, links: Iterable, names_of: NamesOf,
                       language: str = "en") -> list:
     """The ``links`` found in ``text`` (each with ``start_char``, ``end_char`` and
-    ``kb_id``: a reader's or a dictionary's linked spans) whose entity (``names_of`` its
-    id: its name and aliases) does not say the opposite of the words linked (``opposes``)."""
-    return [link for link in links
-            if not opposes(text[link.start_char:link.end_char], names_of(link.kb_id), language)]
+    ``kb_id``: a reader's or a dictionary's linked spans) whose entity does not say the
+    opposite of the words linked (``names_oppose``)."""
+    return [link for link in links if not names_oppose(
+        text[link.start_char:link.end_char], link.kb_id, names_of, language)]
 
 
 def frames(name: str, language: str = "en") -> list[tuple[str, str, int]]:
