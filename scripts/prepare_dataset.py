@@ -142,8 +142,11 @@ def prepare_command(
                            check=datasets.check_prepared_folder) as folder:
             summaries = datasets.write_splits(splits, folder, nlp)
             datasets.write_prepared(folder, dataset.value, files)
+            # the corpus's labels join the types: the type rule's label_types (Chemical,
+            # Disease) must find them on entities their KB source types otherwise
             kb, kb_report = build_kb_with_corpus_aliases(
-                [folder / f"{split}.spacy" for split in alias_from], **files.kb_sources)
+                [folder / f"{split}.spacy" for split in alias_from], types_from_labels=True,
+                **files.kb_sources)
             kb.to_jsonl(folder / "kb.jsonl")  # E036 when it is empty
             for note in kb_report.notes():
                 msg.info(note)

@@ -785,6 +785,22 @@ class Errors(metaclass=ErrorsWithCodes):
         "is what the command takes there (a file or a folder), that this user may read it "
         "(or write it, for an output) and that its disk has room, then run again."
     )
+    # --- a plain alias file (build-kb --aliases / --remove-aliases, issue 62) ---
+    E259 = (
+        "{where}: {line!r} is not an alias line of {option}, which reads one `ID<TAB>alias` "
+        "a line (a tab between the entity id and the alias; blank lines and lines starting "
+        "with # are skipped). Fix the line; nothing was written."
+    )
+    E260 = (
+        "{path} ({option}) names {n} id(s) the KB lacks: {ids}. Give ids as the KB spells "
+        "them (an alternate id of an entity works too), or build the KB from the source "
+        "that holds them; nothing was written."
+    )
+    E261 = (
+        "--remove-aliases names {name!r}, the preferred name of {entity_id}: an entity keeps "
+        "its name. Remove one of its aliases instead, or leave the entity out of the KB "
+        "(e.g. with build-kb --types or prepare --remove-types)."
+    )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (
         "{path}: obsolete terms are replaced_by each other in a loop ({loop}), so none of "

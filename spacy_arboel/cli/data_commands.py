@@ -102,8 +102,19 @@ def build_kb_command(
     alias_corpus: list[Path] = typer.Option(
         [], "--alias-corpus", exists=True,
         help="Corpus (.spacy, PubTator, JSONL, brat, or a folder of them) whose gold "
-        "mentions add aliases and link counts (the mention prior p(e | m)), and whose labels "
-        "join their entities' types; repeatable"),
+        "mentions add aliases and link counts (the mention prior p(e | m)); repeatable"),
+    types_from_labels: bool = typer.Option(
+        False, "--types-from-labels", help="Add the --alias-corpus labels (Disease, "
+        "Chemical, ...) to their entities' types, for a type rule whose label_types name "
+        "them (default: the KB's sources alone type it)"),
+    aliases: list[Path] = typer.Option(
+        [], "--aliases", exists=True, dir_okay=False,
+        help="Alias file, one `ID<TAB>alias` a line (# comments), whose aliases join their "
+        "entities; repeatable"),
+    remove_aliases: list[Path] = typer.Option(
+        [], "--remove-aliases", exists=True, dir_okay=False,
+        help="Alias file of the same form whose aliases (and their link counts) leave their "
+        "entities; repeatable"),
     jsonl: list[Path] = typer.Option(
         [], "--jsonl", exists=True, help="Existing KB JSONL to include, ours or scispaCy's "
         "(concept_id, canonical_name, aliases, types, definition); repeatable"),
@@ -145,19 +156,23 @@ def build_kb_command(
         "and xrefs) or scispacy (scispaCy's KB JSONL)"),
 ) -> None:
     """Build a KB JSONL from MeSH files, KB JSONL files (ours or scispaCy's), OBO / OWL
-    ontologies and/or a UMLS release, with aliases harvested from corpora. Every input is
-    read before the output is written: a bad one leaves the output as it was."""
+    ontologies and/or a UMLS release, with aliases harvested from corpora or listed in
+    alias files (--aliases, --remove-aliases: edit a KB with `--jsonl kb.jsonl`). Every
+    input is read before the output is written: a bad one leaves the output as it was."""
     if mesh_descriptors is None and not jsonl and not obo and umls is None:
         raise ValueError(Errors.E101)
     check_outputs({"--mesh-descriptors": mesh_descriptors, "--disease-synonyms": disease_synonyms,
-                   "--alias-corpus": alias_corpus, "--jsonl": jsonl, "--obo": obo,
+                   "--alias-corpus": alias_corpus, "--aliases": aliases,
+                   "--remove-aliases": remove_aliases, "--jsonl": jsonl, "--obo": obo,
                    "--umls": umls}, {"OUTPUT_PATH": output_path},
                   kinds={"OUTPUT_PATH": "jsonl"})
     check_value("--output-format", output_format, choices(KB_FORMATS))
     check_value("--obo-types", obo_types, OboTypes)
     check_value("--umls-types", umls_types, UmlsTypes)
     kb, report = build_kb_with_corpus_aliases(
-        alias_corpus, mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
+        alias_corpus, types_from_labels=types_from_labels, alias_files=aliases,
+        remove_alias_files=remove_aliases,
+        mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
         jsonl=jsonl, obo=obo, synonym_scopes=_comma_list(obo_synonyms), obo_types=obo_types,
         obo_roots=_comma_list(obo_roots),
         umls=umls, umls_languages=_comma_list(umls_language),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import Errors
 from ..parsing import input_problem
+from .alias_file import read_alias_file, unknown_ids, without_aliases
 from .knowledge_base import KnowledgeBase, add_counts
 from .mesh import build_mesh_kb, dedupe_aliases
 from .obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, OboTypes, read_obo
@@ -30,6 +31,8 @@ OBO_FINDINGS = (("imports_not_followed", "imports not followed"),
                 ("merged_duplicates", "terms merged from several stanzas"),
                 ("replaced_by_chains", "obsolete ids resolved through a replaced_by chain"),
                 ("is_a_cycles", "is_a cycles"))
+# ``build_kb``'s arguments that list files (read twice: checked, then read)
+LISTED_SOURCES = ("jsonl", "obo", "alias_files", "remove_alias_files")
 
 
 @dataclass
@@ -41,6 +44,9 @@ class KBBuildReport:
     umls: dict = field(default_factory=dict)
     merged: list[tuple[Path, int]] = field(default_factory=list)
     corpus_aliases: int = 0
+    file_aliases: int = 0
+    removed_aliases: int = 0
+    absent_removals: list[tuple[str, str]] = field(default_factory=list)
     typed: int = 0
     absent: set[str] = field(default_factory=set)
     resolved: set[str] = field(default_factory=set)
@@ -78,6 +84,10 @@ class KBBuildReport:
                      for path, shared in self.merged)
         if self.absent:
             notes.append(f"e.g. absent: {', '.join(sorted(self.absent)[:10])}")
+        if self.absent_removals:
+            shown = ", ".join(f"{i} {a!r}" for i, a in self.absent_removals[:5])
+            notes.append(f"--remove-aliases: {len(self.absent_removals)} aliases the KB did "
+                         f"not hold, e.g. {shown}")
         if self.resolved:
             notes.append(f"corpus ids that are alternate ids, resolved to their entity: e.g. "
                          f"{', '.join(sorted(self.resolved)[:10])}")
@@ -88,6 +98,8 @@ class KBBuildReport:
         return [("entities", self.entities),
                 ("ids merged from several sources", sum(shared for _, shared in self.merged)),
                 ("corpus aliases added", self.corpus_aliases),
+                ("aliases added from files (--aliases)", self.file_aliases),
+                ("aliases removed (--remove-aliases)", self.removed_aliases),
                 ("entities typed from corpora", self.typed),
                 ("corpus alternate ids resolved", len(self.resolved)),
                 ("corpus ids absent from the KB", len(self.absent)),
@@ -111,6 +123,8 @@ def build_kb(
     mention_counts: Mapping[str, Mapping[str, int]] | None = None,
     types: Mapping[str, Counter[str]] | None = None,
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
+    alias_files: Iterable[Path] = (),
+    remove_alias_files: Iterable[Path] = (),
     keep_types: Collection[str] = (),
 ) -> tuple[KnowledgeBase, KBBuildReport]:
     """MeSH descriptors (with disease synonyms), JSONL KBs (ours or scispaCy's), OBO / OWL
@@ -127,14 +141,24 @@ def build_kb(
     the entity it names (``report.resolved`` lists them). ``synonym_sources``:
     ``drug_ner``, ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file,
     or its path), whose MeSH synonyms join the KB before the corpus aliases
-    (``synonym_sources.add_synonym_sources``). ``keep_types``: keep only the entities with
-    one of these types, once all is merged (``keep_entities_of_types``: MeSH's Disease and
-    Chemical descriptors, a UMLS semantic type). Every input is checked before any is read
+    (``synonym_sources.add_synonym_sources``). ``alias_files`` and ``remove_alias_files``:
+    plain alias files (``alias_file``: ``id<TAB>alias``) whose aliases join their entities
+    after the corpus's (before the others, as those) or leave them, with their link counts
+    (``alias_file.without_aliases``); an id the KB lacks is E260. ``keep_types``: keep
+    only the entities with one of these types, once all is merged
+    (``keep_entities_of_types``: MeSH's Disease and Chemical descriptors, a UMLS semantic
+    type). Every input is checked before any is read
     (``check_kb_sources``), and everything is read before anything is returned: a bad
     input raises its coded error."""
-    jsonl, obo = list(jsonl), list(obo)  # checked first, then read
+    # checked first, then read
+    jsonl, obo, alias_files = list(jsonl), list(obo), list(alias_files)
+    remove_alias_files = list(remove_alias_files)
     check_kb_sources(mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
-                     jsonl=jsonl, obo=obo, umls=umls, synonym_sources=synonym_sources)
+                     jsonl=jsonl, obo=obo, umls=umls, synonym_sources=synonym_sources,
+                     alias_files=alias_files, remove_alias_files=remove_alias_files)
+    edits = {option: [(path, read_alias_file(path, option)) for path in paths]
+             for option, paths in (("--aliases", alias_files),
+                                   ("--remove-aliases", remove_alias_files))}
     report = KBBuildReport()
     kb = KnowledgeBase()
     if mesh_descriptors is not None:
@@ -158,6 +182,17 @@ def build_kb(
         before = sum(len(entity.aliases) for entity in kb)
         kb = kb.with_aliases(aliases, first=True, counts=mention_counts)
         report.corpus_aliases = sum(len(entity.aliases) for entity in kb) - before
+    for option, files in edits.items():
+        for path, texts in files:
+            unknown_ids(kb, texts, path, option)
+    for _, texts in edits["--aliases"]:
+        before = sum(len(entity.aliases) for entity in kb)
+        kb = kb.with_aliases(texts, first=True)
+        report.file_aliases += sum(len(entity.aliases) for entity in kb) - before
+    for _, texts in edits["--remove-aliases"]:
+        kb, removed, absent = without_aliases(kb, texts)
+        report.removed_aliases += removed
+        report.absent_removals.extend(absent)
     if types:
         kb, report.typed = add_corpus_types(kb, types)
     if keep_types:
@@ -189,6 +224,8 @@ def check_kb_sources(
     umls: Path | None = None,
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
     alias_corpus: Iterable[Path] = (),
+    alias_files: Iterable[Path] = (),
+    remove_alias_files: Iterable[Path] = (),
     **settings: object,
 ) -> None:
     """What ``build_kb`` (and ``alias_corpus``, the corpora whose aliases join it) would
@@ -203,7 +240,9 @@ def check_kb_sources(
              ("MeSH disease-synonym TSV", [disease_synonyms], ""),
              ("knowledge-base JSONL file", jsonl,
               ' of one JSON object a line with "id" and "name"'),
-             ("file of an OBO or OWL ontology", obo, "")]
+             ("file of an OBO or OWL ontology", obo, ""),
+             ("alias file", [*alias_files, *remove_alias_files],
+              " of one `ID<TAB>alias` a line")]
     for what, paths, hint in files:
         for path in paths:
             problem = None if path is None else input_problem(path)

@@ -31,6 +31,8 @@ from .scispacy_format import from_scispacy_dict, is_scispacy_line, to_scispacy_d
 
 NIL_ID = "NIL"  # the default id of unlinked mentions
 COMPOSITE_SEPARATOR = "|"  # joins the ids of a composite gold mention ("D1|D2")
+# the links to an unseen entity that smooth the mention prior (``mention_prior``)
+PRIOR_PSEUDO_LINKS = 1
 KbFormat = Literal["spacy-arboel", "scispacy"]
 KB_FORMATS: tuple[str, ...] = get_args(KbFormat)  # what ``to_jsonl`` writes, ours first
 
@@ -215,7 +217,10 @@ class KnowledgeBase:
         """p(e | m) of a mention text by the KB's link counts (``Entity.mention_counts``):
         the share of the text's links that went to each entity, the texts compared by
         ``entity.name_key`` (case-folded, whitespace collapsed; Ganea & Hofmann's p(e | m)
-        from anchor counts; spaCy's KB prior). Empty for a text the counts never saw."""
+        from anchor counts; spaCy's KB prior), smoothed by ``PRIOR_PSEUDO_LINKS`` links to
+        an entity the counts never saw: count / (links + 1), so that one example gives 0.5,
+        not a certainty that pins the linker's score at 1.0 (our deviation: Ganea &
+        Hofmann's is the unsmoothed share). Empty for a text the counts never saw."""
         if self._links is None:
             links: dict[str, dict[str, int]] = {}
             for entity in self._entities:
@@ -227,7 +232,7 @@ class KnowledgeBase:
         found = self._links.get(name_key(text))
         if not found:
             return {}
-        total = sum(found.values())
+        total = sum(found.values()) + PRIOR_PSEUDO_LINKS
         return {entity_id: count / total for entity_id, count in found.items()}
 
     # --- JSONL I/O -------------------------------------------------------------------------

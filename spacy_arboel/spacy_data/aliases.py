@@ -17,7 +17,7 @@ import spacy
 from spacy.tokens import Doc, Span
 
 from ..data.ids import gold_ids
-from ..kb.build import KBBuildReport, build_kb, check_kb_sources
+from ..kb.build import LISTED_SOURCES, KBBuildReport, build_kb, check_kb_sources
 from ..kb.knowledge_base import KnowledgeBase
 from .convert import SPAN_KEY
 from .readers import read_corpus_docs
@@ -64,19 +64,22 @@ def types_from_docs(docs: Iterable[Doc]) -> dict[str, Counter[str]]:
     return types
 
 
-def build_kb_with_corpus_aliases(alias_corpus: Iterable[Path] = (), **sources: Any
+def build_kb_with_corpus_aliases(alias_corpus: Iterable[Path] = (), *,
+                                 types_from_labels: bool = False, **sources: Any
                                  ) -> tuple[KnowledgeBase, KBBuildReport]:
-    """``kb.build.build_kb`` over ``sources`` (its keyword arguments) with the aliases, link
-    counts and types of the gold mentions of the corpora ``alias_corpus`` (any format
-    ``read_corpus_docs`` reads); nothing is written. A bad input raises its coded error;
-    what can be checked without reading (``kb.build.check_kb_sources``: the files are
-    there, the synonym packages installed) is checked before the corpora are read."""
+    """``kb.build.build_kb`` over ``sources`` (its keyword arguments) with the aliases and
+    link counts of the gold mentions of the corpora ``alias_corpus`` (any format
+    ``read_corpus_docs`` reads) and, with ``types_from_labels``, their labels among their
+    entities' types (``types_from_docs``: a KB typed by its source keeps its types unless
+    asked); nothing is written. A bad input raises its coded error; what can be checked
+    without reading (``kb.build.check_kb_sources``: the files are there, the synonym
+    packages installed) is checked before the corpora are read."""
     alias_corpus = list(alias_corpus)
     # the lists of files once: a generator checked here would reach build_kb empty
-    sources = {key: list(value) if key in ("jsonl", "obo") else value
+    sources = {key: list(value) if key in LISTED_SOURCES else value
                for key, value in sources.items()}
     check_kb_sources(alias_corpus=alias_corpus, **sources)
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
     harvested = harvest_aliases(docs)
-    return build_kb(aliases=harvested, mention_counts=harvested, types=types_from_docs(docs),
-                    **sources)
+    return build_kb(aliases=harvested, mention_counts=harvested,
+                    types=types_from_docs(docs) if types_from_labels else None, **sources)

@@ -258,3 +258,47 @@ def test_a_rebuilt_kb_keeps_its_permission_bits(inputs):
         os.umask(old_umask)
     assert result.exit_code == 0, result.output
     assert stat.S_IMODE((inputs / "new.jsonl").stat().st_mode) == 0o600
+
+
+def test_an_alias_file_adds_and_removes_aliases(inputs):
+    """Issue 62 item 5: a KB is edited with plain `ID<TAB>alias` files, an alternate id
+    naming its entity; a removed alias takes its link counts with it."""
+    pytest.importorskip("pronto")
+    kb_path = inputs / "kb.jsonl"
+    assert _invoke("build-kb", kb_path, "--obo", inputs / "hp.obo").exit_code == 0
+    KnowledgeBase([Entity(e.id, e.name, aliases=e.aliases, alt_ids=e.alt_ids,
+                          mention_counts=(("coughing", 3),) if e.name == "Cough" else ())
+                   for e in KnowledgeBase.from_jsonl(kb_path)]).to_jsonl(kb_path)
+    added, removed = inputs / "add.tsv", inputs / "remove.tsv"
+    added.write_text("# my aliases\nHP:0012735\ttussis\n\nHP:0002104\tbarking  cough\n"
+                     "HP:0000118\tabnormal phenotype\n", encoding="utf8")
+    removed.write_text("HP:0012735\tCOUGHING\nHP:0012735\tsneeze\n", encoding="utf8")
+    output = inputs / "edited.jsonl"
+    result = _invoke("build-kb", output, "--jsonl", kb_path, "--aliases", added,
+                     "--remove-aliases", removed)
+    assert result.exit_code == 0, result.output
+    kb = KnowledgeBase.from_jsonl(output)
+    assert kb["HP:0012735"].aliases == ("tussis", "barking cough")
+    assert kb["HP:0012735"].mention_counts == ()  # "coughing"'s links went with it
+    assert kb["HP:0000118"].aliases == ("abnormal phenotype",)
+    out = " ".join(result.output.split())
+    assert "aliases added from files (--aliases) 3" in out
+    assert "aliases removed (--remove-aliases) 1" in out and "'sneeze'" in out
+
+
+@pytest.mark.parametrize("option, text, code", [
+    ("--aliases", "HP:0012735 tussis\n", "[E259]"),  # a space, not a tab
+    ("--aliases", "\ttussis\n", "[E259]"),
+    ("--aliases", "HP:9999999\ttussis\n", "[E260]"),
+    ("--remove-aliases", "HP:0012735\tcough\n", "[E261]"),  # its preferred name
+])
+def test_a_bad_alias_file_is_named_and_writes_nothing(inputs, option, text, code):
+    pytest.importorskip("pronto")
+    output = inputs / "kb.jsonl"
+    KnowledgeBase([Entity("OLD", "Old")]).to_jsonl(output)
+    before = output.read_bytes()
+    (inputs / "aliases.tsv").write_text(text, encoding="utf8")
+    result = _invoke("build-kb", output, "--obo", inputs / "hp.obo", option,
+                     inputs / "aliases.tsv")
+    assert result.exit_code == 1, result.output
+    assert code in result.output and output.read_bytes() == before

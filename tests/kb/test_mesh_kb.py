@@ -223,9 +223,15 @@ def test_build_kb_command(small_files, tmp_path, nlp):
                      + json.dumps({"id": "D015738", "name": "famotidin", "types": ["Drug"]})
                      + "\n", encoding="utf8")
     output = tmp_path / "kb" / "kb.jsonl"
-    result = _run(["build-kb", output, "--mesh-descriptors", csv_path, "--disease-synonyms",
-                   tsv_path, "--jsonl", extra, "--alias-corpus", corpus_txt,
-                   "--alias-corpus", corpus_spacy])
+    command = ["build-kb", output, "--mesh-descriptors", csv_path, "--disease-synonyms",
+               tsv_path, "--jsonl", extra, "--alias-corpus", corpus_txt,
+               "--alias-corpus", corpus_spacy]
+    result = _run(command)
+    assert result.exit_code == 0, result.output
+    kb = KnowledgeBase.from_jsonl(output)
+    # the corpus's labels are no types unless asked (issue 62)
+    assert kb["D015738"].types == ("Drug",) and kb["D003371"].types == ()
+    result = _run([*command, "--types-from-labels"])
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(output)
     assert len(kb) == 5

@@ -107,7 +107,7 @@ def test_aliases_and_types_of_an_alternate_id_join_its_entity():
     base = KnowledgeBase([Entity("D003371", "Cough", alt_ids=(OLD_COUGH,), types=("X",))])
     kb = base.with_aliases(harvested, counts=harvested)
     assert kb["D003371"].aliases == ("old cough",)
-    assert kb.mention_prior("old cough") == {"D003371": 1.0}
+    assert kb.mention_prior("old cough") == {"D003371": 0.5}  # one link: smoothed
 
 
 def test_build_kb_resolves_corpus_ids_and_reports_them(alt_kb_path, tmp_path):
