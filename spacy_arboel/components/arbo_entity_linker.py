@@ -172,8 +172,6 @@ class ArboEntityLinker(KBComponent):
         self.trainer: BiEncoderTrainer | None = None
         # the NIL threshold taken from the KB: (what it was set for, its value)
         self._kb_threshold: tuple[tuple, float | None] | None = None
-        # the KB names that set it, encoded, by mention encoder (the next KB reuses them)
-        self._pseudo_vectors: tuple[str | None, dict[str, np.ndarray]] = (None, {})
         register_extensions()
 
     @property
@@ -310,13 +308,10 @@ class ArboEntityLinker(KBComponent):
         retriever.entities.ensure_index()  # before the key: it names the current index
         key = self._kb_threshold_key()
         if self._kb_threshold is None or self._kb_threshold[0] != key:
-            if self._pseudo_vectors[0] != key[1]:  # names encoded by another encoder
-                self._pseudo_vectors = (key[1], {})
             first, right = held_out_first_scores(
                 retriever,
                 lambda raw: self.get_candidates.scaled(raw, retriever.probabilities)[0],
-                self.get_candidates.retrieval_k(self.cfg["top_k"]),
-                known=self._pseudo_vectors[1])
+                self.get_candidates.retrieval_k(self.cfg["top_k"]))
             value = recall_threshold(first, right, self.cfg["nil_recall"])
             # rounded as cfg.json keeps it, so that a loaded pipeline reads the same number
             self._kb_threshold = (key, None if value is None else round(value, 6))

@@ -33,28 +33,21 @@ MIN_RIGHT = 20
 
 
 def held_out_first_scores(retriever, score_of: Callable[[Sequence[float]], float],
-                          k: int, n: int = PSEUDO_MENTIONS, seed: int = 0,
-                          known: dict[str, np.ndarray] | None = None
+                          k: int, n: int = PSEUDO_MENTIONS, seed: int = 0
                           ) -> tuple[np.ndarray, np.ndarray]:
     """Per held-out name of ``n`` drawn (seeded) from ``retriever``'s current index: the
     first candidate's score (``score_of`` the ranked raw scores of its ``k`` nearest
     entities, the entity's own rows with that name left out) and whether that first
-    candidate is the name's entity. A tie goes to the other entity. ``known``: the
-    vectors of names the same mention encoder has encoded (filled with those encoded
-    now): a KB edited by a few names draws mostly the same ones again."""
+    candidate is the name's entity. A tie goes to the other entity."""
     entities = retriever.entities
     sampler = NamePairSampler(retriever.kb, entities.rows_of, entities.index_row_texts(),
                               rng=random.Random(seed))
     mentions = sampler.sample(n)
     if not mentions:
         return np.zeros(0), np.zeros(0, dtype=bool)
-    known = {} if known is None else known
-    texts = list(dict.fromkeys(m.text for m in mentions if m.text not in known))
-    if texts:
-        found = retriever.encode_mentions(
-            texts, [MentionSpan(i, 0, len(text)) for i, text in enumerate(texts)])
-        known.update(zip(texts, found, strict=True))
-    vectors = np.stack([known[m.text] for m in mentions])
+    texts = [m.text for m in mentions]
+    vectors = retriever.encode_mentions(
+        texts, [MentionSpan(i, 0, len(text)) for i, text in enumerate(texts)])
     scores, positions = entities.search(vectors, k)
     first, right = [], []
     for vector, mention, row_scores, row_positions in zip(vectors, mentions, scores,
