@@ -3,7 +3,8 @@ as the one that was saved.
 
 Not a test. An untrained ``arbo_entity_linker`` over ``--kb`` (default: HPO's, as
 ``opposite_probes.py`` builds it) in a blank English pipeline is saved with ``nlp.to_disk``;
-the sizes of its files are recorded, then the saved folder is loaded (``spacy.load``) and
+the sizes of its files and of its `spacy package` sdist are recorded, then the saved folder
+is loaded (``spacy.load``) and
 links the gold mentions of ``--corpus`` (default GSC+ test, ``training/gsc_test.spacy``): the
 share whose ``kb_id_`` and candidates equal the saving pipeline's. Writes
 ``benchmarks/results/pipeline-size-<name>.json``. Usage::
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -64,10 +66,17 @@ def main() -> None:
         sizes = folder_sizes(saved / "arbo_entity_linker")
         total = round(sum(f.stat().st_size for f in saved.rglob("*") if f.is_file()) / MB, 1)
         found = links(spacy.load(saved), gold)
+        # the package a user ships (`spacy package`, an sdist)
+        subprocess.run([sys.executable, "-m", "spacy", "package", str(saved), folder,
+                        "--name", "size_check", "--version", "0.0.1", "--force"],
+                       check=True, capture_output=True)
+        package = next(Path(folder).glob("*/dist/*.tar.gz"))
+        package_mb = round(package.stat().st_size / MB, 1)
     same = sum(a == b for a, b in zip(expected, found, strict=True))
     result = {
         "name": f"pipeline-size-{args.name}", "kb": str(args.kb), "corpus": str(args.corpus),
-        "total_mb": total, "component_mb": sizes, "mentions": len(expected),
+        "total_mb": total, "package_mb": package_mb, "component_mb": sizes,
+        "mentions": len(expected),
         "same_links_after_loading": same, "setup_s": round(setup, 1),
         "command": " ".join(["python", "benchmarks/pipeline_size.py", *sys.argv[1:]]),
         "machine": machine(), "date": datetime.date.today().isoformat(),

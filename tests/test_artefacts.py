@@ -404,14 +404,14 @@ def test_verify_files_is_a_setting_of_each_component(factory, tiny_encoder, toy_
 def test_verify_files_quick_is_chosen_in_the_config(saved, tmp_path, monkeypatch):
     """With ``quick``, spacy.load sizes every file and hashes a large one only at its ends
     (thresholds lowered here so that the tiny encoder's weights and index count as large)."""
-    monkeypatch.setattr(artefacts, "QUICK_WHOLE", 1024)
-    monkeypatch.setattr(artefacts, "QUICK_ENDS", 512)
+    monkeypatch.setattr(artefacts, "QUICK_WHOLE", 512)
+    monkeypatch.setattr(artefacts, "QUICK_ENDS", 256)
     path, linker = _copy(saved, tmp_path)
     listed = json.loads((linker / "manifest.json").read_text())["files"]
     write_manifest(linker, {name.split("/")[0] for name in listed})  # with ends_sha256
     quick = {"components.arbo_entity_linker.verify_files": "quick"}
     vectors = linker / "index" / "embeddings.npy"
-    assert vectors.stat().st_size > 1024
+    assert vectors.stat().st_size > 512
     _flip(vectors, vectors.stat().st_size // 2)
     _load_fails(path, r"E030.*index/embeddings.npy is not the file")
     # quick does not hash the middle of a large file: it loads

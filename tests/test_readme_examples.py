@@ -1,4 +1,5 @@
-"""The README's examples run as written (with the tiny encoder and the toy KB substituted)."""
+"""The README's examples, and those of docs/usage.md where the README's other recipes moved
+(issue 62), run as written (with the tiny encoder and the toy KB substituted)."""
 
 import contextlib
 import io
@@ -15,10 +16,11 @@ from tests.conftest import TOY_ENTITIES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DOCS = README.parent / "docs"
+USAGE = DOCS / "usage.md"  # the recipes beyond the README's first page
 
 
 def _python_block(heading: str, page: Path = README) -> str:
-    """The first python block of ``page`` (the README) after ``heading``."""
+    """The first python block of ``page`` (the README, or a docs page) after ``heading``."""
     text = page.read_text()
     return re.search(r"```python\n(.*?)```", text[text.index(heading):], re.S)[1]
 
@@ -41,7 +43,7 @@ def test_the_own_pipeline_example_links(tiny_encoder, toy_kb_path):
 
 
 def test_the_span_group_example_links_the_groups_spans(tiny_encoder, toy_kb_path):
-    code = _python_block("### Link span groups, not only `doc.ents`")
+    code = _python_block("### Link span groups, not only `doc.ents`", USAGE)
     given = '    "kb_path": "kb.jsonl",'
     assert given in code.splitlines()
     code = code.replace(given, f'    "kb_path": {str(toy_kb_path)!r}, "model": '
@@ -58,7 +60,7 @@ def test_the_span_group_example_links_the_groups_spans(tiny_encoder, toy_kb_path
 
 
 def test_an_untrained_linker_not_set_up_says_what_to_call(tiny_encoder, toy_kb_path):
-    """What the README says happens without ensure_ready() or nlp.initialize()."""
+    """What docs/usage.md says happens without ensure_ready() or nlp.initialize()."""
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(toy_kb_path),
                                                "model": {"encoder_name": tiny_encoder}})
@@ -88,9 +90,9 @@ def test_the_pipeline_api_example_swaps_the_kb(saved_linker, tmp_path, monkeypat
 
 def test_a_sourced_linker_takes_another_kb_the_way_the_readme_says(saved_english_linker,
                                                                    tmp_path, monkeypatch):
-    """The README's way round spaCy ignoring `config=` when sourcing: load with the KB,
+    """docs/usage.md's way round spaCy ignoring `config=` when sourcing: load with the KB,
     then source from what was loaded."""
-    code = _python_block("spaCy ignores `config=` when it sources a component")
+    code = _python_block("spaCy ignores `config=` when it sources a component", USAGE)
     (tmp_path / "training").mkdir()
     (saved_english_linker / "pipeline").rename(tmp_path / "training" / "model-best")
     smaller = TOY_ENTITIES[:3]
@@ -106,9 +108,9 @@ def test_a_sourced_linker_takes_another_kb_the_way_the_readme_says(saved_english
                    config={"components.arbo_entity_linker.kb_path": "no_such_kb.jsonl"})
 
 
-def _bash_block(heading: str) -> list[str]:
-    """The command lines of the first bash block of the README after ``heading``."""
-    text = README.read_text()
+def _bash_block(heading: str, page: Path = README) -> list[str]:
+    """The command lines of the first bash block of ``page`` after ``heading``."""
+    text = page.read_text()
     block = re.search(r"```bash\n(.*?)```", text[text.index(heading):], re.S)[1]
     return [line.split("  #")[0].strip() for line in block.splitlines()
             if line.strip() and not line.startswith("#")]
@@ -151,8 +153,8 @@ def test_the_own_pipeline_recipe_links_alike_when_loaded_elsewhere(tiny_encoder,
 
 def test_the_own_corpus_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, tmp_path,
                                                                  monkeypatch):
-    """The README's own-corpus recipe, run as written (relative paths, the tiny encoder
-    added to init-config), then its model-best loaded from another folder."""
+    """The own-corpus recipe (docs/usage.md), run as written (relative paths, the tiny
+    encoder added to init-config), then its model-best loaded from another folder."""
     from spacy.cli.train import train
     from typer.testing import CliRunner
 
@@ -160,7 +162,7 @@ def test_the_own_corpus_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, t
     from tests.conftest import TOY_SENTENCES
 
     home, elsewhere = _two_folders(tmp_path)
-    commands = _bash_block("### Bring your own corpus and train")
+    commands = _bash_block("### Bring your own corpus and train", USAGE)
     assert commands[-1] == "python -m spacy train linker.cfg --output training"
     monkeypatch.chdir(home)
     for split in ("train", "dev"):
@@ -252,7 +254,7 @@ def test_the_negation_recipe_keeps_the_links_of_negated_mentions(tiny_encoder, t
                                                                    monkeypatch):
     """Issue 43: negspacy's negex after the linker marks negated ents, links untouched."""
     _in_toy_kb_folder(tmp_path, monkeypatch)
-    code = _with_encoder(_python_block("### Negation next to linking"), tiny_encoder)
+    code = _with_encoder(_python_block("### Negation next to linking", USAGE), tiny_encoder)
     namespace: dict = {}
     # the links are the toy KB's names and aliases, found whatever the encoder
     assert _run(code, namespace) == _expected(code)
@@ -264,8 +266,8 @@ def test_the_negation_recipe_keeps_the_links_of_negated_mentions(tiny_encoder, t
 
 
 def _processes_recipe(namespace: dict) -> list:
-    """Run the README's n_process recipe in ``namespace`` (its ``nlp`` set); its docs."""
-    code = _python_block("### Several processes: `nlp.pipe(n_process=2)`")
+    """Run the n_process recipe (docs/usage.md) in ``namespace`` (its ``nlp`` set); its docs."""
+    code = _python_block("### Several processes: `nlp.pipe(n_process=2)`", USAGE)
     if "arbo_coref" in namespace["nlp"].pipe_names:
         added = 'nlp.add_pipe("arbo_coref")'
         assert code.startswith(added)
@@ -351,7 +353,7 @@ def test_the_processes_recipe_runs_in_spawned_workers(tiny_encoder, tmp_path):
 
 def test_the_evaluate_recipe_reports_the_linkers_scores(tiny_encoder, tmp_path, monkeypatch):
     """Issue 43: nlp.evaluate gives the linker's registered scores, and `spacy evaluate
-    --per-component` writes them, as the README says."""
+    --per-component` writes them, as docs/usage.md says."""
     from spacy.cli.evaluate import evaluate
     from spacy.tokens import DocBin
 
@@ -361,7 +363,7 @@ def test_the_evaluate_recipe_reports_the_linkers_scores(tiny_encoder, tmp_path, 
     namespace: dict = {}
     _run(_with_encoder(_python_block("### Use it in your own pipeline"), tiny_encoder),
          namespace)
-    code = _python_block("### Our scores in `nlp.evaluate`")
+    code = _python_block("### Our scores in `nlp.evaluate`", USAGE)
     assert _run(code, namespace) == _expected(code)
     nlp, scores = namespace["nlp"], namespace["scores"]
     weights = nlp.get_pipe_meta("arbo_entity_linker").default_score_weights

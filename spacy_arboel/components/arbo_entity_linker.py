@@ -395,7 +395,8 @@ class ArboEntityLinker(KBComponent):
                 encoded = bool(candidates)
                 scored = self.get_candidates.rank(
                     ent.label_, candidates, self.retriever.probabilities, types_of, top_k,
-                    kb.mention_prior(ent.text), mention=ent.text, names_of=names_of,
+                    kb.mention_prior(ent.text, self.get_candidates.prior_smoothing),
+                    mention=ent.text, names_of=names_of,
                     language=self.vocab.lang)
                 candidates = [(i, score) for i, score, _ in scored]
                 raw = [r for _, _, r in scored]
@@ -440,7 +441,10 @@ class ArboEntityLinker(KBComponent):
         if saved and self.cfg["nil_recall"] is not None \
                 and math.isclose(saved["nil_recall"], self.cfg["nil_recall"]) \
                 and saved["scores"] == self.get_candidates.scores:
-            self._kb_threshold = (self._kb_threshold_key(), saved["value"])
+            # rounded as it was set: srsly's JSON writes 0.020036 as 0.020035999999999998
+            value = saved["value"]
+            self._kb_threshold = (self._kb_threshold_key(),
+                                  None if value is None else round(value, 6))
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
         """Load a saved linker; every file is checked first (E030, as ``verify_files``

@@ -285,7 +285,7 @@ class DenseIndex:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         if not self.meta.built_apart:
-            np.save(path / "embeddings.npy", self.embeddings, allow_pickle=False)
+            np.save(path / "embeddings.npy", compact(self.embeddings), allow_pickle=False)
         elif self._source is not None:
             # a memory-mapped index is written as a reference to its file (FAISS's on-disk
             # lists): copy the file instead, through the handle kept open since loading, to
@@ -335,6 +335,7 @@ class DenseIndex:
         problem = arrays_problem(meta, embeddings, owners, rows, n_entities, n_layout_rows)
         if problem:
             raise IndexFileError.at(path, problem)
+        embeddings = embeddings.astype("float32", copy=False)  # saved as float16: exact
         if needs_dedupe(meta, dedupe_threshold) and len(owners) > int(owners.max()) + 1:
             keep = near_duplicate_rows(embeddings, owners, dedupe_threshold)
             embeddings, owners, rows = embeddings[keep], owners[keep], rows[keep]
@@ -375,6 +376,22 @@ class DenseIndex:
                                source=path / FAISS_FILE)
 
 
+def half_grid(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` rounded to the nearest float16, as float32: what an index embeds, so that
+    it saves in half the bytes (``compact``) and links alike before and after saving. The
+    rounding moves a unit vector's dot product by at most about 1e-3 (float16 keeps 11
+    significant bits); it changed no link of the untrained HPO and MeSH rows (BENCHMARKS.md,
+    issue 62)."""
+    return np.asarray(vectors, dtype="float32").astype("float16").astype("float32")
+
+
+def compact(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as saved: float16 when that holds them exactly (``half_grid``'s), else as
+    they are (an index saved before, or vectors from elsewhere: never rounded on saving)."""
+    half = vectors.astype("float16")
+    return half if np.array_equal(half.astype(vectors.dtype), vectors) else vectors
+
+
 def needs_dedupe(meta: IndexMeta, threshold: float | None) -> bool:
     """Whether rows saved as ``meta`` says may still hold near-duplicates at ``threshold``:
     ``near_duplicate_rows`` keeps no pair at or above its threshold, so rows that passed a
@@ -408,14 +425,16 @@ def arrays_problem(meta: IndexMeta, embeddings: np.ndarray | None, owners: np.nd
                    rows: np.ndarray, n_entities: int | None = None,
                    n_layout_rows: int | None = None) -> str | None:
     """Why the saved arrays do not fit the metadata and each other (None when they do): one
-    float32 row of ``meta.dim`` per saved row, owners that give every entity (of
-    ``n_entities``) at least one row, and increasing layout rows (below ``n_layout_rows``).
-    A truncated or foreign array fails here; a shuffled one only the manifest's checksums
-    catch (``artefacts.check_folder``). ``embeddings`` None: an index built apart."""
+    float32 or float16 (``compact``) row of ``meta.dim`` per saved row, owners that give
+    every entity (of ``n_entities``) at least one row, and increasing layout rows (below
+    ``n_layout_rows``). A truncated or foreign array fails here; a shuffled one only the
+    manifest's checksums catch (``artefacts.check_folder``). ``embeddings`` None: an index
+    built apart."""
     if embeddings is not None:
-        if embeddings.dtype != np.float32 or embeddings.shape != (meta.n_rows, meta.dim):
+        if embeddings.dtype not in (np.float32, np.float16) \
+                or embeddings.shape != (meta.n_rows, meta.dim):
             return (f"embeddings.npy is {embeddings.dtype} {embeddings.shape}, meta.json says "
-                    f"float32 ({meta.n_rows}, {meta.dim})")
+                    f"float32 or float16 ({meta.n_rows}, {meta.dim})")
         if not np.isfinite(embeddings).all():
             return "embeddings.npy holds NaN or infinite values"
     for name, array in (("owners", owners), ("rows", rows)):

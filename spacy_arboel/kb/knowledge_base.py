@@ -213,14 +213,15 @@ class KnowledgeBase:
                 gathered.setdefault(self.resolve(entity_id), []).extend(values)
         return gathered
 
-    def mention_prior(self, text: str) -> dict[str, float]:
+    def mention_prior(self, text: str, pseudo_links: float = PRIOR_PSEUDO_LINKS
+                      ) -> dict[str, float]:
         """p(e | m) of a mention text by the KB's link counts (``Entity.mention_counts``):
         the share of the text's links that went to each entity, the texts compared by
         ``entity.name_key`` (case-folded, whitespace collapsed; Ganea & Hofmann's p(e | m)
-        from anchor counts; spaCy's KB prior), smoothed by ``PRIOR_PSEUDO_LINKS`` links to
-        an entity the counts never saw: count / (links + 1), so that one example gives 0.5,
-        not a certainty that pins the linker's score at 1.0 (our deviation: Ganea &
-        Hofmann's is the unsmoothed share). Empty for a text the counts never saw."""
+        from anchor counts; spaCy's KB prior), smoothed by ``pseudo_links`` links to an
+        entity the counts never saw: count / (links + pseudo_links), so that one example is
+        no certainty that pins the linker's score at 1.0 (our deviation: Ganea & Hofmann's
+        is the unsmoothed share). Empty for a text the counts never saw."""
         if self._links is None:
             links: dict[str, dict[str, int]] = {}
             for entity in self._entities:
@@ -232,7 +233,7 @@ class KnowledgeBase:
         found = self._links.get(name_key(text))
         if not found:
             return {}
-        total = sum(found.values()) + PRIOR_PSEUDO_LINKS
+        total = sum(found.values()) + pseudo_links
         return {entity_id: count / total for entity_id, count in found.items()}
 
     # --- JSONL I/O -------------------------------------------------------------------------

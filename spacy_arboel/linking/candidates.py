@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..errors import Errors
+from ..kb.knowledge_base import PRIOR_PSEUDO_LINKS
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..settings import NonNegativeFloat, check_fields, choices
 from .dense_retriever import PROBABILITY_POOL
@@ -41,9 +42,10 @@ class CandidatePolicy:
     ``build-kb --alias-corpus``) to each candidate's p(e | m) as spaCy combines them,
     p + p_prior - p · p_prior, and rank by that; a KB without link counts, a text they
     never saw, or the ``raw`` scale (no probability to join) leave the scores as they are.
-    ``opposites``: drop the candidates whose names say the opposite of the mention ("short
-    stature" is never *Tall stature*; ``linking.opposites``), keeping the others' scores, so
-    that the next one is linked, or NIL below the threshold.
+    ``prior_smoothing``: the links to an entity the counts never saw that smooth the prior
+    (``KnowledgeBase.mention_prior``). ``opposites``: drop the candidates whose names say the
+    opposite of the mention ("short stature" is never *Tall stature*; ``linking.opposites``),
+    keeping the others' scores, so that the next one is linked, or NIL below the threshold.
     """
 
     scores: choices(SCORE_SCALES) = "probability"
@@ -54,6 +56,10 @@ class CandidatePolicy:
     # train/dev link counts of its KB (dev: +43 and +4 mentions; BENCHMARKS.md, issue 41)
     incl_prior: bool = True
     opposites: bool = True
+    # one example of a text gives 0.5, not a certainty; 0 is spaCy's unsmoothed share (BC5CDR
+    # test over MeSH with its train/dev counts, untrained: R@1 0.9271 -> 0.9258, first
+    # candidates at 0.999 or more 75% -> 20%; BENCHMARKS.md, issue 62)
+    prior_smoothing: NonNegativeFloat = PRIOR_PSEUDO_LINKS
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -30,6 +30,7 @@ from ..errors import Errors
 from ..kb.index import (
     DenseIndex,
     IndexMeta,
+    half_grid,
     near_duplicate_rows,
     read_index_meta,
     text_duplicate_rows,
@@ -112,7 +113,7 @@ class PreviousRows:
     entity's rows the index keeps on that entity's rows alone (``text_duplicate_rows``,
     ``near_duplicate_rows``), so an entity whose rows are unchanged keeps its rows as they
     were, and a row of new text is the only one embedded: five aliases added to HPO's
-    19,034 entities re-index in under a second, not 51 s (BENCHMARKS.md, issue 62)."""
+    19,034 entities re-index in about a second, not 55 s (BENCHMARKS.md, issue 62)."""
 
     version: int
     settings: RowSettings
@@ -326,10 +327,11 @@ class IndexedKB:
 
     def embed_rows(self, sequences: Sequence[Sequence[int]] | None = None,
                    desc: str | None = None) -> np.ndarray:
-        """The vectors of ``sequences`` of row inputs (default: every row)."""
+        """The vectors of ``sequences`` of row inputs (default: every row), rounded to
+        float16 as an index holds them (``kb.index.half_grid``)."""
         sequences = self.row_inputs if sequences is None else sequences
-        return embed_sequences(self.builder, sequences, self.settings.batch_size,
-                               self.forward, desc)
+        return half_grid(embed_sequences(self.builder, sequences, self.settings.batch_size,
+                                         self.forward, desc))
 
     # --- the index -----------------------------------------------------------------------------
 
@@ -348,8 +350,9 @@ class IndexedKB:
         self._index_version = self.version
 
     def refresh(self, desc: str | None = "Embedding KB") -> None:
-        """Embed the KB's rows with the current entity encoder and rebuild the index (the
-        rows ``dedupe_threshold`` leaves out by their words are not embedded). After
+        """Embed the KB's rows with the current entity encoder (``embed_rows``) and rebuild
+        the index (the rows ``dedupe_threshold`` leaves out by their words are not
+        embedded). After
         ``set_kb`` with the same weights and settings, the rows of the index it replaced
         are reused (``PreviousRows.carried``): only the rows of new text are embedded,
         and only the changed entities' rows checked for near duplicates, which gives the

@@ -54,7 +54,7 @@ def test_init_config_refuses_what_does_not_apply(tmp_path):
 
 
 def test_the_recipe_kb_and_jsonl_docs_to_a_trained_linker(tmp_path, tiny_encoder, toy_kb_path):
-    """What the README shows a user with their own KB and annotated texts."""
+    """What docs/usage.md shows a user with their own KB and annotated texts."""
     from conftest import TOY_SENTENCES
 
     docs = tmp_path / "docs.jsonl"

@@ -553,8 +553,10 @@ def test_loading_does_not_tokenise_the_kb(saved_linker, toy_examples):
     # the lazily tokenised rows are the ones the saved index was built from
     index = retriever.index
     assert (retriever.entities.set_row_layout()[index.rows] == index.owners).all()
-    rebuilt = retriever.encode("entity", retriever.entities.inputs_of(index.rows))
-    assert np.allclose(rebuilt, index.embeddings, atol=1e-5)
+    rebuilt = retriever.entities.embed_rows(retriever.entities.inputs_of(index.rows))
+    # on float16's grid as the index: a float32 difference may round to the next step
+    assert np.allclose(rebuilt, index.embeddings, atol=1e-3)
+    assert (np.isclose(rebuilt, index.embeddings, atol=1e-6).mean()) > 0.99
 
 
 def test_quantized_mention_encoder_is_made_at_load(saved_linker, toy_examples):
@@ -876,7 +878,8 @@ def test_a_saved_linker_keeps_the_threshold_its_kb_gave(tiny_encoder, tmp_path, 
     nlp.to_disk(tmp_path / "saved")
     cfg = srsly.read_json(tmp_path / "saved" / "arbo_entity_linker" / "cfg.json")
     saved = cfg["kb_threshold"]
-    assert saved["value"] == threshold and saved["scores"] == "probability"
+    assert saved["value"] == pytest.approx(threshold, abs=1e-9)
+    assert saved["scores"] == "probability"
     assert saved["nil_recall"] == pytest.approx(0.95)
 
     def refuse(*args, **kwargs):

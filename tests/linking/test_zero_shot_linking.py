@@ -66,7 +66,8 @@ def test_names_retriever_links_an_exact_alias_with_cosine_one(tiny_encoder, toy_
     scores, positions, _ = retriever.link([text], spans, k=3)
     assert [kb.entity_at(int(p)).id for p in positions[:, 0]] == [
         "D003371", "D005334", "D006333"]
-    np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-5)  # unit vectors, same input
+    # unit vectors, same input: cosine 1 within the index's float16 rounding
+    np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-3)
 
 
 def test_the_component_reads_names_trained_or_not_unless_told_blink(
