@@ -50,10 +50,12 @@ def write_result(result: dict) -> Path:
     return path
 
 
-def untrained_linker(kb, **config) -> tuple[Any, float]:
-    """A blank English pipeline with an untrained ``arbo_entity_linker`` over ``kb`` (a
-    ``KnowledgeBase``, written to a temporary file for ``kb_path``) and ``config``, set up
-    (``ensure_ready``: the index), and the seconds that set-up took."""
+def untrained_linker(kb, component: str = "arbo_entity_linker", **config
+                     ) -> tuple[Any, float]:
+    """A blank English pipeline with an untrained ``component`` (``arbo_entity_linker``,
+    ``arbo_linker``) over ``kb`` (a ``KnowledgeBase``, written to a temporary file for
+    ``kb_path``) and ``config``, set up (``ensure_ready``: the index), and the seconds that
+    set-up took."""
     import tempfile
 
     import spacy
@@ -62,9 +64,9 @@ def untrained_linker(kb, **config) -> tuple[Any, float]:
         kb_path = Path(folder) / "kb.jsonl"
         kb.to_jsonl(kb_path)
         nlp = spacy.blank("en")
-        nlp.add_pipe("arbo_entity_linker", config={"kb_path": str(kb_path), **config})
+        nlp.add_pipe(component, config={"kb_path": str(kb_path), **config})
         start = time.perf_counter()
-        nlp.get_pipe("arbo_entity_linker").ensure_ready()
+        nlp.get_pipe(component).ensure_ready()
         return nlp, time.perf_counter() - start
 
 

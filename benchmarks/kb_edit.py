@@ -9,9 +9,13 @@ with it are timed: ``swap_kb`` on the loaded pipeline, ``spacy.load`` with the e
 pipeline's index built again from every row: what each of them replaced). Each links the
 gold mentions of ``--corpus`` (default GSC+ test) and the edited aliases themselves; the
 links (ids, NIL included, and candidates) are compared with the full rebuild's. Writes
-``benchmarks/results/kb-edit-<name>.json``. Usage::
+``benchmarks/results/kb-edit-<name>.json``. ``--component arbo_linker``: an untrained
+``arbo_linker`` instead, which links the corpus's raw texts (and the five aliases as texts)
+and brings up to date both its entity index and its dictionary's names index. Usage::
 
     OMP_NUM_THREADS=2 python benchmarks/kb_edit.py --name hpo-five-aliases
+    OMP_NUM_THREADS=2 python benchmarks/kb_edit.py --component arbo_linker \
+        --name hpo-five-aliases-arbo-linker
 """
 
 from __future__ import annotations
@@ -26,18 +30,31 @@ from pathlib import Path
 from _common import machine, untrained_linker, write_result
 from pipeline_size import links
 
-LINKER = "arbo_entity_linker"
+LINKERS = ("arbo_entity_linker", "arbo_linker")
 
 
-def ready_times(nlp) -> dict[str, float]:
-    """Seconds to bring the linker up to date: the index, then the KB's NIL threshold."""
-    pipe = nlp.get_pipe(LINKER)
+def ready_times(nlp, linker: str) -> dict[str, float]:
+    """Seconds to bring the linker up to date: ``arbo_entity_linker``'s index, then the KB's
+    NIL threshold; ``arbo_linker``'s entity index and its dictionary's names index."""
+    pipe = nlp.get_pipe(linker)
     start = time.perf_counter()
+    if linker == "arbo_linker":
+        pipe.ensure_ready()
+        return {"index_s": round(time.perf_counter() - start, 2)}
     pipe.retriever.entities.ensure_index()
     indexed = time.perf_counter()
     pipe.nil_threshold()
     return {"index_s": round(indexed - start, 2),
             "threshold_s": round(time.perf_counter() - indexed, 2)}
+
+
+def full_rebuild(pipe, linker: str) -> None:
+    """Make ``pipe`` (given its new KB) embed every row again: what an edit replaces."""
+    if linker == "arbo_linker":
+        pipe.reader.entities.changed()
+        pipe.dictionary = None
+    else:
+        pipe.retriever.entities.changed()
 
 
 def main() -> None:
@@ -47,7 +64,10 @@ def main() -> None:
     parser.add_argument("--aliases", type=Path,
                         default=Path("benchmarks/hpo_five_aliases.tsv"))
     parser.add_argument("--corpus", type=Path, default=Path("training/gsc_test.spacy"))
+    parser.add_argument("--component", choices=LINKERS, default=LINKERS[0],
+                        help="arbo_linker: raw text (the corpus's texts) and both its indexes")
     args = parser.parse_args()
+    linker = args.component
     import spacy
     from spacy.tokens import DocBin
 
@@ -60,11 +80,15 @@ def main() -> None:
     if not args.kb.is_file():
         build_kb(obo=[HPO.path()])[0].to_jsonl(args.kb)
     edited, report = build_kb(jsonl=[args.kb], alias_files=[args.aliases])
-    nlp, setup = untrained_linker(KnowledgeBase.from_jsonl(args.kb))
+    nlp, setup = untrained_linker(KnowledgeBase.from_jsonl(args.kb), linker)
     gold = list(DocBin().from_disk(args.corpus).get_docs(nlp.vocab))
     added = [alias for texts in read_alias_file(args.aliases).values() for alias in texts]
 
     def linked(pipeline) -> list[tuple]:
+        if linker == "arbo_linker":  # raw text: each span found and its candidates
+            texts = [g.text for g in gold] + added
+            return [(f"{e.start_char}:{e.end_char}:{e.kb_id_}", e._.kb_candidates[:3])
+                    for doc in pipeline.pipe(texts) for e in doc.spans["arbo_concepts"]]
         return links(pipeline, gold) + [(doc.ents[0].kb_id_, doc.ents[0]._.kb_candidates[:3])
                                         for doc in pipeline.pipe(
                                             _whole_text_mentions(pipeline, added))]
@@ -77,47 +101,55 @@ def main() -> None:
         del nlp
         # swap_kb on a loaded pipeline
         swapped = spacy.load(saved)
-        swapped.get_pipe(LINKER).ensure_ready()
+        swapped.get_pipe(linker).ensure_ready()
         start = time.perf_counter()
-        swap_kb(swapped, edited, LINKER)
+        swap_kb(swapped, edited, linker)
         times["swap_kb_call"] = {"s": round(time.perf_counter() - start, 2)}
-        times["swap_kb"] = ready_times(swapped)
+        times["swap_kb"] = ready_times(swapped, linker)
         by_swap = linked(swapped)
-        thresholds = {"swap_kb": swapped.get_pipe(LINKER).nil_threshold()}
+        thresholds = {"swap_kb": _threshold(swapped, linker)}
         # and back to the KB it was saved with, in the same session: the threshold's KB
         # names are encoded already
-        swap_kb(swapped, KnowledgeBase.from_jsonl(args.kb), LINKER)
-        times["swap_back"] = ready_times(swapped)
+        swap_kb(swapped, KnowledgeBase.from_jsonl(args.kb), linker)
+        times["swap_back"] = ready_times(swapped, linker)
         del swapped
         # spacy.load with the edited KB as kb_path
         start = time.perf_counter()
-        loaded = spacy.load(saved, config={f"components.{LINKER}.kb_path": str(edited_path)})
+        loaded = spacy.load(saved, config={f"components.{linker}.kb_path": str(edited_path)})
         times["load_with_kb_path"] = {"load_s": round(time.perf_counter() - start, 2),
-                                      **ready_times(loaded)}
+                                      **ready_times(loaded, linker)}
         by_load = linked(loaded)
-        thresholds["load_with_kb_path"] = loaded.get_pipe(LINKER).nil_threshold()
+        thresholds["load_with_kb_path"] = _threshold(loaded, linker)
         del loaded
         # a full rebuild: the loaded pipeline's index built from every row again
         full = spacy.load(saved)
-        full.get_pipe(LINKER).set_kb(edited)
-        full.get_pipe(LINKER).retriever.entities.changed()  # nothing carries over
-        times["full_rebuild"] = ready_times(full)
+        full.get_pipe(linker).set_kb(edited)
+        full_rebuild(full.get_pipe(linker), linker)
+        times["full_rebuild"] = ready_times(full, linker)
         expected = linked(full)
-        thresholds["full_rebuild"] = full.get_pipe(LINKER).nil_threshold()
+        thresholds["full_rebuild"] = _threshold(full, linker)
     compared = {name: _compare(expected, found)
                 for name, found in (("swap_kb", by_swap), ("load_with_kb_path", by_load))}
     result = {
-        "name": f"kb-edit-{args.name}", "kb": str(args.kb), "aliases": str(args.aliases),
+        "name": f"kb-edit-{args.name}", "component": linker, "kb": str(args.kb),
+        "aliases": str(args.aliases),
         "corpus": str(args.corpus), "entities": len(edited),
         "aliases_added": report.file_aliases, "setup_s": round(setup, 1),
         "times": times, "nil_thresholds": thresholds, "mentions": len(expected),
         "against_full_rebuild": compared,
-        "added_aliases_linked": [e[0] for e in expected[-len(added):]],
+        "added_aliases_linked": ([e[0] for e in expected[-len(added):]]
+                                 if linker == "arbo_entity_linker" else None),
         "command": " ".join(["python", "benchmarks/kb_edit.py", *sys.argv[1:]]),
         "machine": machine(), "date": datetime.date.today().isoformat(),
     }
     print(result)
     write_result(result)
+
+
+def _threshold(nlp, linker: str) -> float | None:
+    """The NIL threshold in force: the KB's (``arbo_entity_linker``), or the setting's."""
+    pipe = nlp.get_pipe(linker)
+    return pipe.nil_threshold() if linker == "arbo_entity_linker" else pipe.cfg["threshold"]
 
 
 def _compare(expected: list[tuple], found: list[tuple]) -> dict:

@@ -834,8 +834,9 @@ class Warnings(metaclass=ErrorsWithCodes):
     )
     W004 = (
         "'{name}' loads the knowledge base of kb_path ({path}), which differs from the one it "
-        "was saved with: its index is rebuilt now with the trained entity encoder "
-        "({n_entities} entities). Save the pipeline to keep the new index."
+        "was saved with: its index is brought up to date now with the saved entity encoder "
+        "({n_entities} entities; only the rows of text the saved index lacks are embedded). "
+        "Save the pipeline to keep the new index."
     )
     W006 = (
         "faiss-gpu cannot hold the index {factory} ({error}): it is searched on the CPU. "

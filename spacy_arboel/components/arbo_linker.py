@@ -235,7 +235,7 @@ class ArboLinker(KBComponent):
             self.dictionary = DictionaryLinker.build(
                 nlp, core.kb, core.tokenizer, core.modules["entity"].transformer,
                 self.settings, name=self.name, index_path=index_path,
-                nested=self.cfg["nested_names"])
+                nested=self.cfg["nested_names"], previous=self.dictionary)
         return self.dictionary
 
     @one_thread_at_a_time
@@ -487,11 +487,11 @@ class ArboLinker(KBComponent):
                 self.reader.entities.load_index(path / "index")
         kb = self._kb_override(cfg)
         names = path / "names_index"
-        if kb is not None:
-            self.set_kb(kb)
-        elif self.uses_dictionary and not exclude & {"index", "names_index"} and names.exists():
-            with reading(path, self.name):  # saved for this KB (not one from kb_path)
+        if self.uses_dictionary and not exclude & {"index", "names_index"} and names.exists():
+            with reading(path, self.name):  # saved for the saved KB (not one from kb_path)
                 if read_index_meta(names).kb_fingerprint == self.kb.fingerprint():
                     self._ensure_dictionary(names)
+        if kb is not None:  # both indexes brought up to date: only rows of new text embedded
+            self.set_kb(kb)
         self.ensure_ready()
         return self

@@ -414,14 +414,27 @@ class DictionaryLinker:
     @classmethod
     def build(cls, nlp, kb: KnowledgeBase, tokenizer, transformer, settings, *,
               name: str = LINKER, index_path: Path | None = None,
-              nested: bool = False) -> DictionaryLinker:
+              nested: bool = False, previous: DictionaryLinker | None = None
+              ) -> DictionaryLinker:
         """Patterns from ``nlp``'s tokenizer, and the names index of ``kb`` embedded by
-        ``transformer`` (the component's entity encoder, not copied) or loaded from
-        ``index_path`` (checked against the KB and the encoder)."""
+        ``transformer`` (the component's entity encoder, frozen and not copied) or loaded
+        from ``index_path`` (checked against the KB and the encoder). ``previous``: the
+        dictionary of the KB this one replaces; with the same encoder and settings, its
+        names index is brought up to date (only the rows of new text embedded:
+        ``IndexedKB.set_kb``)."""
         make_docs = getattr(nlp.tokenizer, "pipe", None) or (
             lambda texts, batch_size: (nlp.make_doc(t) for t in texts))
         spans = DictionarySpans(make_docs, kb, settings.max_span_length, name,
                                 stop_words=nlp.Defaults.stop_words, language=nlp.lang)
+        old = previous.retriever if previous is not None else None
+        if index_path is None and old is not None \
+                and old.encoders["entity"].transformer is transformer \
+                and old.settings == names_settings(settings):
+            retriever = old
+            retriever.entities.set_kb(kb)
+            retriever.entities.refresh(desc="Embedding KB names")
+            return cls(spans, retriever, settings.top_k,
+                       getattr(settings, "abbreviations", True), nested)
         encoder = PooledEncoder(transformer, "mean")
         retriever = DenseRetriever(kb, tokenizer, {"mention": encoder, "entity": encoder},
                                    names_settings(settings))

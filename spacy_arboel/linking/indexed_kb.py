@@ -183,7 +183,7 @@ class IndexedKB:
         if len(kb) == 0:
             raise ValueError(Errors.E003)
         # the rows of the index dropped here, reused by the next ``refresh`` while the
-        # weights and settings stay the same (``carried_rows``)
+        # weights and settings stay the same (``PreviousRows``)
         self._previous = (self._previous_rows() if getattr(self, "index", None) is not None
                           else None)
         self.kb = kb
@@ -352,43 +352,50 @@ class IndexedKB:
     def refresh(self, desc: str | None = "Embedding KB") -> None:
         """Embed the KB's rows with the current entity encoder (``embed_rows``) and rebuild
         the index (the rows ``dedupe_threshold`` leaves out by their words are not
-        embedded). After
-        ``set_kb`` with the same weights and settings, the rows of the index it replaced
-        are reused (``PreviousRows.carried``): only the rows of new text are embedded,
-        and only the changed entities' rows checked for near duplicates, which gives the
-        index a full rebuild gives."""
+        embedded). After ``set_kb`` with the same weights and settings, the rows of the
+        index it replaced are reused (``PreviousRows.carried``): only the rows of new text
+        are embedded and only the changed entities' rows checked for near duplicates, which
+        gives the index a full rebuild gives."""
         owners = self.set_row_layout()
         threshold = self.settings.dedupe_threshold
         previous, self._previous = self._previous, None
         rows = self.rows_to_embed()
         settled, known = (previous.carried(self) if previous is not None
                           and previous.holds(self) else ({}, {}))
-        # rows of unchanged entities keep their place (kept or dropped); the others are
+        # rows of unchanged entities keep their place (kept or left out); the others are
         # embedded unless their text is in the old index, then checked for duplicates
         needed = np.asarray([r for r in rows if settled.get(int(r), True)], dtype="int64")
-        titles, descriptions = self.row_texts(), self._entity_rows()[1]
-        keys = [(titles[r], descriptions[r]) for r in needed]
-        missing = [i for i, key in enumerate(keys) if key not in known]
-        embedded = (self.embed_rows(self.inputs_of(needed[missing]), desc=desc) if missing
-                    else np.stack([known[keys[0]]]))
-        vectors = np.empty((len(needed), embedded.shape[1]), dtype="float32")
-        vectors[missing] = embedded[:len(missing)]
-        for i, key in enumerate(keys):
-            if key in known:
-                vectors[i] = known[key]
+        vectors = self._vectors_of(needed, known, desc)
+        keep = np.arange(len(needed))
         open_rows = np.asarray([i for i, r in enumerate(needed) if int(r) not in settled],
                                dtype="int64")
-        keep = np.arange(len(needed))
         if threshold is not None and len(rows) > len(self.kb) and len(open_rows):
             checked = open_rows[near_duplicate_rows(vectors[open_rows],
                                                     owners[needed[open_rows]], threshold)]
-            keep = np.sort(np.concatenate([
-                [i for i, r in enumerate(needed) if settled.get(int(r))], checked]
-            ).astype("int64"))
+            kept = [i for i, r in enumerate(needed) if settled.get(int(r))]
+            keep = np.sort(np.concatenate([kept, checked]).astype("int64"))
         meta = replace(self.index_meta(vectors.shape[1], len(keep)),
                        dedupe_threshold=threshold)
         self.set_index(DenseIndex(vectors[keep], owners[needed][keep], meta,
                                   rows=needed[keep]))
+
+    def _vectors_of(self, rows: np.ndarray, known: dict[tuple[str, str], np.ndarray],
+                    desc: str | None) -> np.ndarray:
+        """The vectors of layout ``rows``: ``known``'s of their (text, description), the
+        others embedded (``embed_rows``)."""
+        titles, descriptions = self.row_texts(), self._entity_rows()[1]
+        keys = [(titles[r], descriptions[r]) for r in rows]
+        missing = [i for i, key in enumerate(keys) if key not in known]
+        embedded = self.embed_rows(self.inputs_of(rows[missing]), desc=desc) if missing \
+            else None
+        width = embedded.shape[1] if embedded is not None else len(known[keys[0]])
+        vectors = np.empty((len(rows), width), dtype="float32")
+        if embedded is not None:
+            vectors[missing] = embedded
+        for i, key in enumerate(keys):
+            if key in known:
+                vectors[i] = known[key]
+        return vectors
 
     def _previous_rows(self) -> PreviousRows | None:
         """What the next ``refresh`` may reuse of the current index: its rows, while it is

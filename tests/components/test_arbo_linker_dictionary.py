@@ -252,3 +252,35 @@ def test_the_toy_corpus_is_linked_without_training(tiny_encoder, toy_kb_path, to
     assert metrics["in_kb"]["f1"] == 1.0 and metrics["in_kb"]["n_gold"] == 11
     assert metrics["retriever_final"]["mention_recall"] == 1.0
     assert "retriever_spans" not in metrics  # the heads' retrieval is not what linked
+
+
+def test_an_edited_kb_embeds_only_its_new_names(tiny_encoder, toy_kb_path, tmp_path):
+    """Issue 62 item 5: after swap_kb, and at load with another kb_path, both indexes of an
+    untrained arbo_linker (its entity index and its dictionary's names index) embed only the
+    names the old KB lacked, and link as a pipeline built over the edited KB."""
+    from spacy_arboel.kb import KnowledgeBase
+    from spacy_arboel.pipeline import swap_kb
+
+    entities = [json.loads(line) for line in toy_kb_path.read_text().splitlines()]
+    entities[1] = {**entities[1], "aliases": [*entities[1]["aliases"], "tussis"]}
+    edited = _kb(tmp_path, entities, "edited.jsonl")
+    text = "Aspirin induced tussis; patients with Heart Failure took acetylsalicylic acid."
+    fresh = _full([_nlp(tiny_encoder, edited)(text)])
+    nlp = _nlp(tiny_encoder, toy_kb_path)
+    nlp(text)  # the dictionary built for the old KB
+    nlp.to_disk(tmp_path / "saved")
+    embedded = []
+    forward = IndexedKB.forward
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(IndexedKB, "forward", lambda self, ids, mask: embedded.append(
+            len(ids)) or forward(self, ids, mask))
+        swap_kb(nlp, KnowledgeBase.from_jsonl(edited), "arbo_linker")
+        assert _full([nlp(text)]) == fresh
+        assert sum(embedded) == 2  # "tussis", once in each index
+        embedded.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # W004: another KB than the saved one
+            loaded = spacy.load(tmp_path / "saved", config={
+                "components.arbo_linker.kb_path": str(edited)})
+        assert _full([loaded(text)]) == fresh
+        assert sum(embedded) == 2
