@@ -149,7 +149,7 @@ def main() -> None:
 def _threshold(nlp, linker: str) -> float | None:
     """The NIL threshold in force: the KB's (``arbo_entity_linker``), or the setting's."""
     pipe = nlp.get_pipe(linker)
-    return pipe.nil_threshold() if linker == "arbo_entity_linker" else pipe.cfg["threshold"]
+    return pipe.nil_threshold() if linker == "arbo_entity_linker" else pipe.settings.threshold
 
 
 def _compare(expected: list[tuple], found: list[tuple]) -> dict:

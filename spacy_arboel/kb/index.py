@@ -381,8 +381,11 @@ def half_grid(vectors: np.ndarray) -> np.ndarray:
     it saves in half the bytes (``compact``) and links alike before and after saving. The
     rounding moves a unit vector's dot product by at most about 1e-3 (float16 keeps 11
     significant bits); it changed no link of the untrained HPO and MeSH rows (BENCHMARKS.md,
-    issue 62)."""
-    return np.asarray(vectors, dtype="float32").astype("float16").astype("float32")
+    issue 62). A value beyond float16's range (65,504) is kept as it is."""
+    vectors = np.asarray(vectors, dtype="float32")
+    with np.errstate(over="ignore"):
+        half = vectors.astype("float16").astype("float32")
+    return np.where(np.isfinite(half), half, vectors)
 
 
 def compact(vectors: np.ndarray) -> np.ndarray:

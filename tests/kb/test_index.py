@@ -7,6 +7,8 @@ from spacy_arboel.kb.index import (
     DenseIndex,
     IndexMeta,
     blas_search,
+    compact,
+    half_grid,
     near_duplicate_rows,
     text_duplicate_rows,
 )
@@ -94,6 +96,24 @@ def test_saved_index_can_be_loaded_as_another_kind(tmp_path):
     DenseIndex(vectors, np.arange(100), _meta(100)).to_disk(tmp_path / "index")
     loaded = DenseIndex.from_disk(tmp_path / "index", kind="hnsw")
     assert loaded.meta.kind == "hnsw"
+
+
+def test_vectors_on_float16s_grid_are_saved_in_half_the_bytes_and_load_alike(tmp_path):
+    """Issue 62 item 4: an index's own vectors (``half_grid``) save as float16 and load as
+    the same float32 values; vectors off the grid (an index saved before) are never rounded
+    on saving, and a value beyond float16's range keeps its float32."""
+    vectors = np.random.default_rng(2).normal(size=(50, 8)).astype("float32")
+    vectors[0, 0] = 1e6
+    rounded = half_grid(vectors)
+    assert rounded[0, 0] == 1e6 and np.abs(rounded[1:] - vectors[1:]).max() < 5e-3
+    for given, dtype in ((rounded[1:], np.float16), (vectors[1:], np.float32),
+                         (rounded, np.float32)):
+        assert compact(given).dtype == dtype
+        DenseIndex(given, np.arange(len(given)), _meta(len(given))).to_disk(tmp_path / "i")
+        assert np.load(tmp_path / "i" / "embeddings.npy").dtype == dtype
+        loaded = DenseIndex.from_disk(tmp_path / "i")
+        assert loaded.embeddings.dtype == np.float32
+        np.testing.assert_array_equal(loaded.embeddings, given)
 
 
 def test_near_duplicate_rows_of_one_entity_are_dropped():
