@@ -30,6 +30,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import snowballstemmer
 
@@ -118,6 +119,13 @@ def has_letter_or_digit(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
 
+@cache
+def shared_stemmer(language: str) -> Stemmer:
+    """The one ``Stemmer`` of a language in this process, its caches kept between KBs: a KB
+    learnt again after an edit (``NameKeys.learn``) stems only its new words."""
+    return Stemmer(language)
+
+
 @dataclass
 class NameKeys:
     """Keys of names and spans (see the module): ``stem`` of a lowercased word, ``ignorable``
@@ -160,7 +168,7 @@ class NameKeys:
         """The keys of a KB: ``names`` per entity, each name its words (tokens);
         ``stop_words``: the language's function words, the candidates for leaving out;
         ``language``: a spaCy language code (the stemmer's)."""
-        stem = Stemmer(language)
+        stem = shared_stemmer(language)
         stemmed = [[tuple(stem(w) for w in name if has_letter_or_digit(w)) for name in entity]
                    for entity in names]
         ignorable = _ignorable(stemmed, {w.lower() for w in stop_words}, stem)
