@@ -440,3 +440,24 @@ def test_the_own_ontology_recipe_links_variants_coordinations_and_nested_concept
         "[('Aplastic or hypoplastic nails', 'HP:0001798'), ('renal cysts', 'HP:0000107')]",
         "[('Aplastic or hypoplastic nails', 'HP:0001798'), ('hypoplastic nails', 'HP:0001792'), "
         "('renal cysts', 'HP:0000107')]"]
+
+
+def test_the_alias_file_recipe_edits_a_kb(tmp_path, monkeypatch):
+    """docs/usage.md's "Edit your KB in seconds", run as written (its printf in a shell)."""
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app
+    from spacy_arboel.kb import Entity, KnowledgeBase
+
+    printf, command = _bash_block("### Edit your KB in seconds", USAGE)
+    monkeypatch.chdir(tmp_path)
+    KnowledgeBase([Entity("HP:0001250", "Seizure"), Entity("HP:0002315", "Headache")]
+                  ).to_jsonl("hpo.jsonl")
+    subprocess.run(["bash", "-c", printf], check=True, cwd=tmp_path)
+    result = CliRunner().invoke(app, command.split()[3:])
+    assert result.exit_code == 0, result.output
+    edited = KnowledgeBase.from_jsonl("hpo_edited.jsonl")
+    assert edited["HP:0001250"].aliases == ("fits",)
+    assert edited["HP:0002315"].aliases == ("sore head",)
