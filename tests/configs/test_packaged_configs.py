@@ -119,3 +119,19 @@ def test_a_block_naming_no_function_is_filled_over_the_default_one():
     assert filled["model"]["@architectures"] == "spacy_arboel.BiEncoder.v1"
     assert filled["model"]["encoder_name"] == "my-encoder"
     assert filled["model"]["pooling"] == "mention" and filled["top_k"] == 64
+
+
+def test_every_config_names_the_one_default_encoder():
+    """Issue 63: the default encoder is one constant (``encoders.loading.DEFAULT_ENCODER``);
+    the packaged configs, the project's configs and project.yml name it, not another."""
+    import srsly
+
+    from spacy_arboel.encoders.loading import DEFAULT_ENCODER
+
+    root = FOLDER.parents[1]
+    paths = [*FOLDER.glob("*.cfg"), *(root / "configs").glob("*.cfg")]
+    named = {path.name: paths_["encoder"] for path in paths
+             if "encoder" in (paths_ := load_config(path).get("paths", {}))}
+    assert len(named) >= 5 and set(named.values()) == {DEFAULT_ENCODER}, named
+    project = srsly.read_yaml(root / "project.yml")
+    assert project["vars"]["encoder"] == DEFAULT_ENCODER
