@@ -7,11 +7,11 @@ import os
 import shlex
 from typing import Any
 
-import srsly
 import typer
 from click import NoSuchOption
 
 from ..errors import Errors
+from ..parsing import parse_json
 
 ENV_VAR = "SPACY_CONFIG_OVERRIDES"  # as spaCy's commands: overrides from the environment
 
@@ -22,7 +22,7 @@ def parse_value(value: str) -> Any:
     object stays its text (e.g. ``label_types``): confection would read a dict as a config
     section, which an override cannot add."""
     try:
-        parsed = srsly.json_loads(value)
+        parsed = parse_json(value)  # not srsly's: it reads 0.020036 as 0.020035999999999998
     except ValueError:
         return str(value)
     return str(value) if isinstance(parsed, dict) else parsed

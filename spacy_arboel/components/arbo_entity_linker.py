@@ -441,10 +441,7 @@ class ArboEntityLinker(KBComponent):
         if saved and self.cfg["nil_recall"] is not None \
                 and math.isclose(saved["nil_recall"], self.cfg["nil_recall"]) \
                 and saved["scores"] == self.get_candidates.scores:
-            # rounded as it was set: srsly's JSON writes 0.020036 as 0.020035999999999998
-            value = saved["value"]
-            self._kb_threshold = (self._kb_threshold_key(),
-                                  None if value is None else round(value, 6))
+            self._kb_threshold = (self._kb_threshold_key(), saved["value"])
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboEntityLinker":
         """Load a saved linker; every file is checked first (E030, as ``verify_files``

@@ -15,6 +15,7 @@ from spacy.util import ensure_path, from_disk
 from ..artefacts import SavedAsFolder, check_folder, reading
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase, kb_override
+from ..parsing import parse_json
 from .common import config_kb, write_folder
 from .concurrency import one_thread_at_a_time
 
@@ -119,7 +120,9 @@ class KBComponent(SavedAsFolder, TrainablePipe):
         state: dict[str, Any] = {"cfg": {}, "tokenizer": None}
         with reading(path, self.name):
             from_disk(path, {
-                "cfg.json": lambda p: state.update(cfg=srsly.read_json(p)),
+                # the standard library's reader: srsly's reads 0.020036 as
+                # 0.020035999999999998, and a saved threshold must load as it was saved
+                "cfg.json": lambda p: state.update(cfg=parse_json(Path(p).read_bytes())),
                 "kb.jsonl": lambda p: state.update(kb=KnowledgeBase.from_jsonl(p)),
                 "tokenizer": lambda p: state.update(tokenizer=p),
                 **(readers or {}),

@@ -432,12 +432,10 @@ class DictionaryLinker:
                 and old.settings == names_settings(settings):
             retriever = old
             retriever.entities.set_kb(kb)
-            retriever.entities.refresh(desc="Embedding KB names")
-            return cls(spans, retriever, settings.top_k,
-                       getattr(settings, "abbreviations", True), nested)
-        encoder = PooledEncoder(transformer, "mean")
-        retriever = DenseRetriever(kb, tokenizer, {"mention": encoder, "entity": encoder},
-                                   names_settings(settings))
+        else:
+            encoder = PooledEncoder(transformer, "mean")
+            retriever = DenseRetriever(kb, tokenizer, {"mention": encoder, "entity": encoder},
+                                       names_settings(settings))
         if index_path is not None:
             retriever.entities.load_index(index_path)
         else:

@@ -71,6 +71,9 @@ def test_overrides_are_parsed_as_spacy_parses_them(monkeypatch):
         "components.a.k": 4, "components.a.flag": True, "paths.train": "corpus/t.spacy",
         "components.a.threshold": None, "components.a.ks": [1, 2]}
     assert args[0] == "--components.a.k"  # the caller's list is left as it was
+    # a float reads as written (srsly's reader would give 0.020035999999999998)
+    assert parse_overrides(["--components.a.threshold", "0.020036"]) == {
+        "components.a.threshold": 0.020036}
     # a JSON object stays text: confection would read a dict override as a section
     assert parse_overrides(["--components.a.label_types", '{"Chemical": ["Chemical"]}']) == {
         "components.a.label_types": '{"Chemical": ["Chemical"]}'}
