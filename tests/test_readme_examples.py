@@ -82,7 +82,7 @@ def test_the_pipeline_api_example_swaps_the_kb(saved_linker, tmp_path, monkeypat
     exec(code, {})
     nlp = spacy.load(tmp_path / "my-pipeline")
     linker = nlp.get_pipe("arbo_entity_linker")
-    assert linker.kb.ids == [e["id"] for e in smaller] and linker.cfg["top_k"] == 8
+    assert linker.kb.ids == [e["id"] for e in smaller] and linker.linking.top_k == 8
     doc = nlp.make_doc("Daily aspirin.")
     doc.ents = [doc.char_span(6, 13, label="Chemical")]
     assert nlp(doc).ents[0].kb_id_ in {e["id"] for e in smaller}

@@ -162,7 +162,7 @@ class ArboCoref(Pipe):
             lambda position: linker.kb.entity_at(position).id,
             **{key: self.cfg[key] for key in CLUSTERING},
             compatible=rule.compatible if rule is not None else None)
-        nil_id, prefix = linker.cfg["nil_id"], self.cfg["nil_prefix"]
+        nil_id, prefix = linker.linking.nil_id, self.cfg["nil_prefix"]
         ents = [doc.ents for doc in docs]  # doc.ents builds a new tuple at every access
         for (doc_index, ent_index), slot in zip(spans, slots, strict=True):
             ent, cluster_id = ents[doc_index][ent_index], clustered.cluster_ids[slot]

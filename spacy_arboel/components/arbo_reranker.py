@@ -161,10 +161,10 @@ class ArboReranker(KBComponent):
         before docs are processed, before an update and before saving. A linker with
         another ``nil_id`` is E226: its NIL mentions would be re-ranked into links."""
         linker = self._linker()
-        if linker is not None and linker.cfg["nil_id"] != self.cfg["nil_id"]:
+        if linker is not None and linker.linking.nil_id != self.cfg["nil_id"]:
             raise ValueError(Errors.E226.format(name=self.name, nil_id=self.cfg["nil_id"],
                                                 linker=linker.name,
-                                                linker_nil_id=linker.cfg["nil_id"]))
+                                                linker_nil_id=linker.linking.nil_id))
         if self.reranker is None or self.cfg["kb_path"] or linker is None:
             return
         if linker.kb is not None and linker.kb is not self.reranker.kb:

@@ -56,7 +56,7 @@ def evaluate_coref(
         for _ in nlp.pipe([eg.predicted for eg in examples]):
             pass
         seconds = time.perf_counter() - start
-    nil_id = linker.cfg["nil_id"]
+    nil_id = linker.linking.nil_id
     outcomes = mention_outcomes_from_examples(
         examples, kb_ids=linker.kb, seen_ids=linker.seen_ids or None, nil_id=nil_id,
     )

@@ -157,21 +157,17 @@ def tune_linker_threshold(nlp: Language, gold_docs: Sequence[Doc], component: st
     ents found before it (``ner``), at each NIL threshold on the best candidate's score: an
     ent below it links to NIL and is no InKB prediction (spurious spans and out-of-KB
     mentions are dropped). The pipeline up to the linker (``arbo_coref`` after it would
-    re-link by clusters) reads ``gold_docs``' texts once, without a threshold;
-    the candidates are the ``None`` row (no threshold) and quantiles of the ents' best scores
-    (``SCORE_QUANTILES``) unless given. Returns the best row (ties: the lower threshold) and
-    every row. Raises a ValueError when no gold mention has a gold id."""
+    re-link by clusters) reads ``gold_docs``' texts once, and each ent's first candidate is
+    taken whatever its ``kb_id_``; the candidates are the ``None`` row (no threshold) and
+    quantiles of the ents' best scores (``SCORE_QUANTILES``) unless given. Returns the best
+    row (ties: the lower threshold) and every row. Raises a ValueError when no gold mention
+    has a gold id."""
     check_gold(gold_docs)
     linker = nlp.get_pipe(component)
     linker.ensure_ready()
-    saved = linker.cfg["threshold"]
-    linker.cfg["threshold"] = None
     after = nlp.pipe_names[nlp.pipe_names.index(component) + 1:]
-    try:
-        with nlp.select_pipes(disable=after):
-            docs = list(nlp.pipe(g.text for g in gold_docs))
-    finally:
-        linker.cfg["threshold"] = saved
+    with nlp.select_pipes(disable=after):  # each ent's first candidate, whatever its kb_id_
+        docs = list(nlp.pipe(g.text for g in gold_docs))
     found = [[(e.start_char, e.end_char, e._.kb_candidates[0][0], e._.kb_candidates[0][1])
               for e in doc.ents if e._.kb_candidates] for doc in docs]
     if thresholds is None:

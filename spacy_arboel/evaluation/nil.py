@@ -152,7 +152,7 @@ def nil_scores(nlp: Language, gold_docs: Iterable[Doc], *, component: str = ENTI
     linker = nlp.get_pipe(component)
     linker.ensure_ready()
     gold_docs, _ = resolve_gold_docs(gold_docs, linker.kb)
-    nil_id = linker.cfg["nil_id"]
+    nil_id = linker.linking.nil_id
     examples = [Example(with_gold_mentions(nlp.make_doc(g.text), g), g) for g in gold_docs]
     docs = nlp.pipe([eg.predicted for eg in examples], batch_size=batch_size)
     out = NilScores([], [], [])

@@ -11,6 +11,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..encoders.inputs import MentionSpan
 from ..factories import ENTITY_LINKER
 from ..spacy_data.gold_ids import resolve_gold_docs
 from ..spacy_data.readers import with_gold_mentions
@@ -61,9 +62,9 @@ def evaluate_linker(
     outcomes = mention_outcomes_from_examples(
         examples, kb_ids=linker.kb,
         seen_ids=seen_ids if seen_ids is not None else linker.seen_ids or None,
-        nil_id=linker.cfg["nil_id"],
+        nil_id=linker.linking.nil_id,
     )
-    metrics = linking_metrics(outcomes, ks, nil_id=linker.cfg["nil_id"])
+    metrics = linking_metrics(outcomes, ks, nil_id=linker.linking.nil_id)
     metrics["gold_ids_resolved"] = resolved
     timings: dict[str, Any] = {
         "mentions": n_mentions,
@@ -83,10 +84,15 @@ def evaluate_linker(
 def encoder_rate(linker, docs: list[Doc]) -> dict[str, float]:
     """Forward rate of the mention encoder alone over pre-tokenised, pre-padded batches
     (the same weights, fp32 or int8, that the linker uses)."""
-    batches = linker.mention_batches(docs)
+    retriever = linker.retriever
+    spans = [MentionSpan(i, e.start_char, e.end_char)
+             for i, d in enumerate(docs) for e in linker.span_getter(d)]
+    inputs = retriever.builder.mention_ids([d.text for d in docs], spans)
+    # length-sorted, padded, as linking makes them
+    batches = retriever.builder.sorted_batches(inputs, retriever.settings.batch_size)[1]
     start = time.perf_counter()
     for ids, mask in batches:
-        linker.forward_mentions(ids, mask)
+        retriever.forward("mention", ids, mask)
     seconds = time.perf_counter() - start
     lengths = [int(n) for _, mask in batches for n in mask.sum(axis=1)]
     return {

@@ -3,10 +3,12 @@ candidate policy, spaCy's ``get_candidates`` over a dense retriever (registered 
 ``spacy_arboel.candidates.v1``; a subclass registered under another name swaps it). No spaCy
 here.
 
-The retriever finds each mention's nearest entities (with BioSyn's lexical union when
-``lexical_weight`` is set); the policy puts their scores on its scale, joins the KB's mention
-prior to them, drops those whose names say the opposite of the mention
-(``linking.opposites``), applies the type rule, then the linker keeps the first ``top_k``.
+One call (``CandidatePolicy.__call__``, the shape of spaCy's ``get_candidates_batch``: a KB
+with its index, the retriever, and a batch of mentions in, candidates per mention out)
+retrieves each mention's nearest entities (with BioSyn's lexical union when ``lexical_weight``
+is set), puts their scores on the policy's scale, joins the KB's mention prior to them, drops
+those whose names say the opposite of the mention (``linking.opposites``), applies the type
+rule and keeps the first ``top_k``, as ``Candidate`` records.
 """
 
 from __future__ import annotations
@@ -14,8 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
+import numpy as np
+
+from ..encoders.inputs import MentionSpan
 from ..errors import Errors
+from ..extensions import Candidate
 from ..kb.knowledge_base import PRIOR_PSEUDO_LINKS
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..settings import NonNegativeFloat, check_fields, choices
@@ -24,8 +31,14 @@ from .opposites import unopposed
 
 # what a candidate's score is: p(e | m) among the retrieved candidates, or the raw score
 SCORE_SCALES = ("probability", "raw")
-# (entity id, score on the policy's scale, raw score)
-Scored = tuple[str, float, float]
+
+
+class Retrieved(NamedTuple):
+    """What the policy gives a batch of mentions: each one's candidates, best first, and
+    its vector (None for a mention with nothing to encode: only whitespace)."""
+
+    candidates: list[list[Candidate]]
+    vectors: list[np.ndarray | None]
 
 
 @dataclass(frozen=True)
@@ -90,24 +103,51 @@ class CandidatePolicy:
         normaliser needs ``PROBABILITY_POOL`` of them."""
         return max(top_k, PROBABILITY_POOL) if self.scores == "probability" else top_k
 
+    def __call__(self, retriever, texts: Sequence[str], spans: Sequence[MentionSpan],
+                 labels: Sequence[str], top_k: int, *, language: str = "en") -> Retrieved:
+        """The first ``top_k`` candidates of each mention (``spans`` index into ``texts``;
+        ``labels``: their ent labels, for the type rule) from ``retriever`` (a
+        ``DenseRetriever``: the KB, its index and the encoders), and each mention's vector;
+        ``language``: the pipeline's, for the opposites check."""
+        kb = retriever.kb
+        scores, positions, vectors = retriever.link(
+            texts, spans, self.retrieval_k(top_k), lexical_weight=self.lexical_weight)
+
+        def types_of(kb_id: str) -> tuple[str, ...]:  # the type rule asks for each candidate
+            return kb[kb_id].types
+
+        def names_of(kb_id: str) -> tuple[str, ...]:  # the opposites check asks for some
+            return kb[kb_id].names
+
+        candidates, kept_vectors = [], []
+        for span, label, retrieved, vector in zip(
+                spans, labels, retriever.candidates(scores, positions), vectors, strict=True):
+            text = texts[span.doc_index][span.start_char:span.end_char]
+            candidates.append(self.rank(
+                label, retrieved, retriever.probabilities, types_of, top_k,
+                kb.mention_prior(text, self.prior_smoothing), mention=text,
+                names_of=names_of, language=language))
+            kept_vectors.append(vector if retrieved else None)
+        return Retrieved(candidates, kept_vectors)
+
     def rank(self, label: str, retrieved: Sequence[tuple[str, float]],
              probabilities: Callable[[list[float]], list[float]],
              types_of: Callable[[str], Iterable[str]], top_k: int,
              prior: Mapping[str, float] | None = None, *, mention: str = "",
              names_of: Callable[[str], Iterable[str]] | None = None,
-             language: str = "en") -> list[Scored]:
-        """A ``label`` mention's first ``top_k`` candidates ``(id, score, raw score)``, best
-        first: ``retrieved`` (``(id, raw score)``, best first) scored on the policy's scale
-        (``probabilities``: the retriever's p(e | m) of raw scores) and joined with
-        ``prior`` (the mention's p_prior(e | m) by id, under ``incl_prior``), without the
-        opposites of the text ``mention`` (under ``opposites``; ``names_of``: an entity's
-        name and aliases; ``language``: the pipeline's), then the type rule (``types_of``:
-        an entity's KB types)."""
+             language: str = "en") -> list[Candidate]:
+        """A ``label`` mention's first ``top_k`` candidates, best first: ``retrieved``
+        (``(id, raw score)``, best first) scored on the policy's scale (``probabilities``:
+        the retriever's p(e | m) of raw scores) and joined with ``prior`` (the mention's
+        p_prior(e | m) by id, under ``incl_prior``), without the opposites of the text
+        ``mention`` (under ``opposites``; ``names_of``: an entity's name and aliases;
+        ``language``: the pipeline's), then the type rule (``types_of``: an entity's KB
+        types)."""
         raw = [float(score) for _, score in retrieved]
         scores = self.scaled(raw, probabilities)
-        scored = list(zip((i for i, _ in retrieved), scores, raw, strict=True))
+        scored = [Candidate(i, s, r) for (i, _), s, r in zip(retrieved, scores, raw, strict=True)]
         if prior and self.incl_prior and self.scores == "probability":
-            joined = [(i, p + prior.get(i, 0.0) * (1.0 - p), r) for i, p, r in scored]
+            joined = [Candidate(i, p + prior.get(i, 0.0) * (1.0 - p), r) for i, p, r in scored]
             scored = sorted(joined, key=lambda candidate: -candidate[1])  # stable on ties
         if self.opposites and names_of is not None:
             scored = unopposed(mention, scored, names_of, language)

@@ -8,7 +8,9 @@ from collections.abc import Callable, Iterable
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from ..components.common import gold_mentions
 from ..linking.loop_settings import DistillSettings
+from ..linking.mention_distiller import MentionDistiller, shrink_encoder
 from .knowledge_bases import clear_coref_memory
 
 
@@ -26,9 +28,17 @@ def distill_mention_encoder(nlp: Language, linker: str, docs: Iterable[Doc],
                             on_start: Callable[[int], None] | None = None,
                             on_epoch: Callable[[int, float], None] | None = None) -> list[str]:
     """Distil ``linker``'s mention encoder into one with ``settings.layers`` layers on the
-    mentions (``doc.ents``) of ``docs`` and link with it (:func:`swap_mention_encoder`).
-    ``on_start`` gets the number of mentions, ``on_epoch`` each epoch's number and loss.
-    Returns the names of the coref components whose memory was cleared."""
-    student = nlp.get_pipe(linker).distil_mention_encoder(docs, settings, on_start=on_start,
-                                                          on_epoch=on_epoch)
+    mentions (its ``span_getter``: ``doc.ents`` by default) of ``docs`` against its index
+    (``MentionDistiller``) and link with it (:func:`swap_mention_encoder`; E123 when the two
+    encoders share weights). ``on_start`` gets the number of mentions, ``on_epoch`` each
+    epoch's number and loss. Returns the names of the coref components whose memory was
+    cleared."""
+    pipe = nlp.get_pipe(linker)
+    pipe.ensure_ready()
+    texts, spans, _ = gold_mentions(docs, pipe.span_getter)
+    student = shrink_encoder(pipe.retriever.encoders["mention"], settings.layers)
+    distiller = MentionDistiller(pipe.retriever, student, settings)
+    if on_start is not None:
+        on_start(len(spans))
+    distiller.fit(texts, spans, on_epoch=on_epoch)
     return swap_mention_encoder(nlp, linker, student)

@@ -118,7 +118,7 @@ def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path,
     best = json.loads((tmp_path / "t.json").read_text())["best"]
     assert max(r["f1"] for r in rows) == best["f1"]
     loaded = spacy.load(tmp_path / "tuned")
-    assert loaded.get_pipe("arbo_entity_linker").cfg["threshold"] == best["threshold"]
+    assert loaded.get_pipe("arbo_entity_linker").linking.threshold == best["threshold"]
     # the row without a threshold, chosen, is saved as never NIL (not the KB's default)
     result = CliRunner().invoke(app, [
         "tune-e2e", model, dev, "--threshold", "1e9", "--output-model", str(tmp_path / "no")])

@@ -531,12 +531,13 @@ def test_get_loss_is_the_softmax_loss_of_the_gold_among_predicted_candidates(
     examples = [Example(d, eg.reference) for d, eg in zip(docs, toy_examples[:3], strict=True)]
     loss, d_scores = linker.get_loss(examples, predictions)
     expected, n = 0.0, 0
-    for (scores, positions, _), eg in zip(predictions, examples, strict=True):
-        for row, row_positions, ent in zip(scores, positions, eg.reference.ents, strict=True):
-            gold = linker.kb.position(ent.kb_id_)
-            if gold in row_positions:
+    for links, eg in zip(predictions, examples, strict=True):
+        for link, ent in zip(links, eg.reference.ents, strict=True):
+            ids = [c.id for c in link.candidates]
+            row = np.asarray([c.raw for c in link.candidates])
+            if ent.kb_id_ in ids:
                 probs = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
-                expected -= np.log(probs[list(row_positions).index(gold)])
+                expected -= np.log(probs[ids.index(ent.kb_id_)])
                 n += 1
     assert n > 0 and loss == pytest.approx(expected / n, rel=1e-4)
     assert len(d_scores) == sum(len(eg.reference.ents) for eg in examples)
@@ -871,7 +872,7 @@ def test_the_default_nil_threshold_comes_from_the_kb(tiny_encoder, tmp_path):
 def test_a_saved_linker_keeps_the_threshold_its_kb_gave(tiny_encoder, tmp_path, monkeypatch):
     """The KB's threshold is saved: a loaded pipeline abstains as the saved one did, without
     setting it again (on another CPU a bfloat16 copy could embed the names otherwise)."""
-    import spacy_arboel.components.arbo_entity_linker as module
+    import spacy_arboel.linking.mention_linker as module
 
     nlp, _ = _two_name_nlp(tiny_encoder, tmp_path)
     threshold = nlp.get_pipe("arbo_entity_linker").nil_threshold()

@@ -77,7 +77,7 @@ def test_tune_nil_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_exa
     assert metrics["dev"]["nil"]["n_nil"] == 3 and metrics["dev"]["nil"]["n"] == 11
     assert metrics["test"]["nil"]["f1"] == metrics["dev"]["nil"]["f1"] > 0
     tuned = spacy.load(tmp_path / "tuned")
-    threshold = tuned.get_pipe("arbo_entity_linker").cfg["threshold"]
+    threshold = tuned.get_pipe("arbo_entity_linker").linking.threshold
     assert threshold == pytest.approx(metrics["threshold"])
     docs = list(tuned.pipe(eg.predicted for eg in toy_examples))
     for doc in docs:

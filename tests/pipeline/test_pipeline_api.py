@@ -93,7 +93,7 @@ def test_a_pipeline_loads_with_its_overrides_and_disabled_components(saved_linke
     nlp = load_pipeline(saved_linker / "pipeline",
                         {"components.arbo_entity_linker.top_k": 3,
                          "components.arbo_entity_linker.threshold": 0.5})
-    assert nlp.get_pipe("arbo_entity_linker").cfg["top_k"] == 3
+    assert nlp.get_pipe("arbo_entity_linker").linking.top_k == 3
     assert nlp.config["components"]["arbo_entity_linker"]["threshold"] == 0.5
     nlp = load_pipeline(saved_linker / "pipeline", disable=["arbo_entity_linker"])
     assert nlp.pipe_names == [] and pipeline_kb(nlp) is None
