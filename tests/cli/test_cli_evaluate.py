@@ -124,7 +124,7 @@ def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path,
         "tune-e2e", model, dev, "--threshold", "1e9", "--output-model", str(tmp_path / "no")])
     assert result.exit_code == 0, result.output
     never = spacy.load(tmp_path / "no").get_pipe("arbo_entity_linker")
-    assert never.cfg["threshold"] is None and never.cfg["nil_recall"] is None
+    assert never.linking.threshold is None and never.linking.nil_recall is None
 
 
 def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
