@@ -36,17 +36,11 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
-from ..linking.opposites import unopposed, without_opposites
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
-from ..linking.reader_spans import (
-    LinkedSpan,
-    best_per_span,
-    longest_first,
-    overlapping_none,
-    resolve_spans,
-)
+from ..linking.reader_spans import LinkedSpan
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
+from ..linking.text_links import text_links
 from ..ml.module_holder import initialize_with, torch_modules
 from ..settings import PositiveInt, Probability, choices, defaults
 from ..spacy_data.gold_ids import resolved_gold_ids
@@ -91,9 +85,9 @@ HEAD_SEED = 0
         "model": DEFAULT_MODEL, "kb_path": None,
         **defaults(SpanReaderSettings, PASSAGE_SETTINGS), "default_label": "ENTITY",
         "ents": "replace", **defaults(SpanReaderSettings, INDEX_SETTINGS),
-        "verify_files": "sha256", "dictionary_spans": "untrained", "label_types": None,
+        "verify_files": "sha256", "dictionary_spans": "untrained",
         "spans_key": SPANS_KEY, "nested_names": False,
-        **defaults(CandidatePolicy, ("opposites",)),
+        "get_candidates": {"@misc": "spacy_arboel.candidates.v1"},
         "scorer": {"@scorers": "spacy_arboel.end_to_end_scorer.v1"},
     },
     default_score_weights={"e2e_inkb_f": 1.0, "e2e_inkb_p": 0.0, "e2e_inkb_r": 0.0,
@@ -106,8 +100,8 @@ def make_linker(
     max_span_length: PositiveInt, default_label: str, ents: choices(ENTS_MODES),
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool,
     verify_files: choices(VERIFY_MODES), dictionary_spans: choices(DICTIONARY_MODES),
-    label_types: dict[str, list[str]] | str | None, spans_key: str | None,
-    nested_names: bool, opposites: bool, scorer: Callable | None,
+    spans_key: str | None, nested_names: bool, get_candidates: CandidatePolicy,
+    scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``SpanReaderSettings`` (and ``ReaderSettings`` for
     ``RetrieverReader.v1``) say what each setting does, and hold the defaults; the model's
@@ -117,8 +111,8 @@ def make_linker(
     return ArboLinker(nlp.vocab, model, name, settings=settings, kb_path=kb_path,
                       default_label=default_label, ents=ents, verify_files=verify_files,
                       dictionary_spans=dictionary_spans, nlp=nlp, scorer=scorer,
-                      label_types=label_types, spans_key=spans_key,
-                      nested_names=nested_names, opposites=opposites)
+                      get_candidates=get_candidates, spans_key=spans_key,
+                      nested_names=nested_names)
 
 
 class ArboLinker(KBComponent):
@@ -148,8 +142,12 @@ class ArboLinker(KBComponent):
     nails" and "hypoplastic nails"), each with its best link: all the heads scored above
     ``threshold``, and the dictionary's but the names inside a longer contiguous one (with
     them too under ``nested_names``). The scorer reads the group when given the key
-    (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``). ``opposites`` (as
-    ``arbo_entity_linker``'s candidate policy): no span is linked to an entity whose names
+    (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``).
+
+    ``get_candidates``: the registered candidate policy ``arbo_entity_linker`` takes
+    (``spacy_arboel.candidates.v1``), of which the reader, scoring its own candidates, follows
+    the type rule's ``label_types`` (the label of a linked entity: the first label whose
+    types meet its KB types) and ``opposites``: no span is linked to an entity whose names
     say the opposite of its words ("short stature" is never *Tall stature*;
     ``linking.opposites``); the span takes its next link, if any scored above ``threshold``.
     """
@@ -161,17 +159,15 @@ class ArboLinker(KBComponent):
                  settings: SpanReaderSettings | ReaderSettings, kb_path: str | None,
                  default_label: str, ents: str, verify_files: str, dictionary_spans: str,
                  nlp: Language | None, scorer: Callable | None,
-                 label_types: dict[str, list[str]] | str | None = None,
-                 spans_key: str | None = SPANS_KEY, nested_names: bool = False,
-                 opposites: bool = CandidatePolicy.opposites) -> None:
+                 get_candidates: CandidatePolicy | None = None,
+                 spans_key: str | None = SPANS_KEY, nested_names: bool = False) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "default_label": default_label,
                                     "ents": ents, "verify_files": verify_files,
                                     "dictionary_spans": dictionary_spans,
-                                    "label_types": label_types, "spans_key": spans_key,
-                                    "nested_names": nested_names, "opposites": opposites}
-        self.type_rule = TypeRule.from_settings(label_types)
+                                    "spans_key": spans_key, "nested_names": nested_names}
+        self.get_candidates = get_candidates or CandidatePolicy()
         self.core_class = CORES[model.attrs["reader"]][0]
         self.reader: ReaderBase | None = None
         # whether the heads were trained (the first update sets it; saved in cfg.json)
@@ -202,6 +198,11 @@ class ArboLinker(KBComponent):
             initialize_with(self.model, load)
         self.reader = self.core_class(kb, tokenizer, torch_modules(self.model), self.settings)
         self.dictionary = None
+
+    @property
+    def type_rule(self) -> TypeRule | None:
+        """The type rule of its candidate policy."""
+        return self.get_candidates.rule
 
     def _check_kb(self, kb: KnowledgeBase) -> KnowledgeBase:
         """``kb``; E225/W022 when ``label_types`` names types it lacks."""
@@ -357,51 +358,12 @@ class ArboLinker(KBComponent):
         if not any(t.strip() for t in texts):
             return [DocLinks() for _ in docs]
         core = self._require()
-        results: list[DocLinks] = []
-        if self.uses_heads:
-            found, results = core.scored_spans(texts)
-            found = self._without_opposites(texts, found, results)
-            for result, spans in zip(results, found, strict=True):
-                result.spans = resolve_spans(spans)
-                result.all_spans = best_per_span(spans)
-        if not self.uses_dictionary:
-            return results
-        if self.dictionary is None or self.dictionary.kb is not core.kb:
+        if self.uses_dictionary and (self.dictionary is None or self.dictionary.kb is not core.kb):
             raise ValueError(Errors.E051.format(name=self.name,
                                                 what="dictionary (its names index)"))
-        found, extra = self.dictionary.link(docs)
-        found = self._without_opposites(texts, found, extra)
-        if not self.uses_heads:
-            for text, result, spans in zip(texts, extra, found, strict=True):
-                result.spans = resolve_spans(spans, longest_first(text))
-            return extra
-        for text, result, spans, more in zip(texts, results, found, extra, strict=True):
-            heads = result.spans
-            added = overlapping_none(resolve_spans(spans, longest_first(text)), heads)
-            for key, candidates in more.candidates.items():
-                result.candidates.setdefault(key, candidates)
-            result.spans = sorted(heads + added, key=lambda s: (s.start_char, s.end_char))
-            result.all_spans = best_per_span([*result.all_spans, *more.all_spans])
-        return results
-
-    def _without_opposites(self, texts: Sequence[str], found: list[list[LinkedSpan]],
-                           links: list[DocLinks]) -> list[list[LinkedSpan]]:
-        """``found`` (per text, its linked spans) without the links to an opposite of the
-        span's words, and each span's candidates in ``links`` without them (``opposites``;
-        the check of ``linking.opposites``)."""
-        if not self.cfg["opposites"]:
-            return found
-        kb, language = self.kb, self.vocab.lang
-
-        def names_of(kb_id: str) -> tuple[str, ...]:
-            return kb[kb_id].names
-
-        for text, doc_links in zip(texts, links, strict=True):
-            doc_links.candidates = {
-                (start, end): unopposed(text[start:end], candidates, names_of, language)
-                for (start, end), candidates in doc_links.candidates.items()}
-        return [without_opposites(text, spans, names_of, language)
-                for text, spans in zip(texts, found, strict=True)]
+        return text_links(texts, core.scored_spans(texts) if self.uses_heads else None,
+                          self.dictionary.link(docs) if self.uses_dictionary else None,
+                          self.get_candidates, self.kb, self.vocab.lang)
 
     def scored_spans(self, texts: Sequence[str], threshold: float | None = None
                      ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:

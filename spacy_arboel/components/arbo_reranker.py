@@ -25,7 +25,13 @@ from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
-from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, register_extensions
+from ..extensions import (
+    CANDIDATES_EXT,
+    RAW_SCORES_EXT,
+    RECORDS_EXT,
+    Candidate,
+    register_extensions,
+)
 from ..factories import ENTITY_LINKER, RERANKER
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
@@ -210,16 +216,16 @@ class ArboReranker(KBComponent):
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[list[np.ndarray]]) -> None:
         """Re-order each target ent's top-k by the cross-encoder and set its ``kb_id_``; the
-        candidates' scores (and ``kb_raw_scores``) become the cross-encoder's (0 for the
-        candidates after its top-k)."""
+        candidates' scores (and raw scores) become the cross-encoder's (0 for the candidates
+        after its top-k)."""
         for doc, doc_scores in zip(docs, predictions, strict=True):
             for (ent, ids), scores in zip(self._targets(doc), doc_scores, strict=True):
                 reranked = ranked(ids, scores)
                 rest = [(c, 0.0) for c, _ in ent._.get(CANDIDATES_EXT)[len(ids):]]
                 for token in ent:
                     token.ent_kb_id_ = reranked[0][0]
-                ent._.set(CANDIDATES_EXT, reranked + rest)
-                ent._.set(RAW_SCORES_EXT, [float(score) for _, score in reranked + rest])
+                ent._.set(RECORDS_EXT, [Candidate(c, float(score), float(score))
+                                        for c, score in reranked + rest])
 
     def _training_mentions(self, examples: Sequence[Example]):
         """Texts, spans, ``train_top_k`` candidates and gold id of each usable mention

@@ -56,7 +56,8 @@ def test_raw_text_in_linked_ents_out(tiny_encoder, toy_kb_path):
     assert starts == sorted(starts)  # no overlaps: set_ents would have raised
     # label_types names the labels of the linked entities' types
     named = _nlp(tiny_encoder, toy_kb_path, threshold=0.0, top_k=3,
-                 label_types={"Drug": ["Chemical"], "Condition": ["Disease"]})
+                 get_candidates={"label_types": {"Drug": ["Chemical"],
+                                                 "Condition": ["Disease"]}})
     doc = named("Aspirin induced cough in patients with heart failure.")
     assert doc.ents and all(
         e.label_ == {"Chemical": "Drug", "Disease": "Condition"}[kb[e.kb_id_]["types"][0]]
@@ -604,6 +605,7 @@ def test_no_span_is_linked_to_its_opposite(tiny_encoder, tmp_path, reader):
     linked; with ``opposites = false`` they are kept."""
     from spacy_arboel.linking.reader_spans import LinkedSpan
     from spacy_arboel.linking.retriever_reader import DocLinks
+    from spacy_arboel.linking.text_links import unopposed_links
 
     kb_path = tmp_path / "kb.jsonl"
     kb_path.write_text("".join(json.dumps(e) + "\n" for e in (
@@ -612,10 +614,11 @@ def test_no_span_is_linked_to_its_opposite(tiny_encoder, tmp_path, reader):
     text = "She had short stature."
     for opposites, kept in ((True, ["S"]), (False, ["T", "S"])):
         linker = _nlp(tiny_encoder, kb_path, reader=reader, lang="en",
-                      opposites=opposites).get_pipe("arbo_linker")
+                      get_candidates={"opposites": opposites}).get_pipe("arbo_linker")
         links = DocLinks(candidates={(8, 21): [("T", 0.9), ("S", 0.5)]})
-        found = linker._without_opposites(
-            [text], [[LinkedSpan(8, 21, "T", 0.9), LinkedSpan(8, 21, "S", 0.5)]], [links])
+        found = unopposed_links(
+            [text], [[LinkedSpan(8, 21, "T", 0.9), LinkedSpan(8, 21, "S", 0.5)]], [links],
+            linker.get_candidates, linker.kb, "en")
         assert [s.kb_id for s in found[0]] == kept
         assert [i for i, _ in links.candidates[(8, 21)]] == kept
     # the dictionary's link of a KB name is never dropped: "short stature" is Short stature

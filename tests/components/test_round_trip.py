@@ -49,7 +49,7 @@ PIPELINES = [
                          ("arbo_reranker", {"top_k": 3, "train_top_k": 3})], True),
     ("raw-text-linker", [("arbo_linker", RAW_TEXT_LINKER)], False),
     ("raw-text-linker-labels", [("arbo_linker", {**RAW_TEXT_LINKER,
-                                                 "label_types": TYPES})], False),
+                                                 **_policy(label_types=TYPES)})], False),
     ("raw-text-linker-no-dictionary", [("arbo_linker", {**RAW_TEXT_LINKER,
                                                         "dictionary_spans": "never"})], False),
 ]
