@@ -28,10 +28,9 @@ import srsly
 
 from .errors import Errors, is_coded
 from .jobs.ledger import MANIFEST, Ledger, LedgerError, changed, digest, stamp
+from .settings import VERIFY_MODES
 
 FILES = "files"  # the key of a manifest's entries
-# how from_disk checks the listed files: the components' ``verify_files`` setting
-VERIFY_MODES = ("sha256", "quick")
 # "quick": files up to QUICK_WHOLE bytes are hashed whole, larger ones only their first and
 # last QUICK_ENDS bytes
 QUICK_WHOLE = 16 * 2**20

@@ -22,6 +22,10 @@ from pydantic.v1 import ConstrainedFloat, ConstrainedInt, ValidationError, parse
 
 from .errors import Errors
 
+# how a saved component's files are checked when it is loaded (``artefacts.check_folder``):
+# every component's ``verify_files`` setting
+VERIFY_MODES = ("sha256", "quick")
+
 
 def _constrained(name: str, base: type, doc: str, **bounds: Any) -> Any:
     """A named pydantic constrained number (integers strict: a bool is none; floats

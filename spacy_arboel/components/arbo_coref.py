@@ -239,7 +239,7 @@ class ArboCoref(Pipe):
                 if state.fingerprints != found:
                     raise ValueError(Errors.E015.format(where=where, saved=state.fingerprints,
                                                         found=found))
-                state.validate(len(linker.kb), linker.vector_width)
+                state.validate(len(linker.kb), linker.retriever.vector_width)
         except MemoryFormatError as err:
             raise ValueError(Errors.E030.format(component=self.name, path=where,
                                                 problem=err.problem)) from err
@@ -249,7 +249,7 @@ class ArboCoref(Pipe):
 def linker_fingerprints(linker) -> dict[str, str]:
     """What remembered mentions depend on: the linker's KB and mention encoder."""
     linker.ensure_ready()
-    return {"kb": linker.kb.fingerprint(), "encoder": linker.mention_fingerprint()}
+    return {"kb": linker.kb.fingerprint(), "encoder": linker.retriever.mention_fingerprint()}
 
 
 def doc_mentions(docs: list[Doc], linker, component: str) -> tuple[list[Mention], list]:

@@ -1,7 +1,7 @@
 """``arbo_entity_linker``: links ``doc.ents`` (or the spans its ``span_getter`` gives) with the
-dense retriever (BLINK's bi-encoder),
-trained with any objective of ``spacy_arboel.objectives``. A thin adapter over
-``spacy_arboel.linking.DenseRetriever`` and ``BiEncoderTrainer``."""
+dense retriever (BLINK's bi-encoder), trained with any objective of
+``spacy_arboel.objectives``. A thin adapter over ``linking.MentionLinker`` (links or NIL),
+``linking.DenseRetriever`` and ``BiEncoderTrainer``."""
 
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -13,14 +13,12 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
-from ..artefacts import VERIFY_MODES
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT, RECORDS_EXT, VECTOR_EXT, register_extensions
 from ..factories import ENTITY_LINKER
-from ..kb.index import DenseIndex
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
@@ -39,15 +37,10 @@ from ..ml.bi_encoder import torch_encoders
 from ..ml.candidates import make_candidates  # noqa: F401  (registers get_candidates)
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
-from ..settings import NonNegativeInt, PositiveInt, Recall, choices, defaults
+from ..settings import VERIFY_MODES, NonNegativeInt, PositiveInt, Recall, choices, defaults
 from ..spacy_data.spans import SpanGetter
 from .base import KBComponent
-from .common import (
-    candidate_loss,
-    gold_mentions,
-    run_update,
-    settings_from,
-)
+from .common import candidate_loss, gold_mentions, run_update, settings_from
 from .concurrency import one_thread_at_a_time
 
 # the settings the factory and its model's architecture take from the core's defaults
@@ -90,13 +83,11 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
 def make_entity_linker(
     nlp: Language, name: str, model: Model, objective: Objective, kb_path: str | None,
     top_k: PositiveInt, threshold: float | None, nil_recall: Recall | None, nil_id: str,
-    mention_max_length: int,
-    entity_max_length: int, entity_granularity: choices(GRANULARITIES),
+    mention_max_length: int, entity_max_length: int, entity_granularity: choices(GRANULARITIES),
     expand_abbreviations: bool, american_spelling: bool, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
     name_pairs: NonNegativeInt, skip_own_name: bool, quantize: bool, cpu_bf16: bool,
-    verify_files: choices(VERIFY_MODES),
-    inputs: choices(INPUT_FORMATS),
+    verify_files: choices(VERIFY_MODES), inputs: choices(INPUT_FORMATS),
     get_candidates: CandidatePolicy, span_getter: SpanGetter, scorer: Callable | None,
 ) -> "ArboEntityLinker":
     """Create an ``arbo_entity_linker``; see the class for what each setting does, and
@@ -104,58 +95,41 @@ def make_entity_linker(
     settings = settings_from(RetrieverSettings, {
         **locals(), "similarity": objective.similarity,
         **{key: model.attrs[key] for key in MODEL_SETTINGS}})
-    return ArboEntityLinker(nlp.vocab, model, name, objective=objective, settings=settings,
-                            kb_path=kb_path,
-                            linking=LinkSettings(top_k, threshold, nil_recall, nil_id),
-                            refresh_every=refresh_every, name_pairs=name_pairs,
-                            skip_own_name=skip_own_name, verify_files=verify_files,
-                            get_candidates=get_candidates,
-                            span_getter=span_getter, scorer=scorer)
+    return ArboEntityLinker(
+        nlp.vocab, model, name, objective=objective, settings=settings, kb_path=kb_path,
+        linking=LinkSettings(top_k, threshold, nil_recall, nil_id), refresh_every=refresh_every,
+        name_pairs=name_pairs, skip_own_name=skip_own_name, verify_files=verify_files,
+        get_candidates=get_candidates, span_getter=span_getter, scorer=scorer)
 
 
 class ArboEntityLinker(KBComponent):
-    """Links each span of ``doc.ents`` (or of the span groups ``span_getter`` names: edsnlp's
-    ``span_getter``, e.g. a spancat's ``doc.spans["sc"]``) to a KB entity by dense retrieval.
-
-    ``get_candidates`` (``linking.candidates.CandidatePolicy``, registered as
-    ``spacy_arboel.candidates.v1``) gives each mention's first ``top_k`` candidates in one
-    call: the retriever's nearest entities (BioSyn's lexical union), their scale (p(e | m)
-    or raw scores), the KB's mention prior (``incl_prior``), the opposites check and the
-    type rule (``label_types``: ``{"Chemical": ["Chemical"]}``; ``type_rule`` ``restrict``
-    or ``prefer``). The first becomes the span's ``kb_id_``, ``nil_id`` below the NIL
-    threshold or on a tie (``linking.mention_linker``: ``threshold``, which ``tune-nil``
-    chooses on a dev corpus, else the one that keeps ``nil_recall`` of the right links of the
-    KB's own names; both None: never NIL). The candidates go to ``span._.candidates``
-    (``Candidate`` records; ``kb_candidates`` and ``kb_raw_scores`` are views of them) and
-    the mention vector to ``span._.mention_vector`` (read by ``arbo_coref``).
-
-    In training the index is refreshed every ``refresh_every`` updates, and after updates
-    before docs are processed (``ensure_ready()`` does it explicitly). ``name_pairs``: KB
-    names that join each batch as pseudo-mentions of their entity (``linking.name_pairs``);
-    ``skip_own_name``: under ``names`` inputs, a mention's positive is a name of its gold
-    entity other than its own text (``BiEncoderTrainer``). ``settings``: the retriever's
-    (``RetrieverSettings``: ``inputs`` ``names``, the mention's text against a row per name,
-    cosine, or ``blink``, the mention in context against ``name [TITLE] description``).
-    ``verify_files``: how ``from_disk`` checks the saved files (``artefacts.check_folder``).
-    """
+    """Links each span of ``doc.ents`` (or of the span groups ``span_getter`` names, e.g. a
+    spancat's ``doc.spans["sc"]``) to a KB entity by dense retrieval, in one call of its
+    ``MentionLinker``: ``get_candidates`` (``CandidatePolicy``) gives each mention's first
+    ``top_k`` candidates, the first becomes its ``kb_id_``, ``nil_id`` below the NIL
+    threshold (``linking``: ``LinkSettings``) or on a tie. The candidates go to
+    ``span._.candidates`` (``kb_candidates`` and ``kb_raw_scores`` are views of them), the
+    mention vector to ``span._.mention_vector`` (read by ``arbo_coref``). ``settings``: the
+    retriever's (``RetrieverSettings``); ``refresh_every``, ``name_pairs`` and
+    ``skip_own_name``: the trainer's (``BiEncoderTrainer``); ``verify_files``: how
+    ``from_disk`` checks the saved files (``artefacts.check_folder``). docs/components.md
+    says what each setting does."""
 
     saved_files = SAVED_FILES
     core_attribute = "retriever"
 
     def __init__(self, vocab, model: Model, name: str = ENTITY_LINKER, *,
                  objective: Objective, settings: RetrieverSettings, kb_path: str | None,
-                 linking: LinkSettings = LinkSettings(), refresh_every: int = REFRESH_EVERY,
-                 verify_files: str = "sha256", name_pairs: int = NAME_PAIRS,
-                 skip_own_name: bool = SKIP_OWN_NAME,
-                 get_candidates: CandidatePolicy | None = None, span_getter: SpanGetter,
-                 scorer: Callable | None) -> None:
+                 linking: LinkSettings, refresh_every: int, verify_files: str,
+                 name_pairs: int, skip_own_name: bool, get_candidates: CandidatePolicy,
+                 span_getter: SpanGetter, scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.objective, self.settings, self.linking = objective, settings, linking
-        self.cfg: dict[str, Any] = {"kb_path": kb_path, "refresh_every": refresh_every,
-                                    "name_pairs": name_pairs, "skip_own_name": skip_own_name,
-                                    "verify_files": verify_files}
-        self.get_candidates = get_candidates or CandidatePolicy()
-        self.get_candidates.check_threshold(linking.threshold)
+        self.cfg: dict[str, Any] = {"kb_path": kb_path, "verify_files": verify_files}
+        self.trainer_settings = {"refresh_every": refresh_every, "name_pairs": name_pairs,
+                         "skip_own_name": skip_own_name}  # the trainer's settings
+        self.get_candidates = get_candidates
+        get_candidates.check_threshold(linking.threshold)
         self.span_getter = span_getter
         self.retriever: DenseRetriever | None = None
         self.linker: MentionLinker | None = None
@@ -187,11 +161,8 @@ class ArboEntityLinker(KBComponent):
         self.retriever = DenseRetriever(self._check_kb(kb), tokenizer,
                                         torch_encoders(self.model), self.settings)
         self.linker = MentionLinker(self.retriever, self.get_candidates, self.linking)
-        self.trainer = BiEncoderTrainer(self.retriever, self.objective,
-                                        refresh_every=self.cfg["refresh_every"],
-                                        mixed_precision=self.settings.mixed_precision,
-                                        name_pairs=self.cfg["name_pairs"],
-                                        skip_own_name=self.cfg["skip_own_name"])
+        self.trainer = BiEncoderTrainer(self.retriever, self.objective, **self.trainer_settings,
+                                        mixed_precision=self.settings.mixed_precision)
 
     def use_mention_encoder(self, encoder) -> None:
         """Link with another mention encoder (a ``PooledEncoder``, e.g. the smaller one of
@@ -204,24 +175,6 @@ class ArboEntityLinker(KBComponent):
         initialize_with(self.model, lambda: {"mention": encoder, "entity": entity})
         retriever.use_encoders(torch_encoders(self.model))
         retriever.prepare_inference()
-
-    def build_index(self, build: Callable[[DenseRetriever], DenseIndex]) -> DenseIndex:
-        """Link with the index that ``build`` makes of the retriever's KB rows
-        (``build-index``: ``jobs.build_index.build_kb_index`` on an engine); returns it."""
-        self.ensure_ready()
-        index = build(self.retriever)
-        self.retriever.entities.set_index(index)
-        return index
-
-    @property
-    def vector_width(self) -> int:
-        """The width of the mention vectors (``span._.mention_vector``)."""
-        return self._require("encoders").vector_width
-
-    def mention_fingerprint(self) -> str:
-        """A hash of the mention encoder's weights and input settings: what the mention
-        vectors depend on besides the KB."""
-        return self._require("encoders").mention_fingerprint()
 
     def _set_up_from_config(self) -> None:
         self._set_up(self._config_kb())
@@ -243,8 +196,7 @@ class ArboEntityLinker(KBComponent):
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
         """Load the KB (``kb_loader``, else ``kb_path``) and the base encoder, collect the
         gold training mentions and build the index."""
-        kb = kb_loader(nlp) if kb_loader is not None else None
-        self._set_up(kb if kb is not None else self._config_kb())
+        self._set_up(self._initial_kb(kb_loader, nlp))
         texts, spans, gold_ids = gold_mentions((eg.reference for eg in get_examples()),
                                                self.span_getter, self.kb)
         self.trainer.collect(texts, spans, gold_ids)
@@ -329,20 +281,10 @@ class ArboEntityLinker(KBComponent):
         folders = DenseRetriever.saved_folders(self.settings)
         required = ("cfg.json", "kb.jsonl", "tokenizer", *dict.fromkeys(folders.values()),
                     "index")
-        with self._reading(path, exclude, required) as state:
-            lacking = [key for key in ("inputs", "scores") if key not in state["cfg"]]
-            if "cfg" not in exclude and lacking:
-                raise ValueError(Errors.E030.format(
-                    component=self.name, path=path,
-                    problem=f"cfg.json lacks {' and '.join(map(repr, lacking))}"))
+        with self._reading(path, exclude, required, cfg_keys=("inputs", "scores")) as state:
             cfg = {"seen_ids": [], "n_missing_gold_ids": 0, **state["cfg"]}
-            # an excluded side's encoder comes from the config; the others from their
-            # folder, or the folder their reference names (the untrained entity encoder)
-            sources = {side: (self.model.attrs["encoder_name"] if folders[side] in exclude
-                              else source)
-                       for side, source in DenseRetriever.saved_sources(
-                           path, self.settings).items()}
-            self._set_up(state["kb"], state["tokenizer"], sources)
+            self._set_up(state["kb"], state["tokenizer"], DenseRetriever.saved_sources(
+                path, self.settings, exclude, self.model.attrs["encoder_name"]))
             check_saved_scale(cfg, self.linking.threshold, self.get_candidates, self.name)
             self.trainer.seen_ids = set(cfg["seen_ids"])
             self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]

@@ -20,7 +20,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
-from ..artefacts import VERIFY_MODES, reading
+from ..artefacts import reading
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
 from ..extensions import (
@@ -42,7 +42,7 @@ from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..linking.text_links import text_links
 from ..ml.module_holder import initialize_with, torch_modules
-from ..settings import PositiveInt, Probability, choices, defaults
+from ..settings import VERIFY_MODES, PositiveInt, Probability, choices, defaults
 from ..spacy_data.gold_ids import resolved_gold_ids
 from .base import KBComponent
 from .common import (

@@ -20,7 +20,6 @@ from spacy.training import Example, validate_examples
 from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
-from ..artefacts import VERIFY_MODES
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
@@ -37,7 +36,7 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
 from ..ml.module_holder import initialize_with
-from ..settings import PositiveInt, choices, defaults
+from ..settings import VERIFY_MODES, PositiveInt, choices, defaults
 from ..spacy_data.gold_ids import resolved_gold_ids
 from .base import KBComponent
 from .common import candidate_loss, run_update

@@ -51,6 +51,12 @@ class KBComponent(SavedAsFolder, TrainablePipe):
         """The KB at the config's ``kb_path`` (E008 when it has none)."""
         return config_kb(self.cfg["kb_path"], self.name)
 
+    def _initial_kb(self, kb_loader: Callable[[Any], KnowledgeBase | None] | None,
+                    nlp: Any) -> KnowledgeBase:
+        """``initialize``'s KB: ``kb_loader``'s (spaCy's setting), else ``kb_path``'s."""
+        kb = kb_loader(nlp) if kb_loader is not None else None
+        return kb if kb is not None else self._config_kb()
+
     def ensure_ready(self) -> None:
         """Set up a component used without ``initialize`` or ``from_disk`` (the KB from
         ``kb_path``, the base encoder), then bring what it links with up to date."""
@@ -108,13 +114,13 @@ class KBComponent(SavedAsFolder, TrainablePipe):
 
     @contextmanager
     def _reading(self, path: Path, exclude: set[str], required: Iterable[str],
-                 readers: dict[str, Callable[[Path], Any]] | None = None
-                 ) -> Iterator[dict[str, Any]]:
+                 readers: dict[str, Callable[[Path], Any]] | None = None,
+                 cfg_keys: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
         """``from_disk``'s frame: the ``required`` files not excluded are checked first (E030,
         as ``verify_files`` says); inside, a problem reading them is E030 too. Yields the
         state read: ``cfg`` (``cfg.json``, {} when excluded), ``kb`` (the saved KB, else the
         config's), ``tokenizer`` (its saved folder or None) and what ``readers`` (by entry
-        name) put in it."""
+        name) put in it. A ``cfg.json`` without one of ``cfg_keys`` is damaged (E030)."""
         check_folder(path, self.name, [n for n in required if n.split(".")[0] not in exclude],
                      self.cfg["verify_files"])
         state: dict[str, Any] = {"cfg": {}, "tokenizer": None}
@@ -127,6 +133,11 @@ class KBComponent(SavedAsFolder, TrainablePipe):
                 "tokenizer": lambda p: state.update(tokenizer=p),
                 **(readers or {}),
             }, exclude)
+            lacking = [key for key in cfg_keys if key not in state["cfg"]]
+            if "cfg" not in exclude and lacking:
+                raise ValueError(Errors.E030.format(
+                    component=self.name, path=path,
+                    problem=f"cfg.json lacks {' and '.join(map(repr, lacking))}"))
             if "kb" not in state:
                 state["kb"] = self._config_kb()
             yield state

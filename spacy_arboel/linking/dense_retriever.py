@@ -351,10 +351,12 @@ class DenseRetriever(OverIndexedKB):
                                     InputBuilder(tokenizer).marker_ids)
 
     @staticmethod
-    def saved_sources(path: Path, settings: RetrieverSettings) -> dict[str, Path]:
+    def saved_sources(path: Path, settings: RetrieverSettings, exclude: Iterable[str] = (),
+                      base: str | None = None) -> dict[str, Path | str]:
         """The saved folder of each side's weights (``saved_folders``, or the folder a
-        reference names: ``saved_transformers.weights_folder``)."""
-        return {side: weights_folder(path, name)
+        reference names: ``saved_transformers.weights_folder``); a side whose folder is in
+        ``exclude`` comes from ``base`` (the base encoder's name)."""
+        return {side: base if name in exclude else weights_folder(path, name)
                 for side, name in DenseRetriever.saved_folders(settings).items()}
 
     @staticmethod

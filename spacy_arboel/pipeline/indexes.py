@@ -27,7 +27,12 @@ def build_linker_index(nlp: Language, linker: str, model: str | Path, engine: An
     bad ``kind``, ``pq_bytes`` or work folder."""
     from ..jobs.build_index import EmbedderSource, build_kb_index
 
-    return nlp.get_pipe(linker).build_index(lambda retriever: build_kb_index(
+    pipe = nlp.get_pipe(linker)
+    pipe.ensure_ready()
+    retriever = pipe.retriever
+    index = build_kb_index(
         retriever, EmbedderSource.of(Path(model) / linker, retriever), engine, work_dir,
         kind=kind, pq_bytes=pq_bytes, refine=refine, shard_rows=shard_rows, on_total=on_total,
-        on_rows=on_rows, on_stage=on_stage))
+        on_rows=on_rows, on_stage=on_stage)
+    retriever.entities.set_index(index)
+    return index

@@ -110,7 +110,7 @@ def test_training_steps_mix_name_pairs_into_the_batch(tiny_encoder, toy_kb_path,
 
 def test_name_pairs_is_validated_and_off_by_default(tiny_encoder, toy_kb_path):
     nlp = spacy.blank("xx")
-    assert _linker(nlp, tiny_encoder, toy_kb_path).cfg["name_pairs"] == 0
+    assert _linker(nlp, tiny_encoder, toy_kb_path).trainer_settings["name_pairs"] == 0
     with pytest.raises(ConfigValidationError):
         _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, name_pairs=-1)
 
