@@ -5,9 +5,9 @@ with per-span retrieval, ``linking.SpanReader``) or ``spacy_arboel.RetrieverRead
 (EntQA / BEER²'s per-passage retrieval and a reader pass per candidate,
 ``linking.RetrieverReader``). Until its heads are trained it proposes the KB's names and
 aliases found in the text instead, linked by the zero-shot encoder (``dictionary_spans``,
-see ``dictionary_spans.py``)."""
+see ``dictionary_spans.py`` and ``dictionary_linker.py``)."""
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -29,17 +29,22 @@ from ..extensions import (
     SPANS_KEY,
     register_extensions,
 )
-from ..factories import ENTITY_LINKER, LINKER, find_components
+from ..factories import ENTITY_LINKER, LINKER
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..kb.type_rule import TypeRule
 from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
-from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
+from ..linking.reader_base import (
+    ReaderBase,
+    check_linker_source,
+    check_saved_settings,
+    structural_settings,
+)
 from ..linking.reader_spans import LinkedSpan
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
-from ..linking.span_reader import SpanReader, SpanReaderSettings
+from ..linking.span_reader import SpanReader, SpanReaderSettings, can_train_on
 from ..linking.text_links import text_links
 from ..ml.module_holder import initialize_with, torch_modules
 from ..settings import VERIFY_MODES, PositiveInt, Probability, choices, defaults
@@ -49,11 +54,13 @@ from .common import (
     add_linked_ents,
     gold_mentions,
     run_update,
+    saved_component,
     set_linked_group,
     settings_from,
 )
 from .concurrency import one_thread_at_a_time
-from .dictionary_spans import DICTIONARY_MODES, DictionaryLinker
+from .dictionary_linker import DictionaryLinker
+from .dictionary_spans import DICTIONARY_MODES
 
 # the settings the factory takes from its core's defaults (``SpanReaderSettings``, equal to
 # ``ReaderSettings``'), and those the default architecture holds
@@ -270,6 +277,8 @@ class ArboLinker(KBComponent):
             raise ValueError(Errors.E029.format(name=self.name,
                                                 problem="both linker_path and reader_path"))
         self.trained = False
+        if kb is None and self.cfg["kb_path"] and (reader_path or linker_path):
+            kb = self._config_kb()
         if reader_path:
             self._from_reader(Path(reader_path), kb)
         elif linker_path:
@@ -285,44 +294,25 @@ class ArboLinker(KBComponent):
             self._ensure_dictionary()
 
     def _from_linker(self, path: Path, kb: KnowledgeBase | None) -> None:
-        import spacy
-
-        pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
-        linkers = ([pipeline.get_pipe(n) for n in find_components(pipeline, ENTITY_LINKER)]
-                   if pipeline else [])
-        if not linkers:
+        """Set up from the ``arbo_entity_linker`` saved at ``path`` (E021: none there)."""
+        linker = saved_component(path, ENTITY_LINKER)
+        if linker is None:
             raise ValueError(Errors.E021.format(path=path))
-        pooling = linkers[0].model.attrs["pooling"]
-        wanted = "cls" if pooling == "cls" else "mean"
-        if self.settings.entity_pooling != wanted:
-            raise ValueError(Errors.E022.format(pooling=pooling, wanted=wanted,
-                                                found=self.settings.entity_pooling))
-        linkers[0].ensure_ready()
-        retriever = linkers[0].retriever
-        if self.settings.entity_granularity != retriever.settings.entity_granularity:
-            raise ValueError(Errors.E056.format(
-                name=self.name, path=path, found=retriever.settings.entity_granularity,
-                configured=self.settings.entity_granularity))
-        if kb is None and self.cfg["kb_path"]:
-            kb = self._config_kb()
+        retriever = linker.retriever
+        check_linker_source(self.settings, retriever.settings, linker.model.attrs["pooling"],
+                            self.name, path)
+        linker.ensure_ready()
         self._set_up(kb or retriever.kb, retriever.tokenizer,
                      partial(self.core_class.modules_from, retriever, self.settings))
         self.reader.entities.reuse_index(retriever.kb, retriever.index)
 
     def _from_reader(self, path: Path, kb: KnowledgeBase | None) -> None:
-        import spacy
-
-        pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
-        names = find_components(pipeline, LINKER) if pipeline else []
-        source = pipeline.get_pipe(names[0]) if names else None
+        """Train on from the span-reader ``arbo_linker`` saved at ``path`` (E029)."""
+        source = saved_component(path, LINKER)
         found = source.reader if source is not None else None
-        same = ("entity_granularity", "entity_pooling")
-        if not (isinstance(found, SpanReader) and self.core_class is SpanReader
-                and all(getattr(found.settings, k) == getattr(self.settings, k) for k in same)):
+        if not can_train_on(found, self.core_class, self.settings):
             raise ValueError(Errors.E029.format(name=self.name, problem=f"reader_path '{path}' "
                                                 f"({found and asdict(found.settings)})"))
-        if kb is None and self.cfg["kb_path"]:
-            kb = self._config_kb()
         self._set_up(kb or found.kb, found.tokenizer,
                      partial(SpanReader.modules_from_reader, found, self.settings))
         self.trained = source.trained  # its trained heads are ours
@@ -364,18 +354,6 @@ class ArboLinker(KBComponent):
         return text_links(texts, core.scored_spans(texts) if self.uses_heads else None,
                           self.dictionary.link(docs) if self.uses_dictionary else None,
                           self.get_candidates, self.kb, self.vocab.lang)
-
-    def scored_spans(self, texts: Sequence[str], threshold: float | None = None
-                     ) -> tuple[list[list[LinkedSpan]], list[DocLinks]]:
-        """The heads' reading of ``texts``: per text, every (span, entity) pair scoring above
-        ``threshold`` (default: the configured one) before overlaps are resolved, and its
-        ``DocLinks`` (the reader's ``scored_spans``)."""
-        return self._require().scored_spans(texts, threshold)
-
-    def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[int, int, list[str]]]]:
-        """The reader's retrieval alone: per text, per passage, ``(start_char, end_char,
-        top-k entity ids)`` (for recall@K curves)."""
-        return self._require().retrieve(texts, k)
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
         """Write ``doc.ents`` (replacing or keeping the old ones), every linked span as

@@ -17,6 +17,7 @@ from ..artefacts import clear_saved, write_manifest
 from ..encoders.inputs import MentionSpan
 from ..errors import Errors
 from ..extensions import CANDIDATES_EXT
+from ..factories import find_components
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.losses import ranked_candidate_loss
 from ..spacy_data.gold_ids import resolved_gold_ids
@@ -49,6 +50,16 @@ def config_kb(kb_path: str | None, name: str) -> KnowledgeBase:
     if not Path(kb_path).is_file():
         raise ValueError(Errors.E222.format(name=name, path=kb_path))
     return KnowledgeBase.from_jsonl(kb_path)
+
+
+def saved_component(path: Path, factory: str) -> Any:
+    """The first component made by ``factory`` in the pipeline saved at ``path`` (None when
+    there is no pipeline there, or none such in it)."""
+    import spacy
+
+    pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
+    names = find_components(pipeline, factory) if pipeline else []
+    return pipeline.get_pipe(names[0]) if names else None
 
 
 def settings_from(settings_class: type[S], values: Mapping[str, Any]) -> S:

@@ -76,10 +76,10 @@ def evaluate_end_to_end(
 
 def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
                      nil_id: str = "NIL") -> dict[str, Any]:
-    """Mention- and passage-level recall@K of the linker's retrieval (``retrieve``), for
-    each K."""
+    """Mention- and passage-level recall@K of the linker's retrieval (its reader's
+    ``retrieve``), for each K."""
     linker.ensure_ready()
-    retrieved = linker.retrieve([g.text for g in gold_docs], max(ks))
+    retrieved = linker.reader.retrieve([g.text for g in gold_docs], max(ks))
     in_kb = kb_contains(linker.kb)
     golds = [inkb_gold_mentions(g, in_kb, nil_id) for g in gold_docs]
     out: dict[str, Any] = {}
@@ -115,7 +115,8 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
         raise ValueError(f"thresholds must be a non-empty list of values >= 0, got {thresholds}")
     check_gold(gold_docs)
     linker.ensure_ready()
-    found, _ = linker.scored_spans([g.text for g in gold_docs], threshold=min(thresholds))
+    found, _ = linker.reader.scored_spans([g.text for g in gold_docs],
+                                          threshold=min(thresholds))
     rows = threshold_rows(gold_docs, linker.kb, sorted(set(thresholds)), lambda i, threshold: [
         (s.start_char, s.end_char, s.kb_id)
         for s in resolve_spans(s for s in found[i] if s.score > threshold)], nil_id)

@@ -236,3 +236,19 @@ def check_saved_settings(saved: dict[str, Any], configured: dict[str, Any], name
                  if setting == "reader" else (f"model.{setting}", saved[setting], value))
         raise ValueError(Errors.E080.format(name=name, path=path, setting=shown[0],
                                             found=shown[1], configured=shown[2]))
+
+
+def check_linker_source(settings: Any, retriever_settings: Any, pooling: str, name: str,
+                        path: Path) -> None:
+    """Whether a reader of ``settings`` can start from an ``arbo_entity_linker`` (BEER²
+    starts from BLINK's bi-encoder) whose retriever has ``retriever_settings`` and pools with
+    ``pooling``: its index needs the same entity pooling (E022) and granularity (E056)."""
+    wanted = "cls" if pooling == "cls" else "mean"
+    if settings.entity_pooling != wanted:
+        raise ValueError(Errors.E022.format(pooling=pooling, wanted=wanted,
+                                            found=settings.entity_pooling))
+    if settings.entity_granularity != retriever_settings.entity_granularity:
+        raise ValueError(Errors.E056.format(
+            name=name, path=path, found=retriever_settings.entity_granularity,
+            configured=settings.entity_granularity))
+

@@ -452,3 +452,11 @@ class SpanReader(ReaderBase):
                                    device=scores.device)
         valid = torch.as_tensor(candidates >= 0, device=scores.device)
         return retriever_loss(scores, positive, valid & torch.isfinite(scores))
+
+
+def can_train_on(found: object, core_class: type, settings: object) -> bool:
+    """Whether a reader of ``core_class`` and ``settings`` can train on from the reader
+    ``found`` (both span readers of the same entity granularity and pooling)."""
+    same = ("entity_granularity", "entity_pooling")
+    return (isinstance(found, SpanReader) and core_class is SpanReader
+            and all(getattr(found.settings, k) == getattr(settings, k) for k in same))

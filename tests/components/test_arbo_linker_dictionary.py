@@ -12,7 +12,7 @@ import torch
 from confection import ConfigValidationError
 from thinc.api import Adam
 
-from spacy_arboel.components.dictionary_spans import DictionaryLinker
+from spacy_arboel.components.dictionary_linker import DictionaryLinker
 from spacy_arboel.linking.indexed_kb import IndexedKB
 from spacy_arboel.linking.reader_spans import LinkedSpan
 from spacy_arboel.linking.retriever_reader import DocLinks
