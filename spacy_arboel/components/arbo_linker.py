@@ -42,10 +42,9 @@ from ..linking.reader_base import (
     check_saved_settings,
     structural_settings,
 )
-from ..linking.reader_spans import LinkedSpan
 from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings, can_train_on
-from ..linking.text_links import text_links
+from ..linking.text_links import linked_rows, text_links
 from ..ml.module_holder import initialize_with, torch_modules
 from ..settings import VERIFY_MODES, PositiveInt, Probability, choices, defaults
 from ..spacy_data.gold_ids import resolved_gold_ids
@@ -123,41 +122,19 @@ def make_linker(
 
 
 class ArboLinker(KBComponent):
-    """Finds and links entity mentions in raw text with a retriever and a reader.
-
-    ``ents``: ``replace`` the doc's ents, or ``keep`` them and add the non-overlapping new
-    ones. A span's label is its entity's KB type, else the label its entity had most often in
-    the training corpus, else ``default_label``. ``reader`` is the core it drives.
-    ``verify_files``: how ``from_disk`` checks the saved files (``sha256`` or ``quick``, see
-    ``artefacts.check_folder``).
-
-    ``dictionary_spans``: where the spans to link come from. ``untrained`` (default): until
-    the component is trained (its first ``update``; saved with it), the KB's names and
-    aliases found in the text (``DictionarySpans``: case-insensitive, longest match first)
-    linked by the zero-shot encoder (``DictionaryLinker``), then the trained heads' spans
-    only. The default because untrained heads propose noise, while the heads trained on a
-    corpus learn which mentions it annotates (a dictionary proposes every KB name, wanted or
-    not: more recall, less precision). ``always``: the dictionary until trained, then its
-    spans that overlap no span of the heads are added to theirs (when that raises the F1
-    measured on your dev set). ``never``: the heads' spans only, trained or not. Dictionary
-    spans keep their link whatever ``threshold`` (a p(m)·p(e | m) of the heads) says; their
-    score is the encoder's cosine of the linked entity.
-
-    ``doc.ents`` holds no two overlapping links (of nested dictionary spans the longest, of
-    the heads' the best scored); ``doc.spans[spans_key]`` (default ``"arbo_concepts"``;
-    ``null``: none) holds every linked span, overlapping ones too ("aplastic or hypoplastic
-    nails" and "hypoplastic nails"), each with its best link: all the heads scored above
-    ``threshold``, and the dictionary's but the names inside a longer contiguous one (with
-    them too under ``nested_names``). The scorer reads the group when given the key
-    (``spacy_arboel.end_to_end_scorer.v1``'s ``spans_key``).
-
-    ``get_candidates``: the registered candidate policy ``arbo_entity_linker`` takes
-    (``spacy_arboel.candidates.v1``), of which the reader, scoring its own candidates, follows
-    the type rule's ``label_types`` (the label of a linked entity: the first label whose
-    types meet its KB types) and ``opposites``: no span is linked to an entity whose names
-    say the opposite of its words ("short stature" is never *Tall stature*;
-    ``linking.opposites``); the span takes its next link, if any scored above ``threshold``.
-    """
+    """Finds and links entity mentions in raw text with a retriever and a reader (``reader``,
+    the core it drives), no NER in front. ``dictionary_spans`` says where its spans come
+    from: ``untrained`` (default), the KB's names and aliases found in the text
+    (``DictionarySpans``) linked by the zero-shot encoder (``DictionaryLinker``) until the
+    heads are trained, then theirs; ``always``, the dictionary's added to the heads' where
+    they overlap none; ``never``, the heads' alone (``linking.text_links``). ``ents``:
+    ``replace`` the doc's ents, or ``keep`` them and add the new ones that overlap none;
+    ``doc.spans[spans_key]`` holds every linked span, overlapping ones too (the names inside
+    a longer contiguous one under ``nested_names``). ``get_candidates``: the registered policy
+    ``arbo_entity_linker`` takes, whose type rule names the label of a linked entity
+    (``ReaderBase.label_of``; else ``default_label``) and whose ``opposites`` drops a link
+    to an entity whose names say the opposite of the span's words. ``verify_files``: how
+    ``from_disk`` checks the saved files. docs/components.md says what each setting does."""
 
     saved_files = SAVED_FILES
     core_attribute = "reader"
@@ -246,30 +223,15 @@ class ArboLinker(KBComponent):
                 nested=self.cfg["nested_names"], previous=self.dictionary)
         return self.dictionary
 
-    @one_thread_at_a_time
-    def _before_docs(self) -> None:
-        """Before docs are processed (``nlp(...)``, ``nlp.pipe``), bring a set-up component up
-        to date (``_make_current``): the entity index of a KB it was given (``swap_kb``) and
-        the dictionary where it is in use and missing (``initialize`` on a training corpus
-        leaves it out); ``predict`` itself never builds anything."""
-        if self.reader is not None:
-            self._make_current()
-
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Language | None = None,
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None,
                    linker_path: str | None = None, reader_path: str | None = None) -> None:
         """Load the KB and the encoders, build the entity index, learn entity labels.
-
-        ``linker_path``: a trained pipeline with an ``arbo_entity_linker`` whose mention
-        encoder initialises the passage encoder and reader, and whose entity encoder,
-        tokenizer, KB and index are reused (BEER² starts from BLINK's bi-encoder likewise).
-        ``reader_path`` (instead): a trained pipeline with a span-reader ``arbo_linker`` to
-        train on from, e.g. with ``cross_reread`` added; its KB and index are reused.
-        Without gold mentions in ``get_examples`` (``nlp.initialize()`` alone: linking
-        follows, not training) the dictionary and its names index are built too while
-        dictionary proposals are in use; with them, only when docs are first processed.
-        """
+        ``linker_path``: an ``arbo_entity_linker`` whose encoders, tokenizer, KB and index
+        start the reader (BEER² starts from BLINK's bi-encoder); ``reader_path``: a span-reader
+        ``arbo_linker`` to train on from. Without gold mentions (``nlp.initialize()``) the
+        dictionary is built too while in use; with them, when docs are first processed."""
         kb = kb_loader(nlp) if kb_loader is not None else None
         if nlp is not None:
             self._nlp = nlp
@@ -357,33 +319,19 @@ class ArboLinker(KBComponent):
 
     def set_annotations(self, docs: Iterable[Doc], predictions: list[DocLinks]) -> None:
         """Write ``doc.ents`` (replacing or keeping the old ones), every linked span as
-        ``doc.spans[spans_key]``, ``span._.kb_candidates`` and ``doc._.passage_candidates``."""
-        default = self.cfg["default_label"]
+        ``doc.spans[spans_key]``, ``span._.candidates`` and ``doc._.passage_candidates``."""
         key = self.cfg["spans_key"]
+
+        def label_of(kb_id: str) -> str:
+            return self.reader.label_of(kb_id, self.cfg["default_label"], self.type_rule)
+
         for doc, links in zip(docs, predictions, strict=True):
-            add_linked_ents(doc, self._rows(links, sorted(links.spans, key=lambda s: -s.score),
-                                            default), keep=self.cfg["ents"] == "keep")
+            add_linked_ents(doc, linked_rows(links, sorted(links.spans, key=lambda s: -s.score),
+                                             label_of), keep=self.cfg["ents"] == "keep")
             if key:
-                set_linked_group(doc, key, self._rows(links, links.all_spans or links.spans,
-                                                      default))
+                set_linked_group(doc, key, linked_rows(links, links.all_spans or links.spans,
+                                                       label_of))
             doc._.set(PASSAGE_CANDIDATES_EXT, links.passages)
-
-    def _rows(self, links: DocLinks, spans: Iterable[LinkedSpan], default: str
-              ) -> list[tuple[int, int, str, str, list]]:
-        """``(start_char, end_char, label, kb_id, candidates)`` of each of ``spans``."""
-        return [(s.start_char, s.end_char, self.label_of(s.kb_id, default), s.kb_id,
-                 links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)]))
-                for s in spans]
-
-    def label_of(self, kb_id: str, default: str) -> str:
-        """The ent label of a span linked to ``kb_id``: the first label of ``label_types``
-        whose types meet the entity's, else the reader's (the entity's first KB type, its
-        label in the training corpus, or ``default``)."""
-        if self.type_rule is not None:
-            label = self.type_rule.label_for(self.kb[kb_id].types)
-            if label is not None:
-                return label
-        return self.reader.label_of(kb_id, default)
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboLinker.score")
@@ -409,10 +357,7 @@ class ArboLinker(KBComponent):
         path, exclude = ensure_path(path), set(exclude)
         required = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "entity_encoder",
                     "heads.safetensors", "index")
-        with self._reading(path, exclude, required) as state:
-            if "cfg" not in exclude and "trained" not in state["cfg"]:
-                raise ValueError(Errors.E030.format(component=self.name, path=path,
-                                                    problem="cfg.json lacks 'trained'"))
+        with self._reading(path, exclude, required, cfg_keys=("trained",)) as state:
             cfg = {"labels": {}, "updates": 0, "trained": False, **state["cfg"]}
             check_saved_settings(cfg, {"reader": self.model.attrs["reader"],
                                        **structural_settings(self.settings)}, self.name, path)

@@ -16,7 +16,7 @@ from thinc.api import Optimizer
 from ..artefacts import clear_saved, write_manifest
 from ..encoders.inputs import MentionSpan
 from ..errors import Errors
-from ..extensions import CANDIDATES_EXT
+from ..extensions import RECORDS_EXT
 from ..factories import find_components
 from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.losses import ranked_candidate_loss
@@ -97,9 +97,9 @@ def run_update(pipe: Any, examples: Iterable[Example], step: Callable[[list[Exam
 def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], *,
                     keep: bool) -> None:
     """Write ``(start_char, end_char, label, kb_id, candidates)`` links, best first, as
-    ``doc.ents`` with ``span._.kb_candidates``: the doc's ents are replaced, or kept with
-    ``keep`` (then only links that overlap none of them are added); a link that overlaps a
-    better one once expanded to token boundaries is dropped."""
+    ``doc.ents`` with ``span._.candidates`` (``Candidate`` records): the doc's ents are
+    replaced, or kept with ``keep`` (then only links that overlap none of them are added); a
+    link that overlaps a better one once expanded to token boundaries is dropped."""
     kept = list(doc.ents) if keep else []
     taken = np.zeros(len(doc), dtype=bool)
     for ent in kept:
@@ -109,7 +109,7 @@ def add_linked_ents(doc: Doc, links: Iterable[tuple[int, int, str, str, list]], 
         if taken[span.start : span.end].any():
             continue
         taken[span.start : span.end] = True
-        span._.set(CANDIDATES_EXT, candidates)
+        span._.set(RECORDS_EXT, candidates)
         new.append(span)
     # span extensions are keyed by character offsets, so they carry over to doc.ents
     doc.set_ents(sorted(kept + new, key=lambda s: s.start), default="outside")
@@ -119,10 +119,10 @@ def set_linked_group(doc: Doc, key: str, links: Iterable[tuple[int, int, str, st
                      ) -> None:
     """Write ``(start_char, end_char, label, kb_id, candidates)`` links, overlapping ones
     too, as the span group ``doc.spans[key]`` (sorted by offsets) with
-    ``span._.kb_candidates``; a link that is no token span once expanded is left out."""
+    ``span._.candidates``; a link that is no token span once expanded is left out."""
     spans = []
     for span, candidates in _token_spans(doc, links):
-        span._.set(CANDIDATES_EXT, candidates)
+        span._.set(RECORDS_EXT, candidates)
         spans.append(span)
     doc.spans[key] = sorted(spans, key=lambda s: (s.start, s.end))
 

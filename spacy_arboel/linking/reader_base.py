@@ -29,6 +29,7 @@ from ..encoders.weights import (
 from ..errors import Errors
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
+from ..kb.type_rule import TypeRule
 from ..settings import PositiveInt, Probability, choices
 from .dense_retriever import GRANULARITIES, RetrieverSettings
 from .indexed_kb import IndexedKB, OverIndexedKB, RowSettings
@@ -106,10 +107,13 @@ class ReaderBase(OverIndexedKB):
                     counts[i][label] += 1
         self.entity_labels = {i: c.most_common(1)[0][0] for i, c in sorted(counts.items())}
 
-    def label_of(self, kb_id: str, default: str) -> str:
-        """The entity's first KB type, else its learnt label, else ``default``."""
+    def label_of(self, kb_id: str, default: str, rule: TypeRule | None = None) -> str:
+        """The ent label of a span linked to ``kb_id``: the first label of the type
+        ``rule`` whose types meet the entity's, else the entity's first KB type, else its
+        learnt label, else ``default``."""
         types = self.kb[kb_id].types
-        return types[0] if types else self.entity_labels.get(kb_id, default)
+        label = rule.label_for(types) if rule is not None else None
+        return label or (types[0] if types else self.entity_labels.get(kb_id, default))
 
     # --- the KB's entities (held by ``entities``) ---------------------------------------------
 

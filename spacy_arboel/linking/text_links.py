@@ -5,8 +5,9 @@ links to an entity whose names say the opposite of the words linked (the candida
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ..extensions import Candidate
 from ..kb.knowledge_base import KnowledgeBase
 from .candidates import CandidatePolicy
 from .opposites import unopposed, without_opposites
@@ -66,3 +67,14 @@ def text_links(texts: Sequence[str], heads: Found | None, dictionary: Found | No
         result.spans = sorted(kept + added, key=lambda s: (s.start_char, s.end_char))
         result.all_spans = best_per_span([*result.all_spans, *more.all_spans])
     return results
+
+
+def linked_rows(links: DocLinks, spans: Sequence[LinkedSpan], label_of: Callable[[str], str]
+                ) -> list[tuple[int, int, str, str, list[Candidate]]]:
+    """``(start_char, end_char, label, kb_id, candidates)`` of each of ``spans`` (what a
+    component writes), its candidates ``links``' (the span's own link alone where it has
+    none), as ``Candidate`` records whose raw score is the reader's."""
+    return [(s.start_char, s.end_char, label_of(s.kb_id), s.kb_id,
+             [Candidate(i, score, score) for i, score in
+              links.candidates.get((s.start_char, s.end_char), [(s.kb_id, s.score)])])
+            for s in spans]
