@@ -32,7 +32,7 @@ from ..extensions import (
     register_extensions,
 )
 from ..factories import ENTITY_LINKER, RERANKER
-from ..kb.knowledge_base import KnowledgeBase
+from ..kb.knowledge_base import NIL_ID, KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
 from ..ml.cross_encoder import torch_scorer
 from ..ml.module_holder import initialize_with
@@ -58,7 +58,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
     assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{RAW_SCORES_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "linker": ENTITY_LINKER, "kb_path": None, "top_k": 4,
-        "train_top_k": 8, "inject_gold": True, "nil_id": "NIL",
+        "train_top_k": 8, "inject_gold": True, "nil_id": NIL_ID,
         **defaults(RerankerSettings, INPUT_SETTINGS), "verify_files": "sha256",
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },

@@ -17,6 +17,7 @@ from spacy.training import Example
 from ..data.ids import gold_ids
 from ..data.pubtator import NO_ID
 from ..extensions import PASSAGE_CANDIDATES_EXT, register_extensions
+from ..kb.knowledge_base import NIL_ID
 from ..spacy_data.gold_ids import kb_of, resolve_examples
 from .metrics import KbIds, f1_score, kb_contains
 
@@ -103,7 +104,7 @@ def score_end_to_end(
     examples: Iterable[Example],
     *,
     kb_ids: KbIds | None = None,
-    nil_id: str = "NIL",
+    nil_id: str = NIL_ID,
     spans_key: str | None = None,
     **_: Any,
 ) -> dict[str, Any]:

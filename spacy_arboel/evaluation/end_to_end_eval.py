@@ -12,6 +12,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..factories import LINKER, find_components, pipeline_kb
+from ..kb.knowledge_base import NIL_ID
 from ..spacy_data.gold_ids import resolve_gold_docs
 from .end_to_end import (
     inkb_gold_mentions,
@@ -29,7 +30,7 @@ WARMUP_DOCS = 5
 
 def evaluate_end_to_end(
     nlp: Language, gold_docs: Iterable[Doc], *, batch_size: int = 8,
-    recall_ks: Sequence[int] = RECALL_KS, nil_id: str = "NIL",
+    recall_ks: Sequence[int] = RECALL_KS, nil_id: str = NIL_ID,
 ) -> dict[str, Any]:
     """Link the raw text of ``gold_docs`` with ``nlp`` (any pipeline that sets ``doc.ents``
     with ``kb_id_``): InKB micro P/R/F1 with strong matching, and docs/s after an untimed
@@ -75,7 +76,7 @@ def evaluate_end_to_end(
 
 
 def retriever_recall(linker, gold_docs: Sequence[Doc], ks: Sequence[int], *,
-                     nil_id: str = "NIL") -> dict[str, Any]:
+                     nil_id: str = NIL_ID) -> dict[str, Any]:
     """Mention- and passage-level recall@K of the linker's retrieval (its reader's
     ``retrieve``), for each K."""
     linker.ensure_ready()
@@ -102,7 +103,7 @@ THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.35, 
 
 
 def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float] = THRESHOLDS,
-                   *, nil_id: str = "NIL") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                   *, nil_id: str = NIL_ID) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """InKB micro P/R/F1 (strong matching on character spans) of ``arbo_linker`` at each
     threshold on its link score (p_span × p_rank, or p(m)·p(e | m)), from one reading of
     ``gold_docs``; returns the row with the best F1 (ties: the higher threshold) and all rows.
@@ -126,7 +127,7 @@ def tune_threshold(linker, gold_docs: Sequence[Doc], thresholds: Sequence[float]
 
 def threshold_rows(gold_docs: Sequence[Doc], kb, thresholds: Sequence[float | None],
                    kept: Callable[[int, float | None], list[tuple[int, int, str]]],
-                   nil_id: str = "NIL") -> list[dict[str, Any]]:
+                   nil_id: str = NIL_ID) -> list[dict[str, Any]]:
     """One InKB micro P/R/F1 row (strong matching) per threshold; ``kept(i, threshold)``:
     the ``(start_char, end_char, kb_id)`` predictions of doc ``i`` at that threshold; gold
     ids that are alternate ids of ``kb`` are resolved."""
@@ -152,7 +153,7 @@ SCORE_QUANTILES = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 
 
 def tune_linker_threshold(nlp: Language, gold_docs: Sequence[Doc], component: str,
-                          thresholds: Sequence[float] | None = None, *, nil_id: str = "NIL"
+                          thresholds: Sequence[float] | None = None, *, nil_id: str = NIL_ID
                           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """InKB micro P/R/F1 on raw text of a pipeline whose ``arbo_entity_linker`` links the
     ents found before it (``ner``), at each NIL threshold on the best candidate's score: an

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..data.ids import gold_ids
 from ..extensions import CANDIDATES_EXT
+from ..kb.knowledge_base import NIL_ID
 
 KS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 CALIBRATION_BINS = 10
@@ -73,7 +74,7 @@ class MentionOutcome:
 
 
 def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int],
-                   nil_id: str = "NIL") -> dict[str, Any]:
+                   nil_id: str = NIL_ID) -> dict[str, Any]:
     """n, recall@k for each k (of the candidates, whatever was linked), accuracy (of the
     links: NIL is wrong in the KB) and the share abstained (NIL); out-of-KB mentions are
     never correct."""
@@ -91,7 +92,7 @@ def _group_metrics(outcomes: Sequence[MentionOutcome], ks: Sequence[int],
 
 
 def linking_metrics(
-    outcomes: Iterable[MentionOutcome], ks: Sequence[int] = KS, *, nil_id: str = "NIL"
+    outcomes: Iterable[MentionOutcome], ks: Sequence[int] = KS, *, nil_id: str = NIL_ID
 ) -> dict[str, Any]:
     """Recall@k and accuracy overall, in and out of the KB, seen/unseen and per entity type.
 
@@ -179,7 +180,7 @@ def mention_outcomes_from_examples(
     examples: Iterable[Any],
     kb_ids: KbIds | None = None,
     seen_ids: Container[str] | None = None,
-    nil_id: str = "NIL",
+    nil_id: str = NIL_ID,
 ) -> list[MentionOutcome]:
     """One :class:`MentionOutcome` per gold entity of spaCy ``Example`` objects.
 

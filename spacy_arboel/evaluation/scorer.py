@@ -10,6 +10,7 @@ from spacy.scorer import Scorer
 from spacy.training import Example
 
 from ..extensions import register_extensions
+from ..kb.knowledge_base import NIL_ID
 from ..spacy_data.gold_ids import kb_of, resolve_examples
 from .metrics import KS, linking_metrics, mention_outcomes_from_examples
 
@@ -19,7 +20,7 @@ def score_entity_linking(
     *,
     kb_ids: Container[str] | Callable[[str], bool] | None = None,
     seen_ids: Container[str] | None = None,
-    nil_id: str = "NIL",
+    nil_id: str = NIL_ID,
     **cfg: Any,
 ) -> dict[str, Any]:
     """Score linked entities: ``nel_inkb_recall@k``, ``nel_inkb_acc``, ``nel_recall@k``,
