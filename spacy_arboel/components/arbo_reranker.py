@@ -1,11 +1,10 @@
 """``arbo_reranker``: BLINK's cross-encoder (§4.2) re-ranking the candidates of
 ``arbo_entity_linker``; a thin adapter over ``spacy_arboel.linking.CrossEncoderReranker``.
 
-Put it right after the linker: each ent's top ``top_k`` of ``span._.kb_candidates`` are
-re-ordered by the cross-encoder (softmax over their scores; the linker's other candidates
-follow with probability 0) and the best becomes its ``kb_id_``; NIL ents stay NIL. Trained
-by ``spacy train`` with the linker frozen and annotating: its candidates are the hard
-negatives, the gold entity injected where retrieval missed it (``inject_gold``).
+Put it right after the linker: each ent's top ``top_k`` candidates are re-ordered by the
+cross-encoder (the linker's others follow with probability 0) and the best becomes its
+``kb_id_``; NIL ents stay NIL. Trained by ``spacy train`` with the linker frozen and
+annotating: its candidates are the hard negatives (the gold injected: ``inject_gold``).
 """
 
 from collections.abc import Callable, Iterable, Sequence
@@ -24,13 +23,7 @@ from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
-from ..extensions import (
-    CANDIDATES_EXT,
-    RAW_SCORES_EXT,
-    RECORDS_EXT,
-    Candidate,
-    register_extensions,
-)
+from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, RECORDS_EXT, Candidate, register_extensions
 from ..factories import ENTITY_LINKER, RERANKER
 from ..kb.knowledge_base import NIL_ID, KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
@@ -75,23 +68,19 @@ def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: 
     settings = RerankerSettings(mention_max_length, entity_max_length, expand_abbreviations,
                                 american_spelling, batch_size, quantize,
                                 model.attrs["mixed_precision"])
-    return ArboReranker(nlp.vocab, model, name, settings=settings, linker=linker,
-                        kb_path=kb_path, top_k=top_k, train_top_k=train_top_k,
-                        inject_gold=inject_gold, nil_id=nil_id, verify_files=verify_files,
-                        scorer=scorer, nlp=nlp)
+    return ArboReranker(
+        nlp.vocab, model, name, settings=settings, linker=linker, kb_path=kb_path, top_k=top_k,
+        train_top_k=train_top_k, inject_gold=inject_gold, nil_id=nil_id,
+        verify_files=verify_files, scorer=scorer, nlp=nlp)
 
 
 class ArboReranker(KBComponent):
     """Re-ranks each ent's top ``top_k`` linker candidates with a cross-encoder.
-
     ``train_top_k`` candidates per mention are scored in training (softmax loss, BLINK eq. 4
     over the scores of eq. 5–6); ``kb_path`` is the KB (default: the ``linker``'s, shared
     with it: saved once, in the linker's folder, and followed when the linker's KB is
-    swapped); ``settings`` are the factory's input and
-    scoring settings (``batch_size``: pairs per forward pass; ``quantize``: int8, CPU only).
-    ``verify_files``: how ``from_disk`` checks the saved files (``sha256`` or ``quick``, see
-    ``artefacts.check_folder``).
-    """
+    swapped); ``settings``: the scorer's inputs (``RerankerSettings``); ``verify_files``: how
+    ``from_disk`` checks the saved files (``artefacts.check_folder``)."""
 
     saved_files = SAVED_FILES
     core_attribute = "reranker"
@@ -104,8 +93,7 @@ class ArboReranker(KBComponent):
         self.settings = settings
         self.cfg: dict[str, Any] = {"linker": linker, "kb_path": kb_path, "nil_id": nil_id,
                                     "top_k": top_k, "train_top_k": train_top_k,
-                                    "inject_gold": inject_gold,
-                                    "verify_files": verify_files}
+                                    "inject_gold": inject_gold, "verify_files": verify_files}
         self.reranker: CrossEncoderReranker | None = None
         self._nlp = nlp  # where the linker whose KB it shares is
         self.seen_ids: set[str] = set()  # the training corpus's gold ids (seen/unseen scores)
@@ -113,8 +101,7 @@ class ArboReranker(KBComponent):
 
     def _set_up(self, kb: KnowledgeBase, tokenizer: Any = None, encoder: Any = None,
                 head: Any = None) -> None:
-        """The core over ``kb`` with the scorer (by default the base encoder and a new head)
-        loaded into the thinc model."""
+        """The core over ``kb``, its scorer (default: base encoder, new head) in the model."""
         tokenizer = load_tokenizer(str(tokenizer or self.model.attrs["encoder_name"]))
         encoder = encoder or self.model.attrs["encoder_name"]
         initialize_with(self.model, lambda: {"scorer": load_scorer(encoder, len(tokenizer),
@@ -180,10 +167,9 @@ class ArboReranker(KBComponent):
                    kb_loader: Callable[[Language], KnowledgeBase] | None = None) -> None:
         """Take the KB (``kb_loader``, else ``kb_path``, else the linker's), load the base
         encoder and note the training corpus's gold ids (for seen/unseen scores)."""
-        kb = kb_loader(nlp) if kb_loader is not None else None
         if nlp is not None:
             self._nlp = nlp  # component_names: spacy train disables the frozen linker here
-        self._set_up(kb if kb is not None else self._config_kb())
+        self._set_up(self._initial_kb(kb_loader, nlp))
         self.seen_ids = {i for eg in get_examples() for ent in eg.reference.ents
                          for i in resolved_gold_ids(ent.kb_id_, self.kb)}
 
