@@ -801,6 +801,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "its name. Remove one of its aliases instead, or leave the entity out of the KB "
         "(e.g. with build-kb --types or prepare --remove-types)."
     )
+    E262 = (
+        "span._.kb_raw_scores takes one raw score per candidate of span._.candidates "
+        "({n}), got {got}. Set span._.candidates to Candidate(id, score, raw) records "
+        "instead (spacy_arboel.extensions.Candidate)."
+    )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (
         "{path}: obsolete terms are replaced_by each other in a loop ({loop}), so none of "

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .errors import Errors
+
 
 class Candidate(NamedTuple):
     """One candidate entity of a mention, the items of ``span._.candidates``: its KB ``id``,
@@ -31,6 +33,7 @@ class Candidate(NamedTuple):
     id: str
     score: float
     raw: float
+
 
 RECORDS_EXT = "candidates"
 CANDIDATES_EXT = "kb_candidates"
@@ -69,8 +72,8 @@ def _raw(span) -> list[float] | None:
 def _set_raw(span, raw) -> None:
     records = _records(span) or []
     if raw is None or len(raw) != len(records):
-        raise ValueError(f"span._.{RAW_SCORES_EXT} takes one raw score per candidate of "
-                         f"span._.{RECORDS_EXT} ({len(records)})")
+        raise ValueError(Errors.E262.format(n=len(records), got=raw if raw is None
+                                            else f"{len(raw)} scores"))
     span._.set(RECORDS_EXT, [Candidate(c[0], c[1], float(r))
                              for c, r in zip(records, raw, strict=True)])
 
