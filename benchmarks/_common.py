@@ -7,6 +7,7 @@ Each script is run as ``python benchmarks/<script>.py``, so this folder is on ``
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import platform
@@ -24,6 +25,14 @@ RESULTS = ROOT / "benchmarks" / "results"
 def machine() -> str:
     """The machine a result file records: architecture, cores, Python version."""
     return f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, CPU"
+
+
+def run_stamp() -> dict[str, str]:
+    """What a result file records of the run that wrote it: the command as it was typed
+    (``python benchmarks/<script>.py`` and its arguments), the machine and the date."""
+    script = relative_path(Path(sys.argv[0]))
+    return {"command": " ".join(["python", script, *sys.argv[1:]]), "machine": machine(),
+            "date": datetime.date.today().isoformat()}
 
 
 def command_line(cmd: list[str]) -> str:

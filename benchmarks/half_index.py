@@ -15,11 +15,9 @@ thresholds, and how many links and candidate rankings changed. Writes
 from __future__ import annotations
 
 import argparse
-import datetime
-import sys
 from pathlib import Path
 
-from _common import machine, write_result
+from _common import run_stamp, write_result
 from pipeline_size import links
 
 LINKER = "arbo_entity_linker"
@@ -69,8 +67,7 @@ def main() -> None:
         "changed_rankings": sum([i for i, _ in a[1]] != [i for i, _ in b[1]]
                                 for a, b in zip(before, after, strict=True)),
         "max_vector_change": float(np.abs(rounded - index.embeddings).max()),
-        "command": " ".join(["python", "benchmarks/half_index.py", *sys.argv[1:]]),
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     print(result)
     write_result(result)

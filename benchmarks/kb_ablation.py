@@ -21,12 +21,10 @@ Writes ``benchmarks/results/kb-ablation-<name>.json``. Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
 import random
-import sys
 from pathlib import Path
 
-from _common import machine, untrained_linker, write_result
+from _common import run_stamp, untrained_linker, write_result
 
 from spacy_arboel.kb.knowledge_base import NIL_ID as NIL
 
@@ -101,8 +99,7 @@ def main() -> None:
                                                         - point["in_kb_r1"], 4)}
                        for point in (operating_point(rows, t) for t in THRESHOLDS)],
         "setup_s": round(setup, 1), "torch_threads": torch.get_num_threads(),
-        "command": " ".join(["python", "benchmarks/kb_ablation.py", *sys.argv[1:]]),
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     print("no NIL", never, "default", default, result["mentions"],
           result["out_of_kb_mentions"])

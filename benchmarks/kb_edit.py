@@ -21,13 +21,11 @@ and brings up to date both its entity index and its dictionary's names index. Us
 from __future__ import annotations
 
 import argparse
-import datetime
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import machine, untrained_linker, write_result
+from _common import run_stamp, untrained_linker, write_result
 from pipeline_size import links
 
 LINKERS = ("arbo_entity_linker", "arbo_linker")
@@ -139,8 +137,7 @@ def main() -> None:
         "against_full_rebuild": compared,
         "added_aliases_linked": ([e[0] for e in expected[-len(added):]]
                                  if linker == "arbo_entity_linker" else None),
-        "command": " ".join(["python", "benchmarks/kb_edit.py", *sys.argv[1:]]),
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     print(result)
     write_result(result)

@@ -18,7 +18,6 @@ while quadratic code grows 16x and more (the old ``resolve_spans``: 24x). Writes
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import os
@@ -27,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, machine, write_result
+from _common import ROOT, run_stamp, write_result
 
 sys.path.insert(0, str(ROOT))  # the test suite's tiny BERT and toy KB
 
@@ -121,9 +120,7 @@ def main() -> None:
         "max_relative": args.max_relative, "passed": not failed,
         "torch_threads": torch.get_num_threads(), "load_average": [
             round(x, 2) for x in os.getloadavg()],
-        "command": " ".join(["python", "benchmarks/linking_scaling.py", *sys.argv[1:]]),
-        "machine": machine(),
-        "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     })
     print(f"wrote {path.relative_to(ROOT)}")
     sys.exit(1 if failed else 0)

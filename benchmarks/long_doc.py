@@ -14,14 +14,12 @@ number of ents and the peak RSS to ``benchmarks/results/long-doc.json``. Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import resource
-import sys
 import time
 from pathlib import Path
 
-from _common import RESULTS, machine
+from _common import RESULTS, run_stamp
 
 
 def long_text(source: Path, n_chars: int) -> str:
@@ -78,9 +76,7 @@ def main() -> None:
            else {"model": str(args.model)}),
         "source": "BC5CDR test abstracts, concatenated", "rows": rows,
         "peak_rss_mb": round(peak_mb), "torch_threads": torch.get_num_threads(),
-        "command": " ".join(["python", "benchmarks/long_doc.py", *sys.argv[1:]]),
-        "machine": machine(),
-        "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.output}.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import random
-import sys
 from pathlib import Path
 
-from _common import machine, untrained_linker, write_result
+from _common import run_stamp, untrained_linker, write_result
 
 from spacy_arboel.kb.knowledge_base import NIL_ID as NIL
 
@@ -158,8 +156,7 @@ def main() -> None:
         "name": f"opposite-probes-{args.name}", "kb": str(args.kb), "kb_entities": len(kb),
         "pairs": len(probes), "encoder": args.encoder or "default", "runs": runs,
         "torch_threads": torch.get_num_threads(),
-        "command": " ".join(["python", "benchmarks/opposite_probes.py", *sys.argv[1:]]),
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     write_result(result)
 

@@ -15,13 +15,12 @@ share whose ``kb_id_`` and candidates equal the saving pipeline's. Writes
 from __future__ import annotations
 
 import argparse
-import datetime
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from _common import machine, untrained_linker, write_result
+from _common import run_stamp, untrained_linker, write_result
 
 MB = 1024 * 1024
 
@@ -78,8 +77,7 @@ def main() -> None:
         "total_mb": total, "package_mb": package_mb, "component_mb": sizes,
         "mentions": len(expected),
         "same_links_after_loading": same, "setup_s": round(setup, 1),
-        "command": " ".join(["python", "benchmarks/pipeline_size.py", *sys.argv[1:]]),
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     print(result)
     write_result(result)

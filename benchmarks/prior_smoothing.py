@@ -16,11 +16,9 @@ share of first candidates whose joined score is 0.999 or more (pinned). Writes
 from __future__ import annotations
 
 import argparse
-import datetime
-import sys
 from pathlib import Path
 
-from _common import machine, untrained_linker, write_result
+from _common import run_stamp, untrained_linker, write_result
 from pipeline_size import links
 
 
@@ -65,8 +63,7 @@ def main() -> None:
     result = {
         "name": f"prior-smoothing-{args.name}", "kb": str(args.corpus / "kb.jsonl"),
         "splits": rows, "setup_s": round(setup, 1),
-        "command": " ".join(["python", "benchmarks/prior_smoothing.py", *sys.argv[1:]]),
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        **run_stamp(),
     }
     print(result)
     write_result(result)
