@@ -46,6 +46,9 @@ PASSAGE_CANDIDATES_EXT = "passage_candidates"
 SPANS_KEY = "arbo_concepts"
 
 SPAN_EXTENSIONS = (RECORDS_EXT, VECTOR_EXT, CLUSTER_EXT, LINKER_ID_EXT)
+# the candidate records and their two views: what writing a span's candidates assigns
+CANDIDATE_ATTRS = tuple(f"span._.{name}" for name in (RECORDS_EXT, CANDIDATES_EXT,
+                                                      RAW_SCORES_EXT))
 DOC_EXTENSIONS = (PASSAGE_CANDIDATES_EXT,)
 
 

@@ -17,7 +17,7 @@ from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
-from ..extensions import CANDIDATES_EXT, RECORDS_EXT, VECTOR_EXT, register_extensions
+from ..extensions import CANDIDATE_ATTRS, RECORDS_EXT, VECTOR_EXT, register_extensions
 from ..factories import ENTITY_LINKER
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
@@ -65,7 +65,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
 @Language.factory(
     ENTITY_LINKER,
     requires=["doc.ents"],
-    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{VECTOR_EXT}"],
+    assigns=["token.ent_kb_id", *CANDIDATE_ATTRS, f"span._.{VECTOR_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE, "kb_path": None,
         **defaults(LinkSettings, ("top_k", "threshold", "nil_recall", "nil_id")),
@@ -127,7 +127,7 @@ class ArboEntityLinker(KBComponent):
         self.objective, self.settings, self.linking = objective, settings, linking
         self.cfg: dict[str, Any] = {"kb_path": kb_path, "verify_files": verify_files}
         self.trainer_settings = {"refresh_every": refresh_every, "name_pairs": name_pairs,
-                         "skip_own_name": skip_own_name}  # the trainer's settings
+                                 "skip_own_name": skip_own_name}  # the trainer's
         self.get_candidates = get_candidates
         get_candidates.check_threshold(linking.threshold)
         self.span_getter = span_getter
@@ -236,12 +236,11 @@ class ArboEntityLinker(KBComponent):
         docs = list(docs)
         self._require("knowledge base or encoders")
         mentions = [list(self.span_getter(d)) for d in docs]
-        links = self.linker.link(
-            [d.text for d in docs],
-            [MentionSpan(i, e.start_char, e.end_char) for i, found in enumerate(mentions)
-             for e in found],
-            [e.label_ for found in mentions for e in found], language=self.vocab.lang) \
-            if any(mentions) else []
+        spans = [MentionSpan(i, e.start_char, e.end_char) for i, found in enumerate(mentions)
+                 for e in found]
+        labels = [e.label_ for found in mentions for e in found]
+        links = self.linker.link([d.text for d in docs], spans, labels,
+                                 language=self.vocab.lang) if spans else []
         bounds = np.cumsum([0, *(len(found) for found in mentions)])
         return [links[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)]
 

@@ -23,12 +23,7 @@ from thinc.api import Model, Optimizer
 from ..artefacts import reading
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
-from ..extensions import (
-    CANDIDATES_EXT,
-    PASSAGE_CANDIDATES_EXT,
-    SPANS_KEY,
-    register_extensions,
-)
+from ..extensions import CANDIDATE_ATTRS, PASSAGE_CANDIDATES_EXT, SPANS_KEY, register_extensions
 from ..factories import ENTITY_LINKER, LINKER
 from ..kb.index import read_index_meta
 from ..kb.index_builder import INDEX_KINDS
@@ -86,7 +81,7 @@ HEAD_SEED = 0
 @Language.factory(
     LINKER,
     assigns=["doc.ents", "token.ent_kb_id", "doc.spans",
-             f"span._.{CANDIDATES_EXT}", f"doc._.{PASSAGE_CANDIDATES_EXT}"],
+             *CANDIDATE_ATTRS, f"doc._.{PASSAGE_CANDIDATES_EXT}"],
     default_config={
         "model": DEFAULT_MODEL, "kb_path": None,
         **defaults(SpanReaderSettings, PASSAGE_SETTINGS), "default_label": "ENTITY",

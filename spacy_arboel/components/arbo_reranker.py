@@ -23,7 +23,7 @@ from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
-from ..extensions import CANDIDATES_EXT, RAW_SCORES_EXT, RECORDS_EXT, Candidate, register_extensions
+from ..extensions import CANDIDATE_ATTRS, CANDIDATES_EXT, register_extensions
 from ..factories import ENTITY_LINKER, RERANKER
 from ..kb.knowledge_base import NIL_ID, KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
@@ -48,7 +48,7 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
 @Language.factory(
     RERANKER,
     requires=[f"span._.{CANDIDATES_EXT}"],
-    assigns=["token.ent_kb_id", f"span._.{CANDIDATES_EXT}", f"span._.{RAW_SCORES_EXT}"],
+    assigns=["token.ent_kb_id", *CANDIDATE_ATTRS],
     default_config={
         "model": DEFAULT_MODEL, "linker": ENTITY_LINKER, "kb_path": None, "top_k": 4,
         "train_top_k": 8, "inject_gold": True, "nil_id": NIL_ID,
@@ -209,8 +209,7 @@ class ArboReranker(KBComponent):
                 rest = [(c, 0.0) for c, _ in ent._.get(CANDIDATES_EXT)[len(ids):]]
                 for token in ent:
                     token.ent_kb_id_ = reranked[0][0]
-                ent._.set(RECORDS_EXT, [Candidate(c, float(score), float(score))
-                                        for c, score in reranked + rest])
+                ent._.set(CANDIDATES_EXT, reranked + rest)  # records: raw = score
 
     def _training_mentions(self, examples: Sequence[Example]):
         """Texts, spans, ``train_top_k`` candidates and gold id of each usable mention

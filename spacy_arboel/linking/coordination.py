@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 # what a unit of a doc is to the matcher
 WORD, STOP, COORDINATOR, STOP_COORDINATOR, UNKNOWN, BREAK, OUTER = range(7)
-# English coordinators (a name distributed over a coordination: ``_coordinated``)
+# English coordinators (a name distributed over a coordination: ``coordinated``)
 COORDINATORS = frozenset({"and", "or", ",", "and/or", "/", "nor"})
 HYPHENS = frozenset({"-", "\u2010", "\u2011"})
 MAX_GAP = 6

@@ -255,4 +255,3 @@ def check_linker_source(settings: Any, retriever_settings: Any, pooling: str, na
         raise ValueError(Errors.E056.format(
             name=name, path=path, found=retriever_settings.entity_granularity,
             configured=settings.entity_granularity))
-
