@@ -69,7 +69,7 @@ def arbo_linker_row(row: str, args: argparse.Namespace) -> dict:
     return result_file(_named(row, args), "arbo_linker (untrained: dictionary spans, "
                        "zero-shot encoder)",
                        {"config": recorded, "kb": KBS[args.kb][2], "names_matched": spans.n_names,
-                        "dictionary_spans": linker.cfg["dictionary_spans"]},
+                        "dictionary_spans": linker.settings.dictionary_spans},
                        metrics, timings, [command])
 
 

@@ -12,15 +12,17 @@ the one confection checks).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import MISSING, fields
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from functools import lru_cache
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from pydantic.v1 import ConstrainedFloat, ConstrainedInt, ValidationError, parse_obj_as
 
 from .errors import Errors
+
+S = TypeVar("S")
 
 # how a saved component's files are checked when it is loaded (``artefacts.check_folder``):
 # every component's ``verify_files`` setting
@@ -45,6 +47,7 @@ Probability = _constrained("Probability", ConstrainedFloat, "A probability that 
 Fraction = _constrained("Fraction", ConstrainedFloat, "A share: in [0, 1].", ge=0, le=1)
 Recall = _constrained("Recall", ConstrainedFloat, "A share that is kept: in (0, 1].", gt=0,
                       le=1)
+Finite = _constrained("Finite", ConstrainedFloat, "A finite number.")
 Cosine = _constrained("Cosine", ConstrainedFloat, "A cosine: in [-1, 1].", ge=-1, le=1)
 
 
@@ -80,8 +83,8 @@ def check_fields(settings: Any) -> None:
     the choices of a ``Literal``, E011 naming the range of a constrained number; other
     annotations are not checked."""
     hints = get_type_hints(type(settings))
-    for field in fields(settings):
-        check_value(field.name, getattr(settings, field.name), hints[field.name])
+    for declared in fields(settings):
+        check_value(declared.name, getattr(settings, declared.name), hints[declared.name])
 
 
 def _refusal(name: str, kind: Any, value: Any) -> str | None:
@@ -111,4 +114,64 @@ def _condition(kind: Any) -> str:
         return f"in [{kind.ge}, {high}{')' if kind.lt is not None else ']'}"
     if kind.gt is not None:
         return f"> {kind.gt}"
+    if kind.ge is None:
+        return "a finite number"
     return f"{'an integer ' if getattr(kind, 'strict', False) else ''}>= {kind.ge}"
+
+
+@dataclass(frozen=True)
+class ComponentSettings:
+    """The settings of a pipeline component: each argument of its factory that is no
+    registered block, typed and with its default. A field a core also takes is declared
+    once, in the core's settings dataclass, and copied from there (``component_settings``);
+    the factory's ``default_config`` is ``config()``. Checked once when built (E007, E011)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    @classmethod
+    def config(cls) -> dict[str, Any]:
+        """Every field's default, in order: what the factory's ``default_config`` holds."""
+        return {f.name: f.default for f in fields(cls)}
+
+    @classmethod
+    def from_arguments(cls: type[S], arguments: Mapping[str, Any]) -> S:
+        """The settings among a factory's ``arguments`` (its ``locals()``)."""
+        return cls(**{f.name: arguments[f.name] for f in fields(cls)})
+
+    def of(self, settings_class: type[S], **extra: Any) -> S:
+        """The dataclass ``settings_class`` (a core's) from the fields it shares with these,
+        and ``extra`` (the settings a model's architecture holds)."""
+        own = {f.name for f in fields(self)}
+        return settings_class(**{f.name: getattr(self, f.name) for f in fields(settings_class)
+                                 if f.name in own and f.name not in extra}, **extra)
+
+
+@dataclass(frozen=True)
+class KBComponentSettings(ComponentSettings):
+    """What every component over a KB takes: ``kb_path``, the KB when none is given at
+    ``initialize`` (or one to link with after loading), and ``verify_files``, how
+    ``from_disk`` checks the saved files (``artefacts.check_folder``)."""
+
+    kb_path: str | None = None
+    verify_files: choices(VERIFY_MODES) = "sha256"
+
+
+def taken(settings_class: type, names: Iterable[str] | None = None
+          ) -> list[tuple[str, Any, Any]]:
+    """The fields ``names`` (default: all) of the dataclass ``settings_class`` as
+    ``(name, type, field)``, each with its declared default: a component's settings take
+    them from there rather than restating them."""
+    hints = get_type_hints(settings_class)
+    declared = {f.name: f for f in fields(settings_class)}
+    return [(name, hints[name], field(default=declared[name].default))
+            for name in (names if names is not None else declared)]
+
+
+def component_settings(name: str, module: str, doc: str,
+                       specs: Iterable[tuple[str, Any, Any]],
+                       base: type[ComponentSettings] = KBComponentSettings) -> type:
+    """A frozen ``base`` dataclass named ``name`` (of ``module``) with the fields ``specs``:
+    ``(name, type, default)``, or those ``taken`` from a core's dataclass."""
+    return make_dataclass(name, list(specs), bases=(base,), frozen=True,
+                          namespace={"__doc__": doc, "__module__": module})

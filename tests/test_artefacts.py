@@ -396,7 +396,7 @@ def test_damaged_coref_state_is_refused(saved, tmp_path):
 def test_verify_files_is_a_setting_of_each_component(factory, tiny_encoder, toy_kb_path):
     nlp = spacy.blank("xx")
     config = _config(factory, toy_kb_path, tiny_encoder)
-    assert nlp.add_pipe(factory, config=config).cfg["verify_files"] == "sha256"
+    assert nlp.add_pipe(factory, config=config).settings.verify_files == "sha256"
     with pytest.raises(ConfigValidationError, match=r"verify_files.*'sha256', 'quick'"):
         nlp.add_pipe(factory, name="other", config={**config, "verify_files": "none"})
 
@@ -416,7 +416,7 @@ def test_verify_files_quick_is_chosen_in_the_config(saved, tmp_path, monkeypatch
     _load_fails(path, r"E030.*index/embeddings.npy is not the file")
     # quick does not hash the middle of a large file: it loads
     nlp = spacy.load(path, config=quick)
-    assert nlp.get_pipe("arbo_entity_linker").cfg["verify_files"] == "quick"
+    assert nlp.get_pipe("arbo_entity_linker").settings.verify_files == "quick"
     _flip(vectors, vectors.stat().st_size // 2)  # as it was
     weights = linker / "mention_encoder" / "model.safetensors"
     _flip(weights, weights.stat().st_size // 2)

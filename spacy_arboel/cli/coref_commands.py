@@ -247,6 +247,6 @@ def add_coref_command(
                   {target_name: target}, [target_name])
     nlp = _load(model, ctx, component, settings)
     save_pipeline(nlp, target)
-    cfg = nlp.get_pipe(component).cfg
-    msg.good(f"Saved {target} with {component}: k={cfg['k']} "
-             f"threshold={cfg['threshold']} directed={cfg['directed']}")
+    chosen = nlp.get_pipe(component).settings
+    msg.good(f"Saved {target} with {component}: k={chosen.k} "
+             f"threshold={chosen.threshold} directed={chosen.directed}")

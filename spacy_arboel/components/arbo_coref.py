@@ -2,9 +2,9 @@
 partition. A thin adapter over ``spacy_arboel.coref`` (``MentionMemory``, ``cluster_mentions``):
 the linker's annotations become plain mentions, and their cluster ids annotations."""
 
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,15 @@ from spacy.training import Example
 from spacy.util import ensure_path, from_disk, minibatch, to_bytes, to_disk
 
 from ..artefacts import MANIFEST, check_folder, clear_saved, reading, write_manifest
-from ..coref import MemoryFormatError, Mention, MentionMemory, cluster_mentions, text_key
+from ..coref import (
+    ClusterSettings,
+    MemoryFormatError,
+    Mention,
+    MentionMemory,
+    cluster_link,
+    cluster_mentions,
+    text_key,
+)
 from ..errors import Errors
 from ..extensions import (
     CANDIDATES_EXT,
@@ -27,11 +35,16 @@ from ..extensions import (
     register_extensions,
 )
 from ..factories import COREF, ENTITY_LINKER
+from ..settings import ComponentSettings, Finite, PositiveInt, component_settings, taken
 from .concurrency import in_worker_process, one_thread_at_a_time
 
-SETTINGS = ("linker", "k", "threshold", "directed", "same_doc_only", "buffer_size",
-            "nil_prefix", "keep_state")
-CLUSTERING = ("k", "threshold", "directed", "same_doc_only", "nil_prefix")
+ArboCorefSettings = component_settings(
+    "ArboCorefSettings", __name__, """The settings of ``arbo_coref`` (its factory's,
+    defaults included): the ``linker`` whose vectors and candidates it clusters, the
+    clustering's (``ClusterSettings``), the docs clustered together (``buffer_size``) and
+    whether batches are remembered (``keep_state``).""",
+    [("linker", str, ENTITY_LINKER), *taken(ClusterSettings), ("buffer_size", PositiveInt, 1000),
+     ("keep_state", bool, False)], base=ComponentSettings)
 SAVED = ("state",)  # what to_disk and to_bytes write (the remembered mentions)
 
 
@@ -39,23 +52,19 @@ SAVED = ("state",)  # what to_disk and to_bytes write (the remembered mentions)
     COREF,
     requires=["doc.ents", f"span._.{VECTOR_EXT}", f"span._.{CANDIDATES_EXT}"],
     assigns=["token.ent_kb_id", f"span._.{CLUSTER_EXT}", f"span._.{LINKER_ID_EXT}"],
-    default_config={
-        "linker": ENTITY_LINKER, "k": 8, "threshold": None, "directed": True,
-        "same_doc_only": False, "buffer_size": 1000, "nil_prefix": "NIL_",
-        "keep_state": False, "scorer": {"@scorers": "spacy_arboel.coref_scorer.v1"},
-    },
+    default_config={**ArboCorefSettings.config(),
+                    "scorer": {"@scorers": "spacy_arboel.coref_scorer.v1"}},
     default_score_weights={"coref_conll_f1": 1.0, "coref_nmi": 0.0, "coref_ari": 0.0,
                            "coref_link_acc": 0.0},
 )
 def make_coref(
-    nlp: Language, name: str, linker: str, k: int, threshold: float | None, directed: bool,
-    same_doc_only: bool, buffer_size: int, nil_prefix: str, keep_state: bool,
-    scorer: Callable | None,
+    nlp: Language, name: str, linker: str, k: PositiveInt, threshold: Finite | None,
+    directed: bool, same_doc_only: bool, nil_prefix: str, buffer_size: PositiveInt,
+    keep_state: bool, scorer: Callable | None,
 ) -> "ArboCoref":
-    """Create an ``arbo_coref``; see the class for what each setting does."""
-    return ArboCoref(nlp, name, linker=linker, k=k, threshold=threshold, directed=directed,
-                     same_doc_only=same_doc_only, buffer_size=buffer_size,
-                     nil_prefix=nil_prefix, keep_state=keep_state, scorer=scorer)
+    """Create an ``arbo_coref``; ``ArboCorefSettings`` says what each setting is."""
+    return ArboCoref(nlp, name, settings=ArboCorefSettings.from_arguments(locals()),
+                     scorer=scorer)
 
 
 class ArboCoref(Pipe):
@@ -72,7 +81,7 @@ class ArboCoref(Pipe):
     and ``span._.linker_kb_id`` keeps the linker's own link, so that a link the clustering
     changed shows it. The linker's type rule (its ``label_types``) holds here too: no edge
     joins mentions of incompatible labels, and a mention whose cluster's entity does not fit
-    its label keeps the linker's link.
+    its label keeps the linker's link (``coref.cluster_link``).
 
     ``nlp.pipe`` clusters up to ``buffer_size`` docs together. With ``keep_state``, the
     mentions of every batch are remembered (``state``, saved with ``to_disk``) and later
@@ -80,47 +89,35 @@ class ArboCoref(Pipe):
     (same text and offsets) takes the current id of its remembered copy. The memory belongs
     to the linker's KB and mention encoder: after a change of either, clustering refuses
     (E034) until ``clear_state()``. Worker processes of ``nlp.pipe(n_process > 1)`` are
-    refused (E033): each would cluster its own docs.
+    refused (E033): each would cluster its own docs. ``settings``: ``ArboCorefSettings``.
     """
 
-    def __init__(
-        self, nlp: Language, name: str = COREF, *, linker: str, k: int,
-        threshold: float | None, directed: bool, same_doc_only: bool, buffer_size: int,
-        nil_prefix: str, keep_state: bool, scorer: Callable | None,
-    ) -> None:
+    def __init__(self, nlp: Language, name: str = COREF, *, settings: Any,
+                 scorer: Callable | None) -> None:
         self.nlp, self.name, self.scorer = nlp, name, scorer
-        self.cfg: dict[str, Any] = {}
-        self.configure(linker=linker, k=k, threshold=threshold, directed=directed,
-                       same_doc_only=same_doc_only, buffer_size=buffer_size,
-                       nil_prefix=nil_prefix, keep_state=keep_state)
+        self.settings = settings
         self.state = MentionMemory()
         self._pid = os.getpid()  # the process that may cluster (see _check_process)
         register_extensions()
 
     def configure(self, **settings: Any) -> None:
-        """Change settings (as in the config) of a created component, e.g. while tuning."""
-        unknown = set(settings) - set(SETTINGS)
+        """Change settings (as in the config) of a created component, e.g. while tuning
+        (checked as the config's: E007, E011)."""
+        names = [f.name for f in fields(self.settings)]
+        unknown = set(settings) - set(names)
         if unknown:
             raise ValueError(Errors.E007.format(what="arbo_coref setting",
                                                 value=", ".join(sorted(unknown)),
-                                                options=", ".join(SETTINGS)))
-        for key in ("k", "buffer_size"):
-            if key in settings and settings[key] < 1:
-                raise ValueError(Errors.E011.format(name=key, condition=">= 1",
-                                                    value=settings[key]))
-        threshold = settings.get("threshold")
-        if threshold is not None and not math.isfinite(threshold):
-            raise ValueError(Errors.E011.format(
-                name="threshold", condition="a finite number or null", value=threshold))
-        self.cfg.update(settings)
+                                                options=", ".join(names)))
+        self.settings = replace(self.settings, **settings)
 
     @property
     def linker(self):
         """The linker component named by the ``linker`` setting (E013 if absent)."""
-        if self.cfg["linker"] not in self.nlp.pipe_names:
-            raise ValueError(Errors.E013.format(name=self.name, linker=self.cfg["linker"],
+        if self.settings.linker not in self.nlp.pipe_names:
+            raise ValueError(Errors.E013.format(name=self.name, linker=self.settings.linker,
                                                 pipes=", ".join(self.nlp.pipe_names)))
-        return self.nlp.get_pipe(self.cfg["linker"])
+        return self.nlp.get_pipe(self.settings.linker)
 
     def __call__(self, doc: Doc) -> Doc:
         return self.cluster([doc])[0]
@@ -130,7 +127,7 @@ class ArboCoref(Pipe):
         del batch_size
         # before the first doc is pulled, so that a worker process stops before any work
         self._check_process()
-        for docs in minibatch(stream, self.cfg["buffer_size"]):
+        for docs in minibatch(stream, self.settings.buffer_size):
             yield from self.cluster(docs)
 
     def _check_process(self) -> None:
@@ -152,31 +149,28 @@ class ArboCoref(Pipe):
         if not mentions:
             return docs
         fingerprints = linker_fingerprints(linker)
-        memory = self.state if self.cfg["keep_state"] else MentionMemory()
+        memory = self.state if self.settings.keep_state else MentionMemory()
         if len(memory) and memory.fingerprints != fingerprints:
             raise ValueError(Errors.E034.format(name=self.name, saved=memory.fingerprints,
                                                 found=fingerprints))
-        rule = getattr(linker, "type_rule", None)
+        rule, clustering = linker.get_candidates.rule, self.settings.of(ClusterSettings)
         clustered, slots = cluster_mentions(
             memory, MentionMemory.from_mentions(mentions),
-            lambda position: linker.kb.entity_at(position).id,
-            **{key: self.cfg[key] for key in CLUSTERING},
+            lambda position: linker.kb.entity_at(position).id, **asdict(clustering),
             compatible=rule.compatible if rule is not None else None)
-        nil_id, prefix = linker.linking.nil_id, self.cfg["nil_prefix"]
         ents = [doc.ents for doc in docs]  # doc.ents builds a new tuple at every access
         for (doc_index, ent_index), slot in zip(spans, slots, strict=True):
-            ent, cluster_id = ents[doc_index][ent_index], clustered.cluster_ids[slot]
+            ent = ents[doc_index][ent_index]
             own = ent.kb_id_  # the linker's own link
-            kb_id = nil_id if cluster_id.startswith(prefix) else cluster_id
-            if rule is not None and kb_id != nil_id and not rule.fits(
-                    ent.label_, linker.kb[kb_id].types):
-                # the type rule: a mention never moves to an entity of another type
-                cluster_id = kb_id = own
+            fits = None if rule is None else (
+                lambda kb_id, label=ent.label_: rule.fits(label, linker.kb[kb_id].types))
+            cluster_id, kb_id = cluster_link(clustered.cluster_ids[slot], own,
+                                             linker.linking.nil_id, clustering.nil_prefix, fits)
             ent._.set(CLUSTER_EXT, cluster_id)
             ent._.set(LINKER_ID_EXT, own)
             for token in ent:
                 token.ent_kb_id_ = kb_id
-        if self.cfg["keep_state"]:
+        if self.settings.keep_state:
             # remembered mentions take their current cluster ids (a discovered cluster may
             # have met its entity since); the docs already returned keep theirs
             clustered.fingerprints = fingerprints
@@ -184,7 +178,7 @@ class ArboCoref(Pipe):
         return docs
 
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
-        return self.scorer(examples, nil_prefix=self.cfg["nil_prefix"], kb=self.linker.kb)
+        return self.scorer(examples, nil_prefix=self.settings.nil_prefix, kb=self.linker.kb)
 
     # --- serialisation: the remembered mentions (numpy, JSON, msgpack; no pickle) -------------
 

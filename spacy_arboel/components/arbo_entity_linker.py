@@ -21,9 +21,8 @@ from ..extensions import CANDIDATE_ATTRS, RECORDS_EXT, VECTOR_EXT, register_exte
 from ..factories import ENTITY_LINKER
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
-from ..kb.type_rule import TypeRule
 from ..linking import BiEncoderTrainer, DenseRetriever, RetrieverSettings
-from ..linking.bi_encoder_trainer import NAME_PAIRS, REFRESH_EVERY, SKIP_OWN_NAME
+from ..linking.bi_encoder_trainer import TrainerSettings
 from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
 from ..linking.mention_linker import (
@@ -32,22 +31,37 @@ from ..linking.mention_linker import (
     MentionLinker,
     check_linkable,
     check_saved_scale,
+    check_threshold_scale,
 )
 from ..ml.bi_encoder import torch_encoders
 from ..ml.candidates import make_candidates  # noqa: F401  (registers get_candidates)
 from ..ml.module_holder import initialize_with
 from ..objectives import Objective
-from ..settings import VERIFY_MODES, NonNegativeInt, PositiveInt, Recall, choices, defaults
+from ..settings import (
+    VERIFY_MODES,
+    NonNegativeInt,
+    PositiveInt,
+    Recall,
+    choices,
+    component_settings,
+    defaults,
+    taken,
+)
 from ..spacy_data.spans import SpanGetter
 from .base import KBComponent
-from .common import candidate_loss, gold_mentions, run_update, settings_from
+from .common import candidate_loss, gold_mentions, run_update
 from .concurrency import one_thread_at_a_time
 
-# the settings the factory and its model's architecture take from the core's defaults
+# the settings its model's architecture holds (the retriever's)
 MODEL_SETTINGS = ("pooling", "share_weights", "mixed_precision")
-INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "entity_granularity",
-                  "expand_abbreviations", "american_spelling", "row_dedupe_threshold",
-                  "index_kind", "batch_size")
+ArboEntityLinkerSettings = component_settings(
+    "ArboEntityLinkerSettings", __name__, """The settings of ``arbo_entity_linker`` (its
+    factory's, defaults included): the linker's (``LinkSettings``), the retriever's inputs
+    and index (``RetrieverSettings``) and the trainer's (``TrainerSettings``).""",
+    [*taken(LinkSettings), *taken(RetrieverSettings, (
+        "mention_max_length", "entity_max_length", "entity_granularity",
+        "expand_abbreviations", "american_spelling", "row_dedupe_threshold", "index_kind",
+        "batch_size", "quantize", "cpu_bf16", "inputs")), *taken(TrainerSettings)])
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": DEFAULT_ENCODER,
                  **defaults(RetrieverSettings, MODEL_SETTINGS)}
 # the best measured objective (BENCHMARKS.md), its settings the registered function's;
@@ -67,14 +81,9 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
     requires=["doc.ents"],
     assigns=["token.ent_kb_id", *CANDIDATE_ATTRS, f"span._.{VECTOR_EXT}"],
     default_config={
-        "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE, "kb_path": None,
-        **defaults(LinkSettings, ("top_k", "threshold", "nil_recall", "nil_id")),
-        **defaults(RetrieverSettings, INPUT_SETTINGS), "refresh_every": REFRESH_EVERY,
-        "name_pairs": NAME_PAIRS, "skip_own_name": SKIP_OWN_NAME,
-        **defaults(RetrieverSettings, ("quantize", "cpu_bf16")),
-        "verify_files": "sha256",
-        **defaults(RetrieverSettings, ("inputs",)),
-        "get_candidates": DEFAULT_CANDIDATES, "span_getter": DEFAULT_SPAN_GETTER,
+        "model": DEFAULT_MODEL, "objective": DEFAULT_OBJECTIVE,
+        **ArboEntityLinkerSettings.config(), "get_candidates": DEFAULT_CANDIDATES,
+        "span_getter": DEFAULT_SPAN_GETTER,
         "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
     },
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_inkb_recall@64": 0.0,
@@ -82,24 +91,21 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "mention_encoder", "entity_e
 )
 def make_entity_linker(
     nlp: Language, name: str, model: Model, objective: Objective, kb_path: str | None,
-    top_k: PositiveInt, threshold: float | None, nil_recall: Recall | None, nil_id: str,
-    mention_max_length: int, entity_max_length: int, entity_granularity: choices(GRANULARITIES),
-    expand_abbreviations: bool, american_spelling: bool, row_dedupe_threshold: float | None,
-    index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, refresh_every: int,
-    name_pairs: NonNegativeInt, skip_own_name: bool, quantize: bool, cpu_bf16: bool,
-    verify_files: choices(VERIFY_MODES), inputs: choices(INPUT_FORMATS),
-    get_candidates: CandidatePolicy, span_getter: SpanGetter, scorer: Callable | None,
+    verify_files: choices(VERIFY_MODES), top_k: PositiveInt, threshold: float | None,
+    nil_recall: Recall | None, nil_id: str, mention_max_length: int, entity_max_length: int,
+    entity_granularity: choices(GRANULARITIES), expand_abbreviations: bool,
+    american_spelling: bool, row_dedupe_threshold: float | None,
+    index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool, cpu_bf16: bool,
+    inputs: choices(INPUT_FORMATS), refresh_every: PositiveInt, name_pairs: NonNegativeInt,
+    skip_own_name: bool, get_candidates: CandidatePolicy, span_getter: SpanGetter,
+    scorer: Callable | None,
 ) -> "ArboEntityLinker":
-    """Create an ``arbo_entity_linker``; see the class for what each setting does, and
-    ``RetrieverSettings`` for the retriever's (their defaults come from there)."""
-    settings = settings_from(RetrieverSettings, {
-        **locals(), "similarity": objective.similarity,
-        **{key: model.attrs[key] for key in MODEL_SETTINGS}})
-    return ArboEntityLinker(
-        nlp.vocab, model, name, objective=objective, settings=settings, kb_path=kb_path,
-        linking=LinkSettings(top_k, threshold, nil_recall, nil_id), refresh_every=refresh_every,
-        name_pairs=name_pairs, skip_own_name=skip_own_name, verify_files=verify_files,
-        get_candidates=get_candidates, span_getter=span_getter, scorer=scorer)
+    """Create an ``arbo_entity_linker``; ``ArboEntityLinkerSettings`` says what each setting
+    is (and where it is declared)."""
+    return ArboEntityLinker(nlp.vocab, model, name, objective=objective,
+                            settings=ArboEntityLinkerSettings.from_arguments(locals()),
+                            get_candidates=get_candidates, span_getter=span_getter,
+                            scorer=scorer)
 
 
 class ArboEntityLinker(KBComponent):
@@ -109,37 +115,28 @@ class ArboEntityLinker(KBComponent):
     ``top_k`` candidates, the first becomes its ``kb_id_``, ``nil_id`` below the NIL
     threshold (``linking``: ``LinkSettings``) or on a tie. The candidates go to
     ``span._.candidates`` (``kb_candidates`` and ``kb_raw_scores`` are views of them), the
-    mention vector to ``span._.mention_vector`` (read by ``arbo_coref``). ``settings``: the
-    retriever's (``RetrieverSettings``); ``refresh_every``, ``name_pairs`` and
-    ``skip_own_name``: the trainer's (``BiEncoderTrainer``); ``verify_files``: how
-    ``from_disk`` checks the saved files (``artefacts.check_folder``). docs/components.md
-    says what each setting does."""
+    mention vector to ``span._.mention_vector`` (read by ``arbo_coref``). ``settings``:
+    ``ArboEntityLinkerSettings``, of which ``core_settings`` are the retriever's
+    (``RetrieverSettings``, with its model's). docs/components.md says what each does."""
 
     saved_files = SAVED_FILES
     core_attribute = "retriever"
 
     def __init__(self, vocab, model: Model, name: str = ENTITY_LINKER, *,
-                 objective: Objective, settings: RetrieverSettings, kb_path: str | None,
-                 linking: LinkSettings, refresh_every: int, verify_files: str,
-                 name_pairs: int, skip_own_name: bool, get_candidates: CandidatePolicy,
+                 objective: Objective, settings: Any, get_candidates: CandidatePolicy,
                  span_getter: SpanGetter, scorer: Callable | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
-        self.objective, self.settings, self.linking = objective, settings, linking
-        self.cfg: dict[str, Any] = {"kb_path": kb_path, "verify_files": verify_files}
-        self.trainer_settings = {"refresh_every": refresh_every, "name_pairs": name_pairs,
-                                 "skip_own_name": skip_own_name}  # the trainer's
+        self.objective, self.settings = objective, settings
+        self.linking = settings.of(LinkSettings)
+        self.core_settings = settings.of(RetrieverSettings, similarity=objective.similarity,
+                                         **{key: model.attrs[key] for key in MODEL_SETTINGS})
         self.get_candidates = get_candidates
-        get_candidates.check_threshold(linking.threshold)
+        check_threshold_scale(get_candidates, self.linking.threshold)
         self.span_getter = span_getter
         self.retriever: DenseRetriever | None = None
         self.linker: MentionLinker | None = None
         self.trainer: BiEncoderTrainer | None = None
         register_extensions()
-
-    @property
-    def type_rule(self) -> TypeRule | None:
-        """The type rule of its candidate policy (``arbo_coref`` follows it)."""
-        return self.get_candidates.rule
 
     @property
     def seen_ids(self) -> set[str]:
@@ -155,29 +152,28 @@ class ArboEntityLinker(KBComponent):
         """The retriever over ``kb`` with the encoders of ``sources`` (default: the base
         encoder) loaded into the thinc model, and the linker over it."""
         tokenizer = load_tokenizer(str(tokenizer or self.model.attrs["encoder_name"]))
+        core = self.core_settings
         initialize_with(self.model, sources and (lambda: load_pooled_encoders(
-            sources, self.settings.pooling, self.settings.share_weights, len(tokenizer),
+            sources, core.pooling, core.share_weights, len(tokenizer),
             InputBuilder(tokenizer).marker_ids)))
         self.retriever = DenseRetriever(self._check_kb(kb), tokenizer,
-                                        torch_encoders(self.model), self.settings)
+                                        torch_encoders(self.model), core)
         self.linker = MentionLinker(self.retriever, self.get_candidates, self.linking)
-        self.trainer = BiEncoderTrainer(self.retriever, self.objective, **self.trainer_settings,
-                                        mixed_precision=self.settings.mixed_precision)
+        self.trainer = BiEncoderTrainer(self.retriever, self.objective,
+                                        self.settings.of(TrainerSettings),
+                                        mixed_precision=core.mixed_precision)
 
     def use_mention_encoder(self, encoder) -> None:
         """Link with another mention encoder (a ``PooledEncoder``, e.g. the smaller one of
         ``distill-mentions``), saved with the component from now on; the entity encoder and
         its index are kept as they are (E123 when the two sides share weights)."""
         retriever = self._require("encoders")
-        if self.settings.share_weights:
+        if self.core_settings.share_weights:
             raise ValueError(Errors.E123)
         entity = retriever.encoders["entity"]
         initialize_with(self.model, lambda: {"mention": encoder, "entity": entity})
         retriever.use_encoders(torch_encoders(self.model))
         retriever.prepare_inference()
-
-    def _set_up_from_config(self) -> None:
-        self._set_up(self._config_kb())
 
     def _make_current(self) -> None:
         """Bring the index up to date with the encoders (also before docs are processed,
@@ -265,7 +261,7 @@ class ArboEntityLinker(KBComponent):
         out any of ``cfg``, ``kb``, ``tokenizer``, ``mention_encoder``, ``entity_encoder``,
         ``index``."""
         self._write(path, lambda: {"seen_ids": sorted(self.seen_ids),
-                                   "inputs": self.settings.inputs,
+                                   "inputs": self.core_settings.inputs,
                                    **self.linker.saved_state(),
                                    "n_missing_gold_ids": self.trainer.n_missing_gold_ids},
                     exclude)
@@ -277,13 +273,13 @@ class ArboEntityLinker(KBComponent):
         A ``kb_path`` in the config naming another KB than the saved one is honoured: the
         index is rebuilt for it with the trained entity encoder (W004)."""
         path, exclude = ensure_path(path), set(exclude)
-        folders = DenseRetriever.saved_folders(self.settings)
+        folders = DenseRetriever.saved_folders(self.core_settings)
         required = ("cfg.json", "kb.jsonl", "tokenizer", *dict.fromkeys(folders.values()),
                     "index")
         with self._reading(path, exclude, required, cfg_keys=("inputs", "scores")) as state:
             cfg = {"seen_ids": [], "n_missing_gold_ids": 0, **state["cfg"]}
             self._set_up(state["kb"], state["tokenizer"], DenseRetriever.saved_sources(
-                path, self.settings, exclude, self.model.attrs["encoder_name"]))
+                path, self.core_settings, exclude, self.model.attrs["encoder_name"]))
             check_saved_scale(cfg, self.linking.threshold, self.get_candidates, self.name)
             self.trainer.seen_ids = set(cfg["seen_ids"])
             self.trainer.n_missing_gold_ids = cfg["n_missing_gold_ids"]

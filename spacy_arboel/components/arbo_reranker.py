@@ -25,11 +25,12 @@ from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
 from ..errors import Errors
 from ..extensions import CANDIDATE_ATTRS, CANDIDATES_EXT, register_extensions
 from ..factories import ENTITY_LINKER, RERANKER
-from ..kb.knowledge_base import NIL_ID, KnowledgeBase
+from ..kb.knowledge_base import KnowledgeBase
 from ..linking import CrossEncoderReranker, RerankerSettings, check_state, ranked
+from ..linking.mention_linker import LinkSettings
 from ..ml.cross_encoder import torch_scorer
 from ..ml.module_holder import initialize_with
-from ..settings import VERIFY_MODES, PositiveInt, choices, defaults
+from ..settings import VERIFY_MODES, PositiveInt, choices, component_settings, defaults, taken
 from ..spacy_data.gold_ids import resolved_gold_ids
 from .base import KBComponent
 from .common import candidate_loss, run_update
@@ -38,9 +39,18 @@ from .concurrency import one_thread_at_a_time
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.CrossEncoder.v1",
                  "encoder_name": DEFAULT_ENCODER,
                  **defaults(RerankerSettings, ("mixed_precision",))}
-# the settings the factory takes from its core's defaults
-INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations",
-                  "american_spelling", "batch_size", "quantize")
+ArboRerankerSettings = component_settings(
+    "ArboRerankerSettings", __name__, """The settings of ``arbo_reranker`` (its factory's,
+    defaults included): ``linker``, the ``arbo_entity_linker`` whose candidates it re-ranks
+    (and whose KB it shares without a ``kb_path``); ``top_k`` candidates re-ranked per
+    mention, ``train_top_k`` scored per mention in training with the gold among them
+    (``inject_gold``); ``nil_id``, the linker's (``LinkSettings``); the scorer's inputs
+    (``RerankerSettings``).""",
+    [("linker", str, ENTITY_LINKER), ("top_k", PositiveInt, 4), ("train_top_k", PositiveInt, 8),
+     ("inject_gold", bool, True), *taken(LinkSettings, ("nil_id",)),
+     *taken(RerankerSettings, ("mention_max_length", "entity_max_length",
+                               "expand_abbreviations", "american_spelling", "batch_size",
+                               "quantize"))])
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors")
 
@@ -49,29 +59,20 @@ SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors
     RERANKER,
     requires=[f"span._.{CANDIDATES_EXT}"],
     assigns=["token.ent_kb_id", *CANDIDATE_ATTRS],
-    default_config={
-        "model": DEFAULT_MODEL, "linker": ENTITY_LINKER, "kb_path": None, "top_k": 4,
-        "train_top_k": 8, "inject_gold": True, "nil_id": NIL_ID,
-        **defaults(RerankerSettings, INPUT_SETTINGS), "verify_files": "sha256",
-        "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"},
-    },
+    default_config={"model": DEFAULT_MODEL, **ArboRerankerSettings.config(),
+                    "scorer": {"@scorers": "spacy_arboel.entity_linking_scorer.v1"}},
     default_score_weights={"nel_inkb_recall@1": 1.0, "nel_acc": 0.0, "nel_micro_f": 0.0},
 )
-def make_reranker(nlp: Language, name: str, model: Model, linker: str, kb_path: str | None,
-                  top_k: PositiveInt, train_top_k: PositiveInt, inject_gold: bool, nil_id: str,
+def make_reranker(nlp: Language, name: str, model: Model, kb_path: str | None,
+                  verify_files: choices(VERIFY_MODES), linker: str, top_k: PositiveInt,
+                  train_top_k: PositiveInt, inject_gold: bool, nil_id: str,
                   mention_max_length: int, entity_max_length: int, expand_abbreviations: bool,
                   american_spelling: bool, batch_size: PositiveInt, quantize: bool,
-                  verify_files: choices(VERIFY_MODES),
                   scorer: Callable | None) -> "ArboReranker":
-    """Create an ``arbo_reranker``; see the class for what each setting does, and
-    ``RerankerSettings`` for the scorer's inputs (their defaults come from there)."""
-    settings = RerankerSettings(mention_max_length, entity_max_length, expand_abbreviations,
-                                american_spelling, batch_size, quantize,
-                                model.attrs["mixed_precision"])
-    return ArboReranker(
-        nlp.vocab, model, name, settings=settings, linker=linker, kb_path=kb_path, top_k=top_k,
-        train_top_k=train_top_k, inject_gold=inject_gold, nil_id=nil_id,
-        verify_files=verify_files, scorer=scorer, nlp=nlp)
+    """Create an ``arbo_reranker``; ``ArboRerankerSettings`` says what each setting is."""
+    return ArboReranker(nlp.vocab, model, name,
+                        settings=ArboRerankerSettings.from_arguments(locals()), scorer=scorer,
+                        nlp=nlp)
 
 
 class ArboReranker(KBComponent):
@@ -79,21 +80,18 @@ class ArboReranker(KBComponent):
     ``train_top_k`` candidates per mention are scored in training (softmax loss, BLINK eq. 4
     over the scores of eq. 5–6); ``kb_path`` is the KB (default: the ``linker``'s, shared
     with it: saved once, in the linker's folder, and followed when the linker's KB is
-    swapped); ``settings``: the scorer's inputs (``RerankerSettings``); ``verify_files``: how
-    ``from_disk`` checks the saved files (``artefacts.check_folder``)."""
+    swapped). ``settings``: ``ArboRerankerSettings``, of which ``core_settings`` are the
+    scorer's inputs (``RerankerSettings``, with its model's)."""
 
     saved_files = SAVED_FILES
     core_attribute = "reranker"
 
-    def __init__(self, vocab, model: Model, name: str = RERANKER, *,
-                 settings: RerankerSettings, linker: str, kb_path: str | None, top_k: int,
-                 train_top_k: int, inject_gold: bool, nil_id: str, verify_files: str,
+    def __init__(self, vocab, model: Model, name: str = RERANKER, *, settings: Any,
                  scorer: Callable | None, nlp: Language | None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
         self.settings = settings
-        self.cfg: dict[str, Any] = {"linker": linker, "kb_path": kb_path, "nil_id": nil_id,
-                                    "top_k": top_k, "train_top_k": train_top_k,
-                                    "inject_gold": inject_gold, "verify_files": verify_files}
+        self.core_settings = settings.of(RerankerSettings,
+                                         mixed_precision=model.attrs["mixed_precision"])
         self.reranker: CrossEncoderReranker | None = None
         self._nlp = nlp  # where the linker whose KB it shares is
         self.seen_ids: set[str] = set()  # the training corpus's gold ids (seen/unseen scores)
@@ -107,7 +105,7 @@ class ArboReranker(KBComponent):
         initialize_with(self.model, lambda: {"scorer": load_scorer(encoder, len(tokenizer),
                                                                    head=head)})
         self.reranker = CrossEncoderReranker(kb, tokenizer, torch_scorer(self.model),
-                                             self.settings)
+                                             self.core_settings)
 
     def _require(self, what: str = "knowledge base or cross-encoder") -> CrossEncoderReranker:
         return super()._require(what)
@@ -119,14 +117,11 @@ class ArboReranker(KBComponent):
     def check_state(self, kb: KnowledgeBase, where: str) -> None:
         """That the scorer goes with ``kb`` (E012) and was trained with this component's
         input settings (E071): ``linking.check_state``, ``where`` naming it in the errors."""
-        check_state(self._require().state(), kb, self.settings, where)
-
-    def _set_up_from_config(self) -> None:
-        self._set_up(self._config_kb())
+        check_state(self._require().state(), kb, self.core_settings, where)
 
     def _linker(self) -> Any:
         """The ``linker`` component when the pipeline has it (disabled or not), else None."""
-        name = self.cfg["linker"]
+        name = self.settings.linker
         if self._nlp is None or name not in self._nlp.component_names:
             return None
         return self._nlp.get_pipe(name)
@@ -134,7 +129,7 @@ class ArboReranker(KBComponent):
     def _config_kb(self) -> KnowledgeBase:
         """The KB at ``kb_path``, else the linker's (shared: the same object)."""
         linker = self._linker()
-        if self.cfg["kb_path"] or linker is None:
+        if self.settings.kb_path or linker is None:
             return super()._config_kb()
         linker.ensure_ready()
         return linker.kb
@@ -144,7 +139,7 @@ class ArboReranker(KBComponent):
         """Whether it links with the linker's KB (no ``kb_path``, the linker's KB taken):
         saved once, in the linker's folder."""
         linker = self._linker()
-        if self.cfg["kb_path"] or linker is None or linker.kb is None or self.kb is None:
+        if self.settings.kb_path or linker is None or linker.kb is None or self.kb is None:
             return False
         return self.kb is linker.kb or self.kb.fingerprint() == linker.kb.fingerprint()
 
@@ -153,11 +148,11 @@ class ArboReranker(KBComponent):
         before docs are processed, before an update and before saving. A linker with
         another ``nil_id`` is E226: its NIL mentions would be re-ranked into links."""
         linker = self._linker()
-        if linker is not None and linker.linking.nil_id != self.cfg["nil_id"]:
-            raise ValueError(Errors.E226.format(name=self.name, nil_id=self.cfg["nil_id"],
+        if linker is not None and linker.linking.nil_id != self.settings.nil_id:
+            raise ValueError(Errors.E226.format(name=self.name, nil_id=self.settings.nil_id,
                                                 linker=linker.name,
                                                 linker_nil_id=linker.linking.nil_id))
-        if self.reranker is None or self.cfg["kb_path"] or linker is None:
+        if self.reranker is None or self.settings.kb_path or linker is None:
             return
         if linker.kb is not None and linker.kb is not self.reranker.kb:
             self.set_kb(linker.kb)
@@ -182,7 +177,7 @@ class ArboReranker(KBComponent):
 
     def _targets(self, doc: Doc) -> list[tuple[Span, list[str]]]:
         """The ents to re-rank (with candidates, not NIL) and their top-k candidate ids."""
-        k, nil_id = self.cfg["top_k"], self.cfg["nil_id"]
+        k, nil_id = self.settings.top_k, self.settings.nil_id
         return [(ent, [c for c, _ in ent._.get(CANDIDATES_EXT)[:k]]) for ent in doc.ents
                 if ent._.get(CANDIDATES_EXT) and ent.kb_id_ != nil_id]
 
@@ -224,8 +219,8 @@ class ArboReranker(KBComponent):
                 retrieved.append([c for c, _ in (ent._.get(CANDIDATES_EXT) or [])])
                 golds.append(gold.get((ent.start_char, ent.end_char), ()))
         if spans and not any(retrieved):
-            raise ValueError(Errors.E026.format(name=self.name, linker=self.cfg["linker"]))
-        k, inject_gold = self.cfg["train_top_k"], self.cfg["inject_gold"]
+            raise ValueError(Errors.E026.format(name=self.name, linker=self.settings.linker))
+        k, inject_gold = self.settings.train_top_k, self.settings.inject_gold
         return texts, *self.reranker.training_batch(spans, retrieved, golds, k, inject_gold)
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
@@ -253,7 +248,7 @@ class ArboReranker(KBComponent):
     def score(self, examples: Iterable[Example], **kwargs) -> dict[str, Any]:
         validate_examples(examples, "ArboReranker.score")
         return self.scorer(examples, kb_ids=self.kb,
-                           seen_ids=self.seen_ids or None, nil_id=self.cfg["nil_id"])
+                           seen_ids=self.seen_ids or None, nil_id=self.settings.nil_id)
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         """Save the KB (unless it is the linker's, saved there), tokenizer, transformer, head
@@ -261,7 +256,7 @@ class ArboReranker(KBComponent):
         ``encoder``, ``head``."""
         shared = self.shares_linker_kb
         self._write(path, lambda: {"seen_ids": sorted(self.seen_ids), **self.reranker.state(),
-                                   **({"kb_from": self.cfg["linker"]} if shared else {})},
+                                   **({"kb_from": self.settings.linker} if shared else {})},
                     {*exclude, "kb"} if shared else exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "ArboReranker":
@@ -271,14 +266,14 @@ class ArboReranker(KBComponent):
         path, exclude = ensure_path(path), set(exclude)
         if "kb" not in exclude and saved_with_linker_kb(path):  # the KB is in the linker's
             exclude.add("kb")                                      # folder
-            if not self.cfg["kb_path"] and self._linker() is None:
-                raise ValueError(Errors.E220.format(name=self.name, linker=self.cfg["linker"]))
+            if not self.settings.kb_path and self._linker() is None:
+                raise ValueError(Errors.E220.format(name=self.name, linker=self.settings.linker))
         files: dict[str, Any] = {"encoder": None, "head": None}
         with self._reading(path, exclude, SAVED_FILES, {
                 "encoder": lambda p: files.update(encoder=p),
                 "head.safetensors": lambda p: files.update(head=p)}) as state:
             check_state(state["cfg"], state["kb"] if "kb" not in exclude else None,
-                        self.settings, f"'{self.name}' ({path})")
+                        self.core_settings, f"'{self.name}' ({path})")
             self._set_up(state["kb"], state["tokenizer"], files["encoder"], files["head"])
         self.seen_ids = set(state["cfg"].get("seen_ids", []))
         kb = self._kb_override(state["cfg"])

@@ -4,6 +4,7 @@
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ class KBComponent(SavedAsFolder, TrainablePipe):
     reader or a ``CrossEncoderReranker``, None until set up).
 
     Subclasses set ``core_attribute`` (the public name of their core) and ``saved_files``,
-    and write ``_set_up_from_config`` (the KB of ``kb_path`` and the base encoder) and
+    and write ``_set_up`` (the core over a KB, by default with the base encoder) and
     ``_make_current`` (what ``ensure_ready`` brings up to date once set up); ``_check_kb``
     and ``_kb_holder`` say how ``set_kb`` checks a KB and what takes it.
     """
@@ -49,7 +50,7 @@ class KBComponent(SavedAsFolder, TrainablePipe):
 
     def _config_kb(self) -> KnowledgeBase:
         """The KB at the config's ``kb_path`` (E008 when it has none)."""
-        return config_kb(self.cfg["kb_path"], self.name)
+        return config_kb(self.settings.kb_path, self.name)
 
     def _initial_kb(self, kb_loader: Callable[[Any], KnowledgeBase | None] | None,
                     nlp: Any) -> KnowledgeBase:
@@ -65,6 +66,10 @@ class KBComponent(SavedAsFolder, TrainablePipe):
         self._make_current()
 
     def _set_up_from_config(self) -> None:
+        """The core over the KB at ``kb_path``, with the base encoder."""
+        self._set_up(self._config_kb())
+
+    def _set_up(self, kb: KnowledgeBase) -> None:
         raise NotImplementedError
 
     def set_kb(self, kb: KnowledgeBase) -> None:
@@ -107,7 +112,7 @@ class KBComponent(SavedAsFolder, TrainablePipe):
         files and the ``extra()`` entries, minus ``exclude``, with the folder's manifest."""
         self.ensure_ready()
         write_folder(ensure_path(path), {
-            "cfg.json": lambda p: srsly.write_json(p, {"kb_path": self.cfg["kb_path"],
+            "cfg.json": lambda p: srsly.write_json(p, {"kb_path": self.settings.kb_path,
                                                        **state()}),
                                          **self.core.writers(), **(extra() if extra else {})},
                      self.saved_files, exclude)
@@ -122,7 +127,7 @@ class KBComponent(SavedAsFolder, TrainablePipe):
         config's), ``tokenizer`` (its saved folder or None) and what ``readers`` (by entry
         name) put in it. A ``cfg.json`` without one of ``cfg_keys`` is damaged (E030)."""
         check_folder(path, self.name, [n for n in required if n.split(".")[0] not in exclude],
-                     self.cfg["verify_files"])
+                     self.settings.verify_files)
         state: dict[str, Any] = {"cfg": {}, "tokenizer": None}
         with reading(path, self.name):
             from_disk(path, {
@@ -142,13 +147,18 @@ class KBComponent(SavedAsFolder, TrainablePipe):
                 state["kb"] = self._config_kb()
             yield state
 
+    def forget_kb_path(self) -> None:
+        """Link with the KB it holds from now on: ``kb_path`` cleared (and saved so), so that a
+        path to an older KB file never brings that KB back when the pipeline is loaded."""
+        self.settings = replace(self.settings, kb_path=None)
+
     def _kb_override(self, saved_cfg: dict[str, Any]) -> KnowledgeBase | None:
         """After loading: the KB at ``kb_path`` when it was given at load time and names
         another KB than the saved one (W004; no such file: E221), else None. A ``kb_path``
         equal to the one ``saved_cfg`` (the saved ``cfg.json``) records is inherited from the
         saved config and never replaces the saved KB: a relative ``kb.jsonl`` would name
         another file in every working folder."""
-        kb_path = self.cfg["kb_path"]
+        kb_path = self.settings.kb_path
         if not kb_path or kb_path == saved_cfg.get("kb_path", kb_path):
             return None
         return kb_override(kb_path, self.kb, self.name)

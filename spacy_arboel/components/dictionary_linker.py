@@ -14,10 +14,13 @@ from pathlib import Path
 
 import numpy as np
 from spacy.tokens import Doc
+from spacy.vocab import Vocab
 
+from ..artefacts import reading
 from ..encoders.inputs import MentionSpan
 from ..encoders.transformer import PooledEncoder
 from ..factories import LINKER
+from ..kb.index import read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.abbreviation_links import link_abbreviations
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings
@@ -89,6 +92,33 @@ class DictionaryLinker:
             retriever.entities.refresh(desc="Embedding KB names")
         return cls(spans, retriever, settings.top_k, getattr(settings, "abbreviations", True),
                    nested)
+
+    @classmethod
+    def of_reader(cls, reader, nlp, settings, *, name: str, nested: bool,
+                  previous: DictionaryLinker | None, index_path: Path | None = None
+                  ) -> DictionaryLinker:
+        """``previous`` while it is over ``reader``'s KB, else ``build`` over that KB with
+        the reader's tokenizer and entity encoder (an ``arbo_linker``'s dictionary; ``nlp``:
+        its pipeline, or the vocab of a blank one)."""
+        if previous is not None and previous.kb is reader.kb:
+            return previous
+        if isinstance(nlp, Vocab):
+            import spacy
+
+            nlp = spacy.blank(nlp.lang or "xx", vocab=nlp)
+        return cls.build(nlp, reader.kb, reader.tokenizer, reader.modules["entity"].transformer,
+                         settings, name=name, index_path=index_path, nested=nested,
+                         previous=previous)
+
+    @staticmethod
+    def saved_index(path: Path, kb: KnowledgeBase, name: str) -> Path | None:
+        """The names index saved in the component folder ``path`` when there is one for
+        ``kb`` (it was saved for the saved KB, not one a ``kb_path`` gives at load)."""
+        names = path / "names_index"
+        if not names.exists():
+            return None
+        with reading(path, name):
+            return names if read_index_meta(names).kb_fingerprint == kb.fingerprint() else None
 
     @property
     def kb(self) -> KnowledgeBase:

@@ -7,21 +7,25 @@ remembered across batches), :func:`cluster_mentions` (their clustering), the gra
 
 from .graph import MentionGraph, build_graph, knn_graph
 from .mention_memory import (
+    ClusterSettings,
     MemoryFormatError,
     Mention,
     MentionMemory,
+    cluster_link,
     cluster_mentions,
     text_key,
 )
 from .partition import Partition, partition_graph
 
 __all__ = [
+    "ClusterSettings",
     "MemoryFormatError",
     "Mention",
     "MentionGraph",
     "MentionMemory",
     "Partition",
     "build_graph",
+    "cluster_link",
     "cluster_mentions",
     "knn_graph",
     "partition_graph",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,6 +19,7 @@ import numpy as np
 import srsly
 
 from ..errors import Errors
+from ..settings import Finite, PositiveInt, check_fields
 from .graph import MentionGraph, build_graph, knn_graph
 from .partition import Partition, partition_graph
 
@@ -203,6 +205,35 @@ class MentionMemory:
             problems.append(Errors.E060_STRINGS)
         if problems:
             raise MemoryFormatError("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """How ``cluster_mentions`` clusters (arboEL §2.3): ``k`` nearest mentions per mention,
+    edges above ``threshold`` (λ; None keeps all) dropped, a ``directed`` partition or not,
+    neighbours from the same document only (``same_doc_only``), and the prefix of the id of
+    a discovered entity (``nil_prefix``)."""
+
+    k: PositiveInt = 8
+    threshold: Finite | None = None
+    directed: bool = True
+    same_doc_only: bool = False
+    nil_prefix: str = "NIL_"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+def cluster_link(cluster_id: str, own_id: str, nil_id: str, nil_prefix: str,
+                 fits: Callable[[str], bool] | None = None) -> tuple[str, str]:
+    """A mention's cluster id and link after clustering: the link is its cluster's entity,
+    or ``nil_id`` for a discovered entity's cluster (arboEL eq. 8); where ``fits`` (of a
+    KB id: the type rule of the mention's label) refuses that entity, the mention keeps
+    its linker's ``own_id`` as both (a mention never moves to an entity of another type)."""
+    kb_id = nil_id if cluster_id.startswith(nil_prefix) else cluster_id
+    if fits is not None and kb_id != nil_id and not fits(kb_id):
+        return own_id, own_id
+    return cluster_id, kb_id
 
 
 def cluster_mentions(

@@ -89,8 +89,8 @@ def evaluate_coref(
                                          [predicted[i] for i in out_of_kb]),
         **extra,
         "gold_ids_resolved": resolved,
-        "settings": {key: coref.cfg[key] for key in ("k", "threshold", "directed",
-                                                     "same_doc_only")},
+        "settings": {key: getattr(coref.settings, key) for key in ("k", "threshold", "directed",
+                                                                   "same_doc_only")},
         "timings": {"mentions": n_mentions, "seconds": round(seconds, 3),
                     "mentions_per_s": round(n_mentions / seconds, 1) if seconds else None},
     }
@@ -180,14 +180,14 @@ def tune_coref(
             pass
     if thresholds is None:
         thresholds = [None, *edge_weight_quantiles(examples, THRESHOLD_QUANTILES)]
-    original = dict(coref.cfg)
+    original = coref.settings
     rows = []
     try:
         for k, threshold, is_directed in itertools.product(ks, thresholds, directed):
             coref.configure(k=k, threshold=threshold, directed=is_directed, keep_state=False)
             docs = [eg.predicted for eg in examples]
-            for start in range(0, len(docs), coref.cfg["buffer_size"]):
-                coref.cluster(docs[start : start + coref.cfg["buffer_size"]])
+            for start in range(0, len(docs), coref.settings.buffer_size):
+                coref.cluster(docs[start : start + coref.settings.buffer_size])
             metrics = evaluate_coref(nlp, examples, component=component, run=False,
                                      with_mention_recall=False)
             in_kb = [metrics[way]["in_kb"]["accuracy"] or 0.0
@@ -199,7 +199,7 @@ def tune_coref(
                          "conll_f1": metrics["coref"]["conll_f1"],
                          "nmi": metrics["coref"]["nmi"], "ari": metrics["coref"]["ari"]})
     finally:
-        coref.configure(**original)
+        coref.settings = original
     best = best_setting(rows, max_accuracy_loss)
     return {"k": best["k"], "threshold": best["threshold"], "directed": best["directed"],
             "metric": metric, "value": best["value"],

@@ -77,7 +77,7 @@ def evaluate_reranker(
         check_oracle(oracle)
     rerank = nlp.get_pipe(reranker)
     gold_docs, resolved = resolve_gold_docs(gold_docs, rerank.kb)
-    top_ks = list(top_ks) or [rerank.cfg["top_k"]]
+    top_ks = list(top_ks) or [rerank.settings.top_k]
     retrieved = linker_candidates(nlp, gold_docs, linker)
     others = [linker_candidates(other, gold_docs, linker) for other in union_with]
     if "union" in oracles and not others:

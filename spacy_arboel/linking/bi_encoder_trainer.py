@@ -28,7 +28,7 @@ from ..objectives import MentionStore, Objective, PlanContext
 from ..objectives.fgsm import embedding_hook, output_hook
 from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
-from ..settings import NonNegativeInt, PositiveInt, check_value
+from ..settings import NonNegativeInt, PositiveInt, check_fields
 from .dense_retriever import COSINE_SCALE, DenseRetriever
 from .name_pairs import NamePairSampler, PseudoMention, other_name_rows
 
@@ -68,19 +68,27 @@ def training_similarity(objective_similarity: str, scoring: str) -> tuple[str, f
     return objective_similarity, 1.0
 
 
-# updates between refreshes of the mined negatives' index: the workflow's measured setting
-REFRESH_EVERY = 200
-# KB names per step as pseudo-mentions (``name_pairs``): none by default
-NAME_PAIRS = 0
-# a gold row that spells the mention's own text is no positive (``skip_own_name``)
-SKIP_OWN_NAME = True
+@dataclass(frozen=True)
+class TrainerSettings:
+    """``refresh_every``: updates between refreshes of the mined negatives' index (the
+    workflow's measured setting). ``name_pairs``: KB names per step as pseudo-mentions of
+    their entity (none by default). ``skip_own_name``: a gold row that spells the mention's
+    own text is no positive. ``BiEncoderTrainer`` says more of each."""
+
+    refresh_every: PositiveInt = 200
+    name_pairs: NonNegativeInt = 0
+    skip_own_name: bool = True
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 class BiEncoderTrainer:
     """Computes the objective's loss and gradients for a batch of gold mentions.
 
     The entity index (and, for arborescence, the training mentions' vectors) are refreshed
-    every ``refresh_every`` steps when the objective mines them. ``name_pairs``: KB names
+    every ``refresh_every`` steps when the objective mines them (``settings``:
+    ``TrainerSettings``). ``name_pairs``: KB names
     added to each step as pseudo-mentions of their entity, its other names the positives
     (``name_pairs.NamePairSampler``; drawn with ``seed``, the KB types as often as the
     corpus's gold mentions carry them); 0 adds none. ``skip_own_name``: under ``names``
@@ -94,18 +102,13 @@ class BiEncoderTrainer:
     own name is no copy of it and stays a positive (BLINK's).
     """
 
-    def __init__(self, retriever: DenseRetriever, objective: Objective, *,
-                 refresh_every: int = REFRESH_EVERY, mixed_precision: bool = False,
-                 name_pairs: int = NAME_PAIRS, skip_own_name: bool = SKIP_OWN_NAME,
-                 seed: int = 0) -> None:
-        check_value("refresh_every", refresh_every, PositiveInt)
-        check_value("name_pairs", name_pairs, NonNegativeInt)
+    def __init__(self, retriever: DenseRetriever, objective: Objective,
+                 settings: TrainerSettings = TrainerSettings(), *,
+                 mixed_precision: bool = False, seed: int = 0) -> None:
         self.retriever = retriever
         self.objective = objective
-        self.refresh_every = refresh_every
+        self.settings = settings
         self.mixed_precision = mixed_precision
-        self.name_pairs = name_pairs
-        self.skip_own_name = skip_own_name
         self.rng = random.Random(seed)
         self.gold_types: Counter[str] = Counter()  # KB types of the gold mentions
         self._sampler: tuple[object, NamePairSampler] | None = None
@@ -199,7 +202,7 @@ class BiEncoderTrainer:
         retriever, builder = self.retriever, self.retriever.builder
         if retriever.index is None or (
             self.objective.needs_entity_index
-            and self.updates - self.last_refresh >= self.refresh_every
+            and self.updates - self.last_refresh >= self.settings.refresh_every
         ):
             self.refresh()
         usable = [(span, self.known_gold(ids)) for span, ids in zip(spans, gold_ids,
@@ -260,7 +263,8 @@ class BiEncoderTrainer:
         """The gold entity's index ``rows`` a mention spelt ``text`` may take as its
         positive: with ``skip_own_name`` under ``names`` inputs, those whose name is not
         ``text`` (case and spaces aside), or all of them where every one is."""
-        if not self.skip_own_name or self.retriever.settings.inputs != "names" or len(rows) < 2:
+        if not self.settings.skip_own_name or self.retriever.settings.inputs != "names" \
+                or len(rows) < 2:
             return rows
         texts = self.retriever.entities.index_row_texts()
         return other_name_rows(rows, texts, text) or rows
@@ -268,14 +272,14 @@ class BiEncoderTrainer:
     def sample_name_pairs(self) -> list[PseudoMention]:
         """``name_pairs`` pseudo-mentions (``NamePairSampler``) for this step, drawn over
         the current index's rows (the sampler is built again when the index is)."""
-        if not self.name_pairs:
+        if not self.settings.name_pairs:
             return []
         entities = self.retriever.entities
         if self._sampler is None or self._sampler[0] is not entities.rows_of:
             self._sampler = (entities.rows_of, NamePairSampler(
                 self.retriever.kb, entities.rows_of, entities.index_row_texts(),
                 self.gold_types, self.rng))
-        return self._sampler[1].sample(self.name_pairs)
+        return self._sampler[1].sample(self.settings.name_pairs)
 
     def _encode_entities(self, step: TrainingStep) -> torch.Tensor:
         """The entity rows of the plan, keeping their input embeddings for FGSM."""

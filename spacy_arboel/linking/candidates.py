@@ -21,9 +21,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..encoders.inputs import MentionSpan
-from ..errors import Errors
 from ..extensions import Candidate
-from ..kb.knowledge_base import PRIOR_PSEUDO_LINKS
+from ..kb.knowledge_base import PRIOR_PSEUDO_LINKS, KnowledgeBase
 from ..kb.type_rule import TYPE_RULES, TypeRule
 from ..settings import NonNegativeFloat, check_fields, choices
 from .dense_retriever import PROBABILITY_POOL
@@ -83,14 +82,11 @@ class CandidatePolicy:
         """The type rule (None without ``label_types``)."""
         return TypeRule.from_settings(self.label_types, self.type_rule)
 
-    def check_threshold(self, threshold: float | None) -> None:
-        """E011 for a NIL threshold on probabilities outside [0, 1] (a raw-score threshold
-        kept with ``scores = "probability"`` would make every mention NIL, or none)."""
-        if threshold is not None and self.scores == "probability" \
-                and not 0.0 <= threshold <= 1.0:
-            raise ValueError(Errors.E011.format(
-                name="threshold", value=threshold, condition='in [0, 1] with scores = '
-                '"probability" (a threshold on raw scores needs scores = "raw")'))
+    def check_kb(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """``kb``; E225/W022 when the type rule names types it lacks."""
+        if self.rule is not None:
+            self.rule.check_types(kb.types())
+        return kb
 
     def scaled(self, raw: list[float], probabilities: Callable[[list[float]], list[float]]
                ) -> list[float]:

@@ -146,13 +146,11 @@ def check_linkable(kb: KnowledgeBase, policy: CandidatePolicy, settings: LinkSet
     """``kb`` if ``name`` can link with it under ``policy`` and ``settings``: E035 when it
     holds the NIL id, E225/W022 when the type rule names types it lacks, E011 for a
     probability threshold outside [0, 1]."""
-    policy.check_threshold(settings.threshold)
+    check_threshold_scale(policy, settings.threshold)
     if settings.nil_id in kb:
         raise ValueError(Errors.E035.format(where="the knowledge base", entity_id=settings.nil_id,
                                             reason=f"it is {name}'s nil_id"))
-    if policy.rule is not None:
-        policy.rule.check_types(kb.types())
-    return kb
+    return policy.check_kb(kb)
 
 
 def check_saved_scale(saved: dict[str, Any], threshold: float | None,
@@ -166,3 +164,13 @@ def check_saved_scale(saved: dict[str, Any], threshold: float | None,
             and threshold == saved.get("threshold", threshold):
         raise ValueError(Errors.E224.format(name=name, saved=saved_scores,
                                             threshold=threshold, scores=policy.scores))
+
+
+def check_threshold_scale(policy: CandidatePolicy, threshold: float | None) -> None:
+    """E011 for a NIL threshold on probabilities outside [0, 1] (a raw-score threshold
+    kept with ``scores = "probability"`` would make every mention NIL, or none)."""
+    if threshold is not None and policy.scores == "probability" \
+            and not 0.0 <= threshold <= 1.0:
+        raise ValueError(Errors.E011.format(
+            name="threshold", value=threshold, condition='in [0, 1] with scores = '
+            '"probability" (a threshold on raw scores needs scores = "raw")'))

@@ -200,8 +200,16 @@ class ReaderBase(OverIndexedKB):
 
     def saved_state(self) -> dict[str, Any]:
         """The settings, update count and learnt labels."""
-        return {"settings": asdict(self.settings), "updates": self.updates,
-                "labels": self.entity_labels}
+        return {"settings": asdict(self.settings), **self.learnt_state()}
+
+    def learnt_state(self) -> dict[str, Any]:
+        """The update count and learnt labels (an ``arbo_linker``'s ``cfg.json`` holds them)."""
+        return {"updates": self.updates, "labels": self.entity_labels}
+
+    def restore_learnt(self, saved: dict[str, Any]) -> None:
+        """The update count and learnt labels of ``learnt_state`` (none: as new)."""
+        self.updates = int(saved.get("updates", 0))
+        self.entity_labels = dict(saved.get("labels", {}))
 
     @classmethod
     def loaded_settings(cls, saved: dict[str, Any], overrides: dict[str, Any],
@@ -211,8 +219,7 @@ class ReaderBase(OverIndexedKB):
 
     def restore(self, saved: dict[str, Any], path: Path) -> None:
         """The update count, the learnt labels and the index."""
-        self.updates = int(saved["updates"])
-        self.entity_labels = dict(saved["labels"])
+        self.restore_learnt(saved)
         super().restore(saved, path)
 
 

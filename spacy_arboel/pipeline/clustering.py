@@ -44,5 +44,5 @@ def cluster_docs(nlp: Language, docs: Iterable[Doc], component: str, *,
 
 def discovered_clusters(nlp: Language, component: str, clusters: Iterable[str]) -> int:
     """How many of ``clusters`` have no KB entity (their id has the coref's NIL prefix)."""
-    prefix = nlp.get_pipe(component).cfg["nil_prefix"]
+    prefix = nlp.get_pipe(component).settings.nil_prefix
     return sum(1 for cluster in clusters if cluster and cluster.startswith(prefix))

@@ -33,7 +33,7 @@ def clear_coref_memory(nlp: Language, linker: str) -> list[str]:
     """Forget the remembered mentions of every ``arbo_coref`` clustering ``linker``'s
     vectors (they belong to its old KB or mention encoder); return those components' names."""
     cleared = [name for name in find_components(nlp, COREF)
-               if nlp.get_pipe(name).cfg.get("linker") == linker]
+               if nlp.get_pipe(name).settings.linker == linker]
     for name in cleared:
         nlp.get_pipe(name).clear_state()
     return cleared
@@ -56,5 +56,5 @@ def swap_kb(nlp: Language, kb: KnowledgeBase, linker: str) -> list[str]:
         holder.set_kb(kb)
     for name in kb_holders(nlp, linker):  # a kb_path would bring the old KB back at load
         nlp.get_pipe_config(name)["kb_path"] = None
-        nlp.get_pipe(name).cfg["kb_path"] = None
+        nlp.get_pipe(name).forget_kb_path()
     return clear_coref_memory(nlp, linker)

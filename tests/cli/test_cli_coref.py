@@ -81,11 +81,11 @@ def test_add_coref_with_tuned_settings(saved_linker):
             "--settings", saved_linker / "t.json")
     nlp = spacy.load(saved_linker / "with_coref")
     assert nlp.pipe_names == ["arbo_entity_linker", "arbo_coref"]
-    cfg = nlp.get_pipe("arbo_coref").cfg
-    assert (cfg["k"], cfg["threshold"], cfg["directed"]) == (3, -0.5, False)
+    chosen = nlp.get_pipe("arbo_coref").settings
+    assert (chosen.k, chosen.threshold, chosen.directed) == (3, -0.5, False)
     # re-configuring a pipeline that has it already goes through its saved config
     _invoke("add-coref", saved_linker / "with_coref", "--components.arbo_coref.k", 5)
-    assert spacy.load(saved_linker / "with_coref").get_pipe("arbo_coref").cfg["k"] == 5
+    assert spacy.load(saved_linker / "with_coref").get_pipe("arbo_coref").settings.k == 5
     # the workflow's assemble: the linker of a ner's pipeline keeps its candidates (clusters)
     _invoke("add-coref", saved_linker / "with_coref", "--output", saved_linker / "assembled",
             "--components.arbo_entity_linker.get_candidates.type_rule", "clusters")

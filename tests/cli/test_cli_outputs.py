@@ -104,12 +104,12 @@ def test_missing_output_folders_are_created(saved_linker):
 def test_add_coref_in_place_replaces_the_pipeline(saved_linker):
     result = _invoke("add-coref", saved_linker / "pipeline", "--components.arbo_coref.k", 3)
     assert result.exit_code == 0, result.output
-    assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").cfg["k"] == 3
+    assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").settings.k == 3
     # an explicit --output equal to MODEL is the same update in place
     result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "pipeline",
                      "--components.arbo_coref.k", 4)
     assert result.exit_code == 0, result.output
-    assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").cfg["k"] == 4
+    assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").settings.k == 4
     assert not [p for p in (saved_linker / "pipeline").iterdir() if p.name.startswith(".")]
 
 
@@ -267,7 +267,7 @@ def test_add_coref_does_not_replace_a_folder_with_a_config_and_other_files(saved
     result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "out",
                      "--components.arbo_coref.k", 2)
     assert result.exit_code == 0, result.output
-    assert spacy.load(saved_linker / "out").get_pipe("arbo_coref").cfg["k"] == 2
+    assert spacy.load(saved_linker / "out").get_pipe("arbo_coref").settings.k == 2
 
 
 def test_atomic_file_syncs_the_file_before_renaming_it(tmp_path, monkeypatch):

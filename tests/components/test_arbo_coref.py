@@ -108,8 +108,14 @@ def test_bad_input(tiny_encoder, toy_kb_path, toy_examples):
     coref_only = nlp.get_pipe("arbo_coref")
     with pytest.raises(ValueError, match="without a mention vector"):
         coref_only(_docs(toy_examples)[0])
-    with pytest.raises(ValueError, match="`k` must be >= 1"):
+    with pytest.raises(ValueError, match="k.*PositiveInt"):  # confection's, naming it
         _nlp(tiny_encoder, toy_kb_path, k=0)
+    with pytest.raises(ValueError, match="E011.*`k` must be an integer >= 1"):
+        coref_only.configure(k=0)
+    with pytest.raises(ValueError, match="E011.*`threshold` must be a finite number"):
+        coref_only.configure(threshold=float("nan"))
+    with pytest.raises(ValueError, match="E007.*arbo_coref setting 'kk'"):
+        coref_only.configure(kk=2)
 
 
 def test_spacy_evaluate_reports_coref_scores(tiny_encoder, toy_kb_path, toy_examples):

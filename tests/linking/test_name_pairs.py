@@ -88,7 +88,7 @@ def test_training_steps_mix_name_pairs_into_the_batch(tiny_encoder, toy_kb_path,
     linker = _linker(nlp, tiny_encoder, toy_kb_path, name_pairs=2)
     nlp.initialize(lambda: toy_examples)
     trainer = linker.trainer
-    assert trainer.name_pairs == 2
+    assert trainer.settings.name_pairs == 2
     assert set(trainer.gold_types) == {"Chemical", "Disease"}  # weighted by mentions
     assert trainer.gold_types["Disease"] > trainer.gold_types["Chemical"] > 0
     step = _first_step(linker, toy_examples[0])
@@ -110,7 +110,7 @@ def test_training_steps_mix_name_pairs_into_the_batch(tiny_encoder, toy_kb_path,
 
 def test_name_pairs_is_validated_and_off_by_default(tiny_encoder, toy_kb_path):
     nlp = spacy.blank("xx")
-    assert _linker(nlp, tiny_encoder, toy_kb_path).trainer_settings["name_pairs"] == 0
+    assert _linker(nlp, tiny_encoder, toy_kb_path).settings.name_pairs == 0
     with pytest.raises(ConfigValidationError):
         _linker(spacy.blank("xx"), tiny_encoder, toy_kb_path, name_pairs=-1)
 
@@ -121,7 +121,7 @@ def test_skip_own_name_makes_another_name_the_positive(tiny_encoder, toy_kb_path
     nlp = spacy.blank("xx")
     linker = _linker(nlp, tiny_encoder, toy_kb_path, skip_own_name=skip)
     nlp.initialize(lambda: toy_examples)
-    assert linker.trainer.skip_own_name is skip
+    assert linker.trainer.settings.skip_own_name is skip
     entities, index = linker.retriever.entities, linker.retriever.entities.index
     row_texts, checked = entities.row_texts(), 0
     for example in toy_examples[:4]:

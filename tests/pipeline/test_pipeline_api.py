@@ -2,6 +2,7 @@
 overrides, swapping a KB, arbo_coref's settings, the datasets of ``prepare``."""
 
 import json
+from dataclasses import asdict
 
 import pytest
 import spacy
@@ -110,7 +111,7 @@ def test_coref_defaults_are_the_factorys():
     defaults = coref_defaults()
     assert defaults == Language.get_factory_meta("arbo_coref").default_config
     made = spacy.blank("xx").add_pipe("arbo_coref")
-    assert {key: defaults[key] for key in made.cfg} == made.cfg
+    assert {key: defaults[key] for key in asdict(made.settings)} == asdict(made.settings)
     settings, same_doc_only = linked_corpus_settings("no/such/model")
     assert settings == {key: defaults[key] for key in ("k", "threshold", "directed",
                                                        "nil_prefix")}
@@ -135,12 +136,12 @@ def test_coref_settings_merge_tuned_given_and_overridden_in_that_order(tmp_path)
     assert same_doc_only is True
     loaded = load_with_coref(tmp_path / "model", "arbo_coref",
                              {"components.arbo_coref.k": 6}, buffer_size=7)
-    assert loaded.get_pipe("arbo_coref").cfg["k"] == 6
+    assert loaded.get_pipe("arbo_coref").settings.k == 6
     assert loaded.config["components"]["arbo_coref"]["buffer_size"] == 7  # saved with it
     added = load_with_coref(tmp_path / "model", "coref2", tuned={"k": 5, "threshold": None,
                                                                  "directed": True})
     assert added.get_pipe_meta("coref2").factory == "arbo_coref"
-    assert added.get_pipe("coref2").cfg["k"] == 5
+    assert added.get_pipe("coref2").settings.k == 5
 
 
 def test_a_tuned_settings_file_that_is_not_one_is_a_coded_error(tmp_path):
