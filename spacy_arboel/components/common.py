@@ -1,11 +1,10 @@
 """What the component adapters share: gold mentions out of ``Doc`` objects and linked
-spans back into them, the KB of a component's config, the settings a factory's arguments
-hold, the shape of ``update``, and saving a folder."""
+spans back into them, the KB of a component's config, the shape of ``update``, and saving a
+folder."""
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import fields
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from spacy.tokens import Doc, Span
@@ -22,8 +21,6 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.losses import ranked_candidate_loss
 from ..spacy_data.gold_ids import resolved_gold_ids
 from ..spacy_data.spans import SpanGetter
-
-S = TypeVar("S")
 
 
 def gold_mentions(docs: Iterable[Doc], mentions: Callable[[Doc], Iterable[Span]] = SpanGetter(),
@@ -60,12 +57,6 @@ def saved_component(path: Path, factory: str) -> Any:
     pipeline = spacy.load(path) if (path / "config.cfg").exists() else None
     names = find_components(pipeline, factory) if pipeline else []
     return pipeline.get_pipe(names[0]) if names else None
-
-
-def settings_from(settings_class: type[S], values: Mapping[str, Any]) -> S:
-    """The core's settings dataclass from the factory's arguments (those it has fields for)."""
-    names = {f.name for f in fields(settings_class)}
-    return settings_class(**{k: v for k, v in values.items() if k in names})
 
 
 def write_folder(path: Path, writers: dict[str, Callable[[Path], Any]],

@@ -15,7 +15,7 @@ from thinc.api import Model
 from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS, QUERY_POOLINGS, base_reader_modules
 from ..linking.retriever_reader import MODES, ReaderSettings
-from ..settings import choices
+from ..settings import Fraction, NonNegativeInt, choices
 from .module_holder import module_holder
 
 
@@ -26,10 +26,10 @@ def build_retriever_reader(
     query_pooling: choices(QUERY_POOLINGS) = ReaderSettings.query_pooling,
     share_weights: bool = ReaderSettings.share_weights,
     mode: choices(MODES) = ReaderSettings.mode,
-    warmup_retriever_steps: int = ReaderSettings.warmup_retriever_steps,
-    warmup_reader_steps: int = ReaderSettings.warmup_reader_steps,
+    warmup_retriever_steps: NonNegativeInt = ReaderSettings.warmup_retriever_steps,
+    warmup_reader_steps: NonNegativeInt = ReaderSettings.warmup_reader_steps,
     span_retrieval: bool = ReaderSettings.span_retrieval,
-    empty_passage_rate: float = ReaderSettings.empty_passage_rate,
+    empty_passage_rate: Fraction = ReaderSettings.empty_passage_rate,
     mixed_precision: bool = ReaderSettings.mixed_precision,
 ) -> Model:
     """Passage encoder + reader heads (shared transformer when ``share_weights``) and an

@@ -16,7 +16,7 @@ from ..encoders.loading import DEFAULT_ENCODER
 from ..encoders.reader_heads import ENTITY_POOLINGS
 from ..encoders.span_heads import base_span_reader_modules
 from ..linking.span_reader import SpanReaderSettings
-from ..settings import choices
+from ..settings import NonNegativeInt, PositiveInt, Probability, choices
 from .module_holder import module_holder
 
 
@@ -24,9 +24,9 @@ from .module_holder import module_holder
 def build_span_reader(
     encoder_name: str = DEFAULT_ENCODER,
     entity_pooling: choices(ENTITY_POOLINGS) = SpanReaderSettings.entity_pooling,
-    span_threshold: float = SpanReaderSettings.span_threshold,
-    max_spans: int = SpanReaderSettings.max_spans,
-    cross_reread: int = SpanReaderSettings.cross_reread,
+    span_threshold: Probability = SpanReaderSettings.span_threshold,
+    max_spans: PositiveInt = SpanReaderSettings.max_spans,
+    cross_reread: NonNegativeInt = SpanReaderSettings.cross_reread,
     abbreviations: bool = SpanReaderSettings.abbreviations,
     mixed_precision: bool = SpanReaderSettings.mixed_precision,
 ) -> Model:

@@ -1,29 +1,39 @@
-"""One source of settings: a factory's defaults, those of its default model and those of the
-model's architecture are its core's settings dataclass's, and a setting both take has one
-type; a bad value in a config is refused by confection, naming the setting."""
+"""One source of settings: each component's settings dataclass declares its factory's
+settings (the factory's arguments, field for field and type for type, and its
+``default_config``), copied from its cores' dataclasses where a core takes them; a model's
+architecture takes its core's defaults and types; every config names the default encoder
+``DEFAULT_ENCODER`` says; a bad value in a config is refused by confection, naming the
+setting."""
 
 import inspect
 from dataclasses import fields
+from pathlib import Path
 from typing import get_type_hints
 
 import pytest
 import spacy
-from confection import ConfigValidationError
+import srsly
+from confection import Config, ConfigValidationError
 from spacy.util import registry
 
-import spacy_arboel.components.arbo_entity_linker
-import spacy_arboel.components.arbo_linker
-import spacy_arboel.components.arbo_reranker  # noqa: F401  (registers the factories)
-from spacy_arboel.components.arbo_entity_linker import make_entity_linker
-from spacy_arboel.components.arbo_linker import make_linker
-from spacy_arboel.components.arbo_reranker import make_reranker
+from spacy_arboel.components.arbo_coref import ArboCorefSettings, make_coref
+from spacy_arboel.components.arbo_entity_linker import (
+    ArboEntityLinkerSettings,
+    make_entity_linker,
+)
+from spacy_arboel.components.arbo_linker import ArboLinkerSettings, make_linker
+from spacy_arboel.components.arbo_reranker import ArboRerankerSettings, make_reranker
+from spacy_arboel.coref import ClusterSettings
+from spacy_arboel.encoders.loading import DEFAULT_ENCODER
 from spacy_arboel.linking import (
     ReaderSettings,
     RerankerSettings,
     RetrieverSettings,
     SpanReaderSettings,
 )
+from spacy_arboel.linking.bi_encoder_trainer import TrainerSettings
 from spacy_arboel.linking.candidates import CandidatePolicy
+from spacy_arboel.linking.mention_linker import LinkSettings
 from spacy_arboel.settings import PositiveInt, check_fields
 
 # each factory with its core settings (arbo_linker drives one of two cores)
@@ -31,6 +41,18 @@ FACTORIES = [("arbo_entity_linker", make_entity_linker, RetrieverSettings),
              ("arbo_linker", make_linker, SpanReaderSettings),
              ("arbo_linker", make_linker, ReaderSettings),
              ("arbo_reranker", make_reranker, RerankerSettings)]
+# each component's factory, settings dataclass and the cores' dataclasses it copies from
+# (with the names it takes; None: every name both have)
+COMPONENTS = [("arbo_entity_linker", make_entity_linker, ArboEntityLinkerSettings,
+               [(LinkSettings, None), (RetrieverSettings, None), (TrainerSettings, None)]),
+              ("arbo_linker", make_linker, ArboLinkerSettings, [(SpanReaderSettings, None)]),
+              ("arbo_reranker", make_reranker, ArboRerankerSettings,
+               [(LinkSettings, ("nil_id",)), (RerankerSettings, None)]),
+              ("arbo_coref", make_coref, ArboCorefSettings, [(ClusterSettings, None)])]
+# a factory's arguments that are no setting: spaCy's and the registered blocks
+BLOCKS = {"nlp", "name", "model", "objective", "get_candidates", "span_getter", "scorer",
+          "return"}
+ROOT = Path(__file__).parents[2]
 # each architecture with the core whose settings it holds
 ARCHITECTURES = [("spacy_arboel.BiEncoder.v1", RetrieverSettings),
                  ("spacy_arboel.SpanReader.v1", SpanReaderSettings),
@@ -57,18 +79,65 @@ def test_a_factorys_defaults_are_its_cores(factory, make, core):
     assert {k: factory_types[k] for k in shared} == {k: core_types[k] for k in shared}
 
 
+@pytest.mark.parametrize("factory,make,settings,cores", COMPONENTS,
+                         ids=[c[0] for c in COMPONENTS])
+def test_a_factory_takes_its_settings_field_for_field(factory, make, settings, cores):
+    """The factory's arguments are the dataclass's fields and the registered blocks, each
+    of the field's type; its default_config holds the fields' defaults; the dataclass is
+    frozen and checks a value as it is built."""
+    types, declared = get_type_hints(make), get_type_hints(settings)
+    assert set(types) - BLOCKS == set(declared)
+    assert {k: types[k] for k in declared} == declared
+    config = spacy.blank("xx").get_factory_meta(factory).default_config
+    assert {k: config[k] for k in declared} == settings.config()
+    assert settings.__dataclass_params__.frozen
+    # a field a core takes is the core's: same type, same default
+    copied = 0
+    for core, names in cores:
+        core_types, core_defaults = get_type_hints(core), _defaults(core)
+        for name in set(core_types) & set(declared) & set(names or core_types):
+            assert (declared[name], settings.config()[name]) == \
+                (core_types[name], core_defaults[name]), (core.__name__, name)
+            copied += 1
+    assert copied >= 3
+
+
 @pytest.mark.parametrize("architecture,core", ARCHITECTURES)
-def test_an_architectures_defaults_are_its_cores(architecture, core):
-    parameters = inspect.signature(registry.architectures.get(architecture)).parameters
+def test_an_architectures_defaults_and_types_are_its_cores(architecture, core):
+    function = registry.architectures.get(architecture)
+    parameters = inspect.signature(function).parameters
     defaults = _defaults(core)
     shared = set(parameters) & set(defaults)
     assert shared
     assert {k: parameters[k].default for k in shared} == {k: defaults[k] for k in shared}
-    # a choice both take has one type
-    types, core_types = get_type_hints(registry.architectures.get(architecture)), \
-        get_type_hints(core)
-    choices = {k for k in set(parameters) & set(defaults) if "Literal" in str(core_types[k])}
-    assert {k: types[k] for k in choices} == {k: core_types[k] for k in choices}
+    types, core_types = get_type_hints(function), get_type_hints(core)
+    assert {k: types[k] for k in shared} == {k: core_types[k] for k in shared}
+
+
+def _encoder_names(config: dict) -> list[str]:
+    """Every value of an ``encoder`` or ``encoder_name`` key of a nested config that is no
+    variable (``${...}``)."""
+    found = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            found += _encoder_names(value)
+        elif key in ("encoder", "encoder_name") and not str(value).startswith("${"):
+            found.append(value)
+    return found
+
+
+def test_every_config_names_the_one_default_encoder():
+    """The packaged configs, the project's configs and the workflow's variables name the
+    encoder ``DEFAULT_ENCODER`` names (a changed default changes them all or fails here)."""
+    configs = [*(ROOT / "spacy_arboel" / "configs").glob("*.cfg"),
+               *(ROOT / "configs").glob("*.cfg")]
+    assert len(configs) >= 5
+    named = {path.name: _encoder_names(Config().from_disk(path, interpolate=False))
+             for path in configs}
+    assert sum(map(len, named.values())) >= 5
+    assert {name: [n for n in names if n != DEFAULT_ENCODER] for name, names in named.items()
+            if any(n != DEFAULT_ENCODER for n in names)} == {}
+    assert srsly.read_yaml(ROOT / "project.yml")["vars"]["encoder"] == DEFAULT_ENCODER
 
 
 def test_the_cores_alone_get_the_components_defaults():
