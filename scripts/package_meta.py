@@ -80,8 +80,8 @@ def package_meta_command(
     import srsly
     from wasabi import msg
 
-    from spacy_arboel.cli.outputs import check_outputs, write_text_atomic
     from spacy_arboel.factories import pipeline_kb
+    from spacy_arboel.outputs import check_outputs, write_text_atomic
     from spacy_arboel.pipeline.loading import load_pipeline
 
     check_outputs({"MODEL": model, "METRICS_DIR": metrics_dir, "--settings": settings},

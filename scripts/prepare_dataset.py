@@ -16,10 +16,10 @@ from dataset_settings import SETTINGS, read_datasets
 from project_app import app
 from project_errors import ProjectErrors, ProjectWarnings
 from spacy_arboel.cli.data_commands import SYNONYMS_HELP
-from spacy_arboel.cli.outputs import atomic_folder, check_outputs
 from spacy_arboel.errors import Errors
 from spacy_arboel.kb.mesh_packages import synonym_source_files
 from spacy_arboel.kb.synonym_sources import parse_synonym_sources
+from spacy_arboel.outputs import atomic_folder, check_outputs
 from spacy_arboel.spacy_data.aliases import build_kb_with_corpus_aliases
 
 # the splits whose gold surface forms may become KB aliases (the test split never does)

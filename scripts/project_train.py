@@ -32,9 +32,9 @@ def project_train_command(
     from wasabi import msg
 
     from spacy_arboel.atomic import check_own_folder
-    from spacy_arboel.cli.outputs import check_outputs
     from spacy_arboel.cli.overrides import command_overrides
     from spacy_arboel.ml.objectives import switched_objective
+    from spacy_arboel.outputs import check_outputs
     from train_to_best import LOG_NAME, is_training_output, train_to_best
 
     check_outputs({"--settings": settings}, {"--output": output}, folders=["--output"])

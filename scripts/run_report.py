@@ -13,7 +13,6 @@ import typer
 from project_app import app
 from project_errors import ProjectErrors
 from spacy_arboel.atomic import atomic_file, write_text_atomic
-from spacy_arboel.cli.outputs import check_outputs, require_plots
 from spacy_arboel.evaluation.report import (
     DASH,
     markdown_table,
@@ -22,6 +21,7 @@ from spacy_arboel.evaluation.report import (
     read_metrics,
     table,
 )
+from spacy_arboel.outputs import check_outputs, require_plots
 
 RECALL_KS = (1, 8, 64)
 RECALL_PLOT = "recall_at_k.png"

@@ -560,7 +560,8 @@ class Errors(metaclass=ErrorsWithCodes):
         "in manifest.json (or the whole output folder) and link it again with --vectors."
     )
 
-    # --- self-alignment pretraining (spacy_arboel/linking/self_alignment.py): E165-E174 ---
+    # --- self-alignment pretraining (spacy_arboel/linking/self_alignment.py, its pairs
+    # linking/kb_pairs.py): E165-E174 ---
     E165 = (
         "No entity of the knowledge base ({n_entities} entities) has two distinct names, so "
         "self-alignment pretraining has no synonym pair to learn from. Add aliases or "

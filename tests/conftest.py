@@ -35,6 +35,23 @@ def nlp():
     return spacy.blank("xx")
 
 
+@pytest.fixture(scope="session")
+def cli():
+    """``cli(*args, app=None, **options)``: the command line ``args`` (each passed through
+    ``str``) run by a fresh typer ``CliRunner`` on the package's app (``spacy_arboel.cli``),
+    or on ``app`` (the project script's, ``from project import app``); ``options`` go to
+    ``CliRunner.invoke`` (``env``, ``input``, ``catch_exceptions``). Returns its ``Result``."""
+    from typer.testing import CliRunner
+
+    from spacy_arboel.cli import app as package_app
+
+    def run(*args, app=None, **options):
+        return CliRunner().invoke(package_app if app is None else app, [str(a) for a in args],
+                                  **options)
+
+    return run
+
+
 def _tiny_bert(path: Path, dropout: float = 0.0) -> str:
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast

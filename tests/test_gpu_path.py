@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 import torch
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.encoders.weights import autocast, autocast_dtype
 from spacy_arboel.kb import index as index_module
 from spacy_arboel.kb import index_builder
@@ -91,13 +89,13 @@ def test_an_index_on_a_gpu_is_written_from_a_cpu_copy(monkeypatch, tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible here")
 @pytest.mark.parametrize("command", ["evaluate", "evaluate-e2e"])
-def test_gpu_id_without_a_usable_gpu_is_refused_before_loading(command, tmp_path, nlp):
+def test_gpu_id_without_a_usable_gpu_is_refused_before_loading(command, tmp_path, nlp, cli):
     corpus = tmp_path / "gold.spacy"
     doc = nlp("Aspirin induced cough.")
     doc.ents = [doc.char_span(0, 7, label="Chemical", kb_id="D001241")]
     DocBin(docs=[doc]).to_disk(corpus)
     model = tmp_path / "no-pipeline-here"
     model.mkdir()
-    result = CliRunner().invoke(app, [command, str(model), str(corpus), "--gpu-id", "0"])
+    result = cli(command, model, corpus, "--gpu-id", "0")
     assert result.exit_code != 0
     assert "E246" in result.output, result.output

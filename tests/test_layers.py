@@ -21,7 +21,7 @@ LAYERS = (
     ("jobs",),
     ("linking", "coref"),
     ("objectives", "encoders"),
-    ("kb", "data"),
+    ("kb", "data", "outputs"),
     ("atomic", "parsing", "settings", "factories", "extensions", "configs", "__init__"),
     ("errors",),
 )
@@ -30,7 +30,7 @@ LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
 # a pipeline in each worker, inside its functions) and in the lowest modules
 SPACY_FREE = ("kb", "linking", "coref", "objectives", "encoders", "jobs", "data",
               "corpus.link_corpus", "corpus.linked_clusters", "corpus.shards",
-              "atomic", "parsing", "settings", "configs", "errors", "factories")
+              "atomic", "outputs", "parsing", "settings", "configs", "errors", "factories")
 
 
 def spacy_free_modules() -> list[str]:

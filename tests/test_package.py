@@ -12,9 +12,6 @@ from pathlib import Path
 import pytest
 from spacy.util import load_config, load_model_from_config
 from thinc.api import Adam
-from typer.testing import CliRunner
-
-from spacy_arboel.cli import app
 
 ROOT = Path(__file__).parent.parent
 
@@ -27,7 +24,7 @@ def _run(*args, cwd=None):
 
 
 @pytest.fixture
-def shipped(saved_english_linker, tiny_encoder, toy_examples, tmp_path):
+def shipped(saved_english_linker, tiny_encoder, toy_examples, tmp_path, cli):
     """training/model-best as `spacy project run train` leaves it, and its metrics."""
     config = load_config(ROOT / "configs" / "ner_trf.cfg",
                          overrides={"paths.encoder": tiny_encoder}, interpolate=True)
@@ -40,7 +37,7 @@ def shipped(saved_english_linker, tiny_encoder, toy_examples, tmp_path):
     model = tmp_path / "model-best"
     _run(sys.executable, "-m", "spacy", "assemble", ROOT / "configs" / "assemble.cfg", model,
          "--paths.ner", tmp_path / "ner", "--paths.linker", saved_english_linker / "pipeline")
-    result = CliRunner().invoke(app, ["add-coref", str(model)])
+    result = cli("add-coref", model)
     assert result.exit_code == 0, result.output
     metrics = tmp_path / "metrics"
     metrics.mkdir()
@@ -53,15 +50,14 @@ def shipped(saved_english_linker, tiny_encoder, toy_examples, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_package_installs_and_links_in_a_fresh_environment(shipped, tmp_path):
+def test_the_package_installs_and_links_in_a_fresh_environment(shipped, tmp_path, cli):
     model, metrics = shipped
     meta = tmp_path / "package_meta.json"
     from project import app as project
 
-    result = CliRunner().invoke(project, ["package-meta", str(model), str(metrics), "--output",
-                                      str(meta), "--dataset", "toy", "--objective",
-                                      "knn_negatives", "--settings",
-                                      str(ROOT / "configs" / "datasets.yml")])
+    result = cli("package-meta", model, metrics, "--output", meta, "--dataset", "toy",
+                 "--objective", "knn_negatives", "--settings", ROOT / "configs" / "datasets.yml",
+                 app=project)
     assert result.exit_code == 0, result.output
     written = json.loads(meta.read_text())
     assert written["performance"] == {"ents_f": 0.8512, "nel_inkb_acc": 0.9,

@@ -152,13 +152,11 @@ def test_the_own_pipeline_recipe_links_alike_when_loaded_elsewhere(tiny_encoder,
 
 
 def test_the_own_corpus_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, tmp_path,
-                                                                 monkeypatch):
+                                                                 monkeypatch, cli):
     """The own-corpus recipe (docs/usage.md), run as written (relative paths, the tiny
     encoder added to init-config), then its model-best loaded from another folder."""
     from spacy.cli.train import train
-    from typer.testing import CliRunner
 
-    from spacy_arboel.cli import app
     from tests.conftest import TOY_SENTENCES
 
     home, elsewhere = _two_folders(tmp_path)
@@ -173,7 +171,7 @@ def test_the_own_corpus_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, t
         args = command.split()[3:]  # python -m spacy_arboel ...
         if args[0] == "init-config":
             args += ["--encoder", tiny_encoder, "--lang", "xx"]
-        result = CliRunner().invoke(app, args)
+        result = cli(*args)
         assert result.exit_code == 0, (command, result.output)
     train(Path("linker.cfg"), Path("training"), overrides={
         "training.max_steps": 2, "training.eval_frequency": 2, "training.max_epochs": 0})
@@ -193,19 +191,15 @@ def test_the_own_corpus_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, t
 
 
 def test_the_own_kb_recipe_links_alike_when_loaded_elsewhere(tiny_encoder, tmp_path,
-                                                             monkeypatch):
+                                                             monkeypatch, cli):
     """The README's own-KB recipe (`pretrain-kb kb.jsonl out`, relative paths), its linker
     loaded from another folder."""
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
     home, elsewhere = _two_folders(tmp_path)
     command = "python -m spacy_arboel pretrain-kb kb.jsonl out"
     assert f"`{command}`" in README.read_text().replace("\n", " ")
     monkeypatch.chdir(home)
-    result = CliRunner().invoke(app, [*command.split()[3:], "--encoder", tiny_encoder,
-                                      "--max-steps", "2", "--batch-size", "8"])
+    result = cli(*command.split()[3:], "--encoder", tiny_encoder,
+                 "--max-steps", "2", "--batch-size", "8")
     assert result.exit_code == 0, result.output
 
     def link(pipeline):
@@ -377,12 +371,10 @@ def test_the_evaluate_recipe_reports_the_linkers_scores(tiny_encoder, tmp_path, 
     assert round(written["nel_inkb_recall@1"], 2) == 0.67 and written["nel_micro_f"] == 1.0
 
 
-def test_the_own_kb_commands_run_as_written(tmp_path, monkeypatch):
+def test_the_own_kb_commands_run_as_written(tmp_path, monkeypatch, cli):
     """The README's build-kb commands, one per format a user holds, on small files."""
     pytest.importorskip("pronto")
-    from typer.testing import CliRunner
 
-    from spacy_arboel.cli import app
     from spacy_arboel.kb import KnowledgeBase
 
     commands = _bash_block("### Bring your own KB")
@@ -398,20 +390,17 @@ def test_the_own_kb_commands_run_as_written(tmp_path, monkeypatch):
         "C0010200|ENG|P|L0010200|PF|S0028367|Y|A0038417||M0005087|D003371|MSH|MH|D003371|"
         "Cough|0|N|256|\n")
     for command in commands:
-        result = CliRunner().invoke(app, command.split()[3:])
+        result = cli(*command.split()[3:])
         assert result.exit_code == 0, (command, result.output)
         kb = KnowledgeBase.from_jsonl("kb.jsonl")
         assert kb.ids == (["HP:0012735"] if "--obo" in command else ["C0010200"])
 
 
 def test_the_own_ontology_recipe_links_variants_coordinations_and_nested_concepts(
-        tiny_encoder, tmp_path, monkeypatch):
+        tiny_encoder, tmp_path, monkeypatch, cli):
     """Issue 60: the README's "your ontology, your text" recipe, as written, on a small
     ontology file: an ontology and raw text in, linked concepts out, nested ones too."""
     pytest.importorskip("pronto")
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
 
     heading = "### Your ontology, your text"
     command, = _bash_block(heading)
@@ -426,7 +415,7 @@ def test_the_own_ontology_recipe_links_variants_coordinations_and_nested_concept
         f"\n[Term]\nid: {i}\nname: {n}\n" + (f"is_a: {p}\n" if p else "")
         + "".join(f'synonym: "{a}" EXACT []\n' for a in aliases)
         for i, n, p, aliases in terms))
-    result = CliRunner().invoke(app, command.split()[3:])
+    result = cli(*command.split()[3:])
     assert result.exit_code == 0, result.output
     code = _python_block(heading)
     given = 'nlp.add_pipe("arbo_linker", config={"kb_path": "hpo.jsonl"})'
@@ -442,13 +431,10 @@ def test_the_own_ontology_recipe_links_variants_coordinations_and_nested_concept
         "('renal cysts', 'HP:0000107')]"]
 
 
-def test_the_alias_file_recipe_edits_a_kb(tmp_path, monkeypatch):
+def test_the_alias_file_recipe_edits_a_kb(tmp_path, monkeypatch, cli):
     """docs/usage.md's "Edit your KB in seconds", run as written (its printf in a shell)."""
     import subprocess
 
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
     from spacy_arboel.kb import Entity, KnowledgeBase
 
     printf, command = _bash_block("### Edit your KB in seconds", USAGE)
@@ -456,7 +442,7 @@ def test_the_alias_file_recipe_edits_a_kb(tmp_path, monkeypatch):
     KnowledgeBase([Entity("HP:0001250", "Seizure"), Entity("HP:0002315", "Headache")]
                   ).to_jsonl("hpo.jsonl")
     subprocess.run(["bash", "-c", printf], check=True, cwd=tmp_path)
-    result = CliRunner().invoke(app, command.split()[3:])
+    result = cli(*command.split()[3:])
     assert result.exit_code == 0, result.output
     edited = KnowledgeBase.from_jsonl("hpo_edited.jsonl")
     assert edited["HP:0001250"].aliases == ("fits",)

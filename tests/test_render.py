@@ -8,9 +8,7 @@ import subprocess
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.extensions import CANDIDATES_EXT, register_extensions
 from spacy_arboel.render import (
     MESH_URL_TEMPLATE,
@@ -126,16 +124,12 @@ def test_unknown_files_are_coded_errors(tmp_path):
         _read(tmp_path / "empty")
 
 
-def _render(*args):
-    return CliRunner().invoke(app, ["render", *[str(a) for a in args]])
-
-
-def test_render_command_writes_the_page(linker_pipeline, tmp_path):
+def test_render_command_writes_the_page(linker_pipeline, tmp_path, cli):
     texts = tmp_path / "texts.jsonl"
     texts.write_text("\n".join(json.dumps({"id": f"doc{i}", "text": t}) for i, t in enumerate(
         ["Aspirin induced cough.", "Fever in patients with heart failure.", "Third."])))
     page = tmp_path / "out" / "page.html"
-    result = _render(linker_pipeline, texts, "--output", page, "--limit", 2)
+    result = cli("render", linker_pipeline, texts, "--output", page, "--limit", 2)
     assert result.exit_code == 0, result.output
     html = page.read_text()
     assert "doc0" in html and "doc1" in html and "doc2" not in html
@@ -143,8 +137,8 @@ def test_render_command_writes_the_page(linker_pipeline, tmp_path):
     assert html.count('<mark class="entity"') >= 2
     assert "https://meshb.nlm.nih.gov/record/ui?ui=D" in html  # the toy KB is MeSH
     assert "Rendered 2 docs" in result.output
-    custom = _render(linker_pipeline, texts, "--output", page, "--kb-url-template",
-                     "https://kb.example/{}", "--candidates", 1)
+    custom = cli("render", linker_pipeline, texts, "--output", page,
+                 "--kb-url-template", "https://kb.example/{}", "--candidates", 1)
     assert custom.exit_code == 0 and "https://kb.example/D" in page.read_text()
     assert "meshb" not in page.read_text()
     # gold ids in the input: the wrong and missed links are counted and written
@@ -152,8 +146,8 @@ def test_render_command_writes_the_page(linker_pipeline, tmp_path):
     gold.write_text(json.dumps({"id": "g", "text": "Aspirin induced cough.", "spans": [
         {"start": 0, "end": 7, "label": "Chemical", "kb_id": "D001241"},
         {"start": 16, "end": 21, "label": "Disease", "kb_id": "D999999"}]}) + "\n")
-    checked = _render(linker_pipeline, gold, "--output", page, "--errors",
-                      tmp_path / "errors.json")
+    checked = cli("render", linker_pipeline, gold, "--output", page,
+                  "--errors", tmp_path / "errors.json")
     assert checked.exit_code == 0, checked.output
     errors = json.loads((tmp_path / "errors.json").read_text())
     assert errors["gold_links"] == 2 and "of 2 gold links right" in checked.output
@@ -161,18 +155,18 @@ def test_render_command_writes_the_page(linker_pipeline, tmp_path):
                for e in errors["errors"])
 
 
-def test_render_command_refuses_bad_input_and_outputs(linker_pipeline, tmp_path):
+def test_render_command_refuses_bad_input_and_outputs(linker_pipeline, tmp_path, cli):
     texts = tmp_path / "texts.jsonl"
     texts.write_text('{"text": "Aspirin."}\n')
-    result = _render(linker_pipeline, texts, "--output", texts)
+    result = cli("render", linker_pipeline, texts, "--output", texts)
     assert result.exit_code == 1 and "E040" in result.output
     assert texts.read_text() == '{"text": "Aspirin."}\n'  # the input is untouched
     (tmp_path / "bad.jsonl").write_text("oops\n")
-    result = _render(linker_pipeline, tmp_path / "bad.jsonl", "--output", tmp_path / "p.html")
+    result = cli("render", linker_pipeline, tmp_path / "bad.jsonl", "--output", tmp_path / "p.html")
     assert result.exit_code == 1 and "E115" in result.output
     assert not (tmp_path / "p.html").exists()
-    result = _render(linker_pipeline, texts, "--output", tmp_path / "p.html",
-                     "--kb-url-template", "https://kb.example/{id}")
+    result = cli("render", linker_pipeline, texts, "--output", tmp_path / "p.html",
+                 "--kb-url-template", "https://kb.example/{id}")
     assert result.exit_code == 1 and "E120" in result.output
 
 
@@ -199,7 +193,7 @@ def test_the_page_in_headless_chromium(tmp_path):
     print(f"screenshot: {shot}")
 
 
-def test_gold_spans_are_read_as_convert_reads_them_and_bad_ones_skipped_with_W105(tmp_path):
+def test_gold_spans_are_read_as_convert_reads_them_and_bad_ones_skipped_with_W105(tmp_path, cli):
     """One span parser for convert and render: render skips, with W105 naming the file and
     line, what convert refuses (spans outside the text, blank or '|' ids, bools as offsets),
     and -1 (no id) is no gold link."""
@@ -224,7 +218,7 @@ def test_gold_spans_are_read_as_convert_reads_them_and_bad_ones_skipped_with_W10
     assert first.gold_links == ((0, 7, "D001241"), (8, 15, "D1|D2"))
     assert second.gold_links == ()
     # the same file is refused by convert
-    result = CliRunner().invoke(app, ["convert", str(path), str(tmp_path / "gold.spacy")])
+    result = cli("convert", path, tmp_path / "gold.spacy")
     assert result.exit_code == 1 and "[E203]" in result.output
 
 
@@ -249,13 +243,13 @@ def test_gold_outside_the_text_or_without_an_id_is_not_drawn():
         ("D015738", "right"), ("D009999", "missed")]
 
 
-def test_render_command_skips_bad_gold_ids_instead_of_crashing(linker_pipeline, tmp_path):
+def test_render_command_skips_bad_gold_ids_instead_of_crashing(linker_pipeline, tmp_path, cli):
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"id": "g", "text": "Aspirin induced cough.", "spans": [
         {"start": 0, "end": 7, "kb_id": " "}, {"start": 16, "end": 21, "kb_id": "|"},
         {"start": 8, "end": 15, "kb_id": "-1"}]}) + "\n")
-    result = _render(linker_pipeline, gold, "--output", tmp_path / "p.html", "--errors",
-                     tmp_path / "errors.json")
+    result = cli("render", linker_pipeline, gold, "--output", tmp_path / "p.html",
+                 "--errors", tmp_path / "errors.json")
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "errors.json").read_text()) == {"gold_links": 0,
                                                                    "errors": []}

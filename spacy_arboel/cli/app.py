@@ -27,7 +27,7 @@ class CodedErrorsGroup(TyperGroup):
     package not installed)."""
 
     def invoke(self, ctx):
-        from .outputs import command_resources
+        from ..outputs import command_resources
 
         try:
             with command_resources():

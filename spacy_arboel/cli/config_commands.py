@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from ..factories import ENTITY_LINKER, LINKER, RERANKER
+from ..outputs import atomic_file, check_outputs
 from .app import app
 from .options import TrainedComponent
-from .outputs import atomic_file, check_outputs
 
 # the paths a component's training needs (arbo_linker starts from the base encoder without
 # paths.linker)

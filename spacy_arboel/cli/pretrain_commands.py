@@ -11,8 +11,9 @@ import typer
 from ..atomic import check_replaceable
 from ..encoders.loading import DEFAULT_ENCODER
 from ..linking.loop_settings import SelfAlignmentSettings
+from ..outputs import check_outputs
+from ..pipeline.loading import save_pipeline
 from .app import app
-from .outputs import check_outputs, save_pipeline
 
 ENCODER_FOLDER = "encoder"
 LINKER_FOLDER = "linker"
@@ -55,7 +56,8 @@ def pretrain_kb_command(
     from wasabi import msg
 
     from ..kb.knowledge_base import KnowledgeBase
-    from ..linking.self_alignment import check_output_dir, check_pairs, pretrain_encoder
+    from ..linking.kb_pairs import check_pairs
+    from ..linking.self_alignment import check_output_dir, pretrain_encoder
     from ..pipeline.zero_shot import zero_shot_linker
 
     encoder_dir, linker_dir = output / ENCODER_FOLDER, output / LINKER_FOLDER

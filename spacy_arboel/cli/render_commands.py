@@ -5,8 +5,8 @@ from typing import Annotated
 
 import typer
 
+from ..outputs import check_outputs, write_text_atomic
 from .app import OVERRIDES, app
-from .outputs import check_outputs, write_text_atomic
 from .overrides import command_overrides
 
 

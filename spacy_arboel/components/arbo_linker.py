@@ -25,7 +25,8 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..linking.candidates import CandidatePolicy
 from ..linking.dense_retriever import GRANULARITIES
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
-from ..linking.retriever_reader import DocLinks, ReaderSettings, RetrieverReader
+from ..linking.reader_spans import DocLinks
+from ..linking.retriever_reader import ReaderSettings, RetrieverReader
 from ..linking.span_reader import SpanReader, SpanReaderSettings
 from ..linking.text_links import linked_rows, text_links
 from ..ml.module_holder import initialize_with, torch_modules

@@ -24,8 +24,7 @@ from ..kb.index import read_index_meta
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.abbreviation_links import link_abbreviations
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings
-from ..linking.reader_spans import LinkedSpan, best_per_span
-from ..linking.retriever_reader import DocLinks
+from ..linking.reader_spans import DocLinks, LinkedSpan, best_per_span
 from .dictionary_spans import DictionaryMatch, DictionarySpans, entry_rank
 
 ENCODER_BATCH = 64

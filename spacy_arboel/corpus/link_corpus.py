@@ -20,7 +20,7 @@ import numpy as np
 
 from ..artefacts import pipeline_fingerprint
 from ..errors import Errors
-from ..jobs.engines import LocalEngine, RayEngine
+from ..jobs.engines import Engine
 from ..jobs.ledger import digest
 from .shard_writer import ShardWriter
 from .shards import Shard, is_done, mark_done, open_manifest, plan_shards, shard_documents
@@ -105,7 +105,7 @@ def override_files(settings: LinkSettings) -> dict[str, str]:
 
 
 def link_corpus(input_path: str | Path, output_dir: str | Path, settings: LinkSettings,
-                engine: LocalEngine | RayEngine,
+                engine: Engine,
                 on_docs: Callable[[int], None] = lambda n: None,
                 on_total: Callable[[int], None] = lambda n: None,
                 load: Callable[[LinkSettings], Any] | None = None) -> CorpusSummary:

@@ -33,7 +33,7 @@ from ..kb.index_builder import EF_SEARCH, NPROBE, build_index, choose_factory, r
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.dense_retriever import DenseRetriever, RetrieverSettings, row_settings
 from ..linking.indexed_kb import IndexedKB
-from .engines import LocalEngine, RayEngine
+from .engines import Engine
 from .kb_vectors import SHARD_ROWS, EmbeddingPlan, ShardStore
 
 # a task: a shard number, the entities whose rows it holds and those rows as the driver laid
@@ -91,7 +91,7 @@ class ShardEmbedder:
         return shard, vectors, self.fingerprint
 
 
-def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: LocalEngine | RayEngine,
+def embed_kb(retriever: DenseRetriever, source: EmbedderSource, engine: Engine,
              work_dir: str | Path, *, shard_rows: int = SHARD_ROWS,
              on_total: Callable[[int], object] | None = None,
              on_rows: Callable[[int], object] | None = None,
@@ -152,7 +152,7 @@ def kept_rows(store: ShardStore, owners: np.ndarray, threshold: float | None,
 
 
 def build_kb_index(retriever: DenseRetriever, source: EmbedderSource,
-                   engine: LocalEngine | RayEngine, work_dir: str | Path, *, kind: str = "auto",
+                   engine: Engine, work_dir: str | Path, *, kind: str = "auto",
                    pq_bytes: int | None = None, refine: bool = True, shard_rows: int = SHARD_ROWS,
                    nprobe: int = NPROBE, ef_search: int = EF_SEARCH,
                    on_total: Callable[[int], object] | None = None,

@@ -4,6 +4,9 @@ pipeline or an encoder is the costly part), calls it on each task and yields the
 in the order they finish. ``link-corpus`` (``corpus.link_corpus``) and ``build-index``
 (``jobs.build_index``) both run on it. No spaCy here.
 
+``Engine`` is that interface, declared (a ``typing.Protocol``): a job takes any object with
+``num_workers`` and ``map``.
+
 - ``LocalEngine``: in this process (one worker), or in ``num_workers`` spawned processes,
   each building its worker once and using its share of the CPU threads.
 - ``RayEngine``: ``num_workers`` Ray actors, each building its worker once; an actor that
@@ -31,7 +34,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import Errors
 
@@ -44,6 +47,18 @@ RAY_RETRIES = 3  # restarts of a dead actor, retries of its task
 IN_FLIGHT = 2  # tasks per worker submitted ahead: one running, one waiting
 # one thread per Ray worker: Ray places one worker per CPU it counts
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Where a job's tasks run: ``map`` builds the worker once per process
+    (``make_worker()``), calls it on each task and yields the results in the order they
+    finish, keeping at most ``IN_FLIGHT`` tasks per worker ahead of the results."""
+
+    num_workers: int
+
+    def map(self, make_worker: Callable[[], Callable[[T], R]], tasks: Iterable[T]
+            ) -> Iterator[R]: ...
 
 
 def _check_workers(num_workers: int) -> None:
@@ -158,7 +173,7 @@ ENGINES = ("local", "ray")
 
 
 def make_engine(kind: str, num_workers: int | None = None, *, address: str | None = None,
-                num_gpus: float = 0.0) -> LocalEngine | RayEngine:
+                num_gpus: float = 0.0) -> Engine:
     """The engine a command's ``--engine``/``--num-workers``/``--address``/``--num-gpus``
     name, checked before any work (E007 for another kind, E011 for fewer than one worker,
     E128 for ``ray`` where Ray is not installed): ``num_workers`` None is 1 process, or 2

@@ -13,7 +13,8 @@ from .cross_encoder_reranker import (
     ranked,
 )
 from .dense_retriever import DenseRetriever, RetrieverSettings
-from .retriever_reader import DocLinks, ReaderSettings, RetrieverReader
+from .reader_spans import DocLinks
+from .retriever_reader import ReaderSettings, RetrieverReader
 from .span_reader import SpanReader, SpanReaderSettings
 
 __all__ = ["BiEncoderTrainer", "CrossEncoderReranker", "DenseRetriever", "DocLinks",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..kb.entity import name_key
 from ..kb.knowledge_base import KnowledgeBase
-from .self_alignment import normalise_name
+from .kb_pairs import normalise_name
 
 
 def other_name_rows(rows: Sequence[int], row_texts: Sequence[str], text: str) -> list[int]:

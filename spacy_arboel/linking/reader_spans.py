@@ -11,7 +11,7 @@ import math
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 import numpy as np
@@ -224,3 +224,16 @@ def candidates_by_span(
     return {
         key: sorted(ids, key=lambda item: (-item[1], item[0])) for key, ids in grouped.items()
     }
+
+
+@dataclass
+class DocLinks:
+    """What a reader found in one text: linked spans (no two overlapping), each
+    span's candidates, each passage's ``(start_char, end_char, [(kb_id, p_rank), …])``, and
+    ``all_spans``: every linked span before overlaps were resolved, nested and crossing ones
+    too (one link per span, the best)."""
+
+    spans: list[LinkedSpan] = field(default_factory=list)
+    candidates: dict[tuple[int, int], list[tuple[str, float]]] = field(default_factory=dict)
+    passages: list[tuple[int, int, list[tuple[str, float]]]] = field(default_factory=list)
+    all_spans: list[LinkedSpan] = field(default_factory=list)

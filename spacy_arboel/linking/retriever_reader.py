@@ -16,7 +16,7 @@ reader's spans retrieve again (eq. 4–5) and the reader reads the union's top K
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +42,10 @@ from ..settings import (
     check_fields,
     choices,
 )
+from .candidate_rows import union_rows, with_gold
 from .dense_retriever import DenseRetriever
 from .reader_base import PassageReaderSettings, ReaderBase
-from .reader_spans import LinkedSpan, candidates_by_span, decode_spans
+from .reader_spans import DocLinks, LinkedSpan, candidates_by_span, decode_spans
 
 MODES = ("joint", "pipeline")
 
@@ -75,19 +76,6 @@ class ReaderSettings(PassageReaderSettings):
         check_fields(self)
         if self.mode == "pipeline" and self.share_weights:
             raise ValueError(Errors.E020)
-
-
-@dataclass
-class DocLinks:
-    """What the retriever-reader found in one text: linked spans (no two overlapping), each
-    span's candidates, each passage's ``(start_char, end_char, [(kb_id, p_rank), …])``, and
-    ``all_spans``: every linked span before overlaps were resolved, nested and crossing ones
-    too (one link per span, the best)."""
-
-    spans: list[LinkedSpan] = field(default_factory=list)
-    candidates: dict[tuple[int, int], list[tuple[str, float]]] = field(default_factory=dict)
-    passages: list[tuple[int, int, list[tuple[str, float]]]] = field(default_factory=list)
-    all_spans: list[LinkedSpan] = field(default_factory=list)
 
 
 @dataclass
@@ -424,46 +412,6 @@ class RetrieverReader(ReaderBase):
 
 def _pad_width(logits: np.ndarray, width: int) -> np.ndarray:
     return np.pad(logits, ((0, 0), (0, width - logits.shape[1])), constant_values=-1e4)
-
-
-def union_rows(first: np.ndarray, second: np.ndarray, use_second: np.ndarray) -> np.ndarray:
-    """Per row, the entities of ``first`` then the new ones of ``second`` (where
-    ``use_second``), padded with -1."""
-    rows = []
-    for a, b, flag in zip(first, second, use_second, strict=True):
-        row = [int(x) for x in a if x >= 0]
-        if flag:
-            seen = set(row)
-            row += [int(x) for x in b if x >= 0 and int(x) not in seen]
-        rows.append(row)
-    return pad_rows(rows)
-
-
-def with_gold(candidates: np.ndarray, gold: Sequence[dict[int, Any]], *,
-              append: bool = False) -> np.ndarray:
-    """Put each passage's gold entities among its candidates: in place of the lowest-ranked
-    non-gold ones (reader: K stays fixed), or after them (``append``: retriever negatives)."""
-    rows = []
-    for row, entities in zip(candidates, gold, strict=True):
-        row = [int(c) for c in row if c >= 0]
-        missing = [e for e in sorted(entities) if e not in row]
-        if append:
-            row = row + missing
-        elif missing:
-            keep = [c for c in row if c in entities]
-            others = [c for c in row if c not in entities]
-            room = max(0, len(row) - len(keep) - len(missing))
-            row = (keep + missing + others[:room])[: max(len(row), 1)]
-        rows.append(row)
-    return pad_rows(rows)
-
-
-def pad_rows(rows: Sequence[Sequence[int]]) -> np.ndarray:
-    """Rows of entity positions as one array, padded with -1."""
-    out = np.full((len(rows), max(len(r) for r in rows)), -1, dtype="int64")
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
 
 
 def training_passages(gold: Sequence[dict[int, Any]], empty_rate: float, seed: int = 0

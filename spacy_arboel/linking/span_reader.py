@@ -35,10 +35,10 @@ from ..kb.knowledge_base import KnowledgeBase
 from ..objectives.reader_losses import retriever_loss
 from ..settings import NonNegativeInt, PositiveInt, Probability, check_fields
 from .abbreviation_links import link_abbreviations
+from .candidate_rows import pad_rows, with_gold
 from .dense_retriever import DenseRetriever
 from .reader_base import PassageReaderSettings, ReaderBase
-from .reader_spans import LinkedSpan
-from .retriever_reader import DocLinks, pad_rows, with_gold
+from .reader_spans import DocLinks, LinkedSpan
 from .span_scores import (
     boundary_loss,
     candidate_probabilities,

@@ -11,8 +11,14 @@ from ..extensions import Candidate
 from ..kb.knowledge_base import KnowledgeBase
 from .candidates import CandidatePolicy
 from .opposites import unopposed, without_opposites
-from .reader_spans import LinkedSpan, best_per_span, longest_first, overlapping_none, resolve_spans
-from .retriever_reader import DocLinks
+from .reader_spans import (
+    DocLinks,
+    LinkedSpan,
+    best_per_span,
+    longest_first,
+    overlapping_none,
+    resolve_spans,
+)
 
 # per text, its linked spans before overlaps are resolved, and its ``DocLinks``
 Found = tuple[list[list[LinkedSpan]], list[DocLinks]]

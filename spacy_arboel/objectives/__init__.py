@@ -1,6 +1,7 @@
 """Training objectives: in-batch and distillation (BLINK), k-NN negatives, arborescence
-(arboEL), proxy and FGSM (PEL). spaCy-free; their registered functions live in
-``spacy_arboel.ml.objectives``."""
+(arboEL), proxy and FGSM (PEL), and SapBERT's multi-similarity loss with its hard-pair miner
+(``multi_similarity``, used by ``linking.self_alignment``). spaCy-free; their registered
+functions live in ``spacy_arboel.ml.objectives``."""
 
 from .arborescence import arborescence_parents
 from .losses import distillation_loss, edge_loss, get_loss, proxy_loss, softmax_loss

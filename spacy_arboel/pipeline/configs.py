@@ -1,38 +1,24 @@
-"""A training config filled against the factories: every setting a packaged config leaves
-out is its factory's default, or that of the architecture, objective or scorer a block
-names, so that ``init_config`` (``init-config``) writes them all (as ``spacy init
-fill-config`` does) and the packaged configs hold only their deliberate deviations
-(``configs.DEVIATIONS``)."""
+"""A training config filled in by spaCy: ``fill_components`` loads it with ``auto_fill`` (as
+``spacy init fill-config`` does), so that every setting a packaged config leaves out is its
+factory's default, or that of the architecture, objective or scorer a block names;
+``init_config`` (``init-config``) writes them all, and the packaged configs hold only their
+deliberate deviations (``configs.DEVIATIONS``)."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
-from inspect import Parameter, signature
+from collections.abc import Mapping
 from typing import Any
 
 from confection import Config
 from spacy import blank
-from spacy.util import load_config, registry
+from spacy.util import load_config, load_model_from_config
 
 from ..configs import COMPONENT_CONFIGS, packaged_config
 from ..errors import Errors
 
-
-def function_of(block: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The registry and name of the function a config block names (``@architectures``,
-    ``@misc``, ``@scorers``...), None for a plain section."""
-    return next(((key, value) for key, value in block.items() if key.startswith("@")), None)
-
-
-def function_defaults(block: Mapping[str, Any]) -> dict[str, Any]:
-    """The defaults of the registered function a block names (none for a plain section)."""
-    named = function_of(block)
-    if named is None:
-        return {}
-    function = getattr(registry, named[0][1:]).get(named[1])
-    return {name: p.default for name, p in signature(function).parameters.items()
-            if p.default is not Parameter.empty}
+# the lists of the [training] section that name components
+TRAINING_LISTS = ("frozen_components", "annotating_components")
 
 
 def factory_defaults(factory: str) -> dict[str, Any]:
@@ -41,39 +27,29 @@ def factory_defaults(factory: str) -> dict[str, Any]:
     return copy.deepcopy(dict(blank("xx").get_factory_meta(factory).default_config))
 
 
-def fill_block(block: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``block`` over ``defaults``: a nested block over the defaults of the block it
-    replaces when it names the same function or none (spaCy merges such a block into the
-    default one), else over its own function's defaults."""
-    filled: dict[str, Any] = {}
-    keys = {**defaults, **block}
-    for key in sorted(keys, key=lambda k: not k.startswith("@")):  # the function first
-        value = block[key] if key in block else defaults[key]
-        if not isinstance(value, Mapping):
-            filled[key] = copy.deepcopy(value)
-            continue
-        default = defaults.get(key)
-        same = isinstance(default, Mapping) and function_of(value) in (None,
-                                                                       function_of(default))
-        base = {**function_defaults(value), **(default if same else {})}
-        filled[key] = fill_block(value if key in block else {}, base)
-    return filled
-
-
-def component_blocks(config: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """The name and block of each component of ``config`` made by a factory (a sourced
-    component takes its settings from its pipeline)."""
-    for name, block in config.get("components", {}).items():
-        if "factory" in block:
-            yield name, block
-
-
 def fill_components(config: Config) -> Config:
-    """``config`` with each factory-made component's settings filled in from its factory,
-    architecture, objective and scorer; variables such as ``${paths.encoder}`` are kept."""
-    filled = config.copy()
-    for name, block in component_blocks(config):
-        filled["components"][name] = fill_block(block, factory_defaults(block["factory"]))
+    """``config`` filled in by spaCy (``load_model_from_config(auto_fill=True)``, which makes
+    the pipeline without initialising it): each factory-made component's settings from its
+    factory, architecture, objective and scorer, and spaCy's own sections; variables such
+    as ``${paths.encoder}`` are kept. A sourced component is kept as it is written (spaCy
+    would load the pipeline it names; ``spacy init fill-config`` re-adds it so too)."""
+    sourced = {name for name, block in config.get("components", {}).items()
+               if "source" in block}
+    bare = config.copy()
+    for name in sourced:
+        del bare["components"][name]
+    bare["nlp"]["pipeline"] = [n for n in config["nlp"]["pipeline"] if n not in sourced]
+    for key in TRAINING_LISTS:
+        if key in bare.get("training", {}):
+            bare["training"][key] = [n for n in bare["training"][key] if n not in sourced]
+    filled = load_model_from_config(bare, auto_fill=True, validate=False).config
+    filled["components"] = {name: (config["components"][name] if name in sourced
+                                   else filled["components"][name])
+                            for name in config["components"]}
+    filled["nlp"]["pipeline"] = list(config["nlp"]["pipeline"])
+    for key in TRAINING_LISTS:
+        if key in config.get("training", {}):
+            filled["training"][key] = list(config["training"][key])
     return filled
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from spacy.language import Language
 
+from ..components.arbo_coref import ArboCorefSettings
 from ..errors import Errors
 from ..factories import COREF
 from ..parsing import parse_json
@@ -18,13 +19,6 @@ from .loading import load_pipeline, pipeline_config
 TUNED = ("k", "threshold", "directed")  # what a tune-coref file chooses
 # what clustering a linked corpus (``cluster_linked``) takes from the settings
 LINKED_CORPUS = ("k", "threshold", "directed", "nil_prefix")
-
-
-def coref_defaults() -> dict[str, Any]:
-    """The default config of the registered ``arbo_coref`` factory."""
-    from ..components import arbo_coref  # noqa: F401  (registers the factory)
-
-    return dict(Language.get_factory_meta(COREF).default_config)
 
 
 def read_tuned_settings(path: str | Path) -> dict[str, Any]:
@@ -82,7 +76,7 @@ def linked_corpus_settings(model: str | Path, component: str = COREF,
     defaults, then ``component``'s config in the pipeline at ``model`` (where there is
     one), ``tuned``, then the overrides of ``component``. Also whether that config sets
     ``same_doc_only``, which clustering a linked corpus does not apply."""
-    defaults = coref_defaults()
+    defaults = ArboCorefSettings.config()
     settings = {key: defaults[key] for key in LINKED_CORPUS}
     found: dict[str, Any] = {}
     if (Path(model) / "config.cfg").exists():

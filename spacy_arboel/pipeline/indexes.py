@@ -9,16 +9,17 @@ from typing import Any
 
 from spacy.language import Language
 
+from ..jobs.engines import Engine
 from ..jobs.kb_vectors import SHARD_ROWS
 
 
-def build_linker_index(nlp: Language, linker: str, model: str | Path, engine: Any,
+def build_linker_index(nlp: Language, linker: str, model: str | Path, engine: Engine,
                        work_dir: str | Path, *, kind: str = "auto", pq_bytes: int | None = None,
                        refine: bool = True, shard_rows: int = SHARD_ROWS,
                        on_total: Callable[[int], object] | None = None,
                        on_rows: Callable[[int], object] | None = None,
                        on_stage: Callable[[str], object] | None = None) -> Any:
-    """Embed the KB rows of ``nlp``'s ``linker`` on ``engine`` (a ``jobs.engines`` engine,
+    """Embed the KB rows of ``nlp``'s ``linker`` on ``engine`` (``jobs.engines.Engine``,
     whose workers load the entity encoder saved in ``model/linker``) in shards kept in
     ``work_dir`` (a rerun resumes), build the FAISS index of ``kind`` (``auto``: by size;
     see ``jobs.build_index.build_kb_index``) and set it as the linker's index; return it.

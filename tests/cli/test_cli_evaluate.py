@@ -4,9 +4,6 @@ import json
 
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
-
-from spacy_arboel.cli import app
 
 
 def _initialised(examples, *pipes):
@@ -34,17 +31,17 @@ def _reads_on_a_terminal(output: str, *cells: str) -> None:
         assert any(cell in line for line in lines), (cell, output)
 
 
-def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_examples,
+                                                 tmp_path, cli):
     nlp = _initialised(toy_examples, ("arbo_entity_linker", {
         "kb_path": str(toy_kb_path), "model": {"encoder_name": tiny_encoder},
         "entity_granularity": "alias"}))
     model, gold = _saved(nlp, toy_examples, tmp_path)
-    result = CliRunner().invoke(app, [
-        "evaluate", model, gold, "--output", str(tmp_path / "m.json"), "--no-encoder-rate",
+    result = cli(
+        "evaluate", model, gold, "--output", tmp_path / "m.json", "--no-encoder-rate",
         "--components.arbo_entity_linker.threshold", "1e9",
         "--components.arbo_entity_linker.get_candidates.scores", "raw",
-        "--components.arbo_entity_linker.expand_abbreviations", "true",
-    ])
+        "--components.arbo_entity_linker.expand_abbreviations", "true")
     assert result.exit_code == 0, result.output
     _reads_on_a_terminal(result.output, "R@64", "in-KB", "linking_mentions_per_s")
     metrics = json.loads((tmp_path / "m.json").read_text())["in_kb"]
@@ -58,13 +55,12 @@ def _e2e(tiny_encoder, kb_path, examples, **config):
         "passage_length": 48, "passage_stride": 40, **config}))
 
 
-def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path, cli):
     # the heads of the untrained span reader, whose retrieval recall is reported
     nlp = _e2e(tiny_encoder, toy_kb_path, toy_examples, threshold=0.0, top_k=2,
                dictionary_spans="never")
     model, test = _saved(nlp, toy_examples, tmp_path, "model", "test.spacy")
-    result = CliRunner().invoke(app, ["evaluate-e2e", model, test, "--output",
-                                      str(tmp_path / "m.json")])
+    result = cli("evaluate-e2e", model, test, "--output", tmp_path / "m.json")
     assert result.exit_code == 0, result.output
     _reads_on_a_terminal(result.output, "in_kb precision", "retriever_spans mention_recall@8")
     metrics = json.loads((tmp_path / "m.json").read_text())
@@ -76,12 +72,12 @@ def test_evaluate_e2e_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path)
     assert metrics["timings"]["docs"] == len(toy_examples)
 
 
-def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_examples, tmp_path,
+                                              cli):
     nlp = _e2e(tiny_encoder, toy_kb_path, toy_examples, top_k=2)
     model, dev = _saved(nlp, toy_examples, tmp_path, "model", "dev.spacy")
-    result = CliRunner().invoke(app, [
-        "tune-e2e", model, dev, "--threshold", "0.0", "--threshold", "0.9999",
-        "--output", str(tmp_path / "t.json"), "--output-model", str(tmp_path / "tuned")])
+    result = cli("tune-e2e", model, dev, "--threshold", "0.0", "--threshold", "0.9999",
+                 "--output", tmp_path / "t.json", "--output-model", tmp_path / "tuned")
     assert result.exit_code == 0, result.output
     tuned = json.loads((tmp_path / "t.json").read_text())
     assert [r["threshold"] for r in tuned["rows"]] == [0.0, 0.9999]
@@ -91,7 +87,7 @@ def test_tune_e2e_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_exa
 
 
 def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path, toy_examples,
-                                                      tmp_path):
+                                                      tmp_path, cli):
     """ner + arbo_entity_linker: the ents the ner finds (here an entity ruler, with a spurious
     "patients") are linked once; each NIL threshold keeps the ents scoring at least it."""
     nlp = spacy.blank("xx")
@@ -105,9 +101,8 @@ def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path,
     scores = sorted(e._.kb_candidates[0][1] for eg in toy_examples
                     for e in nlp(eg.reference.text).ents)
     middle = (scores[len(scores) // 2 - 1] + scores[len(scores) // 2]) / 2
-    result = CliRunner().invoke(app, [
-        "tune-e2e", model, dev, "--threshold", str(middle), "--threshold", "1e9",
-        "--output", str(tmp_path / "t.json"), "--output-model", str(tmp_path / "tuned")])
+    result = cli("tune-e2e", model, dev, "--threshold", middle, "--threshold", "1e9",
+                 "--output", tmp_path / "t.json", "--output-model", tmp_path / "tuned")
     assert result.exit_code == 0, result.output
     rows = json.loads((tmp_path / "t.json").read_text())["rows"]
     assert [r["threshold"] for r in rows] == [None, middle, 1e9]
@@ -120,14 +115,13 @@ def test_tune_e2e_tunes_the_nil_threshold_after_a_ner(tiny_encoder, toy_kb_path,
     loaded = spacy.load(tmp_path / "tuned")
     assert loaded.get_pipe("arbo_entity_linker").linking.threshold == best["threshold"]
     # the row without a threshold, chosen, is saved as never NIL (not the KB's default)
-    result = CliRunner().invoke(app, [
-        "tune-e2e", model, dev, "--threshold", "1e9", "--output-model", str(tmp_path / "no")])
+    result = cli("tune-e2e", model, dev, "--threshold", "1e9", "--output-model", tmp_path / "no")
     assert result.exit_code == 0, result.output
     never = spacy.load(tmp_path / "no").get_pipe("arbo_entity_linker")
     assert never.linking.threshold is None and never.linking.nil_recall is None
 
 
-def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_path, cli):
     nlp = _initialised(
         toy_examples,
         ("arbo_entity_linker", {"kb_path": str(toy_kb_path), "top_k": 4,
@@ -135,10 +129,9 @@ def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_pa
         ("arbo_reranker", {"top_k": 3, "train_top_k": 3,
                            "model": {"encoder_name": tiny_encoder}}))
     model, gold = _saved(nlp, toy_examples, tmp_path)
-    result = CliRunner().invoke(app, [
-        "evaluate-rerank", model, gold, "--oracle", "none", "--oracle", "self",
-        "--oracle", "union", "--union-with", model, "--top-k", "1", "--top-k", "2",
-        "--output", str(tmp_path / "rerank.json")])
+    result = cli("evaluate-rerank", model, gold, "--oracle", "none", "--oracle", "self",
+                 "--oracle", "union", "--union-with", model, "--top-k", "1", "--top-k", "2",
+                 "--output", tmp_path / "rerank.json")
     assert result.exit_code == 0, result.output
     _reads_on_a_terminal(result.output, "re-ranked", "union")
     output = json.loads((tmp_path / "rerank.json").read_text())
@@ -158,10 +151,9 @@ def test_evaluate_rerank_command(tiny_encoder, toy_kb_path, toy_examples, tmp_pa
     assert output["timings"]["pairs"] == round(union)
 
 
-def test_evaluate_rerank_refuses_an_unknown_oracle(tmp_path):
+def test_evaluate_rerank_refuses_an_unknown_oracle(tmp_path, cli):
     """The oracles are a typed choice: another is refused before anything is loaded."""
-    result = CliRunner().invoke(app, ["evaluate-rerank", str(tmp_path), str(tmp_path),
-                                      "--oracle", "gold"])
+    result = cli("evaluate-rerank", tmp_path, tmp_path, "--oracle", "gold")
     assert result.exit_code == 2
     assert "'gold' is not one of 'none', 'self', 'union'" in " ".join(
         result.output.replace("│", " ").split())

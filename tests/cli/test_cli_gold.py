@@ -3,9 +3,6 @@
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
-
-from spacy_arboel.cli import app
 
 SENTENCES = [
     ("Aspirin induced cough in patients.", [(0, 7, "Chemical", "D001241"),
@@ -37,10 +34,6 @@ def corpora(tmp_path):
     return tmp_path
 
 
-def _invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
 def _fails_with(result, code: str) -> None:
     assert result.exit_code != 0
     assert f"[{code}]" in result.output, result.output
@@ -52,15 +45,15 @@ COMMANDS = [("evaluate",), ("evaluate-coref",), ("tune-coref",), ("evaluate-e2e"
 
 @pytest.mark.parametrize("kind", MISSING)
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
-def test_commands_check_the_corpus_before_loading_the_model(corpora, command, kind):
+def test_commands_check_the_corpus_before_loading_the_model(corpora, command, kind, cli):
     # the model does not exist: the check must come first
-    _fails_with(_invoke(*command, corpora / "no_model", corpora / f"{kind}.spacy"),
+    _fails_with(cli(*command, corpora / "no_model", corpora / f"{kind}.spacy"),
                 MISSING[kind])
 
 
-def test_tune_nil_checks_the_test_corpus_too(corpora):
-    _fails_with(_invoke("tune-nil", corpora / "no_model", corpora / "gold.spacy", "--test",
-                        corpora / "no_ids.spacy"), "E044")
+def test_tune_nil_checks_the_test_corpus_too(corpora, cli):
+    _fails_with(cli("tune-nil", corpora / "no_model", corpora / "gold.spacy",
+                    "--test", corpora / "no_ids.spacy"), "E044")
 
 
 @pytest.fixture
@@ -68,22 +61,22 @@ def pipeline(saved_linker):
     return saved_linker / "pipeline"
 
 
-def test_a_trained_pipeline_is_not_scored_without_gold_ids(pipeline, corpora):
+def test_a_trained_pipeline_is_not_scored_without_gold_ids(pipeline, corpora, cli):
     output = corpora / "m.json"
-    _fails_with(_invoke("evaluate", pipeline, corpora / "no_ids.spacy", "--output", output),
+    _fails_with(cli("evaluate", pipeline, corpora / "no_ids.spacy", "--output", output),
                 "E044")
-    _fails_with(_invoke("evaluate-coref", pipeline, corpora / "no_ids.spacy", "--output",
-                        output), "E044")
-    _fails_with(_invoke("tune-coref", pipeline, corpora / "no_ents.spacy", "--output", output),
+    _fails_with(cli("evaluate-coref", pipeline, corpora / "no_ids.spacy",
+                    "--output", output), "E044")
+    _fails_with(cli("tune-coref", pipeline, corpora / "no_ents.spacy", "--output", output),
                 "E043")
     assert not output.exists()
 
 
-def test_evaluate_e2e_refuses_a_pipeline_that_finds_no_mention(corpora):
+def test_evaluate_e2e_refuses_a_pipeline_that_finds_no_mention(corpora, cli):
     spacy.blank("xx").to_disk(corpora / "blank")  # sets no ents
     output = corpora / "e2e.json"
-    _fails_with(_invoke("evaluate-e2e", corpora / "blank", corpora / "gold.spacy", "--output",
-                        output), "E045")
+    _fails_with(cli("evaluate-e2e", corpora / "blank", corpora / "gold.spacy",
+                    "--output", output), "E045")
     assert not output.exists()
 
 

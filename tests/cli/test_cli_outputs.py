@@ -10,18 +10,13 @@ from pathlib import Path
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
-from spacy_arboel.cli.outputs import atomic_file, atomic_folder, save_pipeline
+from spacy_arboel.outputs import atomic_file, atomic_folder
+from spacy_arboel.pipeline.loading import save_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBTATOR = ("1|t|Aspirin induced cough.\n1|a|Fever was caused by aspirin.\n"
             "1\t0\t7\tAspirin\tChemical\tD001241\n1\t16\t21\tcough\tDisease\tD003371\n\n")
-
-
-def _invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def _refused(result, code: str = "E040") -> None:
@@ -75,39 +70,38 @@ NESTED = [
 
 
 @pytest.mark.parametrize("args", CLASHES, ids=lambda a: " ".join(a[:1] + a[-2:-1]))
-def test_an_output_that_is_an_input_is_refused(files, args):
+def test_an_output_that_is_an_input_is_refused(files, args, cli):
     before = _snapshot(files)
-    _refused(_invoke(*(a.format(d=files) for a in args)))
+    _refused(cli(*(a.format(d=files) for a in args)))
     assert _snapshot(files) == before
 
 
 @pytest.mark.parametrize("args", NESTED, ids=lambda a: " ".join(a[:1] + a[-2:-1]))
-def test_an_output_inside_an_input_folder_is_refused(files, args):
+def test_an_output_inside_an_input_folder_is_refused(files, args, cli):
     before = _snapshot(files)
-    _refused(_invoke(*(a.format(d=files) for a in args)), "E041")
+    _refused(cli(*(a.format(d=files) for a in args)), "E041")
     assert _snapshot(files) == before
 
 
-def test_missing_output_folders_are_created(saved_linker):
+def test_missing_output_folders_are_created(saved_linker, cli):
     out = saved_linker / "new" / "folder" / "out.spacy"
-    result = _invoke("cluster", saved_linker / "gold.spacy", out, "--model",
-                     saved_linker / "pipeline")
+    result = cli("cluster", saved_linker / "gold.spacy", out, "--model", saved_linker / "pipeline")
     assert result.exit_code == 0, result.output
     assert len(DocBin().from_disk(out)) == len(DocBin().from_disk(saved_linker / "gold.spacy"))
     saved = saved_linker / "other" / "folder" / "with_coref"
-    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved)
+    result = cli("add-coref", saved_linker / "pipeline", "--output", saved)
     assert result.exit_code == 0, result.output
     assert spacy.load(saved).pipe_names == ["arbo_entity_linker", "arbo_coref"]
     assert not [p for p in saved.parent.iterdir() if p.name.startswith(".")]
 
 
-def test_add_coref_in_place_replaces_the_pipeline(saved_linker):
-    result = _invoke("add-coref", saved_linker / "pipeline", "--components.arbo_coref.k", 3)
+def test_add_coref_in_place_replaces_the_pipeline(saved_linker, cli):
+    result = cli("add-coref", saved_linker / "pipeline", "--components.arbo_coref.k", 3)
     assert result.exit_code == 0, result.output
     assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").settings.k == 3
     # an explicit --output equal to MODEL is the same update in place
-    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "pipeline",
-                     "--components.arbo_coref.k", 4)
+    result = cli("add-coref", saved_linker / "pipeline", "--output", saved_linker / "pipeline",
+                 "--components.arbo_coref.k", 4)
     assert result.exit_code == 0, result.output
     assert spacy.load(saved_linker / "pipeline").get_pipe("arbo_coref").settings.k == 4
     assert not [p for p in (saved_linker / "pipeline").iterdir() if p.name.startswith(".")]
@@ -235,37 +229,37 @@ def test_only_a_saved_pipeline_that_holds_nothing_else_is_replaced(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["tune-nil", "tune-e2e"])
-def test_an_output_model_over_a_folder_that_is_no_pipeline_is_refused(files, command):
+def test_an_output_model_over_a_folder_that_is_no_pipeline_is_refused(files, command, cli):
     (files / "Documents").mkdir()
     (files / "Documents" / "thesis.txt").write_text("years of work")
     before = _snapshot(files)
     # the model cannot be loaded: the refusal comes before any work
-    _refused(_invoke(command, files / "model", files / "dev.spacy", "--output-model",
-                     files / "Documents"), "E046")
+    _refused(cli(command, files / "model", files / "dev.spacy",
+                 "--output-model", files / "Documents"), "E046")
     assert _snapshot(files) == before
     # a config.cfg does not make a pipeline of a folder with other files (issue 29, item 3)
     (files / "Documents" / "config.cfg").write_text("[nlp]\npipeline = []\n")
     (files / "Documents" / "meta.json").write_text("{}")
     before = _snapshot(files)
-    _refused(_invoke(command, files / "model", files / "dev.spacy", "--output-model",
-                     files / "Documents"), "E046")
+    _refused(cli(command, files / "model", files / "dev.spacy",
+                 "--output-model", files / "Documents"), "E046")
     assert _snapshot(files) == before
 
 
-def test_add_coref_does_not_replace_a_folder_with_a_config_and_other_files(saved_linker):
+def test_add_coref_does_not_replace_a_folder_with_a_config_and_other_files(saved_linker, cli):
     """Issue 29, item 3: add-coref --output DIR, DIR holding a config.cfg and notes.txt."""
     target = saved_linker / "project"
     target.mkdir()
     _init_config(target / "config.cfg")
     (target / "notes.txt").write_text("my notes")
     before = _snapshot(saved_linker)
-    _refused(_invoke("add-coref", saved_linker / "pipeline", "--output", target), "E046")
+    _refused(cli("add-coref", saved_linker / "pipeline", "--output", target), "E046")
     assert _snapshot(saved_linker) == before
     # the pipeline add-coref wrote is replaced by a second run
-    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "out")
+    result = cli("add-coref", saved_linker / "pipeline", "--output", saved_linker / "out")
     assert result.exit_code == 0, result.output
-    result = _invoke("add-coref", saved_linker / "pipeline", "--output", saved_linker / "out",
-                     "--components.arbo_coref.k", 2)
+    result = cli("add-coref", saved_linker / "pipeline", "--output", saved_linker / "out",
+                 "--components.arbo_coref.k", 2)
     assert result.exit_code == 0, result.output
     assert spacy.load(saved_linker / "out").get_pipe("arbo_coref").settings.k == 2
 
@@ -284,19 +278,18 @@ def test_atomic_file_syncs_the_file_before_renaming_it(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("command", ["evaluate", "tune-nil"])
-def test_a_coded_error_while_loading_is_printed_not_a_traceback(saved_linker, command):
+def test_a_coded_error_while_loading_is_printed_not_a_traceback(saved_linker, command, cli):
     """Issue 40, item 6: a setting refused at load (here a raw-score threshold of 45 on a
     probability linker, E011) reached the user as a traceback."""
-    result = CliRunner().invoke(app, [
-        command, str(saved_linker / "pipeline"), str(saved_linker / "gold.spacy"),
-        "--components.arbo_entity_linker.threshold", "45"])
+    result = cli(command, saved_linker / "pipeline", saved_linker / "gold.spacy",
+                 "--components.arbo_entity_linker.threshold", "45")
     assert result.exit_code == 1 and "[E011]" in result.output, result.output
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
 
 
 def test_a_plot_without_matplotlib_is_refused_before_anything_is_written(tmp_path,
-                                                                          monkeypatch):
+                                                                          monkeypatch, cli):
     """matplotlib is the ``plots`` extra: `compare-runs --plot` without it says how to
     install it (E227) and writes nothing, not even its other outputs."""
     import importlib.util
@@ -307,8 +300,7 @@ def test_a_plot_without_matplotlib_is_refused_before_anything_is_written(tmp_pat
     metrics = tmp_path / "run.json"
     metrics.write_text('{"name": "run", "nel_inkb_recall@1": 0.5}')
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["compare-runs", str(metrics), "--markdown",
-                                      str(out / "table.md"), "--plot", str(out / "r.png")])
+    result = cli("compare-runs", metrics, "--markdown", out / "table.md", "--plot", out / "r.png")
     assert result.exit_code == 1 and "[E227]" in result.output, result.output
     assert "pip install matplotlib" in result.output and not out.exists()
 
@@ -386,7 +378,7 @@ def denied(monkeypatch):
 
 def test_check_writable_refuses_what_this_user_cannot_write(tmp_path, denied):
     """Issue 59, 4c, the check's logic whoever runs it (os.access stands for the user)."""
-    from spacy_arboel.cli.outputs import check_writable
+    from spacy_arboel.outputs import check_writable
 
     folder, kb = tmp_path / "out", tmp_path / "out" / "kb.jsonl"
     folder.mkdir()
@@ -409,21 +401,21 @@ def test_check_writable_refuses_what_this_user_cannot_write(tmp_path, denied):
         check_writable("OUTPUT", tmp_path / "notes.txt" / "sub" / "kb.jsonl")
 
 
-def test_a_read_only_output_file_is_refused_not_replaced(tmp_path):
+def test_a_read_only_output_file_is_refused_not_replaced(tmp_path, cli):
     """A file with no write permission at all is the user's "keep this": refused even for
     root, whom the permission bits do not stop."""
     kb, output = tmp_path / "kb.jsonl", tmp_path / "out.jsonl"
     kb.write_text(KB_LINE)
     output.write_text('{"id": "OLD", "name": "Old"}\n')
     output.chmod(0o444)
-    result = _invoke("build-kb", output, "--jsonl", kb)
+    result = cli("build-kb", output, "--jsonl", kb)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "[E255]" in result.output and "mode 0444" in " ".join(result.output.split())
     assert "OLD" in output.read_text() and _mode(output) == 0o444
 
 
 def test_an_unwritable_output_folder_is_refused_before_the_inputs_are_read(tmp_path, denied,
-                                                                          monkeypatch):
+                                                                          monkeypatch, cli):
     from spacy_arboel.spacy_data import aliases
 
     def not_read(*args, **kwargs):
@@ -435,34 +427,34 @@ def test_an_unwritable_output_folder_is_refused_before_the_inputs_are_read(tmp_p
     folder.mkdir()
     denied.add(folder)
     for output in (folder / "kb.jsonl", folder / "new" / "kb.jsonl"):
-        result = _invoke("build-kb", output, "--jsonl", kb)
+        result = cli("build-kb", output, "--jsonl", kb)
         assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
         assert "[E254]" in result.output and "chmod u+wx" in " ".join(result.output.split())
     assert not list(folder.iterdir())
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever the permission bits say")
-def test_an_unwritable_output_folder_is_refused_for_a_user(tmp_path):
+def test_an_unwritable_output_folder_is_refused_for_a_user(tmp_path, cli):
     kb, folder = tmp_path / "kb.jsonl", tmp_path / "locked"
     kb.write_text(KB_LINE)
     folder.mkdir()
     folder.chmod(0o555)
     try:
-        result = _invoke("build-kb", folder / "kb.jsonl", "--jsonl", kb)
+        result = cli("build-kb", folder / "kb.jsonl", "--jsonl", kb)
     finally:
         folder.chmod(0o755)
     assert result.exit_code == 1 and "[E254]" in result.output, result.output
     assert not list(folder.iterdir())
 
 
-def test_an_os_error_on_a_named_path_is_printed_as_a_coded_error(tmp_path, monkeypatch):
+def test_an_os_error_on_a_named_path_is_printed_as_a_coded_error(tmp_path, monkeypatch, cli):
     """The commands' one boundary: an OSError on a path (a folder given for a corpus, a
     file that cannot be written) is E257 naming it; an OSError of no path stays a bug's
     traceback."""
     from spacy_arboel.kb import KnowledgeBase
 
     (tmp_path / "folder").mkdir()
-    result = _invoke("evaluate", tmp_path / "folder", tmp_path / "folder")
+    result = cli("evaluate", tmp_path / "folder", tmp_path / "folder")
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "[E257]" in result.output and "Is a directory" in " ".join(result.output.split())
     kb = tmp_path / "kb.jsonl"
@@ -472,7 +464,7 @@ def test_an_os_error_on_a_named_path_is_printed_as_a_coded_error(tmp_path, monke
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
     monkeypatch.setattr(KnowledgeBase, "to_jsonl", denied)
-    result = _invoke("build-kb", tmp_path / "out.jsonl", "--jsonl", kb)
+    result = cli("build-kb", tmp_path / "out.jsonl", "--jsonl", kb)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "[E257]" in result.output
     assert "out.jsonl: Permission denied" in " ".join(result.output.split())
@@ -481,5 +473,5 @@ def test_an_os_error_on_a_named_path_is_printed_as_a_coded_error(tmp_path, monke
         raise OSError("a bug of ours")
 
     monkeypatch.setattr(KnowledgeBase, "to_jsonl", bug)
-    result = _invoke("build-kb", tmp_path / "out.jsonl", "--jsonl", kb)
+    result = cli("build-kb", tmp_path / "out.jsonl", "--jsonl", kb)
     assert isinstance(result.exception, OSError) and "[E257]" not in result.output

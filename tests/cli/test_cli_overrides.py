@@ -2,25 +2,17 @@
 one refused before any work."""
 
 from click import NoSuchOption
-from typer.testing import CliRunner
-
-from spacy_arboel.cli import app
 
 
-def _invoke(*args, env=None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env)
-
-
-def test_overrides_reach_the_pipeline_and_malformed_ones_are_refused(saved_linker, tmp_path):
+def test_overrides_reach_the_pipeline_and_malformed_ones_are_refused(saved_linker, tmp_path, cli):
     model = saved_linker / "pipeline"
-    result = _invoke("add-coref", model, "--output", tmp_path / "a", "--components.arbo_coref.k",
-                     "3", env={"SPACY_CONFIG_OVERRIDES": "--components.arbo_coref.threshold -2"})
+    result = cli("add-coref", model, "--output", tmp_path / "a", "--components.arbo_coref.k", "3",
+                 env={"SPACY_CONFIG_OVERRIDES": "--components.arbo_coref.threshold -2"})
     assert result.exit_code == 0, result.output
     assert "k=3 threshold=-2" in result.output
-    result = _invoke("add-coref", model, "--output", tmp_path / "b", "--k", "3")
+    result = cli("add-coref", model, "--output", tmp_path / "b", "--k", "3")
     # as spaCy's commands: an option without a dot is click's unknown option
     assert result.exit_code == 1 and isinstance(result.exception, NoSuchOption)
-    result = _invoke("add-coref", model, "--output", tmp_path / "c",
-                     "components.arbo_coref.k", "3")
+    result = cli("add-coref", model, "--output", tmp_path / "c", "components.arbo_coref.k", "3")
     assert result.exit_code == 1 and "E211" in result.output
     assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()

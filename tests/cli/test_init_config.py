@@ -9,24 +9,18 @@ import zipfile
 import pytest
 import spacy
 from spacy.util import load_config
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.configs import COMPONENT_CONFIGS, packaged_config
 from spacy_arboel.pipeline.configs import fill_components, init_config
 
 
-def _invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
 @pytest.mark.parametrize("component", list(COMPONENT_CONFIGS))
-def test_init_config_writes_the_packaged_config_with_the_paths(tmp_path, component):
+def test_init_config_writes_the_packaged_config_with_the_paths(tmp_path, component, cli):
     out = tmp_path / "cfg" / f"{component}.cfg"
     extra = (["--linker", tmp_path / "linker"] if component != "arbo_entity_linker" else
              ["--kb", tmp_path / "kb.jsonl"])
-    result = _invoke("init-config", out, "--component", component, "--train",
-                     tmp_path / "train.spacy", "--encoder", "my-encoder", "--lang", "xx", *extra)
+    result = cli("init-config", out, "--component", component, "--train", tmp_path / "train.spacy",
+                 "--encoder", "my-encoder", "--lang", "xx", *extra)
     assert result.exit_code == 0, result.output
     written = load_config(out, interpolate=False)
     packaged = load_config(packaged_config(component), interpolate=False)
@@ -40,20 +34,20 @@ def test_init_config_writes_the_packaged_config_with_the_paths(tmp_path, compone
     assert "--paths.dev" in result.output
 
 
-def test_init_config_refuses_what_does_not_apply(tmp_path):
-    result = _invoke("init-config", tmp_path / "x.cfg", "--component", "ner")
+def test_init_config_refuses_what_does_not_apply(tmp_path, cli):
+    result = cli("init-config", tmp_path / "x.cfg", "--component", "ner")
     assert result.exit_code == 2 and "'ner' is not one of 'arbo_entity_linker'" in " ".join(
         result.output.replace("│", " ").split())
     with pytest.raises(ValueError, match=r"\[E007\].*--component 'ner'"):
         init_config("ner")
-    result = _invoke("init-config", tmp_path / "x.cfg", "--component", "arbo_reranker",
-                     "--kb", tmp_path / "kb.jsonl")
+    result = cli("init-config", tmp_path / "x.cfg", "--component", "arbo_reranker",
+                 "--kb", tmp_path / "kb.jsonl")
     assert result.exit_code != 0 and "--kb does not apply to arbo_reranker" in result.output
     with pytest.raises(ValueError, match=r"\[E205\].*arbo_entity_linker"):
         packaged_config("no_such_config")
 
 
-def test_the_recipe_kb_and_jsonl_docs_to_a_trained_linker(tmp_path, tiny_encoder, toy_kb_path):
+def test_the_recipe_kb_and_jsonl_docs_to_a_trained_linker(tmp_path, tiny_encoder, toy_kb_path, cli):
     """What docs/usage.md shows a user with their own KB and annotated texts."""
     from conftest import TOY_SENTENCES
 
@@ -62,11 +56,10 @@ def test_the_recipe_kb_and_jsonl_docs_to_a_trained_linker(tmp_path, tiny_encoder
         {"start": s, "end": e, "label": label, "kb_id": kb} for s, e, label, kb in ents]})
         + "\n" for text, ents in TOY_SENTENCES))
     for split in ("train", "dev"):
-        result = _invoke("convert", docs, tmp_path / f"{split}.spacy")
+        result = cli("convert", docs, tmp_path / f"{split}.spacy")
         assert result.exit_code == 0, result.output
-    result = _invoke("init-config", tmp_path / "linker.cfg", "--train", tmp_path / "train.spacy",
-                     "--dev", tmp_path / "dev.spacy", "--kb", toy_kb_path,
-                     "--encoder", tiny_encoder)
+    result = cli("init-config", tmp_path / "linker.cfg", "--train", tmp_path / "train.spacy",
+                 "--dev", tmp_path / "dev.spacy", "--kb", toy_kb_path, "--encoder", tiny_encoder)
     assert result.exit_code == 0, result.output
     from spacy.cli.train import train
 
@@ -94,19 +87,19 @@ def test_the_wheel_ships_the_configs(tmp_path):
         assert f"spacy_arboel/configs/{component}.cfg" in names
 
 
-def test_init_config_keeps_an_existing_file_unless_forced(tmp_path):
+def test_init_config_keeps_an_existing_file_unless_forced(tmp_path, cli):
     """Issue 40, items 3 and 6: an edited config was overwritten silently, and a folder
     as OUTPUT gave a traceback."""
     out = tmp_path / "linker.cfg"
     out.write_text("[paths]\n# my edits\n")
-    result = _invoke("init-config", out)
+    result = cli("init-config", out)
     assert result.exit_code == 1 and "[E242]" in result.output and "--force" in result.output
     assert out.read_text() == "[paths]\n# my edits\n"
-    result = _invoke("init-config", out, "--force")
+    result = cli("init-config", out, "--force")
     assert result.exit_code == 0, result.output
     assert load_config(out, interpolate=False)["nlp"]["lang"] == "en"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["linker.cfg"]  # no temporary file
     (tmp_path / "folder").mkdir()
-    result = _invoke("init-config", tmp_path / "folder", "--force")
+    result = cli("init-config", tmp_path / "folder", "--force")
     assert result.exit_code == 1 and "[E241]" in result.output, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -603,8 +603,7 @@ def test_no_span_is_linked_to_its_opposite(tiny_encoder, tmp_path, reader):
     """Of a span's links (the heads' above the threshold, the dictionary's candidates) those
     to an entity whose names say the opposite of its words are dropped: the next one is
     linked; with ``opposites = false`` they are kept."""
-    from spacy_arboel.linking.reader_spans import LinkedSpan
-    from spacy_arboel.linking.retriever_reader import DocLinks
+    from spacy_arboel.linking.reader_spans import DocLinks, LinkedSpan
     from spacy_arboel.linking.text_links import unopposed_links
 
     kb_path = tmp_path / "kb.jsonl"

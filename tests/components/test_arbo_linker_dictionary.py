@@ -14,8 +14,7 @@ from thinc.api import Adam
 
 from spacy_arboel.components.dictionary_linker import DictionaryLinker
 from spacy_arboel.linking.indexed_kb import IndexedKB
-from spacy_arboel.linking.reader_spans import LinkedSpan
-from spacy_arboel.linking.retriever_reader import DocLinks
+from spacy_arboel.linking.reader_spans import DocLinks, LinkedSpan
 
 TEXT = ("Aspirin induced coughing; patients with Heart Failure took acetylsalicylic acid "
         "for PYREXIA.")

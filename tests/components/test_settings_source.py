@@ -1,19 +1,17 @@
 """One source of settings: each component's settings dataclass declares its factory's
 settings (the factory's arguments, field for field and type for type, and its
 ``default_config``), copied from its cores' dataclasses where a core takes them; a model's
-architecture takes its core's defaults and types; every config names the default encoder
-``DEFAULT_ENCODER`` says; a bad value in a config is refused by confection, naming the
-setting."""
+architecture takes its core's defaults and types (the configs' encoder name is tied to
+``DEFAULT_ENCODER`` in tests/configs/test_packaged_configs.py); a bad value in a config is
+refused by confection, naming the setting."""
 
 import inspect
 from dataclasses import fields
-from pathlib import Path
 from typing import get_type_hints
 
 import pytest
 import spacy
-import srsly
-from confection import Config, ConfigValidationError
+from confection import ConfigValidationError
 from spacy.util import registry
 
 from spacy_arboel.components.arbo_coref import ArboCorefSettings, make_coref
@@ -24,7 +22,6 @@ from spacy_arboel.components.arbo_entity_linker import (
 from spacy_arboel.components.arbo_linker import ArboLinkerSettings, make_linker
 from spacy_arboel.components.arbo_reranker import ArboRerankerSettings, make_reranker
 from spacy_arboel.coref import ClusterSettings
-from spacy_arboel.encoders.loading import DEFAULT_ENCODER
 from spacy_arboel.linking import (
     ReaderSettings,
     RerankerSettings,
@@ -52,7 +49,6 @@ COMPONENTS = [("arbo_entity_linker", make_entity_linker, ArboEntityLinkerSetting
 # a factory's arguments that are no setting: spaCy's and the registered blocks
 BLOCKS = {"nlp", "name", "model", "objective", "get_candidates", "span_getter", "scorer",
           "return"}
-ROOT = Path(__file__).parents[2]
 # each architecture with the core whose settings it holds
 ARCHITECTURES = [("spacy_arboel.BiEncoder.v1", RetrieverSettings),
                  ("spacy_arboel.SpanReader.v1", SpanReaderSettings),
@@ -112,32 +108,6 @@ def test_an_architectures_defaults_and_types_are_its_cores(architecture, core):
     assert {k: parameters[k].default for k in shared} == {k: defaults[k] for k in shared}
     types, core_types = get_type_hints(function), get_type_hints(core)
     assert {k: types[k] for k in shared} == {k: core_types[k] for k in shared}
-
-
-def _encoder_names(config: dict) -> list[str]:
-    """Every value of an ``encoder`` or ``encoder_name`` key of a nested config that is no
-    variable (``${...}``)."""
-    found = []
-    for key, value in config.items():
-        if isinstance(value, dict):
-            found += _encoder_names(value)
-        elif key in ("encoder", "encoder_name") and not str(value).startswith("${"):
-            found.append(value)
-    return found
-
-
-def test_every_config_names_the_one_default_encoder():
-    """The packaged configs, the project's configs and the workflow's variables name the
-    encoder ``DEFAULT_ENCODER`` names (a changed default changes them all or fails here)."""
-    configs = [*(ROOT / "spacy_arboel" / "configs").glob("*.cfg"),
-               *(ROOT / "configs").glob("*.cfg")]
-    assert len(configs) >= 5
-    named = {path.name: _encoder_names(Config().from_disk(path, interpolate=False))
-             for path in configs}
-    assert sum(map(len, named.values())) >= 5
-    assert {name: [n for n in names if n != DEFAULT_ENCODER] for name, names in named.items()
-            if any(n != DEFAULT_ENCODER for n in names)} == {}
-    assert srsly.read_yaml(ROOT / "project.yml")["vars"]["encoder"] == DEFAULT_ENCODER
 
 
 def test_the_cores_alone_get_the_components_defaults():

@@ -7,22 +7,40 @@ filled in from the factories."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from inspect import Parameter, signature
 from typing import Any
 
 import pytest
-from spacy.util import load_config
+from spacy.util import load_config, registry
 
 from spacy_arboel.configs import DEVIATIONS, FOLDER, packaged_config
-from spacy_arboel.pipeline.configs import (
-    component_blocks,
-    factory_defaults,
-    fill_components,
-    function_defaults,
-    function_of,
-)
+from spacy_arboel.pipeline.configs import factory_defaults, fill_components
 
 CONFIGS = sorted(path.stem for path in FOLDER.glob("*.cfg"))
 UNSET = object()
+
+
+def function_of(block: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The registry and name of the function a config block names (``@architectures``,
+    ``@misc``, ``@scorers``...), None for a plain section."""
+    return next(((key, value) for key, value in block.items() if key.startswith("@")), None)
+
+
+def function_defaults(block: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaults of the registered function a block names (none for a plain section)."""
+    named = function_of(block)
+    if named is None:
+        return {}
+    function = getattr(registry, named[0][1:]).get(named[1])
+    return {name: p.default for name, p in signature(function).parameters.items()
+            if p.default is not Parameter.empty}
+
+
+def component_blocks(config: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The name and block of each component of ``config`` made by a factory."""
+    for name, block in config.get("components", {}).items():
+        if "factory" in block:
+            yield name, block
 
 
 def settings(raw: Mapping[str, Any], value: Mapping[str, Any], defaults: Mapping[str, Any],
@@ -94,8 +112,9 @@ def test_a_setting_restated_at_its_default_fails(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_the_filled_config_is_what_spacy_trains(name):
-    """``fill_components`` fills in what spaCy fills in when it creates the components: the
-    factory's defaults and those of the architecture a block names."""
+    """``fill_components`` (spaCy's ``auto_fill``) fills in the factory's defaults and those
+    of the architecture a block names, keeps a sourced component as written and leaves the
+    given config unchanged."""
     config = load_config(packaged_config(name), interpolate=False)
     filled = fill_components(config)
     for component, block in component_blocks(config):
@@ -107,15 +126,22 @@ def test_the_filled_config_is_what_spacy_trains(name):
         model = full["model"]
         assert set(function_defaults(model)) <= set(model)
         assert model["encoder_name"] == "${paths.encoder}"
+    for component, block in config["components"].items():
+        if "source" in block:
+            assert filled["components"][component] == block
+    assert filled["nlp"]["pipeline"] == config["nlp"]["pipeline"]
     assert config == load_config(packaged_config(name), interpolate=False)  # not changed
 
 
 def test_a_block_naming_no_function_is_filled_over_the_default_one():
-    """As spaCy merges ``{"model": {"encoder_name": ...}}`` into the factory's model."""
-    from spacy_arboel.pipeline.configs import fill_block
+    """spaCy merges ``{"model": {"encoder_name": ...}}`` into the factory's model."""
+    from confection import Config
 
-    filled = fill_block({"model": {"encoder_name": "my-encoder"}},
-                        factory_defaults("arbo_entity_linker"))
+    config = Config({"nlp": {"lang": "xx", "pipeline": ["arbo_entity_linker"]},
+                     "components": {"arbo_entity_linker": {
+                         "factory": "arbo_entity_linker",
+                         "model": {"encoder_name": "my-encoder"}}}})
+    filled = fill_components(config)["components"]["arbo_entity_linker"]
     assert filled["model"]["@architectures"] == "spacy_arboel.BiEncoder.v1"
     assert filled["model"]["encoder_name"] == "my-encoder"
     assert filled["model"]["pooling"] == "mention" and filled["top_k"] == 64

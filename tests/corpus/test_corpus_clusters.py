@@ -6,9 +6,7 @@ import json
 import numpy as np
 import pytest
 import spacy
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.coref import Mention, MentionMemory, cluster_mentions, knn_graph
 from spacy_arboel.coref.corpus_knn import ShardedVectors, edge_recall, mention_index
 from spacy_arboel.corpus.linked_clusters import cluster_linked
@@ -234,33 +232,28 @@ def ruler_linker(saved_linker, tmp_path):
     return tmp_path / "ruler-linker"
 
 
-def test_link_corpus_vectors_then_cluster_from_the_command_line(ruler_linker, tmp_path):
+def test_link_corpus_vectors_then_cluster_from_the_command_line(ruler_linker, tmp_path, cli):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     texts = ["Fever and cough.", "Pain, then fever.", "No finding.", "Pyrexia and pain."]
     (corpus / "s.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
                                             for i, t in enumerate(texts)))
-    runner = CliRunner()
-    linked = runner.invoke(app, ["link-corpus", str(ruler_linker), str(corpus),
-                                 str(tmp_path / "linked"), "--vectors"])
+    linked = cli("link-corpus", ruler_linker, corpus, tmp_path / "linked", "--vectors")
     assert linked.exit_code == 0, linked.output
     stored = np.load(tmp_path / "linked" / "s.vectors.npy")
     assert stored.shape == (6, 32) and stored.dtype == np.float16 and np.abs(stored).sum() > 0
-    result = runner.invoke(app, ["cluster", str(tmp_path / "linked"),
-                                 str(tmp_path / "clustered"), "--model", str(ruler_linker),
-                                 "--recall-sample", "6"])
+    result = cli("cluster", tmp_path / "linked", tmp_path / "clustered", "--model", ruler_linker,
+                 "--recall-sample", "6")
     assert result.exit_code == 0, result.output
     assert "mentions" in result.output and "edge recall" in result.output
     records = [json.loads(line) for line in
                (tmp_path / "clustered" / "s.jsonl").read_text().splitlines()]
     assert [len(r["entities"]) for r in records] == [2, 2, 0, 2]
     assert all(e["cluster"] for r in records for e in r["entities"])
-    refused = runner.invoke(app, ["cluster", str(tmp_path / "linked"),
-                                  str(tmp_path / "linked" / "inside")])
+    refused = cli("cluster", tmp_path / "linked", tmp_path / "linked" / "inside")
     assert refused.exit_code == 1 and "E041" in refused.output
-    no_vectors = runner.invoke(app, ["link-corpus", str(ruler_linker), str(corpus),
-                                     str(tmp_path / "docbin"), "--vectors", "--format",
-                                     "spacy"])
+    no_vectors = cli("link-corpus", ruler_linker, corpus, tmp_path / "docbin", "--vectors",
+                     "--format", "spacy")
     assert no_vectors.exit_code == 1 and "--format jsonl" in no_vectors.output
 
 
@@ -268,7 +261,7 @@ def _names(folder) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
-def test_cluster_does_not_write_into_another_link_corpus_output(tmp_path):
+def test_cluster_does_not_write_into_another_link_corpus_output(tmp_path, cli):
     """Issue 40, item 3: `cluster LINKED OUTPUT` wrote into a folder holding another
     link-corpus run's shards, replacing them under that run's manifest, exit 0."""
     docs, vectors = _toy_corpus(6)
@@ -277,8 +270,7 @@ def test_cluster_does_not_write_into_another_link_corpus_output(tmp_path):
     before = {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()}
     with pytest.raises(ValueError, match=r"E244.*manifest\.json"):
         cluster_linked(tmp_path / "linked", tmp_path / "other", k=2)
-    result = CliRunner().invoke(app, ["cluster", str(tmp_path / "linked"),
-                                      str(tmp_path / "other"), "--model", str(tmp_path / "m")])
+    result = cli("cluster", tmp_path / "linked", tmp_path / "other", "--model", tmp_path / "m")
     assert result.exit_code == 1 and "[E244]" in result.output, result.output
     assert {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()} == before
     (tmp_path / "mine").mkdir()

@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.corpus.link_corpus import link_corpus
 from spacy_arboel.corpus.outcomes import doc_record
 from spacy_arboel.corpus.worker import LinkSettings
@@ -61,16 +59,15 @@ def _expected(model: Path, corpus: Path) -> dict[str, list[dict]]:
             for p in sorted(corpus.iterdir())}
 
 
-def _invoke(*args, code=0):
-    result = CliRunner().invoke(app, ["link-corpus", *[str(a) for a in args]])
+def _exits(result, code=0):
     assert result.exit_code == code, result.output
     return result
 
 
 def test_local_engine_writes_one_shard_per_input_as_nlp_links(linker_pipeline, corpus,
-                                                              tmp_path):
+                                                              tmp_path, cli):
     out = tmp_path / "out"
-    result = _invoke(linker_pipeline, corpus, out, "--batch-size", 2)
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, out, "--batch-size", 2))
     outputs = _outputs(out)
     assert outputs == _expected(linker_pipeline, corpus)
     assert [r["id"] for r in outputs["a.jsonl"]] == ["a0", "a1", "a2"]
@@ -85,11 +82,11 @@ def test_local_engine_writes_one_shard_per_input_as_nlp_links(linker_pipeline, c
 
 
 def test_a_rerun_skips_finished_shards_and_redoes_changed_or_missing_ones(
-        linker_pipeline, corpus, tmp_path):
+        linker_pipeline, corpus, tmp_path, cli):
     out = tmp_path / "out"
-    _invoke(linker_pipeline, corpus, out)
+    _exits(cli("link-corpus", linker_pipeline, corpus, out))
     before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.jsonl")}
-    again = _invoke(linker_pipeline, corpus, out)
+    again = _exits(cli("link-corpus", linker_pipeline, corpus, out))
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.jsonl")} == before
     assert "shards already done" in again.output
     (corpus / "b.txt").write_text("Cough and fever.")  # changed source
@@ -102,7 +99,7 @@ def test_a_rerun_skips_finished_shards_and_redoes_changed_or_missing_ones(
 
 
 def test_a_document_that_raises_goes_to_the_errors_file_and_its_shard_completes(
-        linker_pipeline, tmp_path):
+        linker_pipeline, tmp_path, cli):
     folder = tmp_path / "corpus"
     folder.mkdir()
     too_long = "x" * 1_000_001  # over spaCy's nlp.max_length: E088
@@ -110,7 +107,7 @@ def test_a_document_that_raises_goes_to_the_errors_file_and_its_shard_completes(
                                             for i, t in [("ok1", TEXTS[0]), ("bad", too_long),
                                                          ("ok2", TEXTS[1])]))
     out = tmp_path / "out"
-    result = _invoke(linker_pipeline, folder, out)
+    result = _exits(cli("link-corpus", linker_pipeline, folder, out))
     assert [r["id"] for r in _outputs(out)["s.jsonl"]] == ["ok1", "ok2"]
     errors = [json.loads(line) for line in (out / "s.errors.jsonl").read_text().splitlines()]
     assert [(e["id"], e["position"]) for e in errors] == [("bad", 1)]
@@ -119,10 +116,10 @@ def test_a_document_that_raises_goes_to_the_errors_file_and_its_shard_completes(
 
 
 def test_an_unreadable_shard_is_reported_and_the_others_are_written(linker_pipeline, corpus,
-                                                                    tmp_path):
+                                                                    tmp_path, cli):
     (corpus / "e.jsonl").write_text('{"text": "fine"}\nnot json\n')
     out = tmp_path / "out"
-    result = _invoke(linker_pipeline, corpus, out, code=1)
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, out), code=1)
     assert "E129" in result.output and "e.jsonl" in result.output and "E115" in result.output
     assert set(_outputs(out)) == {"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"}
     (corpus / "e.jsonl").write_text('{"text": "fine"}\n')
@@ -131,7 +128,7 @@ def test_an_unreadable_shard_is_reported_and_the_others_are_written(linker_pipel
 
 
 def test_a_shard_with_a_deeply_nested_line_is_reported_and_the_others_are_written(
-        linker_pipeline, corpus, tmp_path):
+        linker_pipeline, corpus, tmp_path, cli):
     """Issue 29, item 4: json.loads' RecursionError on one line stopped the whole run."""
     (corpus / "e.jsonl").write_text('{"text": "fine"}\n' + "[" * 100_000 + "]" * 100_000)
     (corpus / "f.jsonl").write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
@@ -143,26 +140,28 @@ def test_a_shard_with_a_deeply_nested_line_is_reported_and_the_others_are_writte
     assert re.search(r"E115.*e\.jsonl, line 2: .*nested too deeply",
                      summary.unreadable["e.jsonl"])
     assert re.search(r"E115.*f\.jsonl, line 2: not UTF-8", summary.unreadable["f.jsonl"])
-    result = _invoke(linker_pipeline, corpus, tmp_path / "out", code=1)
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, tmp_path / "out"), code=1)
     assert "E129" in result.output and "nested too deeply" in result.output
 
 
-def test_bad_outputs_and_settings_are_refused(linker_pipeline, corpus, tmp_path):
-    assert "E040" in _invoke(linker_pipeline, corpus, corpus, code=1).output
-    assert "E041" in _invoke(linker_pipeline, corpus, corpus / "out", code=1).output
+def test_bad_outputs_and_settings_are_refused(linker_pipeline, corpus, tmp_path, cli):
+    assert "E040" in _exits(cli("link-corpus", linker_pipeline, corpus, corpus), code=1).output
+    assert "E041" in _exits(cli("link-corpus", linker_pipeline, corpus,
+                                corpus / "out"), code=1).output
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "a.jsonl").write_text("mine\n")
-    assert "E130" in _invoke(linker_pipeline, corpus, foreign, code=1).output
+    assert "E130" in _exits(cli("link-corpus", linker_pipeline, corpus, foreign), code=1).output
     assert (foreign / "a.jsonl").read_text() == "mine\n"
     out = tmp_path / "out"
-    _invoke(linker_pipeline, corpus, out)
-    assert "E127" in _invoke(linker_pipeline, corpus, out, "--format", "spacy",
-                             code=1).output
+    _exits(cli("link-corpus", linker_pipeline, corpus, out))
+    assert "E127" in _exits(cli("link-corpus", linker_pipeline, corpus, out,
+                                "--format", "spacy"), code=1).output
     (out / "manifest.json").write_text("{")
-    assert "E126" in _invoke(linker_pipeline, corpus, out, code=1).output
+    assert "E126" in _exits(cli("link-corpus", linker_pipeline, corpus, out), code=1).output
     (corpus / "a.txt").write_text("A clash with a.jsonl")
-    assert "E125" in _invoke(linker_pipeline, corpus, tmp_path / "new", code=1).output
+    assert "E125" in _exits(cli("link-corpus", linker_pipeline, corpus,
+                                tmp_path / "new"), code=1).output
 
 
 def _mtimes(folder: Path) -> dict[str, int]:
@@ -170,17 +169,17 @@ def _mtimes(folder: Path) -> dict[str, int]:
 
 
 def test_a_resume_continues_only_the_same_job(linker_pipeline, corpus, tmp_path,
-                                              monkeypatch):
+                                              monkeypatch, cli):
     """Issue 29, item 1: other overrides, --top-k, --vectors or a retrained pipeline at the
     same path are refused (E127) with nothing written; another spelling of the same
     pipeline's path resumes."""
     out = tmp_path / "out"
-    _invoke(linker_pipeline, corpus, out)
+    _exits(cli("link-corpus", linker_pipeline, corpus, out))
     (out / "c.jsonl").unlink()  # one shard left to link
     before = _mtimes(out)
     for extra in (["--top-k", "1"], ["--components.arbo_linker.threshold", "1000"],
                   ["--vectors"]):
-        result = _invoke(linker_pipeline, corpus, out, *extra, code=1)
+        result = _exits(cli("link-corpus", linker_pipeline, corpus, out, *extra), code=1)
         assert "E127" in result.output and "delete" in result.output
         assert _mtimes(out) == before
     retrained = tmp_path / "retrained"
@@ -189,13 +188,14 @@ def test_a_resume_continues_only_the_same_job(linker_pipeline, corpus, tmp_path,
     moved = tmp_path / "moved"
     linker_pipeline.rename(moved)
     retrained.rename(linker_pipeline)  # the same path, another pipeline
-    result = _invoke(linker_pipeline, corpus, out, code=1)
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, out), code=1)
     assert "E127" in result.output and "pipeline" in result.output
     assert _mtimes(out) == before
     linker_pipeline.rename(retrained)
     (tmp_path / "link").symlink_to(moved)
     monkeypatch.chdir(tmp_path)
-    result = _invoke(Path("link/"), corpus, out)  # the first pipeline, spelt otherwise
+    # the first pipeline, spelt otherwise
+    result = _exits(cli("link-corpus", Path("link/"), corpus, out))
     assert "shards already done" in result.output and (out / "c.jsonl").exists()
 
 
@@ -220,15 +220,15 @@ def test_a_retrained_component_changes_the_pipeline_fingerprint(linker_pipeline,
     assert pipeline_fingerprint(copy) != pipeline_fingerprint(linker_pipeline)
 
 
-def test_no_file_of_one_shard_is_another_shards(linker_pipeline, corpus, tmp_path):
+def test_no_file_of_one_shard_is_another_shards(linker_pipeline, corpus, tmp_path, cli):
     """Issue 29, item 5: the output of a.errors.jsonl would be a.jsonl's errors file."""
     (corpus / "a.errors.jsonl").write_text(json.dumps({"id": "x", "text": "Fever."}) + "\n")
-    result = _invoke(linker_pipeline, corpus, tmp_path / "out", code=1)
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, tmp_path / "out"), code=1)
     assert "E125" in result.output and "a.errors.jsonl" in result.output
     assert not (tmp_path / "out").exists()
 
 
-def test_repeated_document_ids_are_warned_about(linker_pipeline, corpus, tmp_path):
+def test_repeated_document_ids_are_warned_about(linker_pipeline, corpus, tmp_path, cli):
     """Issue 29, item 2: PubMed update files repeat PMIDs; link-corpus says so."""
     folder = tmp_path / "updates"
     folder.mkdir()
@@ -236,11 +236,11 @@ def test_repeated_document_ids_are_warned_about(linker_pipeline, corpus, tmp_pat
         (folder / f"{name}.jsonl").write_text("".join(
             json.dumps({"id": i, "text": t}) + "\n"
             for i, t in [("1", TEXTS[0]), (name, TEXTS[1])]))
-    result = _invoke(linker_pipeline, folder, tmp_path / "out")
+    result = _exits(cli("link-corpus", linker_pipeline, folder, tmp_path / "out"))
     assert "W007" in result.output and "u1.jsonl, u2.jsonl" in result.output
     assert "1 document ids occur more than once" in " ".join(result.output.split())
     assert [len(rows) for rows in _outputs(tmp_path / "out").values()] == [2, 2]
-    unique = _invoke(linker_pipeline, corpus, tmp_path / "out2")
+    unique = _exits(cli("link-corpus", linker_pipeline, corpus, tmp_path / "out2"))
     assert "W007" not in unique.output
 
 
@@ -282,9 +282,9 @@ def test_a_shard_is_spilled_to_disk_and_written_in_input_order(tmp_path):
     assert not list(shard.output.parent.glob(".*spill-*"))
 
 
-def test_spacy_format_keeps_ids_entities_and_candidates(linker_pipeline, corpus, tmp_path):
+def test_spacy_format_keeps_ids_entities_and_candidates(linker_pipeline, corpus, tmp_path, cli):
     out = tmp_path / "out"
-    _invoke(linker_pipeline, corpus, out, "--format", "spacy")
+    _exits(cli("link-corpus", linker_pipeline, corpus, out, "--format", "spacy"))
     nlp = spacy.load(linker_pipeline)
     docs = list(DocBin().from_disk(out / "a.spacy").get_docs(nlp.vocab))
     assert [d.user_data["id"] for d in docs] == ["a0", "a1", "a2"]
@@ -293,9 +293,10 @@ def test_spacy_format_keeps_ids_entities_and_candidates(linker_pipeline, corpus,
 
 
 def test_ray_engine_without_ray_says_how_to_install_it(linker_pipeline, corpus, tmp_path,
-                                                       monkeypatch):
+                                                       monkeypatch, cli):
     monkeypatch.setitem(sys.modules, "ray", None)
-    result = _invoke(linker_pipeline, corpus, tmp_path / "out", "--engine", "ray", code=1)
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, tmp_path / "out",
+                        "--engine", "ray"), code=1)
     assert "E128" in result.output and "pip install ray" in " ".join(result.output.split())
 
 
@@ -390,7 +391,7 @@ def test_cross_document_components_are_named_for_disabling():
 
 
 def test_a_resume_in_another_folder_never_links_against_another_kb(linker_pipeline, corpus,
-                                                                     tmp_path, monkeypatch):
+                                                                     tmp_path, monkeypatch, cli):
     """Issue 40, item 1: a kb_path override names a file relative to the working folder; a
     run resumed where that name holds another KB (or after the file changed) is another
     job (E127), not one corpus linked against two KBs."""
@@ -402,15 +403,16 @@ def test_a_resume_in_another_folder_never_links_against_another_kb(linker_pipeli
     (second / "kb.jsonl").write_text("".join(json.dumps(e) + "\n" for e in TOY_ENTITIES[:2]))
     out = tmp_path / "out"
     monkeypatch.chdir(first)
-    _invoke(linker_pipeline, corpus, out, "--components.arbo_linker.kb_path", "kb.jsonl")
+    _exits(cli("link-corpus", linker_pipeline, corpus, out,
+               "--components.arbo_linker.kb_path", "kb.jsonl"))
     (out / "c.jsonl").unlink()  # one shard left to link
     before = _mtimes(out)
     monkeypatch.chdir(second)
-    result = _invoke(linker_pipeline, corpus, out, "--components.arbo_linker.kb_path",
-                     "kb.jsonl", code=1)
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, out,
+                        "--components.arbo_linker.kb_path", "kb.jsonl"), code=1)
     assert "E127" in result.output and "override_files" in result.output
     assert _mtimes(out) == before
     monkeypatch.chdir(first)
-    result = _invoke(linker_pipeline, corpus, out, "--components.arbo_linker.kb_path",
-                     "kb.jsonl")
+    result = _exits(cli("link-corpus", linker_pipeline, corpus, out,
+                        "--components.arbo_linker.kb_path", "kb.jsonl"))
     assert "shards already done" in result.output and (out / "c.jsonl").exists()

@@ -6,9 +6,7 @@ import warnings
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.data.annotations import read_brat_documents, read_jsonl_documents
 from spacy_arboel.data.inputs import document_sources
 
@@ -87,7 +85,7 @@ def test_malformed_brat_is_E204_naming_the_file(tmp_path, ann, problem):
         list(read_brat_documents(folder))
 
 
-def test_convert_reads_each_format_into_gold_docs(tmp_path):
+def test_convert_reads_each_format_into_gold_docs(tmp_path, cli):
     jsonl = tmp_path / "docs.jsonl"
     jsonl.write_text(json.dumps({"text": TEXT, "spans": [
         {"start": 0, "end": 7, "label": "Chemical", "kb_id": "D001241"}]}) + "\n")
@@ -98,7 +96,7 @@ def test_convert_reads_each_format_into_gold_docs(tmp_path):
     nlp = spacy.blank("xx")
     for source in (jsonl, brat):
         output = tmp_path / f"{source.stem}.spacy"
-        result = CliRunner().invoke(app, ["convert", str(source), str(output)])
+        result = cli("convert", source, output)
         assert result.exit_code == 0, result.output
         (doc,) = DocBin().from_disk(output).get_docs(nlp.vocab)
         assert doc.text == TEXT
@@ -106,10 +104,9 @@ def test_convert_reads_each_format_into_gold_docs(tmp_path):
             ("Aspirin", "Chemical", "D001241")]
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{}\n")
-    result = CliRunner().invoke(app, ["convert", str(bad), str(tmp_path / "bad.spacy")])
+    result = cli("convert", bad, tmp_path / "bad.spacy")
     assert result.exit_code != 0 and "[E203]" in result.output
-    result = CliRunner().invoke(app, ["convert", str(bad), str(tmp_path / "x.spacy"),
-                                      "--format", "csv"])
+    result = cli("convert", bad, tmp_path / "x.spacy", "--format", "csv")
     assert result.exit_code != 0 and "[E007]" in result.output
 
 
@@ -191,7 +188,7 @@ def test_jsonl_that_is_not_utf8_names_the_file_and_line(tmp_path):
         list(read_jsonl_documents(path))
 
 
-def test_brat_with_windows_line_ends_counts_offsets_as_brat_does(tmp_path):
+def test_brat_with_windows_line_ends_counts_offsets_as_brat_does(tmp_path, cli):
     """brat counts \\r\\n as two characters; reading the text with newline translation
     shifted each mention by one character per earlier line ("Aspirin given", exit 0)."""
     text = "Headache.\r\nPatients took Aspirin given daily.\r\nCough followed.\r\n"
@@ -209,7 +206,7 @@ def test_brat_with_windows_line_ends_counts_offsets_as_brat_does(tmp_path):
         ("Aspirin", ("D001241",)), ("Cough", ())]
     nlp = spacy.blank("en")
     output = tmp_path / "out.spacy"
-    result = CliRunner().invoke(app, ["convert", str(folder), str(output)])
+    result = cli("convert", folder, output)
     assert result.exit_code == 0, result.output
     (doc,) = DocBin().from_disk(output).get_docs(nlp.vocab)
     assert [(e.text, e.kb_id_) for e in doc.ents] == [("Aspirin", "D001241"), ("Cough", "")]
@@ -238,28 +235,26 @@ def test_brat_that_would_be_wrong_gold_is_E204(tmp_path, ann, problem):
         list(read_brat_documents(folder))
 
 
-def test_a_brat_text_that_is_not_utf8_is_E204_naming_it(tmp_path):
+def test_a_brat_text_that_is_not_utf8_is_E204_naming_it(tmp_path, cli):
     folder = _brat(tmp_path / "brat", "T1\tChemical 0 7\tAspirin\n")
     (folder / "doc1.txt").write_bytes(b"Aspirin induced\ncough in caf\xe9s.")
     with pytest.raises(ValueError, match=r"\[E204\] .*doc1.txt: .*not UTF-8 text: byte 0xe9 "
                                          r"at line 2, column 13"):
         list(read_brat_documents(folder))
-    result = CliRunner().invoke(app, ["convert", str(folder), str(tmp_path / "out.spacy")])
+    result = cli("convert", folder, tmp_path / "out.spacy")
     assert result.exit_code == 1 and "[E204]" in result.output and "doc1.txt" in result.output
 
 
-def test_a_jsonl_corpus_that_is_a_folder_is_E230_or_its_files(tmp_path):
+def test_a_jsonl_corpus_that_is_a_folder_is_E230_or_its_files(tmp_path, cli):
     """The JSONL reader refuses a folder (E230); ``convert --format jsonl`` reads a
     folder's .jsonl files, and one without any is E114."""
     (tmp_path / "docs.jsonl").mkdir()
     with pytest.raises(ValueError, match=r"\[E230\] .*docs.jsonl cannot be read as a JSONL"):
         list(read_jsonl_documents(tmp_path / "docs.jsonl"))
-    result = CliRunner().invoke(app, ["convert", str(tmp_path / "docs.jsonl"),
-                                      str(tmp_path / "out.spacy"), "--format", "jsonl"])
+    result = cli("convert", tmp_path / "docs.jsonl", tmp_path / "out.spacy", "--format", "jsonl")
     assert result.exit_code == 1 and "[E114]" in result.output
     (tmp_path / "docs.jsonl" / "a.jsonl").write_text(json.dumps({"text": TEXT}) + "\n")
-    result = CliRunner().invoke(app, ["convert", str(tmp_path / "docs.jsonl"),
-                                      str(tmp_path / "out.spacy"), "--format", "jsonl"])
+    result = cli("convert", tmp_path / "docs.jsonl", tmp_path / "out.spacy", "--format", "jsonl")
     assert result.exit_code == 0, result.output
 
 

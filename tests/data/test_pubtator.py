@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
 from spacy_arboel.data.documents import Mention
 from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
@@ -216,16 +215,15 @@ def test_registered_reader_real_data(nlp):
     assert [e.text for e in examples[0].reference.ents[:2]] == ["Famotidine", "delirium"]
 
 
-def test_convert_command(tmp_path):
+def test_convert_command(tmp_path, cli):
     import spacy_arboel.cli.data_commands  # noqa: F401  (registers the commands)
-    from spacy_arboel.cli.app import app
 
     source = tmp_path / "in.txt"
     source.write_text(COMPOSITE + "\n" + NCBI_SNIPPET, encoding="utf8")
     output = tmp_path / "out" / "train.spacy"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = CliRunner().invoke(app, ["convert", str(source), str(output), "--limit", "2"])
+        result = cli("convert", source, output, "--limit", "2")
     assert result.exit_code == 0, result.output
     assert "dropped overlaps" in result.output
     docs = list(DocBin().from_disk(output).get_docs(spacy.blank("xx").vocab))

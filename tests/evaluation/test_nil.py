@@ -48,14 +48,12 @@ def test_pr_curve_plot_is_written(tmp_path):
     assert path.exists() and path.stat().st_size > 1000
 
 
-def test_tune_nil_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_examples, tmp_path):
+def test_tune_nil_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_examples, tmp_path,
+                                              cli):
     import json
 
     import spacy
     from spacy.tokens import DocBin
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
 
     # Fever (D005334) is left out of the KB: its three mentions are NIL
     entities = [json.loads(line) for line in toy_kb_path.read_text().splitlines()]
@@ -67,11 +65,10 @@ def test_tune_nil_command_saves_the_threshold(tiny_encoder, toy_kb_path, toy_exa
     nlp.initialize(lambda: toy_examples)
     nlp.to_disk(tmp_path / "pipeline")
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "dev.spacy")
-    result = CliRunner().invoke(app, [
-        "tune-nil", str(tmp_path / "pipeline"), str(tmp_path / "dev.spacy"),
-        "--test", str(tmp_path / "dev.spacy"), "--output-model", str(tmp_path / "tuned"),
-        "--output", str(tmp_path / "nil.json"), "--plot", str(tmp_path / "nil.png"),
-    ])
+    result = cli(
+        "tune-nil", tmp_path / "pipeline", tmp_path / "dev.spacy",
+        "--test", tmp_path / "dev.spacy", "--output-model", tmp_path / "tuned",
+        "--output", tmp_path / "nil.json", "--plot", tmp_path / "nil.png")
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "nil.json").read_text())
     assert metrics["dev"]["nil"]["n_nil"] == 3 and metrics["dev"]["nil"]["n"] == 11

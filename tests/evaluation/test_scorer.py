@@ -6,7 +6,6 @@ import pytest
 import spacy
 from spacy.tokens import Span
 from spacy.training import Example
-from typer.testing import CliRunner
 
 from spacy_arboel.evaluation import (
     linking_metrics,
@@ -138,19 +137,15 @@ def test_registered_scorer(nlp):
     assert scorer(_examples(nlp), kb_ids=KB)["nel_inkb_acc"] == pytest.approx(1 / 3)
 
 
-def test_compare_runs_cli(nlp, tmp_path):
+def test_compare_runs_cli(nlp, tmp_path, cli):
     import spacy_arboel.cli.eval_commands  # noqa: F401  (registers the command)
-    from spacy_arboel.cli.app import app
 
     outcomes = mention_outcomes_from_examples(_examples(nlp), KB)
     write_json(linking_metrics(outcomes), tmp_path / "baseline.json")
     write_json({"name": "arbo", **linking_metrics(outcomes[:1])}, tmp_path / "second.json")
     md, png = tmp_path / "out" / "table.md", tmp_path / "out" / "recall.png"
-    result = CliRunner().invoke(
-        app,
-        ["compare-runs", str(tmp_path / "baseline.json"), str(tmp_path / "second.json"),
-         "--markdown", str(md), "--plot", str(png)],
-    )
+    result = cli("compare-runs", tmp_path / "baseline.json", tmp_path / "second.json",
+                 "--markdown", md, "--plot", png)
     assert result.exit_code == 0, result.output
     table = md.read_text()
     assert "| baseline | 0.333 |" in table
@@ -158,11 +153,10 @@ def test_compare_runs_cli(nlp, tmp_path):
     assert png.stat().st_size > 0
 
 
-def test_compare_runs_rejects_bad_json(tmp_path):
+def test_compare_runs_rejects_bad_json(tmp_path, cli):
     import spacy_arboel.cli.eval_commands  # noqa: F401
-    from spacy_arboel.cli.app import app
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([1, 2]))
-    result = CliRunner().invoke(app, ["compare-runs", str(bad)])
+    result = cli("compare-runs", bad)
     assert result.exit_code != 0

@@ -11,9 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import spacy
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.jobs.build_index import (
     EmbedderSource,
     ShardEmbedder,
@@ -196,8 +194,7 @@ def test_two_local_processes_embed_like_one(retriever, tmp_path):
     np.testing.assert_allclose(one.vectors, two.vectors, atol=1e-5)
 
 
-def _invoke(*args, code=0):
-    result = CliRunner().invoke(app, ["build-index", *map(str, args)])
+def _exits(result, code=0):
     assert result.exit_code == code, result.output
     return result
 
@@ -209,12 +206,12 @@ def _write_kb(kb: KnowledgeBase, path):
 
 @pytest.mark.slow
 def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_linker,
-                                                                         tmp_path):
+                                                                         tmp_path, cli):
     pipeline = saved_linker / "pipeline"
     kb_path = _write_kb(_big_kb(400), tmp_path / "big.jsonl")
     out = tmp_path / "big-pipeline"
-    result = _invoke(pipeline, out, "--kb", kb_path, "--kind", "ivfpq", "--pq-bytes", "8",
-                     "--shard-rows", "150")
+    result = _exits(cli("build-index", pipeline, out, "--kb", kb_path, "--kind", "ivfpq",
+                        "--pq-bytes", "8", "--shard-rows", "150"))
     assert "IVF" in result.output and (out / "arbo_entity_linker/index" / FAISS_FILE).exists()
     said = " ".join(result.output.split())  # wasabi wraps long lines
     embedded = int(re.search(r"Embedded (\d+) rows in", said)[1])
@@ -244,9 +241,9 @@ def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_l
         doc.ents = [doc.char_span(0, 13, label="Disease")]
         assert again(doc).ents[0].kb_id_ == linked.ents[0].kb_id_
     # a second run finds every shard done
-    rerun = _invoke(pipeline, tmp_path / "rerun", "--kb", kb_path, "--kind", "ivfpq",
-                    "--pq-bytes", "8", "--shard-rows", "150", "--work-dir",
-                    tmp_path / "big-pipeline.shards")
+    rerun = _exits(cli("build-index", pipeline, tmp_path / "rerun", "--kb", kb_path,
+                       "--kind", "ivfpq", "--pq-bytes", "8", "--shard-rows", "150",
+                       "--work-dir", tmp_path / "big-pipeline.shards"))
     assert "Saved" in rerun.output
     said = " ".join(rerun.output.split())
     assert "Embedded 0 rows in" in said and f"{embedded} rows were embedded before" in said
@@ -260,27 +257,28 @@ def test_build_index_saves_a_pipeline_that_loads_the_index_memory_mapped(saved_l
         spacy.load(out)
 
 
-def test_build_index_refuses_bad_arguments(saved_linker, tmp_path):
+def test_build_index_refuses_bad_arguments(saved_linker, tmp_path, cli):
     pipeline = saved_linker / "pipeline"
-    assert "E040" in _invoke(pipeline, pipeline, code=1).output
+    assert "E040" in _exits(cli("build-index", pipeline, pipeline), code=1).output
     # typed options: typer refuses another value and lists the choices
     for option, value, choices in (("--kind", "lsh", "'auto', 'flat'"),
                                    ("--engine", "mpi", "'local', 'ray'")):
-        output = _invoke(pipeline, tmp_path / "o", option, value, code=2).output
+        output = _exits(cli("build-index", pipeline, tmp_path / "o", option, value), code=2).output
         assert f"'{value}' is not one of {choices}" in " ".join(output.replace("│", " ").split())
-    assert "component" in _invoke(pipeline, tmp_path / "o", "--component", "x",
-                                  code=1).output
+    assert "component" in _exits(cli("build-index", pipeline, tmp_path / "o",
+                                     "--component", "x"), code=1).output
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "mine.txt").write_text("keep")
-    assert "E132" in _invoke(pipeline, tmp_path / "o", "--work-dir", tmp_path / "work",
-                             code=1).output
+    assert "E132" in _exits(cli("build-index", pipeline, tmp_path / "o",
+                                "--work-dir", tmp_path / "work"), code=1).output
     assert (tmp_path / "work" / "mine.txt").read_text() == "keep"
 
 
 def test_without_ray_the_ray_engine_says_how_to_install_it(saved_linker, tmp_path,
-                                                          monkeypatch):
+                                                          monkeypatch, cli):
     monkeypatch.setitem(sys.modules, "ray", None)
-    result = _invoke(saved_linker / "pipeline", tmp_path / "o", "--engine", "ray", code=1)
+    result = _exits(cli("build-index", saved_linker / "pipeline", tmp_path / "o",
+                        "--engine", "ray"), code=1)
     assert "E128" in result.output and "pip install ray" in " ".join(result.output.split())
 
 

@@ -108,3 +108,14 @@ def test_a_commands_engine_is_made_in_one_place():
         make_engine("mpi")
     with pytest.raises(ValueError, match=r"E011.*num_workers"):
         make_engine("local", 0)
+
+
+def test_both_engines_are_the_declared_engine():
+    """``Engine`` is the interface a job takes: both engines have it, a plain callable has
+    not (a job given one fails at the type, not deep inside a run)."""
+    from spacy_arboel.jobs.engines import Engine
+
+    assert isinstance(LocalEngine(), Engine)
+    assert isinstance(RayEngine(2), Engine)
+    assert isinstance(make_engine("local", 2), Engine)
+    assert not isinstance(lambda task: task, Engine)

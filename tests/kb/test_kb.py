@@ -169,16 +169,12 @@ def test_an_empty_kb_is_refused_when_read_and_when_written(tmp_path):
 
 
 @pytest.mark.parametrize("source", ["--jsonl", "--mesh-descriptors"])
-def test_build_kb_refuses_an_empty_kb(tmp_path, source):
+def test_build_kb_refuses_an_empty_kb(tmp_path, source, cli):
     """An empty input KB, or MeSH descriptors without rows (an empty KB built): a coded
     message that names a real file, no traceback, nothing written."""
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
     path = tmp_path / ("source.jsonl" if source == "--jsonl" else "desc.csv")
     path.write_text("\n" if source == "--jsonl" else "id,subject\n", encoding="utf8")
-    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"), source, str(path)])
+    result = cli("build-kb", tmp_path / "kb.jsonl", source, path)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # no traceback
     named = path if source == "--jsonl" else tmp_path / "kb.jsonl"
     assert f"[E036] {named}: " in " ".join(result.output.split())
@@ -207,32 +203,22 @@ def test_blank_names_and_ids_with_whitespace_around_are_E001(tmp_path, line, rea
         KnowledgeBase.from_jsonl(path)
 
 
-def test_build_kb_refuses_an_id_and_the_same_id_with_whitespace(tmp_path):
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
+def test_build_kb_refuses_an_id_and_the_same_id_with_whitespace(tmp_path, cli):
     path = tmp_path / "source.jsonl"
     path.write_text('{"id": "A", "name": "One"}\n{"id": " A ", "name": "One again"}\n',
                     encoding="utf8")
-    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"), "--jsonl",
-                                      str(path)])
+    result = cli("build-kb", tmp_path / "kb.jsonl", "--jsonl", path)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "[E001]" in result.output and "whitespace around it" in result.output
     assert not (tmp_path / "kb.jsonl").exists()
 
 
-def test_a_kb_path_that_is_a_folder_is_E230_not_a_traceback(tmp_path):
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
+def test_a_kb_path_that_is_a_folder_is_E230_not_a_traceback(tmp_path, cli):
     (tmp_path / "kb").mkdir()
     with pytest.raises(KnowledgeBaseError, match=r"\[E230\] .*kb cannot be read as a "
                                                  r"knowledge-base JSONL file"):
         KnowledgeBase.from_jsonl(tmp_path / "kb")
-    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "out.jsonl"), "--jsonl",
-                                      str(tmp_path / "kb")])
+    result = cli("build-kb", tmp_path / "out.jsonl", "--jsonl", tmp_path / "kb")
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "[E230]" in result.output
 

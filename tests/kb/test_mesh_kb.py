@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
 from spacy_arboel.kb import Entity, KnowledgeBase
@@ -205,14 +204,7 @@ def test_bc5cdr_test_coverage_by_mesh_kb():
     assert 0.90 < covered < 0.97
 
 
-def _run(args):
-    import spacy_arboel.cli.data_commands  # noqa: F401  (registers the commands)
-    from spacy_arboel.cli.app import app
-
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def test_build_kb_command(small_files, tmp_path, nlp):
+def test_build_kb_command(small_files, tmp_path, nlp, cli):
     csv_path, tsv_path = small_files
     corpus_txt = tmp_path / "corpus.txt"
     corpus_txt.write_text(CORPUS, encoding="utf8")
@@ -226,12 +218,12 @@ def test_build_kb_command(small_files, tmp_path, nlp):
     command = ["build-kb", output, "--mesh-descriptors", csv_path, "--disease-synonyms",
                tsv_path, "--jsonl", extra, "--alias-corpus", corpus_txt,
                "--alias-corpus", corpus_spacy]
-    result = _run(command)
+    result = cli(*command)
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(output)
     # the corpus's labels are no types unless asked (issue 62)
     assert kb["D015738"].types == ("Drug",) and kb["D003371"].types == ()
-    result = _run([*command, "--types-from-labels"])
+    result = cli(*command, "--types-from-labels")
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(output)
     assert len(kb) == 5
@@ -243,20 +235,20 @@ def test_build_kb_command(small_files, tmp_path, nlp):
     assert "entities" in result.output and "absent" in result.output
 
 
-def test_build_kb_command_jsonl_only_and_absent_ids(tmp_path):
+def test_build_kb_command_jsonl_only_and_absent_ids(tmp_path, cli):
     kb_in = tmp_path / "in.jsonl"
     KnowledgeBase([Entity("D003371", "Cough")]).to_jsonl(kb_in)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf8")
     output = tmp_path / "out.jsonl"
-    result = _run(["build-kb", output, "--jsonl", kb_in, "--alias-corpus", corpus])
+    result = cli("build-kb", output, "--jsonl", kb_in, "--alias-corpus", corpus)
     assert result.exit_code == 0, result.output
     assert len(KnowledgeBase.from_jsonl(output)) == 1
     assert "C000001" in result.output  # corpus ids absent from the KB are named
 
 
-def test_build_kb_command_needs_a_source(tmp_path):
-    result = _run(["build-kb", tmp_path / "out.jsonl"])
+def test_build_kb_command_needs_a_source(tmp_path, cli):
+    result = cli("build-kb", tmp_path / "out.jsonl")
     assert result.exit_code != 0
     assert not (tmp_path / "out.jsonl").exists()
 

@@ -696,13 +696,9 @@ def test_a_clash_with_another_source_names_the_terms_line(tmp_path):
         build_kb(jsonl=[first], obo=[ontology])
 
 
-def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path, server):
+def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path, server, cli):
     """The command over an ontology as it is published: its import is not followed, its
     reference to an undeclared term is left out, and the command says both."""
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
     url, requests = server
     ontology = tmp_path / "mondo.obo"
     ontology.write_text(
@@ -711,7 +707,7 @@ def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path
         "[Term]\nid: MONDO:0000002\nname: cancer\nis_a: MONDO:0000001\n", encoding="utf8")
     output = tmp_path / "kb.jsonl"
     with pytest.warns(UserWarning) as caught:  # what a terminal shows on stderr
-        result = CliRunner().invoke(app, ["build-kb", str(output), "--obo", str(ontology)])
+        result = cli("build-kb", output, "--obo", ontology)
     assert result.exit_code == 0, result.output
     assert requests == []
     text = " ".join(str(warning.message) for warning in caught)
@@ -720,37 +716,27 @@ def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path
     assert KnowledgeBase.from_jsonl(output).ids == ["MONDO:0000001", "MONDO:0000002"]
 
 
-def test_obo_roots_keep_one_branch(obo_path, tmp_path):
+def test_obo_roots_keep_one_branch(obo_path, tmp_path, cli):
     """``--obo-roots`` keeps the terms at or below the roots (HPO's phenotypes without its
     modes of inheritance); a root that is no kept term is E249 before anything is written."""
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
     stats: dict = {}
     kb = read_obo(obo_path, roots=["TOY:0000118"], stats=stats)
     assert kb.ids == ["TOY:0000118", "TOY:0000707", "TOY:0001250"]
     assert kb["TOY:0001250"].types == ("Mode of inheritance", "Phenotypic abnormality")
     assert stats["outside_roots"] == 2  # All, Mode of inheritance
     output = tmp_path / "kb.jsonl"
-    result = CliRunner().invoke(app, ["build-kb", str(output), "--obo", str(obo_path),
-                                      "--obo-roots", "TOY:0000005"])
+    result = cli("build-kb", output, "--obo", obo_path, "--obo-roots", "TOY:0000005")
     assert result.exit_code == 0, result.output
     assert KnowledgeBase.from_jsonl(output).ids == ["TOY:0000005", "TOY:0001250"]
-    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "x.jsonl"), "--obo",
-                                      str(obo_path), "--obo-roots", "TOY:0000002"])
+    result = cli("build-kb", tmp_path / "x.jsonl", "--obo", obo_path, "--obo-roots", "TOY:0000002")
     assert result.exit_code == 1 and "[E249]" in result.output and "TOY:0000002" in result.output
     assert not (tmp_path / "x.jsonl").exists()
 
 
-def test_types_keep_the_entities_of_those_types(tmp_path):
+def test_types_keep_the_entities_of_those_types(tmp_path, cli):
     """``build-kb --types`` keeps the entities of some types, whatever the source (MeSH's
     Disease and Chemical descriptors, not *Patients*); a type no entity has is E258 before
     anything is written, and the output a user had is kept."""
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
     source = tmp_path / "all.jsonl"
     source.write_text("".join(json.dumps(e) + "\n" for e in [
         {"id": "D1", "name": "Cough", "types": ["Disease"]},
@@ -758,14 +744,12 @@ def test_types_keep_the_entities_of_those_types(tmp_path):
         {"id": "D3", "name": "Patients", "types": ["Persons"]},
         {"id": "D4", "name": "Risk"}]))
     output = tmp_path / "kb.jsonl"
-    result = CliRunner().invoke(app, ["build-kb", str(output), "--jsonl", str(source),
-                                      "--types", "Disease, Chemical"])
+    result = cli("build-kb", output, "--jsonl", source, "--types", "Disease, Chemical")
     assert result.exit_code == 0, result.output
     assert KnowledgeBase.from_jsonl(output).ids == ["D1", "D2"]
     assert "of other types left out" in result.output
     before = output.read_text()
-    result = CliRunner().invoke(app, ["build-kb", str(output), "--jsonl", str(source),
-                                      "--types", "Disease,Chemicals"])
+    result = cli("build-kb", output, "--jsonl", source, "--types", "Disease,Chemicals")
     assert result.exit_code == 1 and "[E258]" in result.output
     assert "'Chemicals'" in result.output and "Chemical, Disease" in result.output
     assert output.read_text() == before

@@ -266,20 +266,14 @@ def test_the_installed_packages_files_are_read(source):
         assert len(names) > 10_000 and any(i.startswith("C") for i in names)
 
 
-def test_build_kb_command_merges_a_vocabulary_file(gilda_file, tmp_path):
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
+def test_build_kb_command_merges_a_vocabulary_file(gilda_file, tmp_path, cli):
     base = tmp_path / "base.jsonl"
     small_kb().to_jsonl(base)
     out = tmp_path / "kb.jsonl"
-    result = CliRunner().invoke(app, ["build-kb", str(out), "--jsonl", str(base),
-                                      "--synonyms", f"gilda={gilda_file}"])
+    result = cli("build-kb", out, "--jsonl", base, "--synonyms", f"gilda={gilda_file}")
     assert result.exit_code == 0, result.output
     assert KnowledgeBase.from_jsonl(out)["D000082"].aliases == ("paracetamol",)
-    unknown = CliRunner().invoke(app, ["build-kb", str(tmp_path / "other.jsonl"), "--jsonl",
-                                       str(base), "--synonyms", "umls"])
+    unknown = cli("build-kb", tmp_path / "other.jsonl", "--jsonl", base, "--synonyms", "umls")
     assert unknown.exit_code == 1 and "E007" in unknown.output
 
 
@@ -331,19 +325,15 @@ def test_a_malformed_ontology_file_is_E178(tmp_path, content):
         ss.read_ontology_mesh_names(ss.MONDO, path)
 
 
-def test_build_kb_takes_the_ontologies_by_name(tmp_path):
+def test_build_kb_takes_the_ontologies_by_name(tmp_path, cli):
     import json
-
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
 
     path = tmp_path / "mondo.json"
     path.write_text(json.dumps(ONTOLOGY))
     kb_in = tmp_path / "in.jsonl"
     kb_in.write_text(json.dumps({"id": "D003922", "name": "Diabetes Mellitus, Type 1"}) + "\n")
-    result = CliRunner().invoke(app, ["build-kb", str(tmp_path / "kb.jsonl"), "--jsonl",
-                                      str(kb_in), "--synonyms", f"mondo={path},doid={path}"])
+    result = cli("build-kb", tmp_path / "kb.jsonl", "--jsonl", kb_in,
+                 "--synonyms", f"mondo={path},doid={path}")
     assert result.exit_code == 0, result.output
     entity = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")["D003922"]
     assert "insulin-dependent diabetes" in entity.aliases

@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.components.common import gold_mentions
 from spacy_arboel.linking.mention_distiller import (
     DistillSettings,
@@ -20,8 +18,7 @@ from spacy_arboel.linking.mention_distiller import (
 )
 
 
-def _invoke(*args, code=0):
-    result = CliRunner().invoke(app, [str(a) for a in args])
+def _exits(result, code=0):
     assert result.exit_code == code, result.output
     return result
 
@@ -120,11 +117,11 @@ def test_shared_weights_cannot_be_distilled(tiny_encoder, toy_kb_path, toy_examp
         nlp.get_pipe("arbo_entity_linker").use_mention_encoder(student)
 
 
-def test_distill_command_saves_a_fast_pipeline(saved_linker, toy_examples):
+def test_distill_command_saves_a_fast_pipeline(saved_linker, toy_examples, cli):
     out = saved_linker / "fast"
-    _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
-            "--output", out, "--layers", 1, "--epochs", 2, "--batch-size", 4, "--top-k", 5,
-            "--mention-max-length", 16)
+    _exits(cli("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
+               "--output", out, "--layers", 1, "--epochs", 2, "--batch-size", 4, "--top-k", 5,
+               "--mention-max-length", 16))
     config = json.loads((out / "arbo_entity_linker" / "mention_encoder" / "config.json")
                         .read_text())
     assert config["num_hidden_layers"] == 1
@@ -151,13 +148,13 @@ def test_distill_command_saves_a_fast_pipeline(saved_linker, toy_examples):
     assert teacher.get_pipe("arbo_entity_linker").retriever.settings.quantize is False
 
 
-def test_distill_command_refuses_to_overwrite_its_input(saved_linker):
-    result = _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
-                     "--output", saved_linker / "pipeline", code=1)
+def test_distill_command_refuses_to_overwrite_its_input(saved_linker, cli):
+    result = _exits(cli("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
+                        "--output", saved_linker / "pipeline"), code=1)
     assert "E040" in result.output
 
 
-def test_distilling_a_pipeline_with_coref_clears_its_memory(saved_linker, toy_examples):
+def test_distilling_a_pipeline_with_coref_clears_its_memory(saved_linker, toy_examples, cli):
     """arbo_coref's remembered mentions were embedded by the teacher: the distilled pipeline
     forgets them (else it would not load: E015) and says to tune the coref again."""
     nlp = spacy.load(saved_linker / "pipeline")
@@ -165,9 +162,9 @@ def test_distilling_a_pipeline_with_coref_clears_its_memory(saved_linker, toy_ex
     list(nlp.pipe(eg.predicted.copy() for eg in toy_examples))
     assert len(nlp.get_pipe("arbo_coref").state) > 0
     nlp.to_disk(saved_linker / "with_coref")
-    result = _invoke("distill-mentions", saved_linker / "with_coref",
-                     saved_linker / "gold.spacy", "--output", saved_linker / "fast", "--layers",
-                     1, "--epochs", 1, "--top-k", 5)
+    result = _exits(cli("distill-mentions", saved_linker / "with_coref",
+                        saved_linker / "gold.spacy", "--output", saved_linker / "fast",
+                        "--layers", 1, "--epochs", 1, "--top-k", 5))
     assert "tune-coref" in result.output
     fast = spacy.load(saved_linker / "fast")
     assert len(fast.get_pipe("arbo_coref").state) == 0
@@ -175,14 +172,14 @@ def test_distilling_a_pipeline_with_coref_clears_its_memory(saved_linker, toy_ex
     assert all(e._.kb_candidates for e in doc.ents)
 
 
-def test_distill_command_refuses_a_window_without_room(saved_linker):
-    result = _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
-                     "--output", saved_linker / "fast", "--mention-max-length", 4, code=1)
+def test_distill_command_refuses_a_window_without_room(saved_linker, cli):
+    result = _exits(cli("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
+                        "--output", saved_linker / "fast", "--mention-max-length", 4), code=1)
     assert "E011" in result.output and "--mention-max-length" in result.output
     assert not (saved_linker / "fast").exists()
 
 
-def test_distill_command_names_a_missing_linker(saved_linker):
-    result = _invoke("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
-                     "--output", saved_linker / "fast", "--component", "nope", code=1)
+def test_distill_command_names_a_missing_linker(saved_linker, cli):
+    result = _exits(cli("distill-mentions", saved_linker / "pipeline", saved_linker / "gold.spacy",
+                        "--output", saved_linker / "fast", "--component", "nope"), code=1)
     assert "component 'nope'" in " ".join(result.output.split())

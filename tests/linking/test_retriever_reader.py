@@ -7,7 +7,7 @@ import torch
 from spacy_arboel.encoders.inputs import MentionSpan
 from spacy_arboel.kb import KnowledgeBase
 from spacy_arboel.linking import ReaderSettings, RetrieverReader
-from spacy_arboel.linking.retriever_reader import union_rows, with_gold
+from spacy_arboel.linking.candidate_rows import union_rows, with_gold
 
 TEXTS = ["Aspirin induced cough in patients.", "Fever was caused by aspirin."]
 SPANS = [MentionSpan(0, 0, 7), MentionSpan(0, 16, 21), MentionSpan(1, 0, 5),

@@ -146,15 +146,10 @@ def test_tune_lexical_weight_picks_a_weight_of_the_grid(tiny_encoder, toy_kb_pat
         retriever.tune_lexical_weight(texts, spans[:1], [["D999"]])
 
 
-def test_tune_lexical_command_saves_the_weight(saved_linker, tmp_path):
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
-    result = CliRunner().invoke(app, [
-        "tune-lexical", str(saved_linker / "pipeline"), str(saved_linker / "gold.spacy"),
-        "--output-model", str(tmp_path / "tuned"), "--output", str(tmp_path / "lex.json"),
-        "--top-k", "5"])
+def test_tune_lexical_command_saves_the_weight(saved_linker, tmp_path, cli):
+    result = cli(
+        "tune-lexical", saved_linker / "pipeline", saved_linker / "gold.spacy",
+        "--output-model", tmp_path / "tuned", "--output", tmp_path / "lex.json", "--top-k", "5")
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "lex.json").read_text())
     tuned = spacy.load(tmp_path / "tuned")
@@ -163,15 +158,11 @@ def test_tune_lexical_command_saves_the_weight(saved_linker, tmp_path):
 
 
 def test_pretrain_kb_writes_an_encoder_and_a_linker_that_links(
-        tiny_encoder, toy_kb_path, tmp_path):
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
+        tiny_encoder, toy_kb_path, tmp_path, cli):
     out = tmp_path / "pretrained"
-    result = CliRunner().invoke(app, [
-        "pretrain-kb", str(toy_kb_path), str(out), "--encoder", tiny_encoder,
-        "--max-steps", "3", "--epochs", "5", "--batch-size", "4", "--learning-rate", "1e-3"])
+    result = cli(
+        "pretrain-kb", toy_kb_path, out, "--encoder", tiny_encoder,
+        "--max-steps", "3", "--epochs", "5", "--batch-size", "4", "--learning-rate", "1e-3")
     assert result.exit_code == 0, result.output
     report = json.loads((out / "encoder" / "self_alignment.json").read_text())
     assert report["steps"] == 3
@@ -188,7 +179,7 @@ def test_pretrain_kb_writes_an_encoder_and_a_linker_that_links(
     trained.initialize()
     assert trained.get_pipe("arbo_entity_linker").retriever.vector_width == 32
     # the output folder is not overwritten by another command's input check
-    again = CliRunner().invoke(app, ["pretrain-kb", str(toy_kb_path), str(toy_kb_path.parent)])
+    again = cli("pretrain-kb", toy_kb_path, toy_kb_path.parent)
     assert again.exit_code != 0
 
 

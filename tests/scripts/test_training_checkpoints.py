@@ -10,10 +10,9 @@ import spacy
 import srsly
 from spacy.tokens import DocBin
 from spacy.util import load_config, load_model_from_config
-from typer.testing import CliRunner
 
 from dataset_settings import DATASET_FIELDS
-from project import app
+from project import app as project
 from spacy_arboel.configs import packaged_config
 from training_checkpoints import (
     Evaluation,
@@ -119,7 +118,7 @@ MAX_STEPS_CAP = 3
 
 @pytest.mark.parametrize("dataset,step", STEPS)
 def test_project_train_keeps_a_trained_model_best(dataset, step, small_corpus, tiny_encoder,
-                                                  tmp_path, monkeypatch):
+                                                  tmp_path, monkeypatch, cli):
     monkeypatch.chdir(ROOT)  # configs/datasets.yml is read relative to the project
     overrides = DATASETS[dataset][step].get("overrides", {})
     extra = ["--paths.train", str(small_corpus / "train.spacy"),
@@ -140,8 +139,7 @@ def test_project_train_keeps_a_trained_model_best(dataset, step, small_corpus, t
     if overrides.get("training.max_steps", 0) > MAX_STEPS_CAP:
         extra += ["--training.max_steps", str(MAX_STEPS_CAP)]
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["train", step, dataset, "--output", str(out),
-                                      *extra])
+    result = cli("train", step, dataset, "--output", out, *extra, app=project)
     assert result.exit_code == 0, result.output
     log = read_log(out / "evaluations.jsonl")
     assert [e.step for e in log.evaluations] == [0]  # spaCy evaluated only step 0 here

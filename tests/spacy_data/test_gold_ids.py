@@ -11,9 +11,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin, Span
 from spacy.training import Example
-from typer.testing import CliRunner
 
-from spacy_arboel.cli import app
 from spacy_arboel.evaluation.end_to_end import score_end_to_end
 from spacy_arboel.evaluation.scorer import score_entity_linking
 from spacy_arboel.kb import Entity, KnowledgeBase
@@ -47,16 +45,15 @@ def _old_release(examples):
     return out
 
 
-def _scored(nlp, corpora, folder, command, *options):
-    """``nlp`` saved, then scored by ``command`` on each corpus (name -> examples): the
-    metrics JSON and the printed output of each."""
+def _scored(cli, nlp, corpora, folder, command, *options):
+    """``nlp`` saved, then scored by ``command`` (run by ``cli``) on each corpus (name ->
+    examples): the metrics JSON and the printed output of each."""
     nlp.to_disk(folder / "model")
     runs, printed = {}, {}
     for name, examples in corpora.items():
         DocBin(docs=[eg.reference for eg in examples]).to_disk(folder / f"{name}.spacy")
-        result = CliRunner().invoke(app, [
-            command, str(folder / "model"), str(folder / f"{name}.spacy"),
-            "--output", str(folder / f"{name}.json"), *options])
+        result = cli(command, folder / "model", folder / f"{name}.spacy",
+                     "--output", folder / f"{name}.json", *options)
         assert result.exit_code == 0, result.output
         runs[name] = json.loads((folder / f"{name}.json").read_text())
         printed[name] = result.output
@@ -124,7 +121,7 @@ def test_build_kb_resolves_corpus_ids_and_reports_them(alt_kb_path, tmp_path):
 
 
 def test_training_and_evaluate_read_an_old_release_as_the_new(
-        tiny_encoder, alt_kb_path, toy_examples, tmp_path):
+        tiny_encoder, alt_kb_path, toy_examples, tmp_path, cli):
     """The same linker scores the same on the corpus with old ids as with the KB's own ids:
     no mention is out of the KB, none is skipped in training, and the command reports how
     many ids it resolved."""
@@ -135,7 +132,7 @@ def test_training_and_evaluate_read_an_old_release_as_the_new(
     nlp.initialize(lambda: old)
     assert linker.trainer.n_missing_gold_ids == 0  # the old code skipped the 2 coughs
     assert "D003371" in linker.seen_ids and OLD_COUGH not in linker.seen_ids
-    runs, printed = _scored(nlp, {"old": old, "new": toy_examples}, tmp_path, "evaluate",
+    runs, printed = _scored(cli, nlp, {"old": old, "new": toy_examples}, tmp_path, "evaluate",
                             "--no-encoder-rate")
     assert "2 gold ids" in printed["old"]
     assert runs["old"]["gold_ids_resolved"] == 2 and runs["new"]["gold_ids_resolved"] == 0
@@ -146,14 +143,14 @@ def test_training_and_evaluate_read_an_old_release_as_the_new(
     assert scores["nel_inkb_acc"] == nlp.evaluate(toy_examples)["nel_inkb_acc"]
 
 
-def test_evaluate_e2e_resolves_gold_ids(tiny_encoder, alt_kb_path, toy_examples, tmp_path):
+def test_evaluate_e2e_resolves_gold_ids(tiny_encoder, alt_kb_path, toy_examples, tmp_path, cli):
     old = _old_release(toy_examples)
     nlp = spacy.blank("xx")
     nlp.add_pipe("arbo_linker", config={
         "kb_path": str(alt_kb_path), "model": {"encoder_name": tiny_encoder},
         "passage_length": 48, "passage_stride": 40})
     nlp.initialize(lambda: old)
-    runs, _ = _scored(nlp, {"old": old, "new": toy_examples}, tmp_path, "evaluate-e2e")
+    runs, _ = _scored(cli, nlp, {"old": old, "new": toy_examples}, tmp_path, "evaluate-e2e")
     assert runs["old"]["gold_ids_resolved"] == 2
     assert runs["old"]["in_kb"] == runs["new"]["in_kb"]
     assert runs["old"]["in_kb"]["n_gold"] == 11

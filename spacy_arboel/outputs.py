@@ -1,4 +1,5 @@
-"""Safe outputs for the CLI commands: no output may be one of the inputs (or another
+"""Safe outputs for the CLI commands and the project's scripts (a library module, no
+typer): no output may be one of the inputs (or another
 output), a file output is no folder and a folder output no file, an output that may hold
 the user's edits is not replaced without --force, each output is locked for the whole
 command (a second run on it gets E240), output folders exist before the work starts, and
@@ -15,24 +16,20 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 __all__ = ["atomic_file", "atomic_folder", "check_outputs", "check_writable", "lock_outputs",
-           "same_path", "save_pipeline", "write_text_atomic"]
+           "same_path", "write_text_atomic"]
 
 from wasabi import msg
 
-from ..atomic import (
+from .atomic import (
     atomic_file,
     atomic_folder,
     check_replaceable,
     output_lock,
     write_text_atomic,
 )
-from ..errors import Errors
-
-if TYPE_CHECKING:
-    from spacy.language import Language
+from .errors import Errors
 
 PathArg = Path | Iterable[Path] | None
 
@@ -72,7 +69,7 @@ def check_outputs(inputs: Mapping[str, PathArg], outputs: Mapping[str, PathArg],
     inside the other; raise E254-E256 when an output cannot be written
     (:func:`check_writable`); take each output's lock for the rest of the command (E240 when
     another run holds it, :func:`lock_outputs`); then exit (E046) when an output named in
-    ``pipelines`` (saved with :func:`save_pipeline`) would replace a folder that is not a
+    ``pipelines`` (saved with ``pipeline.save_pipeline``) would replace a folder that is not a
     pipeline, (E241) when an output named in ``folders`` (or ``pipelines``) is a file or
     any other output (a file) is a folder, (E245) when an existing file output is not of
     the kind ``kinds`` names for it (:data:`KINDS`: the command did not write it), and
@@ -216,12 +213,3 @@ def lock_outputs(paths: Iterable[Path]) -> None:
         return
     for path in paths:
         stack.enter_context(output_lock(path))
-
-
-def save_pipeline(nlp: Language, path: str | Path) -> None:
-    """``spacy_arboel.pipeline.save_pipeline``: ``nlp`` saved to ``path`` atomically (exit
-    with E046 where it would replace a folder that is not a pipeline)."""
-    from ..pipeline.loading import save_pipeline as save
-
-    check_replaceable(Path(path))
-    save(nlp, path)
