@@ -13,8 +13,9 @@ from pathlib import Path
 from ..errors import Errors
 from ..parsing import input_problem
 from .alias_file import read_alias_file, unknown_ids, without_aliases
+from .entity import dedupe_aliases
 from .knowledge_base import KnowledgeBase, add_counts
-from .mesh import build_mesh_kb, dedupe_aliases
+from .mesh import build_mesh_kb
 from .obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, OboTypes, read_obo
 from .synonym_sources import SOURCE_NAMES, add_synonym_sources, check_synonym_sources
 from .umls import (

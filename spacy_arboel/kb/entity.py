@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,3 +106,15 @@ def _counts(value: Any) -> tuple[tuple[str, int], ...]:
 
 def _json_type(value: Any) -> str:
     return "null" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}"
+
+
+def dedupe_aliases(name: str, aliases: Iterable[str]) -> tuple[str, ...]:
+    """Aliases in order, without blanks or case-insensitive repeats of the name or each other."""
+    seen = {name.strip().lower()}
+    kept = []
+    for alias in aliases:
+        alias = alias.strip()
+        if alias and alias.lower() not in seen:
+            seen.add(alias.lower())
+            kept.append(alias)
+    return tuple(kept)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import Errors
 from ..parsing import utf8_lines
-from .entity import Entity
+from .entity import Entity, dedupe_aliases
 from .knowledge_base import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -194,18 +194,6 @@ def place_rows_by_name(rows: Iterable[_DiseaseRow], entities: Iterable[Entity],
 
 def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*first, *second)))
-
-
-def dedupe_aliases(name: str, aliases: Iterable[str]) -> tuple[str, ...]:
-    """Aliases in order, without blanks or case-insensitive repeats of the name or each other."""
-    seen = {name.strip().lower()}
-    kept = []
-    for alias in aliases:
-        alias = alias.strip()
-        if alias and alias.lower() not in seen:
-            seen.add(alias.lower())
-            kept.append(alias)
-    return tuple(kept)
 
 
 def _read_disease_rows(tsv_path: str | Path, stats: dict[str, Any] | None) -> Iterator[_DiseaseRow]:

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..atomic import atomic_file
 from ..errors import Errors
-from .synonym_sources import SOURCE_FILES, PackagedFile, read_variant_dictionary
+from .packaged_file import PackagedFile
+from .synonym_sources import SOURCE_FILES, read_variant_dictionary
 
 DESCRIPTORS_FILE = "mesh_descriptors_2026.csv"
 SYNONYMS_FILE = "mesh_disease_synonyms.tsv"

@@ -53,11 +53,10 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ..errors import Errors, Warnings
 from ..settings import check_value
-from .entity import Entity
+from .entity import Entity, dedupe_aliases
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
-from .mesh import dedupe_aliases
 from .ontology_file import Found, find_lazy_references, open_ontology
-from .synonym_sources import PackagedFile
+from .packaged_file import PackagedFile
 
 SYNONYM_SCOPES = ("EXACT", "RELATED", "BROAD", "NARROW")
 DEFAULT_SYNONYM_SCOPES = ("EXACT", "RELATED")

@@ -32,9 +32,8 @@ from typing import Any, Literal, get_args
 from ..errors import Errors
 from ..parsing import input_problem, utf8_lines
 from ..settings import check_value
-from .entity import Entity
+from .entity import Entity, dedupe_aliases
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
-from .mesh import dedupe_aliases
 
 MRCONSO_COLUMNS = ("CUI", "LAT", "TS", "LUI", "STT", "SUI", "ISPREF", "AUI", "SAUI", "SCUI",
                    "SDUI", "SAB", "TTY", "CODE", "STR", "SRL", "SUPPRESS", "CVF")

@@ -175,7 +175,7 @@ def _all_inputs(folder):
 def test_a_missing_synonym_package_is_found_before_any_input_is_read(unread_inputs,
                                                                      monkeypatch, cli):
     """Issue 59, 4d: E175 comes first, not after a 16 GB MRCONSO.RRF was read."""
-    from spacy_arboel.kb.synonym_sources import PackagedFile
+    from spacy_arboel.kb.packaged_file import PackagedFile
 
     def not_installed(self):
         raise FileNotFoundError(f"[E175] {self.package} is not installed")

@@ -19,7 +19,7 @@ from spacy_arboel.kb.mesh_packages import (
     write_disease_synonyms,
     write_mesh_files,
 )
-from spacy_arboel.kb.synonym_sources import PackagedFile
+from spacy_arboel.kb.packaged_file import PackagedFile
 
 SHARED_MESH = Path(__file__).resolve().parents[3] / "shared" / "data" / "mesh"
 
