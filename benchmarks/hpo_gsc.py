@@ -203,11 +203,12 @@ def main() -> None:
     from spacy_arboel.kb import KnowledgeBase
     from spacy_arboel.kb.build import build_kb
     from spacy_arboel.kb.obo import HPO
+    from spacy_arboel.kb.readers import KBSource
 
     hp_obo = HPO.path()
     if not args.kb.is_file():
         roots = [r.strip() for r in args.obo_roots.split(",") if r.strip()]
-        build_kb(obo=[hp_obo], obo_roots=roots)[0].to_jsonl(args.kb)
+        build_kb([KBSource("obo", hp_obo, {"roots": roots})])[0].to_jsonl(args.kb)
     kb = KnowledgeBase.from_jsonl(args.kb)
     texts, gold = read_gsc(args.data_dir / "hpo_gsc_plus" / SPLITS[args.split])
     related = hierarchy(hp_obo)

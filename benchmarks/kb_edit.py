@@ -73,11 +73,12 @@ def main() -> None:
     from spacy_arboel.kb.alias_file import read_alias_file
     from spacy_arboel.kb.build import build_kb
     from spacy_arboel.kb.obo import HPO
+    from spacy_arboel.kb.readers import KBSource
     from spacy_arboel.pipeline.knowledge_bases import swap_kb
 
     if not args.kb.is_file():
-        build_kb(obo=[HPO.path()])[0].to_jsonl(args.kb)
-    edited, report = build_kb(jsonl=[args.kb], alias_files=[args.aliases])
+        build_kb([KBSource("obo", HPO.path())])[0].to_jsonl(args.kb)
+    edited, report = build_kb([KBSource("jsonl", args.kb)], alias_files=[args.aliases])
     nlp, setup = untrained_linker(KnowledgeBase.from_jsonl(args.kb), linker)
     gold = list(DocBin().from_disk(args.corpus).get_docs(nlp.vocab))
     added = [alias for texts in read_alias_file(args.aliases).values() for alias in texts]

@@ -118,9 +118,10 @@ def main() -> None:
     from spacy_arboel.kb import KnowledgeBase
     from spacy_arboel.kb.build import build_kb, without_entities
     from spacy_arboel.kb.obo import HPO
+    from spacy_arboel.kb.readers import KBSource
 
     if not args.kb.is_file():
-        build_kb(obo=[HPO.path()])[0].to_jsonl(args.kb)
+        build_kb([KBSource("obo", HPO.path())])[0].to_jsonl(args.kb)
     kb = KnowledgeBase.from_jsonl(args.kb)
     probes = probe_pairs(kb)
     held_out: dict[str, set[str]] = {}

@@ -53,9 +53,10 @@ def main() -> None:
     from spacy_arboel.kb import KnowledgeBase
     from spacy_arboel.kb.build import build_kb
     from spacy_arboel.kb.obo import HPO
+    from spacy_arboel.kb.readers import KBSource
 
     if not args.kb.is_file():
-        build_kb(obo=[HPO.path()])[0].to_jsonl(args.kb)
+        build_kb([KBSource("obo", HPO.path())])[0].to_jsonl(args.kb)
     nlp, setup = untrained_linker(KnowledgeBase.from_jsonl(args.kb))
     gold = list(DocBin().from_disk(args.corpus).get_docs(nlp.vocab))
     expected = links(nlp, gold)

@@ -29,6 +29,7 @@ from spacy_arboel.kb.mesh_packages import (
     write_mesh_files,
 )
 from spacy_arboel.kb.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
+from spacy_arboel.kb.readers import KBSource
 from spacy_arboel.spacy_data.convert import docs_to_docbin, documents_to_docs
 from spacy_arboel.spacy_data.discovery import choose_heldout, without_ids
 
@@ -98,13 +99,16 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
         root = _require(assets_dir / "toy", "folder", "toy")
         files = {split: _require(root / f"{split}.txt", "file", "toy") for split in SPLITS}
         splits = {split: _read(path) for split, path in files.items()}
-        return DatasetFiles(splits, {"jsonl": [_require(root / "kb.jsonl", "file", "toy")]},
+        kb = _require(root / "kb.jsonl", "file", "toy")
+        return DatasetFiles(splits, {"sources": [KBSource("jsonl", kb)]},
                             sources={k: str(p) for k, p in files.items()})
     folders = [base / DATA_FOLDERS[dataset] for base in (data_dir, assets_dir)]
     root = next((f for f in folders if f.is_dir()), None) or _require(folders[0], "folder",
                                                                        dataset.value)
     notes: list[str] = []
-    mesh = _mesh_files(data_dir, assets_dir, notes)
+    files = _mesh_files(data_dir, assets_dir, notes)
+    mesh = {"sources": [KBSource("mesh", files["mesh_descriptors"],
+                                  {"disease_synonyms": files["disease_synonyms"]})]}
     if dataset is Dataset.bc5cdr:
         files = {split: root / f"CDR_{name}Set.PubTator.txt" for split, name in CDR_FILES.items()}
         archive = root / CDR_ARCHIVE
@@ -134,7 +138,7 @@ def read_dataset(dataset: Dataset, data_dir: Path, assets_dir: Path) -> DatasetF
 
 
 def _mesh_files(data_dir: Path, assets_dir: Path, notes: list[str]) -> dict[str, Path]:
-    """The MeSH files (``build_kb``'s keyword arguments): ``mesh/`` of ``data_dir`` or of
+    """The MeSH files (descriptors and disease synonyms): ``mesh/`` of ``data_dir`` or of
     ``assets_dir`` where it holds both, else ``assets_dir/mesh`` written from the packages
     that ship them, installed or as the wheels ``spacy project assets`` put there (said in
     ``notes``)."""

@@ -215,7 +215,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E101 = (
         "Nothing to build the knowledge base from. Give at least one of `--mesh-descriptors`, "
-        "`--jsonl` (spacy-arboel's or scispaCy's KB JSONL), `--obo` or `--umls`."
+        "`--jsonl` (spacy-arboel's or scispaCy's KB JSONL), `--obo`, `--umls` or `--source "
+        "READER:PATH` (a registered KB reader)."
     )
     E103 = (
         "{path}: no such file or folder ({what})."
@@ -806,6 +807,13 @@ class Errors(metaclass=ErrorsWithCodes):
         "span._.kb_raw_scores takes one raw score per candidate of span._.candidates "
         "({n}), got {got}. Set span._.candidates to Candidate(id, score, raw) records "
         "instead (spacy_arboel.extensions.Candidate)."
+    )
+    E263 = (
+        "No knowledge-base reader is named '{name}'. The registered readers: {known}. A "
+        "reader of another format is one module with a `spacy_arboel.kb.readers.KBReader` "
+        "and an entry point in the group `spacy_arboel_kb_readers` (or "
+        "`@spacy_arboel.kb.readers.kb_readers.register(\"{name}\")`); a reader a package "
+        "registers is there once that package is installed."
     )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (

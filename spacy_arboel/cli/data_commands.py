@@ -13,6 +13,7 @@ from wasabi import msg
 from ..errors import Errors
 from ..kb.knowledge_base import KB_FORMATS
 from ..kb.obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, SYNONYM_SCOPES, OboTypes
+from ..kb.readers import KBSource, get_reader
 from ..kb.synonym_sources import parse_synonym_sources
 from ..kb.umls import DEFAULT_LANGUAGES, DEFAULT_UMLS_TYPES, UmlsTypes
 from ..outputs import check_outputs
@@ -146,6 +147,10 @@ def build_kb_command(
     umls_types: str = typer.Option(
         DEFAULT_UMLS_TYPES, "--umls-types", help="A UMLS concept's types: sty (semantic "
         "type names) or tui (their ids, as scispaCy's UMLS KB)"),
+    source: list[str] = typer.Option(
+        [], "--source", help="READER:PATH, a source read by a registered KB reader "
+        "(spacy_arboel.kb.readers: jsonl, obo, umls, mesh, or one a package registers) "
+        "with its defaults, after the sources above; repeatable"),
     synonyms: list[str] = typer.Option([], "--synonyms", help=SYNONYMS_HELP),
     types: str = typer.Option(
         "", "--types", help="Keep only the entities with one of these types, comma-"
@@ -159,30 +164,47 @@ def build_kb_command(
     ontologies and/or a UMLS release, with aliases harvested from corpora or listed in
     alias files (--aliases, --remove-aliases: edit a KB with `--jsonl kb.jsonl`). Every
     input is read before the output is written: a bad one leaves the output as it was."""
-    if mesh_descriptors is None and not jsonl and not obo and umls is None:
+    if mesh_descriptors is None and not jsonl and not obo and umls is None and not source:
         raise ValueError(Errors.E101)
     check_outputs({"--mesh-descriptors": mesh_descriptors, "--disease-synonyms": disease_synonyms,
                    "--alias-corpus": alias_corpus, "--aliases": aliases,
                    "--remove-aliases": remove_aliases, "--jsonl": jsonl, "--obo": obo,
-                   "--umls": umls}, {"OUTPUT_PATH": output_path},
+                   "--umls": umls, "--source": [Path(t.partition(":")[2]) for t in source]},
+                  {"OUTPUT_PATH": output_path},
                   kinds={"OUTPUT_PATH": "jsonl"})
     check_value("--output-format", output_format, choices(KB_FORMATS))
     check_value("--obo-types", obo_types, OboTypes)
     check_value("--umls-types", umls_types, UmlsTypes)
+    obo_options = {"synonym_scopes": _comma_list(obo_synonyms), "types": obo_types,
+                   "roots": _comma_list(obo_roots)}
+    umls_options = {"languages": _comma_list(umls_language),
+                    "sources": _comma_list(umls_sources) or None, "types": umls_types}
+    sources = [*([KBSource("mesh", mesh_descriptors, {"disease_synonyms": disease_synonyms})]
+                 if mesh_descriptors is not None else []),
+               *(KBSource("jsonl", path) for path in jsonl),
+               *(KBSource("obo", path, obo_options) for path in obo),
+               *([KBSource("umls", umls, umls_options)] if umls is not None else []),
+               *(_named_source(text) for text in source)]
     kb, report = build_kb_with_corpus_aliases(
         alias_corpus, types_from_labels=types_from_labels, alias_files=aliases,
-        remove_alias_files=remove_aliases,
-        mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
-        jsonl=jsonl, obo=obo, synonym_scopes=_comma_list(obo_synonyms), obo_types=obo_types,
-        obo_roots=_comma_list(obo_roots),
-        umls=umls, umls_languages=_comma_list(umls_language),
-        umls_sources=_comma_list(umls_sources) or None, umls_types=umls_types,
+        remove_alias_files=remove_aliases, sources=sources,
         synonym_sources=parse_synonym_sources(synonyms), keep_types=_comma_list(types))
     kb.to_jsonl(output_path, format=output_format)  # E036 when it is empty
     for note in report.notes():
         msg.info(note)
     msg.good(f"Saved {len(kb)} entities to {output_path}")
     msg.table(report.counts(), header=("", "count"), aligns=("l", "r"))
+
+
+def _named_source(text: str) -> KBSource:
+    """A ``--source READER:PATH`` (E263 for a reader no one registered; E007 without the
+    colon)."""
+    reader, colon, path = text.partition(":")
+    if not colon or not reader or not path:
+        raise ValueError(Errors.E007.format(what="--source", value=text,
+                                            options="READER:PATH, e.g. obo:hp.obo"))
+    get_reader(reader)
+    return KBSource(reader, Path(path))
 
 
 def _comma_list(value: str) -> list[str]:

@@ -1,10 +1,10 @@
-"""Assemble a KB from MeSH files, existing JSONL KBs (ours or scispaCy's), OBO / OWL
-ontologies and a UMLS release, with aliases harvested from corpora
-(``spacy_data.aliases`` harvests them from docs), and take entities out of a KB."""
+"""Assemble a KB from its sources, each read by its registered reader (``readers``: JSONL
+KBs, ours or scispaCy's; OBO / OWL ontologies; a UMLS release; MeSH files), with aliases
+harvested from corpora (``spacy_data.aliases`` harvests them from docs), and take entities
+out of a KB."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,34 +15,18 @@ from ..parsing import input_problem
 from .alias_file import read_alias_file, unknown_ids, without_aliases
 from .entity import dedupe_aliases
 from .knowledge_base import KnowledgeBase, add_counts
-from .mesh import build_mesh_kb
-from .obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, OboTypes, read_obo
+from .readers import KBSource, check_source, read_source, source_notes
 from .synonym_sources import SOURCE_NAMES, add_synonym_sources, check_synonym_sources
-from .umls import (
-    DEFAULT_LANGUAGES,
-    DEFAULT_UMLS_TYPES,
-    UmlsTypes,
-    check_umls_folder,
-    read_umls,
-)
 
-# what the OBO reader found besides terms (``obo.read_obo``'s stats), as the report says it
-OBO_FINDINGS = (("imports_not_followed", "imports not followed"),
-                ("dangling_references", "references to undeclared terms left out"),
-                ("merged_duplicates", "terms merged from several stanzas"),
-                ("replaced_by_chains", "obsolete ids resolved through a replaced_by chain"),
-                ("is_a_cycles", "is_a cycles"))
-# ``build_kb``'s arguments that list files (read twice: checked, then read)
-LISTED_SOURCES = ("jsonl", "obo", "alias_files", "remove_alias_files")
+# ``build_kb``'s arguments that list sources or files (read twice: checked, then read)
+LISTED_SOURCES = ("sources", "alias_files", "remove_alias_files")
 
 
 @dataclass
 class KBBuildReport:
     """What ``build_kb`` did: ``notes()`` and ``counts()`` say it (the CLI prints them)."""
 
-    mesh: dict = field(default_factory=dict)
-    obo: dict[Path, dict] = field(default_factory=dict)
-    umls: dict = field(default_factory=dict)
+    sources: list[tuple[KBSource, dict]] = field(default_factory=list)
     merged: list[tuple[Path, int]] = field(default_factory=list)
     corpus_aliases: int = 0
     file_aliases: int = 0
@@ -57,29 +41,7 @@ class KBBuildReport:
 
     def notes(self) -> list[str]:
         """One line per source read."""
-        notes = []
-        if self.mesh:
-            stats = self.mesh
-            notes.append(
-                f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
-                f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped, "
-                f"{stats.get('synonym_rows_placed_by_name', 0)} placed by their name "
-                "(their id was another descriptor's)")
-        for path, stats in self.obo.items():
-            notes.append(f"{path}: {stats['entities']} terms, {stats['obsolete']} obsolete "
-                         f"and {stats['without_name']} without a name left out, "
-                         f"{stats['alt_ids']} alternate ids")
-            found = [f"{stats[key]} {what}" for key, what in OBO_FINDINGS if stats.get(key)]
-            if stats.get("outside_roots"):
-                notes.append(f"{path}: {stats['outside_roots']} terms outside --obo-roots "
-                             "left out")
-            if found:
-                notes.append(f"{path}: {', '.join(found)} (see the warnings above)")
-        if self.umls:
-            stats = self.umls
-            notes.append(f"UMLS: {stats['entities']} concepts from {stats['rows_kept']} of "
-                         f"{stats['rows']} MRCONSO rows, {stats['typed']} typed, "
-                         f"{stats['described']} with a definition")
+        notes = [note for source, stats in self.sources for note in source_notes(source, stats)]
         notes.extend(f"synonyms, {source}: {stats}" for source, stats in self.synonyms.items())
         notes.extend(f"{path}: merged ({shared} ids already present, aliases combined)"
                      for path, shared in self.merged)
@@ -108,18 +70,8 @@ class KBBuildReport:
 
 
 def build_kb(
+    sources: Iterable[KBSource] = (),
     *,
-    mesh_descriptors: Path | None = None,
-    disease_synonyms: Path | None = None,
-    jsonl: Iterable[Path] = (),
-    obo: Iterable[Path] = (),
-    synonym_scopes: Collection[str] = DEFAULT_SYNONYM_SCOPES,
-    obo_types: OboTypes = DEFAULT_OBO_TYPES,
-    obo_roots: Collection[str] = (),
-    umls: Path | None = None,
-    umls_languages: Collection[str] = DEFAULT_LANGUAGES,
-    umls_sources: Collection[str] | None = None,
-    umls_types: UmlsTypes = DEFAULT_UMLS_TYPES,
     aliases: Mapping[str, Sequence[str]] | None = None,
     mention_counts: Mapping[str, Mapping[str, int]] | None = None,
     types: Mapping[str, Counter[str]] | None = None,
@@ -128,13 +80,11 @@ def build_kb(
     remove_alias_files: Iterable[Path] = (),
     keep_types: Collection[str] = (),
 ) -> tuple[KnowledgeBase, KBBuildReport]:
-    """MeSH descriptors (with disease synonyms), JSONL KBs (ours or scispaCy's), OBO / OWL
-    ontologies (``obo.read_obo`` with ``synonym_scopes``, ``obo_types`` and, to keep their
-    terms at or below some terms only, ``obo_roots``) and a UMLS
-    release (the folder ``umls``: ``umls.read_umls`` with ``umls_languages``,
-    ``umls_sources``, None for all, and ``umls_types``), merged by id in that order (an id in
-    several keeps its first entry, ``merge_kbs``); ``aliases`` (per id, e.g. the gold mention
-    texts of a corpus: ``spacy_data.aliases.harvest_aliases``) come before the others,
+    """The KB of ``sources`` (``readers.KBSource``: a registered reader's name, a path and
+    the reader's options, e.g. ``KBSource("obo", Path("hp.obo"), {"roots": ["HP:0000118"]})``),
+    each read by its reader and merged by id in their order (an id in several keeps its
+    first entry, ``merge_kbs``); ``aliases`` (per id, e.g. the gold mention texts of a
+    corpus: ``spacy_data.aliases.harvest_aliases``) come before the others,
     ``mention_counts`` (per id, how often each text was linked to it there) join the
     entities' link counts (the mention prior: ``KnowledgeBase.mention_prior``), and
     ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) join
@@ -148,31 +98,22 @@ def build_kb(
     (``alias_file.without_aliases``); an id the KB lacks is E260. ``keep_types``: keep
     only the entities with one of these types, once all is merged
     (``keep_entities_of_types``: MeSH's Disease and Chemical descriptors, a UMLS semantic
-    type). Every input is checked before any is read
-    (``check_kb_sources``), and everything is read before anything is returned: a bad
-    input raises its coded error."""
+    type). Every input is checked before any is read (``check_kb_sources``), and
+    everything is read before anything is returned: a bad input raises its coded error."""
     # checked first, then read
-    jsonl, obo, alias_files = list(jsonl), list(obo), list(alias_files)
+    sources, alias_files = list(sources), list(alias_files)
     remove_alias_files = list(remove_alias_files)
-    check_kb_sources(mesh_descriptors=mesh_descriptors, disease_synonyms=disease_synonyms,
-                     jsonl=jsonl, obo=obo, umls=umls, synonym_sources=synonym_sources,
-                     alias_files=alias_files, remove_alias_files=remove_alias_files)
+    check_kb_sources(sources, synonym_sources=synonym_sources, alias_files=alias_files,
+                     remove_alias_files=remove_alias_files)
     edits = {option: [(path, read_alias_file(path, option)) for path in paths]
              for option, paths in (("--aliases", alias_files),
                                    ("--remove-aliases", remove_alias_files))}
     report = KBBuildReport()
     kb = KnowledgeBase()
-    if mesh_descriptors is not None:
-        kb = build_mesh_kb(mesh_descriptors, disease_synonyms, report.mesh)
-    for path in jsonl:
-        kb = _merge(kb, KnowledgeBase.from_jsonl(path), path, report)
-    for path in obo:
-        kb = _merge(kb, read_obo(path, synonym_scopes=synonym_scopes, types=obo_types,
-                                 roots=obo_roots,
-                                 stats=report.obo.setdefault(path, {})), path, report)
-    if umls is not None:
-        kb = _merge(kb, read_umls(umls, languages=umls_languages, sources=umls_sources,
-                                  types=umls_types, stats=report.umls), umls, report)
+    for source in sources:
+        stats: dict = {}
+        report.sources.append((source, stats))
+        kb = _merge(kb, read_source(source, stats), source.path, report)
     if synonym_sources:
         kb = add_synonym_sources(kb, **{name: synonym_sources.get(name, False)
                                         for name in SOURCE_NAMES}, stats=report.synonyms)
@@ -217,49 +158,33 @@ def keep_entities_of_types(kb: KnowledgeBase, keep: Collection[str]) -> Knowledg
 
 
 def check_kb_sources(
+    sources: Iterable[KBSource] = (),
     *,
-    mesh_descriptors: Path | None = None,
-    disease_synonyms: Path | None = None,
-    jsonl: Iterable[Path] = (),
-    obo: Iterable[Path] = (),
-    umls: Path | None = None,
     synonym_sources: Mapping[str, bool | str | Path] | None = None,
     alias_corpus: Iterable[Path] = (),
     alias_files: Iterable[Path] = (),
     remove_alias_files: Iterable[Path] = (),
-    **settings: object,
 ) -> None:
     """What ``build_kb`` (and ``alias_corpus``, the corpora whose aliases join it) would
     read, checked before anything is read, so that a command fails at once rather than
-    after a long read (a full MRCONSO.RRF is about 16 GB): every input file is a file this
-    user may read (E230; a corpus may be a folder: E253), the UMLS folder holds a readable
-    MRCONSO.RRF (E234, E230), pronto is installed where an ontology is named (E232), and
-    every synonym source's package or file is there (E007, E175, E253:
-    ``synonym_sources.check_synonym_sources``). ``settings``: ``build_kb``'s other
-    arguments, which name no file."""
-    files = [("MeSH descriptor CSV", [mesh_descriptors], ""),
-             ("MeSH disease-synonym TSV", [disease_synonyms], ""),
-             ("knowledge-base JSONL file", jsonl,
-              ' of one JSON object a line with "id" and "name"'),
-             ("file of an OBO or OWL ontology", obo, ""),
-             ("alias file", [*alias_files, *remove_alias_files],
-              " of one `ID<TAB>alias` a line")]
-    for what, paths, hint in files:
-        for path in paths:
-            problem = None if path is None else input_problem(path)
-            if problem:
-                raise ValueError(Errors.E230.format(path=path, what=what, error=problem,
-                                                    hint=hint))
+    after a long read (a full MRCONSO.RRF is about 16 GB): each source's reader is
+    registered (E263) and its path readable as its reader says (E230; the UMLS folder's
+    MRCONSO.RRF: E234; pronto installed for an ontology: E232), every alias file and
+    corpus is readable (E230; a corpus may be a folder: E253), and every synonym source's
+    package or file is there (E007, E175, E253: ``synonym_sources.check_synonym_sources``)."""
+    for source in sources:
+        check_source(source)
+    for path in [*alias_files, *remove_alias_files]:
+        problem = input_problem(path)
+        if problem:
+            raise ValueError(Errors.E230.format(path=path, what="alias file", error=problem,
+                                                hint=" of one `ID<TAB>alias` a line"))
     for path in alias_corpus:
         problem = input_problem(path, folder_ok=True)
         if problem:
             raise ValueError(Errors.E253.format(
                 option="--alias-corpus", path=path, problem=problem,
                 what="a corpus (a .spacy, PubTator, JSONL or brat file, or a folder of them)"))
-    if umls is not None:
-        check_umls_folder(umls)
-    if obo and importlib.util.find_spec("pronto") is None:
-        raise ImportError(Errors.E232)
     if synonym_sources:
         check_synonym_sources(synonym_sources)
 

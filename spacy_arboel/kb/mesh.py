@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
-from ..parsing import utf8_lines
+from ..parsing import input_problem, utf8_lines
 from .entity import Entity, dedupe_aliases
 from .knowledge_base import KnowledgeBase
+from .readers import KBReader
 
 logger = logging.getLogger(__name__)
 
@@ -257,3 +258,25 @@ def _check_columns(path: Path, found: Iterable[str] | None, expected: tuple[str,
     if any(column not in columns for column in expected):
         raise ValueError(Errors.E100.format(path=path, what=what, expected=list(expected),
                                             found=columns))
+
+
+def _check_disease_synonyms(path: Path, disease_synonyms: str | Path | None = None) -> None:
+    """E230 where the disease-synonym TSV given beside the descriptors cannot be read."""
+    problem = disease_synonyms and input_problem(disease_synonyms)
+    if problem:
+        raise ValueError(Errors.E230.format(path=disease_synonyms, what="MeSH disease-synonym "
+                                            "TSV", error=problem, hint=""))
+
+
+def _mesh_notes(path: Path, stats: dict) -> list[str]:
+    return [f"MeSH: {stats['entities']} entities, {stats.get('aliases_added', 0)} synonym "
+            f"aliases, {stats.get('skipped', 0)} synonym rows without a MeSH id skipped, "
+            f"{stats.get('synonym_rows_placed_by_name', 0)} placed by their name (their id "
+            "was another descriptor's)"]
+
+
+# ``build_kb``'s reader of the MeSH descriptor CSV; its option: ``disease_synonyms``, the TSV
+MESH_READER = KBReader(
+    what="MeSH descriptor CSV", check=_check_disease_synonyms, notes=_mesh_notes,
+    read=lambda path, stats, disease_synonyms=None: build_mesh_kb(path, disease_synonyms,
+                                                                  stats))

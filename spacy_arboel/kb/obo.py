@@ -42,6 +42,7 @@ No spaCy here.
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,6 +58,7 @@ from .entity import Entity, dedupe_aliases
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
 from .ontology_file import Found, find_lazy_references, open_ontology
 from .packaged_file import PackagedFile
+from .readers import KBReader
 
 SYNONYM_SCOPES = ("EXACT", "RELATED", "BROAD", "NARROW")
 DEFAULT_SYNONYM_SCOPES = ("EXACT", "RELATED")
@@ -300,3 +302,36 @@ def _type_function(ontology: Any, kept: list[Any], types: OboTypes,
                                    for j in reach.indices[reach.indptr[i]:reach.indptr[i + 1]]))
              for i, term_id in enumerate(ids)}
     return lambda term: found[term.id]
+
+
+# what the reader found besides terms (``read_obo``'s stats), as the build report says it
+OBO_FINDINGS = (("imports_not_followed", "imports not followed"),
+                ("dangling_references", "references to undeclared terms left out"),
+                ("merged_duplicates", "terms merged from several stanzas"),
+                ("replaced_by_chains", "obsolete ids resolved through a replaced_by chain"),
+                ("is_a_cycles", "is_a cycles"))
+
+
+def _check_pronto(path: Path, **options: Any) -> None:
+    """E232 where pronto, which reads the ontologies, is not installed."""
+    if importlib.util.find_spec("pronto") is None:
+        raise ImportError(Errors.E232)
+
+
+def _obo_notes(path: Path, stats: dict) -> list[str]:
+    notes = [f"{path}: {stats['entities']} terms, {stats['obsolete']} obsolete and "
+             f"{stats['without_name']} without a name left out, {stats['alt_ids']} "
+             "alternate ids"]
+    if stats.get("outside_roots"):
+        notes.append(f"{path}: {stats['outside_roots']} terms outside --obo-roots left out")
+    found = [f"{stats[key]} {what}" for key, what in OBO_FINDINGS if stats.get(key)]
+    if found:
+        notes.append(f"{path}: {', '.join(found)} (see the warnings above)")
+    return notes
+
+
+# ``build_kb``'s reader of OBO and OWL files; its options: ``read_obo``'s
+OBO_READER = KBReader(what="file of an OBO or OWL ontology",
+                      read=lambda path, stats, **options: read_obo(path, stats=stats,
+                                                                   **options),
+                      check=_check_pronto, notes=_obo_notes)

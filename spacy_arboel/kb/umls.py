@@ -34,6 +34,7 @@ from ..parsing import input_problem, utf8_lines
 from ..settings import check_value
 from .entity import Entity, dedupe_aliases
 from .knowledge_base import KnowledgeBase, KnowledgeBaseError
+from .readers import KBReader
 
 MRCONSO_COLUMNS = ("CUI", "LAT", "TS", "LUI", "STT", "SUI", "ISPREF", "AUI", "SAUI", "SCUI",
                    "SDUI", "SAB", "TTY", "CODE", "STR", "SRL", "SUPPRESS", "CVF")
@@ -182,3 +183,16 @@ def _rows(path: Path, columns: tuple[str, ...], required: tuple[str, ...]
                 if not fields[position].strip():
                     raise fail(number, f"the {name} field is empty")
             yield number, fields[:-1]
+
+
+def _umls_notes(path: Path, stats: dict) -> list[str]:
+    return [f"UMLS: {stats['entities']} concepts from {stats['rows_kept']} of {stats['rows']} "
+            f"MRCONSO rows, {stats['typed']} typed, {stats['described']} with a definition"]
+
+
+# ``build_kb``'s reader of a UMLS release (a folder); its options: ``read_umls``'s
+UMLS_READER = KBReader(what="UMLS release folder",
+                       read=lambda path, stats, **options: read_umls(path, stats=stats,
+                                                                     **options),
+                       check=lambda path, **options: check_umls_folder(path),
+                       notes=_umls_notes, folder=True)

@@ -12,6 +12,7 @@ import pytest
 
 from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.kb.build import build_kb
+from spacy_arboel.kb.readers import KBSource
 from spacy_arboel.kb.synonym_sources import parse_synonym_sources
 
 OBO = """format-version: 1.2
@@ -129,7 +130,7 @@ def test_merged_sources_combine_alternate_ids_and_xrefs(inputs):
     extra = inputs / "extra.jsonl"
     KnowledgeBase([Entity("HP:0012735", "Tussis", alt_ids=("HP:9999999",),
                           xrefs=("MSH:D003371", "UMLS:C0010200"))]).to_jsonl(extra)
-    kb, report = build_kb(jsonl=[extra], obo=[inputs / "hp.obo"])
+    kb, report = build_kb([KBSource("jsonl", extra), KBSource("obo", inputs / "hp.obo")])
     entity = kb["HP:0012735"]
     assert entity.name == "Tussis" and entity.aliases == ("Cough", "Coughing")
     assert entity.alt_ids == ("HP:9999999", "HP:0002104")
@@ -160,7 +161,7 @@ def unread_inputs(inputs, monkeypatch):
     from spacy_arboel.kb import build
     from spacy_arboel.spacy_data import aliases
 
-    for module, name in [(build, "build_mesh_kb"), (build, "read_obo"), (build, "read_umls"),
+    for module, name in [(build, "read_source"),  # every registered reader's read
                          (aliases, "read_corpus_docs")]:
         monkeypatch.setattr(module, name, _not_read)
     (inputs / "desc.csv").write_text("id,scheme,subject\n", encoding="utf8")
@@ -211,7 +212,7 @@ def test_a_synonym_file_that_is_missing_or_a_folder_is_a_coded_error(unread_inpu
     assert "[E253]" in result.output and problem in " ".join(result.output.split())
     assert not output.exists()
     with pytest.raises(ValueError, match=r"\[E253\] synonym source "):  # from Python
-        build_kb(jsonl=[unread_inputs / "scispacy_kb.jsonl"],
+        build_kb([KBSource("jsonl", unread_inputs / "scispacy_kb.jsonl")],
                  synonym_sources={name.replace("-", "_"): path})
 
 

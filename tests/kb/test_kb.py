@@ -8,6 +8,7 @@ import pytest
 import spacy
 
 from spacy_arboel.kb import Entity, KnowledgeBase, KnowledgeBaseError
+from spacy_arboel.kb.readers import KBSource
 
 ENTITIES = [
     Entity("D003371", "Cough", "A sudden expulsion of air.", ("coughing",), ("Disease",)),
@@ -364,7 +365,7 @@ def test_a_clash_names_where_both_entities_were_read(tmp_path):
     with pytest.raises(KnowledgeBaseError, match=rf"\[E235\] {second}:2: 'B' is an alternate "
                                                  rf"id of 'D' and already the id of 'B' "
                                                  rf"\({first}:3\)"):
-        build_kb(jsonl=[first, second])
+        build_kb([KBSource("jsonl", first), KBSource("jsonl", second)])
 
 
 def test_sources_given_as_generators_are_read(tmp_path):
@@ -373,5 +374,5 @@ def test_sources_given_as_generators_are_read(tmp_path):
 
     path = tmp_path / "kb.jsonl"
     path.write_text('{"id": "A", "name": "One"}\n', encoding="utf8")
-    kb, _ = build_kb_with_corpus_aliases(jsonl=(p for p in [path]))
+    kb, _ = build_kb_with_corpus_aliases(sources=(KBSource("jsonl", p) for p in [path]))
     assert kb.ids == ["A"]

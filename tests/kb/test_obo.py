@@ -18,6 +18,7 @@ from spacy_arboel.kb import Entity, KnowledgeBase, KnowledgeBaseError
 pytest.importorskip("pronto")
 
 from spacy_arboel.kb.obo import HPO, read_obo  # noqa: E402
+from spacy_arboel.kb.readers import KBSource
 
 ONTOLOGY = """format-version: 1.2
 default-namespace: toy_phenotype
@@ -693,7 +694,7 @@ def test_a_clash_with_another_source_names_the_terms_line(tmp_path):
     with pytest.raises(KnowledgeBaseError, match=rf"\[E235\] {ontology}:3: 'T:1' is the id "
                                                  rf"of 'T:1' and already an alternate id of "
                                                  rf"'A' \({first}:1\)"):
-        build_kb(jsonl=[first], obo=[ontology])
+        build_kb([KBSource("jsonl", first), KBSource("obo", ontology)])
 
 
 def test_build_kb_follows_no_import_and_reads_past_a_dangling_reference(tmp_path, server, cli):

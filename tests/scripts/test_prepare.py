@@ -10,6 +10,7 @@ from spacy.tokens import DocBin
 
 from project import app as project
 from spacy_arboel.kb import KnowledgeBase
+from spacy_arboel.kb.readers import KBSource
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -459,7 +460,8 @@ def test_a_dataset_is_read_from_its_files_or_named_where_to_get_them(tmp_path):
 
     files = read_dataset("toy", tmp_path, root / "assets")
     assert set(files.splits) == {"train", "dev", "test"} and all(files.splits.values())
-    assert files.kb_sources == {"jsonl": [root / "assets" / "toy" / "kb.jsonl"]}
+    toy_kb = root / "assets" / "toy" / "kb.jsonl"
+    assert files.kb_sources == {"sources": [KBSource("jsonl", toy_kb)]}
     with pytest.raises(ValueError, match=r"E104.*bc5cdr.*BioCreative"):
         read_dataset("bc5cdr", tmp_path, root / "assets")
 

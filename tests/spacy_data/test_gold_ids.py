@@ -16,6 +16,7 @@ from spacy_arboel.evaluation.end_to_end import score_end_to_end
 from spacy_arboel.evaluation.scorer import score_entity_linking
 from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.kb.build import build_kb
+from spacy_arboel.kb.readers import KBSource
 from spacy_arboel.spacy_data.aliases import harvest_aliases, types_from_docs
 from spacy_arboel.spacy_data.gold_ids import resolve_gold_doc, resolved_gold_ids
 from tests.conftest import TOY_ENTITIES
@@ -112,8 +113,8 @@ def test_build_kb_resolves_corpus_ids_and_reports_them(alt_kb_path, tmp_path):
     doc = nlp("old cough name")
     doc.ents = [Span(doc, 0, 2, label="Symptom", kb_id=OLD_COUGH)]
     harvested = harvest_aliases([doc])
-    kb, report = build_kb(jsonl=[alt_kb_path], aliases=harvested, mention_counts=harvested,
-                          types=types_from_docs([doc]))
+    kb, report = build_kb([KBSource("jsonl", alt_kb_path)], aliases=harvested,
+                          mention_counts=harvested, types=types_from_docs([doc]))
     cough = kb["D003371"]
     assert "old cough" in cough.aliases and "Symptom" in cough.types
     assert report.resolved == {OLD_COUGH} and not report.absent
