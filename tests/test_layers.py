@@ -138,3 +138,11 @@ def test_the_core_imports_neither_spacy_nor_thinc(tiny_encoder, toy_kb_path, tmp
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_component_file_is_at_most_300_lines():
+    """The components are thin adapters (issue 63): a file past the cap holds work that
+    belongs in a core or the pipeline layer."""
+    long = {path.name: n for path in sorted((PACKAGE / "components").glob("*.py"))
+            if (n := len(path.read_text().splitlines())) > 300}
+    assert not long, long

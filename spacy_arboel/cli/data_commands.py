@@ -13,7 +13,7 @@ from wasabi import msg
 from ..errors import Errors
 from ..kb.knowledge_base import KB_FORMATS
 from ..kb.obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, SYNONYM_SCOPES, OboTypes
-from ..kb.readers import KBSource, get_reader
+from ..kb.readers import KBSource
 from ..kb.synonym_sources import parse_synonym_sources
 from ..kb.umls import DEFAULT_LANGUAGES, DEFAULT_UMLS_TYPES, UmlsTypes
 from ..outputs import check_outputs
@@ -197,13 +197,12 @@ def build_kb_command(
 
 
 def _named_source(text: str) -> KBSource:
-    """A ``--source READER:PATH`` (E263 for a reader no one registered; E007 without the
-    colon)."""
+    """A ``--source READER:PATH`` (E007 without the colon; its reader is checked with the
+    other sources, E263, before any is read)."""
     reader, colon, path = text.partition(":")
     if not colon or not reader or not path:
         raise ValueError(Errors.E007.format(what="--source", value=text,
                                             options="READER:PATH, e.g. obo:hp.obo"))
-    get_reader(reader)
     return KBSource(reader, Path(path))
 
 

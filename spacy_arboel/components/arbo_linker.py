@@ -279,15 +279,14 @@ class ArboLinker(KBComponent):
         required = ("cfg.json", "kb.jsonl", "tokenizer", "passage_encoder", "entity_encoder",
                     "heads.safetensors", "index")
         with self._reading(path, exclude, required, cfg_keys=("trained",)) as state:
-            cfg = state["cfg"]
+            cfg = {"labels": {}, "updates": 0, "trained": False, **state["cfg"]}
             check_saved_settings(cfg, {"reader": self.model.attrs["reader"],
                                        **structural_settings(self.core_settings)}, self.name, path)
-            tokenizer = load_tokenizer(str(state["tokenizer"]
-                                           or self.model.attrs["encoder_name"]))
+            tokenizer = load_tokenizer(str(state["tokenizer"] or self.model.attrs["encoder_name"]))
             self._set_up(state["kb"], tokenizer, partial(self.core_class.load_modules, path,
                                                          tokenizer, self.core_settings))
             self.reader.restore_learnt(cfg)
-            self.trained = bool(cfg.get("trained", False))
+            self.trained = bool(cfg["trained"])
             if "index" not in exclude:
                 self.reader.entities.load_index(path / "index")
         kb = self._kb_override(cfg)

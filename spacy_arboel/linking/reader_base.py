@@ -207,9 +207,9 @@ class ReaderBase(OverIndexedKB):
         return {"updates": self.updates, "labels": self.entity_labels}
 
     def restore_learnt(self, saved: dict[str, Any]) -> None:
-        """The update count and learnt labels of ``learnt_state`` (none: as new)."""
-        self.updates = int(saved.get("updates", 0))
-        self.entity_labels = dict(saved.get("labels", {}))
+        """The update count and learnt labels of ``learnt_state``."""
+        self.updates = int(saved["updates"])
+        self.entity_labels = dict(saved["labels"])
 
     @classmethod
     def loaded_settings(cls, saved: dict[str, Any], overrides: dict[str, Any],
