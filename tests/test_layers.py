@@ -19,7 +19,7 @@ LAYERS = (
     ("components", "corpus", "evaluation", "render"),
     ("ml", "artefacts", "spacy_data"),
     ("jobs",),
-    ("linking", "coref"),
+    ("linking", "coref", "biomedical"),
     ("objectives", "encoders"),
     ("kb", "data", "outputs"),
     ("atomic", "parsing", "settings", "factories", "extensions", "configs", "__init__"),
@@ -28,7 +28,7 @@ LAYERS = (
 LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
 # no spaCy or thinc in these packages, in the algorithms of corpus/ (corpus/worker.py loads
 # a pipeline in each worker, inside its functions) and in the lowest modules
-SPACY_FREE = ("kb", "linking", "coref", "objectives", "encoders", "jobs", "data",
+SPACY_FREE = ("kb", "biomedical", "linking", "coref", "objectives", "encoders", "jobs", "data",
               "corpus.link_corpus", "corpus.linked_clusters", "corpus.shards",
               "atomic", "outputs", "parsing", "settings", "configs", "errors", "factories")
 
@@ -104,7 +104,7 @@ def test_the_core_modules_import_neither_spacy_nor_thinc():
     neither spaCy nor thinc (importing the packages' ``__init__`` alone would miss a module
     that nothing there imports)."""
     modules = spacy_free_modules()
-    assert "spacy_arboel.kb.mesh" in modules and "spacy_arboel.data.inputs" in modules
+    assert "spacy_arboel.biomedical.mesh" in modules and "spacy_arboel.data.inputs" in modules
     code = ("import importlib, sys\n"
             f"for name in {modules!r}:\n"
             "    importlib.import_module(name)\n"

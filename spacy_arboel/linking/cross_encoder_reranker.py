@@ -26,6 +26,7 @@ from scipy.special import softmax
 from ..encoders.cross_scorer import CrossScorer, load_scorer
 from ..encoders.inputs import InputBuilder, MentionSpan, pad_pairs
 from ..encoders.loading import load_tokenizer
+from ..encoders.normalisers import MentionNormalisers
 from ..encoders.weights import (
     ModuleCopies,
     autocast,
@@ -34,14 +35,14 @@ from ..encoders.weights import (
 )
 from ..errors import Errors
 from ..kb.knowledge_base import KnowledgeBase
-from ..settings import PositiveInt, check_fields
+from ..settings import PositiveInt, check_fields, plain
 from .dense_retriever import RetrieverSettings
 from .saved_core import SavedCore
 
 PairBatch = tuple[np.ndarray, np.ndarray, np.ndarray]
 # what the scorer was trained with: changing them feeds it other inputs than it learnt from
 INPUT_SETTINGS = ("mention_max_length", "entity_max_length", "expand_abbreviations",
-                  "american_spelling")
+                  "normalisers")
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class RerankerSettings:
 
     ``mention_max_length`` / ``entity_max_length``: wordpieces of each side of a pair;
     ``expand_abbreviations``: an abbreviation defined in its document is read as its long
-    form, an element's symbol as its name; ``american_spelling``: a mention is read in
-    American spelling (``encoders.inputs.InputBuilder.read_as``); ``batch_size``: (mention,
+    form; ``normalisers``: the registered readings of a mention, in order ("oestrogen" as
+    "estrogen": ``encoders.inputs.InputBuilder.read_as``); ``batch_size``: (mention,
     entity) pairs per forward pass when scoring;
     ``quantize``: score with an int8 copy of the scorer (CPU inference only);
     ``mixed_precision``: autocast on a GPU.
@@ -61,7 +62,7 @@ class RerankerSettings:
     mention_max_length: int = 32
     entity_max_length: int = 32
     expand_abbreviations: bool = RetrieverSettings.expand_abbreviations
-    american_spelling: bool = RetrieverSettings.american_spelling
+    normalisers: MentionNormalisers = RetrieverSettings.normalisers
     batch_size: PositiveInt = 64
     quantize: bool = False
     mixed_precision: bool = False
@@ -72,7 +73,7 @@ class RerankerSettings:
         """``(name, saved value, own value)`` of each input setting in ``saved`` (those a
         scorer was trained with) that differs from this one's."""
         return [(name, saved[name], getattr(self, name)) for name in INPUT_SETTINGS
-                if name in saved and saved[name] != getattr(self, name)]
+                if name in saved and plain(saved[name]) != plain(getattr(self, name))]
 
 
 def ranked(candidates: Sequence[str], scores: np.ndarray) -> list[tuple[str, float]]:
@@ -128,7 +129,7 @@ class CrossEncoderReranker(SavedCore):
         self.tokenizer = tokenizer
         self.builder = InputBuilder(tokenizer, settings.mention_max_length,
                                     settings.entity_max_length, settings.expand_abbreviations,
-                                    american_spelling=settings.american_spelling)
+                                    normalisers=settings.normalisers)
         # BERT-style pairs mark the entity with token type 1; RoBERTa-style models have one
         self.entity_type = max(tokenizer.create_token_type_ids_from_sequences([1], [2]))
         self.scorer = scorer

@@ -23,6 +23,7 @@ from scipy.special import logsumexp
 
 from ..encoders.inputs import INPUT_FORMATS, InputBuilder, MentionSpan, has_content
 from ..encoders.loading import load_tokenizer
+from ..encoders.normalisers import MentionNormalisers
 from ..encoders.saved_transformers import transformer_writers, weights_folder
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
 from ..encoders.weights import ModuleCopies, forward_without_grad
@@ -85,11 +86,11 @@ class RetrieverSettings:
     # a row per name and alias: in-KB R@1 0.776 against 0.583 with one row per entity
     # (BLINK's), the same trained encoders (BENCHMARKS.md, deviations)
     entity_granularity: choices(GRANULARITIES) = "alias"
-    # a defined abbreviation as its long form, an element's symbol as its name (BENCHMARKS.md,
-    # issue 41)
+    # a defined abbreviation as its long form (BENCHMARKS.md, issue 41)
     expand_abbreviations: bool = True
-    # mentions read in American spelling, as MeSH names entities ("oestrogen": "estrogen")
-    american_spelling: bool = True
+    # registered mention normalisers (``encoders.normalisers``), none for a general KB; the
+    # biomedical datasets read mentions in American spelling and element symbols as names
+    normalisers: MentionNormalisers = ()
     row_dedupe_threshold: float | None = 0.97
     index_kind: choices(INDEX_KINDS) = "flat"
     batch_size: PositiveInt = 128
@@ -156,11 +157,11 @@ class DenseRetriever(OverIndexedKB):
         """Use these settings from now on (e.g. another ``entity_granularity`` or
         ``inputs``); the index is stale until the next refresh when they change what
         its rows are (``IndexedKB.use_settings``), and kept when they change only the
-        mentions' side (``expand_abbreviations``, ``american_spelling``, ``batch_size``, ...)."""
+        mentions' side (``expand_abbreviations``, ``normalisers``, ``batch_size``, ...)."""
         self.settings = settings
         self.builder = InputBuilder(self.tokenizer, settings.mention_max_length,
                                     settings.entity_max_length, settings.expand_abbreviations,
-                                    settings.inputs, settings.american_spelling)
+                                    settings.inputs, settings.normalisers)
         self.entities.use_settings(row_settings(settings))
 
     def use_encoders(self, encoders: dict[str, torch.nn.Module]) -> None:

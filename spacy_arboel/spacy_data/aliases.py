@@ -22,9 +22,6 @@ from ..kb.knowledge_base import KnowledgeBase
 from .convert import SPAN_KEY
 from .readers import read_corpus_docs
 
-# the arguments of build_kb that check_kb_sources checks too
-CHECKED = ("sources", "synonym_sources", "alias_files", "remove_alias_files")
-
 
 def gold_mentions(doc: Doc) -> Iterator[Span]:
     """The gold mentions of a doc: its PubTator span group if present, else ``doc.ents``."""
@@ -76,13 +73,13 @@ def build_kb_with_corpus_aliases(alias_corpus: Iterable[Path] = (), *,
     among their entities' types (``types_from_docs``: a KB typed by its source keeps its
     types unless asked); nothing is written. A bad input raises its coded error; what can
     be checked without reading (``kb.build.check_kb_sources``: the sources' readers and
-    files, the synonym packages installed) is checked before the corpora are read."""
+    files, the enrichers' packages installed) is checked before the corpora are read."""
     alias_corpus = list(alias_corpus)
     # the lists of files once: a generator checked here would reach build_kb empty
     options = {key: list(value) if key in LISTED_SOURCES else value
                for key, value in options.items()}
     check_kb_sources(alias_corpus=alias_corpus, **{key: value for key, value in options.items()
-                                                   if key in CHECKED})
+                                                   if key in LISTED_SOURCES})
     docs = list(read_corpus_docs(alias_corpus, spacy.blank("en")))
     harvested = harvest_aliases(docs)
     return build_kb(aliases=harvested, mention_counts=harvested,

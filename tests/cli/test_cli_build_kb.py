@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
+from spacy_arboel.biomedical.synonym_sources import SynonymSources, parse_synonym_sources
 from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.kb.build import build_kb
 from spacy_arboel.kb.readers import KBSource
-from spacy_arboel.kb.synonym_sources import parse_synonym_sources
 
 OBO = """format-version: 1.2
 ontology: toy
@@ -213,7 +213,7 @@ def test_a_synonym_file_that_is_missing_or_a_folder_is_a_coded_error(unread_inpu
     assert not output.exists()
     with pytest.raises(ValueError, match=r"\[E253\] synonym source "):  # from Python
         build_kb([KBSource("jsonl", unread_inputs / "scispacy_kb.jsonl")],
-                 synonym_sources={name.replace("-", "_"): path})
+                 enrichers=[SynonymSources({name.replace("-", "_"): path})])
 
 
 @pytest.mark.parametrize("option, code", [("--mesh-descriptors", "E230"),

@@ -31,7 +31,7 @@ from spacy_arboel.linking import (
 from spacy_arboel.linking.bi_encoder_trainer import TrainerSettings
 from spacy_arboel.linking.candidates import CandidatePolicy
 from spacy_arboel.linking.mention_linker import LinkSettings
-from spacy_arboel.settings import PositiveInt, check_fields
+from spacy_arboel.settings import PositiveInt, check_fields, plain
 
 # each factory with its core settings (arbo_linker drives one of two cores)
 FACTORIES = [("arbo_entity_linker", make_entity_linker, RetrieverSettings),
@@ -57,7 +57,8 @@ ARCHITECTURES = [("spacy_arboel.BiEncoder.v1", RetrieverSettings),
 
 
 def _defaults(settings_class) -> dict:
-    return {f.name: f.default for f in fields(settings_class)}
+    """The dataclass's defaults as a config holds them (a tuple as a list)."""
+    return {f.name: plain(f.default) for f in fields(settings_class)}
 
 
 @pytest.mark.parametrize("factory,make,core", FACTORIES,

@@ -229,10 +229,12 @@ def test_mention_of_a_defined_abbreviation_is_encoded_as_its_long_form(tiny_enco
 
 
 def test_element_symbols_and_british_spellings_are_read_as_the_kb_writes_them(tiny_encoder):
+    """The biomedical normalisers, where a setting names them (none by default)."""
     tokenizer = load_tokenizer(tiny_encoder)
     plain = InputBuilder(tokenizer, inputs="names")
     reading = InputBuilder(tokenizer, inputs="names", expand_abbreviations=True,
-                           american_spelling=True)
+                           normalisers=("element_symbols", "american_spelling"))
+    general = InputBuilder(tokenizer, inputs="names", expand_abbreviations=True)
 
     def read(builder, mention, text="Pb and Ca(2+) raised oestrogen ; NO did not"):
         start = text.rindex(mention)
@@ -244,6 +246,9 @@ def test_element_symbols_and_british_spellings_are_read_as_the_kb_writes_them(ti
     assert read(reading, "oestrogen") == read(plain, "estrogen", "estrogen") != read(
         plain, "oestrogen")
     assert read(reading, "NO") == read(plain, "NO")
+    # without normalisers (a general KB's default) each is read as written
+    for mention in ("Pb", "Ca(2+)", "oestrogen"):
+        assert read(general, mention) == read(plain, mention)
     # a document's own abbreviation comes before an element's symbol
     assert read(reading, "Pb", "polybutadiene (Pb) was used . Pb again") == read(
         plain, "polybutadiene", "polybutadiene")

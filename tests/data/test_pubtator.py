@@ -233,8 +233,8 @@ def test_convert_command(tmp_path, cli):
 def test_a_byte_order_mark_is_not_part_of_the_first_pmid_or_column(tmp_path):
     """Windows editors start UTF-8 files with a byte-order mark: it became part of the
     first PMID ('\\ufeff5'), a document without mentions kept it silently."""
+    from spacy_arboel.biomedical.mesh import read_mesh_descriptors
     from spacy_arboel.data.annotations import read_jsonl_documents
-    from spacy_arboel.kb.mesh import read_mesh_descriptors
 
     path = tmp_path / "bom.txt"
     path.write_bytes(b"\xef\xbb\xbf5|t|word one\n5|a|two\n\n6|t|Three.\n6|a|Four.\n")

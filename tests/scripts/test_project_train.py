@@ -34,14 +34,28 @@ def test_every_setting_names_a_config_and_keys_it_has(dataset, step):
 
 def test_every_dataset_sets_every_step_and_real_data_uses_the_transformer_ner():
     assert set(DATASETS) == {"toy", "bc5cdr", "ncbi"}
-    assert all(set(steps) - {"synonyms"} == {"kb", "linker", "ner", "reranker", "e2e"}
-               for steps in DATASETS.values())
+    assert all(set(steps) - {"synonyms", "normalisers"}
+               == {"kb", "linker", "ner", "reranker", "e2e"} for steps in DATASETS.values())
     assert DATASETS["bc5cdr"]["synonyms"] == ["drug-ner", "gilda", "mondo", "doid",
                                               "mesh-terms"]  # measured better
     assert DATASETS["ncbi"]["synonyms"] == DATASETS["bc5cdr"]["synonyms"]  # measured better
     assert DATASETS["toy"]["ner"]["config"] == "ner"
     assert DATASETS["bc5cdr"]["ner"]["config"] == "ner_trf"
     assert DATASETS["ncbi"]["ner"]["config"] == "ner_trf"
+
+
+def test_the_biomedical_datasets_turn_the_mention_normalisers_on():
+    """Declared once per dataset, set on the steps whose component reads mentions (the
+    linker and the re-ranker), none for the toy data (a general KB's default)."""
+    biomedical = ["american_spelling", "element_symbols"]
+    for dataset, expected in (("bc5cdr", biomedical), ("ncbi", biomedical), ("toy", None)):
+        for step, component in (("linker", "arbo_entity_linker"),
+                                ("reranker", "arbo_reranker")):
+            _, overrides = dataset_settings(ROOT / SETTINGS, step, dataset)
+            assert overrides.get(f"components.{component}.normalisers") == expected
+        for step in ("ner", "e2e"):
+            _, overrides = dataset_settings(ROOT / SETTINGS, step, dataset)
+            assert not any(key.endswith(".normalisers") for key in overrides)
 
 
 def test_project_train_runs_spacy_train_with_the_settings(toy_examples, tmp_path, monkeypatch, cli):

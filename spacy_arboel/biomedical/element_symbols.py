@@ -16,12 +16,17 @@ not:
 - digits only as a charge's ("Ca2+", "Ca(2+)", and "Ca(2" where a tokenizer cut the span):
   "Rb1" and "Rg1" (ginsenosides) are left alone;
 - a halogen with a negative charge is its anion ("Cl-": chloride).
+
+Registered as the mention normaliser ``element_symbols`` (``ELEMENT_SYMBOLS``; it needs
+``periodictable``, installed with the ``mesh`` extra).
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
+
+from ..encoders.normalisers import MentionNormaliser
 
 # the last stable element (bismuth); technetium and promethium have no stable isotope
 HEAVIEST_STABLE = 83
@@ -53,3 +58,12 @@ def element_name(text: str) -> str | None:
     if symbol in HALOGENS and "-" in charge:
         return name[: -len("ine")] + "ide"
     return name
+
+
+def read_element_symbol(text: str) -> str:
+    """``text`` read as its element's name where it is an element's symbol, else as it is."""
+    return element_name(text) or text
+
+
+ELEMENT_SYMBOLS = MentionNormaliser(read_element_symbol, requires=("periodictable",),
+                                    extra="mesh")

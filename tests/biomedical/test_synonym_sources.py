@@ -1,4 +1,4 @@
-"""Synonym sources shipped by PyPI packages (spacy_arboel/kb/synonym_sources.py), on tiny
+"""Synonym sources shipped by PyPI packages (biomedical/synonym_sources.py), on tiny
 files written here in each source's exact format."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import pickle
 
 import pytest
 
-from spacy_arboel.kb import Entity, KnowledgeBase
-from spacy_arboel.kb import synonym_sources as ss
-from spacy_arboel.kb.synonym_sources import (
+from spacy_arboel.biomedical import synonym_sources as ss
+from spacy_arboel.biomedical.synonym_sources import (
     DrugRecord,
     PackagedFile,
     add_synonym_sources,
@@ -20,6 +19,7 @@ from spacy_arboel.kb.synonym_sources import (
     read_drug_ner_dictionary,
     read_gilda_mesh_mappings,
 )
+from spacy_arboel.kb import Entity, KnowledgeBase
 
 # drug-named-entity-recognition 2.0.9's drug_ner_dictionary.pkl.bz2, in small: its mesh_id is
 # often a pharmacological action (acetaminophen and aspirin: D058633 "Antipyretics")

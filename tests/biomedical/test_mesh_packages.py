@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spacy_arboel.kb import mesh_packages
-from spacy_arboel.kb.mesh_packages import (
+from spacy_arboel.biomedical import mesh_packages
+from spacy_arboel.biomedical.mesh_packages import (
     DISEASE_DICTIONARY,
     WHEELS,
     disease_synonym_rows,

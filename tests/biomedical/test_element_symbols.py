@@ -1,6 +1,6 @@
 import pytest
 
-from spacy_arboel.data.element_symbols import element_name, element_names
+from spacy_arboel.biomedical.element_symbols import element_name, element_names
 
 
 @pytest.mark.parametrize("text, name", [

@@ -53,12 +53,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
+from ..kb.entity import dedupe_aliases
+from ..kb.index import word_key
+from ..kb.knowledge_base import KnowledgeBase
+from ..kb.packaged_file import PackagedFile
 from ..parsing import parse_json, utf8_lines
-from .entity import dedupe_aliases
-from .index import word_key
-from .knowledge_base import KnowledgeBase
 from .mesh import MESH_ID, type_by_tree_numbers
-from .packaged_file import PackagedFile
 
 DRUG_NER = PackagedFile(
     what="drug dictionary", package="drug_named_entity_recognition",
@@ -527,3 +527,25 @@ def check_synonym_sources(sources: Mapping[str, bool | str | Path]) -> dict[str,
         elif given is not False:
             found[name] = packaged.check_given(given, f"synonym source {name}")
     return found
+
+
+@dataclass(frozen=True)
+class SynonymSources:
+    """The vocabularies whose MeSH synonyms join a MeSH KB, as ``kb.build.build_kb``'s
+    enricher (``kb.readers.KBEnricher``): ``sources`` maps a name of ``SOURCE_NAMES`` to
+    ``True`` (the installed package's file), its path, or ``False`` (left out), as
+    ``parse_synonym_sources`` gives them."""
+
+    sources: Mapping[str, bool | str | Path]
+
+    def check(self) -> None:
+        """Each source's package or file is there (``check_synonym_sources``)."""
+        check_synonym_sources(self.sources)
+
+    def enrich(self, kb: KnowledgeBase, stats: dict) -> KnowledgeBase:
+        """``kb`` with the sources' synonyms (``add_synonym_sources``)."""
+        return add_synonym_sources(kb, **{name: self.sources.get(name, False)
+                                          for name in SOURCE_NAMES}, stats=stats)
+
+    def notes(self, stats: dict) -> list[str]:
+        return [f"synonyms, {source}: {counts}" for source, counts in stats.items()]

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
+from ..kb.entity import Entity, dedupe_aliases
+from ..kb.knowledge_base import KnowledgeBase
+from ..kb.readers import KBReader
 from ..parsing import input_problem, utf8_lines
-from .entity import Entity, dedupe_aliases
-from .knowledge_base import KnowledgeBase
-from .readers import KBReader
 
 logger = logging.getLogger(__name__)
 

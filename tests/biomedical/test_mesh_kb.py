@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
-from spacy_arboel.kb import Entity, KnowledgeBase
-from spacy_arboel.kb.mesh import (
+from spacy_arboel.biomedical.mesh import (
     build_mesh_kb,
     read_mesh_descriptors,
     tree_types,
     type_by_tree_numbers,
 )
+from spacy_arboel.data.pubtator import parse_pubtator_string, read_pubtator
+from spacy_arboel.kb import Entity, KnowledgeBase
 from spacy_arboel.spacy_data.aliases import harvest_aliases, types_from_docs
 from spacy_arboel.spacy_data.convert import docs_to_docbin, documents_to_docs, gold_ids
 

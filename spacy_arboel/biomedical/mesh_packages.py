@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..atomic import atomic_file
 from ..errors import Errors
-from .packaged_file import PackagedFile
+from ..kb.packaged_file import PackagedFile
 from .synonym_sources import SOURCE_FILES, read_variant_dictionary
 
 DESCRIPTORS_FILE = "mesh_descriptors_2026.csv"
