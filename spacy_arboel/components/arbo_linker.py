@@ -17,13 +17,14 @@ from spacy.util import ensure_path
 from thinc.api import Model, Optimizer
 
 from ..encoders.loading import DEFAULT_ENCODER, load_tokenizer
+from ..encoders.normalisers import MentionNormalisers
 from ..errors import Errors
 from ..extensions import CANDIDATE_ATTRS, PASSAGE_CANDIDATES_EXT, SPANS_KEY, register_extensions
 from ..factories import LINKER
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
 from ..linking.candidates import CandidatePolicy
-from ..linking.dense_retriever import GRANULARITIES
+from ..linking.dense_retriever import GRANULARITIES, RetrieverSettings
 from ..linking.reader_base import ReaderBase, check_saved_settings, structural_settings
 from ..linking.reader_spans import DocLinks
 from ..linking.retriever_reader import ReaderSettings, RetrieverReader
@@ -64,10 +65,11 @@ ArboLinkerSettings = component_settings(
     them and add the new ones that overlap none. ``doc.spans[spans_key]`` holds every
     linked span, overlapping ones too (the names inside a longer one under
     ``nested_names``). ``default_label``: the label of an entity the type rule names none
-    for.""",
+    for. ``normalisers``: how the dictionary's spans are read (the retriever's).""",
     [*taken(SpanReaderSettings, ("passage_length", "passage_stride", "entity_max_length",
                                  "entity_granularity", "top_k", "train_top_k", "threshold",
                                  "max_span_length", "index_kind", "batch_size", "quantize")),
+     *taken(RetrieverSettings, ("normalisers",)),
      ("default_label", str, "ENTITY"), ("ents", choices(ENTS_MODES), "replace"),
      ("dictionary_spans", choices(DICTIONARY_MODES), "untrained"),
      ("spans_key", str | None, SPANS_KEY), ("nested_names", bool, False)])
@@ -98,9 +100,9 @@ def make_linker(
     entity_max_length: int, entity_granularity: choices(GRANULARITIES), top_k: PositiveInt,
     train_top_k: PositiveInt, threshold: Probability, max_span_length: PositiveInt,
     index_kind: choices(INDEX_KINDS), batch_size: PositiveInt, quantize: bool,
-    default_label: str, ents: choices(ENTS_MODES), dictionary_spans: choices(DICTIONARY_MODES),
-    spans_key: str | None, nested_names: bool, get_candidates: CandidatePolicy,
-    scorer: Callable | None,
+    normalisers: MentionNormalisers, default_label: str, ents: choices(ENTS_MODES),
+    dictionary_spans: choices(DICTIONARY_MODES), spans_key: str | None, nested_names: bool,
+    get_candidates: CandidatePolicy, scorer: Callable | None,
 ) -> "ArboLinker":
     """Create an ``arbo_linker``; ``ArboLinkerSettings`` says what each setting is; the
     model's architecture holds the settings of its own core."""
@@ -110,13 +112,12 @@ def make_linker(
 
 class ArboLinker(KBComponent):
     """Finds and links entity mentions in raw text with a retriever and a reader (``reader``,
-    the core it drives), no NER in front. Its spans come from the heads, the KB's names found
-    in the text (``DictionaryLinker``) or both, as ``dictionary_spans`` says
-    (``linking.text_links``). ``get_candidates``: the registered policy
-    ``arbo_entity_linker`` takes (its type rule names the label of a linked entity, its
-    ``opposites`` drops a link that says the opposite of the span's words). ``settings``:
-    ``ArboLinkerSettings``, of which ``core_settings`` are the reader's (with its model's).
-    docs/components.md says what each setting does."""
+    the core it drives), no NER in front: spans of the heads, of the KB's names found in the
+    text (``DictionaryLinker``) or both, as ``dictionary_spans`` says (``linking.text_links``).
+    ``get_candidates``: the registered policy ``arbo_entity_linker`` takes (its type rule
+    names a linked entity's label, its ``opposites`` drops a link saying the opposite of the
+    span's words). ``settings``: ``ArboLinkerSettings`` (docs/components.md), of which
+    ``core_settings`` are the reader's (with its model's)."""
 
     saved_files = SAVED_FILES
     core_attribute = "reader"
@@ -125,13 +126,11 @@ class ArboLinker(KBComponent):
                  nlp: Language | None, scorer: Callable | None,
                  get_candidates: CandidatePolicy | None = None) -> None:
         self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
-        self.settings = settings
+        self.settings, self.trained = settings, False  # trained: heads updated (in cfg.json)
         self.core_class, core_settings = CORES[model.attrs["reader"]]
         self.core_settings = settings.of(core_settings, **model.attrs["settings"])
         self.get_candidates = get_candidates or CandidatePolicy()
         self.reader: ReaderBase | None = None
-        # whether the heads were trained (the first update sets it; saved in cfg.json)
-        self.trained = False
         self.dictionary: DictionaryLinker | None = None
         self._nlp = nlp  # its tokenizer makes the dictionary's patterns
         register_extensions()
@@ -177,7 +176,8 @@ class ArboLinker(KBComponent):
         embedded by the reader's entity encoder, or loaded from ``index_path``)."""
         self.dictionary = DictionaryLinker.of_reader(
             self.reader, self._nlp or self.vocab, self.core_settings, name=self.name,
-            nested=self.settings.nested_names, previous=self.dictionary, index_path=index_path)
+            nested=self.settings.nested_names, previous=self.dictionary, index_path=index_path,
+            normalisers=self.settings.normalisers)
         return self.dictionary
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,

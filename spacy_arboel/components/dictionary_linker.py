@@ -30,16 +30,17 @@ from .dictionary_spans import DictionaryMatch, DictionarySpans, entry_rank
 ENCODER_BATCH = 64
 
 
-def names_settings(settings) -> RetrieverSettings:
+def names_settings(settings, normalisers: Sequence[str] = ()) -> RetrieverSettings:
     """The zero-shot retriever's settings from those of an ``arbo_linker`` core: ``names``
     inputs (cosine, a row per name and alias), mean pooling as the sentence encoder was
     trained, the core's entity length (the mention side truncated alike), index kind,
     quantisation and precision (float32 on a CPU: ``cpu_bf16`` is ``arbo_entity_linker``'s
-    setting, measured there; the readers' numbers were measured in float32)."""
+    setting, measured there; the readers' numbers were measured in float32), and the
+    component's mention ``normalisers``."""
     length = max(9, settings.entity_max_length)  # the mention side needs 8
     return RetrieverSettings(
         pooling="mean", share_weights=True, mention_max_length=length - 1,
-        entity_max_length=length, expand_abbreviations=False,
+        entity_max_length=length, expand_abbreviations=False, normalisers=tuple(normalisers),
         index_kind=settings.index_kind, batch_size=ENCODER_BATCH,
         quantize=settings.quantize, cpu_bf16=False, mixed_precision=settings.mixed_precision,
         inputs="names")
@@ -63,14 +64,14 @@ class DictionaryLinker:
     @classmethod
     def build(cls, nlp, kb: KnowledgeBase, tokenizer, transformer, settings, *,
               name: str = LINKER, index_path: Path | None = None,
-              nested: bool = False, previous: DictionaryLinker | None = None
-              ) -> DictionaryLinker:
+              nested: bool = False, previous: DictionaryLinker | None = None,
+              normalisers: Sequence[str] = ()) -> DictionaryLinker:
         """Patterns from ``nlp``'s tokenizer, and the names index of ``kb`` embedded by
         ``transformer`` (the component's entity encoder, frozen and not copied) or loaded
         from ``index_path`` (checked against the KB and the encoder). ``previous``: the
         dictionary of the KB this one replaces; with the same encoder and settings, its
         names index is brought up to date (only the rows of new text embedded:
-        ``IndexedKB.set_kb``)."""
+        ``IndexedKB.set_kb``). ``normalisers``: how its spans are read (``names_settings``)."""
         make_docs = getattr(nlp.tokenizer, "pipe", None) or (
             lambda texts, batch_size: (nlp.make_doc(t) for t in texts))
         spans = DictionarySpans(make_docs, kb, settings.max_span_length, name,
@@ -78,13 +79,13 @@ class DictionaryLinker:
         old = previous.retriever if previous is not None else None
         if index_path is None and old is not None \
                 and old.encoders["entity"].transformer is transformer \
-                and old.settings == names_settings(settings):
+                and old.settings == names_settings(settings, normalisers):
             retriever = old
             retriever.entities.set_kb(kb)
         else:
             encoder = PooledEncoder(transformer, "mean")
             retriever = DenseRetriever(kb, tokenizer, {"mention": encoder, "entity": encoder},
-                                       names_settings(settings))
+                                       names_settings(settings, normalisers))
         if index_path is not None:
             retriever.entities.load_index(index_path)
         else:
@@ -94,8 +95,8 @@ class DictionaryLinker:
 
     @classmethod
     def of_reader(cls, reader, nlp, settings, *, name: str, nested: bool,
-                  previous: DictionaryLinker | None, index_path: Path | None = None
-                  ) -> DictionaryLinker:
+                  previous: DictionaryLinker | None, index_path: Path | None = None,
+                  normalisers: Sequence[str] = ()) -> DictionaryLinker:
         """``previous`` while it is over ``reader``'s KB, else ``build`` over that KB with
         the reader's tokenizer and entity encoder (an ``arbo_linker``'s dictionary; ``nlp``:
         its pipeline, or the vocab of a blank one)."""
@@ -107,7 +108,7 @@ class DictionaryLinker:
             nlp = spacy.blank(nlp.lang or "xx", vocab=nlp)
         return cls.build(nlp, reader.kb, reader.tokenizer, reader.modules["entity"].transformer,
                          settings, name=name, index_path=index_path, nested=nested,
-                         previous=previous)
+                         previous=previous, normalisers=normalisers)
 
     @staticmethod
     def saved_index(path: Path, kb: KnowledgeBase, name: str) -> Path | None:

@@ -88,3 +88,20 @@ def test_a_registered_normaliser_reads_the_mentions_of_a_saved_linker(
     assert loaded.get_pipe("arbo_entity_linker").settings.normalisers == (
         "test-xyz", "american_spelling")
     assert linked(loaded, "XYZ") == linked(nlp, "XYZ")
+
+
+def test_arbo_linkers_dictionary_reads_its_spans_with_the_normalisers(
+        registered, tiny_encoder, toy_kb_path):
+    """``arbo_linker``'s dictionary links the KB's names found in raw text with a zero-shot
+    retriever, which reads each span with the component's normalisers (none by default)."""
+    import spacy
+
+    for names in ((), ("test-xyz",)):
+        nlp = spacy.blank("en")
+        pipe = nlp.add_pipe("arbo_linker", config={
+            "kb_path": str(toy_kb_path), "normalisers": list(names), "passage_length": 48,
+            "passage_stride": 40, "model": {"encoder_name": tiny_encoder, "max_spans": 4}})
+        pipe.ensure_ready()
+        retriever = pipe.dictionary.retriever
+        assert retriever.settings.normalisers == names
+        assert retriever.builder.read_as("XYZ", {}) == ("Aspirin" if names else None)
