@@ -4,8 +4,9 @@ Not a test. The README's untrained linker over the typed MeSH KB (``zero_shot.py
 ``ontologies-mesh-terms`` KB) links BC5CDR test's gold mentions in alternating rounds, with
 ``get_candidates.label_types`` (``restrict``) and without: the same process, index and
 encoder, so that only the rule differs. ``--compare reading``: with the type rule, the
-mention read as written against read by ``expand_abbreviations`` and ``american_spelling``
-(a defined abbreviation's long form, an element's name, American spelling). Usage::
+mention read as written against read by ``expand_abbreviations`` and the dataset's mention
+normalisers (a defined abbreviation's long form, American spelling, an element's name).
+Usage::
 
     python benchmarks/type_rule_rate.py --rounds 3 [--compare reading]
 """
@@ -39,10 +40,13 @@ def main() -> None:
     if not kb.exists():
         sys.exit(f"{kb} is missing: run benchmarks/zero_shot.py --dataset bc5cdr --rows "
                  "base-names-synonyms-ontologies-mesh-terms-typed first")
+    import srsly
+
+    normalisers = srsly.read_yaml(ROOT / "configs" / "datasets.yml")["bc5cdr"]["normalisers"]
     nlp = spacy.blank("en")
     linker = nlp.add_pipe("arbo_entity_linker", config={
-        "kb_path": str(kb), "get_candidates": {"@misc": "spacy_arboel.candidates.v1",
-                                               "label_types": LABEL_TYPES},
+        "kb_path": str(kb), "normalisers": normalisers,
+        "get_candidates": {"@misc": "spacy_arboel.candidates.v1", "label_types": LABEL_TYPES},
         "model": {"@architectures": "spacy_arboel.BiEncoder.v1", "encoder_name": BASE,
                   "pooling": "mention", "share_weights": False, "mixed_precision": False}})
     nlp.initialize()
@@ -55,7 +59,7 @@ def main() -> None:
                 ("restrict", typed, reading)]
     else:
         runs = [("as written", typed, replace(reading, expand_abbreviations=False,
-                                              american_spelling=False)),
+                                              normalisers=())),
                 ("read", typed, reading)]
     test = Path(args.corpus) / "test.spacy"
     rates: dict[str, list[float]] = {name: [] for name, _, _ in runs}
