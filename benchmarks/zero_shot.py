@@ -241,7 +241,9 @@ def no_corpus_row(row: str, args: argparse.Namespace, ready: dict) -> dict:
                      + (" --float32" if args.float32 else "")
                      + (f" --work {relative_path(Path(args.work))}"
                         if Path(args.work).resolve() != DEFAULT_WORK else "")
-                     + (f" --tag {args.tag}" if args.tag else "")],
+                     + (f" --tag {args.tag}" if args.tag else "")
+                     + (" ".join(["", "--normalisers", *args.normalisers])
+                        if args.normalisers_given else "")],
         "machine": machine(),
         "date": datetime.date.today().isoformat(),
     }
@@ -372,6 +374,7 @@ def main() -> None:
                              "dataset's, configs/datasets.yml; none: give the option alone)")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
+    args.normalisers_given = args.normalisers is not None
     if args.normalisers is None:
         import srsly
 
