@@ -828,6 +828,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "Install it (`pip install {module}`; the `{extra}` extra of spacy-arboel holds it), "
         "or leave '{name}' out of the `normalisers` setting."
     )
+    # --- data-parallel training (spacy_arboel/objectives/gathered.py, issue 64): E266 ---
+    E266 = (
+        "Rank {rank} of {size} could not exchange {what} with the other ranks: {error}. "
+        "Another rank failed or did not answer within the process group's timeout; its "
+        "own log says why."
+    )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (
         "{path}: obsolete terms are replaced_by each other in a loop ({loop}), so none of "

@@ -1,0 +1,118 @@
+"""In-batch negatives across the ranks of a data-parallel run (issue 64).
+
+BLINK (§3.2, eq. 4) and SapBERT train on the other mentions of a batch as negatives; split
+over ranks, each rank would see only its own share. Here each rank's encoder outputs are
+gathered from every rank *with their gradient* (``torch.distributed.nn.functional
+.all_gather``: the backward pass sends each rank the gradient of the rows it encoded), so a
+run of W ranks with local batches of B scores each mention against the W·B entities a
+single process would see on the whole batch. Without a process group (one process) every
+function here is the plain single-batch computation.
+
+``in_batch_loss`` is scaled so that the gradients DDP averages over the ranks are those of
+the mean loss over the whole batch, whatever each rank's share (a last, shorter batch
+included); the value it reports is that whole-batch mean.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ..errors import Errors
+from .losses import candidate_scores, softmax_loss
+
+
+def world() -> tuple[int, int]:
+    """This process's rank and the number of ranks (0 and 1 without a process group)."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _collective(what: str, call: Any, *args: Any) -> Any:
+    """``call(*args)``, a collective; a rank that failed or did not answer within the
+    process group's timeout is E266 naming what was exchanged (not a hang)."""
+    try:
+        return call(*args)
+    except (RuntimeError, dist.DistBackendError) as err:
+        rank, size = world()
+        raise RuntimeError(Errors.E266.format(what=what, rank=rank, size=size,
+                                              error=str(err).splitlines()[0][:300])) from err
+
+
+def gather_counts(n: int) -> list[int]:
+    """Each rank's ``n``, in rank order."""
+    rank, size = world()
+    if size == 1:
+        return [n]
+    counts = torch.zeros(size, dtype=torch.long)
+    counts[rank] = n
+    _collective("the batch sizes", dist.all_reduce, counts)
+    return counts.tolist()
+
+
+def gather_rows(rows: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Every rank's ``rows`` (N_r, d) concatenated in rank order, with gradient (each rank's
+    rows keep the graph of the rank that encoded them), and where this rank's rows start.
+    Ranks may hold different numbers of rows (they are padded to the largest, then cut)."""
+    rank, size = world()
+    if size == 1:
+        return rows, 0
+    counts = gather_counts(rows.shape[0])
+    padded = rows
+    if rows.shape[0] < max(counts):
+        pad = rows.new_zeros((max(counts) - rows.shape[0], *rows.shape[1:]))
+        padded = torch.cat([rows, pad])
+    from torch.distributed.nn.functional import all_gather
+
+    parts = _collective("the encoder outputs", all_gather, padded)
+    whole = torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
+    return whole, sum(counts[:rank])
+
+
+def gather_ids(ids: torch.Tensor) -> torch.Tensor:
+    """Every rank's integer ``ids`` (N_r,) concatenated in rank order (no gradient)."""
+    rank, size = world()
+    if size == 1:
+        return ids
+    counts = gather_counts(ids.shape[0])
+    padded = torch.full((max(counts),), -1, dtype=ids.dtype, device=ids.device)
+    padded[: ids.shape[0]] = ids
+    parts = [torch.empty_like(padded) for _ in range(size)]
+    _collective("the gold ids", dist.all_gather, parts, padded)
+    return torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
+
+
+def in_batch_loss(queries: torch.Tensor, entities: torch.Tensor, gold: torch.Tensor,
+                  similarity: str = "dot", scale: float = 1.0,
+                  rows: torch.Tensor | None = None) -> tuple[torch.Tensor, float]:
+    """BLINK eq. (4) over the whole batch of every rank: mention ``i`` of this rank
+    (``queries`` (B, d)) against the gold entity of every mention of every rank
+    (``entities`` (B, d), row ``i`` mention ``i``'s; ``gold`` (B,) their ids), its own the
+    positive and the entities of other ids the negatives, each index row once (``rows``
+    (B,): the index row each entity output encodes; as ``InBatch`` plans one batch).
+    Returns the loss to call ``backward`` on (scaled by W·B / N for DDP's averaging over W
+    ranks of N mentions in all) and the whole batch's mean loss (the same on every rank)."""
+    rank, size = world()
+    nodes, offset = gather_rows(entities)
+    ids = gather_ids(gold)
+    keys = ids if rows is None else gather_ids(rows)
+    n_local, n_all = queries.shape[0], nodes.shape[0]
+    # column 0 the positive, then every node of another gold id, the first of each row
+    # (padding, -1, elsewhere)
+    own = torch.arange(n_local, device=queries.device) + offset
+    order = torch.arange(n_all, device=queries.device)
+    seen: set[int] = set()
+    first = torch.tensor([key not in seen and not seen.add(key) for key in keys.tolist()],
+                         dtype=torch.bool, device=queries.device)
+    others = torch.where((ids[None, :] != gold[:, None]) & first[None, :],
+                         order.expand(n_local, n_all), -1)
+    candidates = torch.cat([own[:, None], others], dim=1)
+    scores, valid = candidate_scores(queries, nodes, candidates, similarity, scale)
+    local = softmax_loss(scores, valid)
+    total = local.detach() * n_local
+    if size > 1:
+        _collective("the loss", dist.all_reduce, total)
+    return local * (size * n_local / n_all), float(total) / n_all
