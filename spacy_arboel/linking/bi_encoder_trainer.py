@@ -24,8 +24,9 @@ import torch
 from ..encoders.inputs import MentionSpan
 from ..encoders.weights import autocast, module_device
 from ..errors import Errors, Warnings
-from ..objectives import MentionStore, Objective, PlanContext
+from ..objectives import InBatch, MentionStore, Objective, PlanContext
 from ..objectives.fgsm import embedding_hook, output_hook
+from ..objectives.gathered import gather_counts, in_batch_loss, world
 from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
 from ..settings import NonNegativeInt, PositiveInt, check_fields
@@ -236,6 +237,8 @@ class BiEncoderTrainer:
             row_vectors=index.embeddings, row_owners=index.owners,
             search_rows=index.search_rows, rows_of=retriever.entities.rows_of, store=self.store,
         )
+        if world()[1] > 1 and type(self.objective) is InBatch:
+            return self._in_batch_across_ranks(ctx, queries_out, golds)
         plan = self.objective.plan(ctx)
         entity_batch = builder.pad(retriever.entities.inputs_of(
             [int(index.rows[r]) for r in plan.entity_rows]))
@@ -253,11 +256,34 @@ class BiEncoderTrainer:
         scores, valid = candidate_scores(step.leaves[1], torch.cat(step.leaves),
                                          step.candidates, *step.similarity)
         loss = self.objective.compute_loss(scores, valid, step)
-        loss.backward()
+        size = world()[1]
+        if size > 1:  # DDP averages over the ranks: each rank's share of the whole batch
+            n_local = len(spans)
+            (loss * (size * n_local / sum(gather_counts(n_local)))).backward()
+        else:
+            loss.backward()
         for output, leaf in step.pending:
             output.backward(leaf.grad)
         self.updates += 1
         return float(loss.item())
+
+    def _in_batch_across_ranks(self, ctx: PlanContext, queries_out: torch.Tensor,
+                               golds: list[int]) -> float:
+        """BLINK eq. (4) with every rank's batch as negatives (``objectives.gathered``): the
+        step a single process takes on the whole batch, its positives chosen as
+        ``InBatch``'s; the whole batch's mean loss."""
+        retriever, index = self.retriever, self.retriever.index
+        positives = [self.objective.best_gold_row(ctx, i) for i in range(len(golds))]
+        entity_out = self._forward("entity", retriever.builder.pad(
+            retriever.entities.inputs_of([int(index.rows[r]) for r in positives])))
+        device = queries_out.device
+        loss, whole = in_batch_loss(
+            queries_out.float(), entity_out.float(), torch.as_tensor(golds, device=device),
+            *training_similarity(self.objective.similarity, retriever.settings.scoring),
+            rows=torch.as_tensor(positives, device=device))
+        loss.backward()
+        self.updates += 1
+        return whole
 
     def positive_rows(self, rows: list[int], text: str) -> list[int]:
         """The gold entity's index ``rows`` a mention spelt ``text`` may take as its

@@ -5,7 +5,6 @@ unequal shares; a rank that dies ends the other's exchange with E266, not a hang
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 import torch
@@ -13,6 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from spacy_arboel.objectives.gathered import gather_rows, in_batch_loss, world
+from tests.spawned_ranks import free_port, join_ranks
 
 DIM, N = 6, 8
 # the gold ids of the N mentions: mentions 2 and 5 share one entity (not each other's
@@ -32,23 +32,9 @@ def _grads(encoders):
     return torch.cat([p.grad.flatten() for e in encoders for p in e.parameters()])
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _start(rank: int, size: int, port: int, timeout_s: float = 20.0) -> None:
-    import datetime
-
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
-    dist.init_process_group("gloo", rank=rank, world_size=size,
-                            timeout=datetime.timedelta(seconds=timeout_s))
-
-
 def _rank_step(rank: int, size: int, port: int, shares: list[int], similarity: str,
                results) -> None:
-    _start(rank, size, port)
+    join_ranks(rank, size, port)
     try:
         torch.set_num_threads(1)
         mentions, entities, encoders = _data()
@@ -76,7 +62,7 @@ def test_two_ranks_give_the_whole_batchs_loss_and_gradients(shares, similarity):
     expected = _grads(encoders)
     with mp.Manager() as manager:
         results = manager.dict()
-        mp.spawn(_rank_step, args=(2, _free_port(), shares, similarity, results), nprocs=2)
+        mp.spawn(_rank_step, args=(2, free_port(), shares, similarity, results), nprocs=2)
         results = dict(results)
     for rank in (0, 1):
         got_whole, grads, (got_rank, got_size) = results[rank]
@@ -86,7 +72,7 @@ def test_two_ranks_give_the_whole_batchs_loss_and_gradients(shares, similarity):
 
 
 def _rank_gather(rank: int, size: int, port: int, results) -> None:
-    _start(rank, size, port)
+    join_ranks(rank, size, port)
     try:
         rows = torch.full((rank + 1, 2), float(rank), requires_grad=True)
         whole, offset = gather_rows(rows)
@@ -99,7 +85,7 @@ def _rank_gather(rank: int, size: int, port: int, results) -> None:
 def test_rows_are_gathered_in_rank_order_and_send_back_their_gradient():
     with mp.Manager() as manager:
         results = manager.dict()
-        mp.spawn(_rank_gather, args=(2, _free_port(), results), nprocs=2)
+        mp.spawn(_rank_gather, args=(2, free_port(), results), nprocs=2)
         results = dict(results)
     assert results[0][0] == results[1][0] == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
     assert (results[0][1], results[1][1]) == (0, 1)
@@ -109,7 +95,7 @@ def test_rows_are_gathered_in_rank_order_and_send_back_their_gradient():
 
 
 def _rank_dies(rank: int, size: int, port: int, results) -> None:
-    _start(rank, size, port, timeout_s=5.0)
+    join_ranks(rank, size, port, timeout_s=5.0)
     if rank == 1:
         os._exit(0)  # a rank that dies without a word
     try:
@@ -121,7 +107,7 @@ def _rank_dies(rank: int, size: int, port: int, results) -> None:
 
 def test_a_dead_rank_ends_the_exchange_with_a_coded_error():
     ctx = mp.get_context("spawn")
-    port = _free_port()
+    port = free_port()
     with mp.Manager() as manager:
         results = manager.dict()
         procs = [ctx.Process(target=_rank_dies, args=(rank, 2, port, results))

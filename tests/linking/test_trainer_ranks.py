@@ -1,0 +1,87 @@
+"""The bi-encoder trainer over 2 ranks (issue 64): each rank steps on its share of the batch,
+the gradients averaged as DDP averages them, and after N steps both ranks hold the
+parameters one process holds after N steps on the whole batch: for BLINK's in-batch
+negatives (gathered across ranks with their gradient) and for k-NN negatives (each
+mention's own candidates)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from spacy_arboel.encoders.inputs import MentionSpan
+from spacy_arboel.kb import KnowledgeBase
+from spacy_arboel.kb.entity import Entity
+from spacy_arboel.linking import DenseRetriever, RetrieverSettings
+from spacy_arboel.linking.bi_encoder_trainer import BiEncoderTrainer
+from spacy_arboel.objectives import InBatch, KnnNegatives
+from tests.conftest import TOY_ENTITIES, TOY_SENTENCES
+from tests.spawned_ranks import free_port, join_ranks
+
+STEPS, LEARN_RATE = 3, 0.5
+OBJECTIVES = {"in_batch": InBatch, "knn_negatives": lambda: KnnNegatives(2)}
+
+
+def _mentions():
+    texts = [text for text, _ in TOY_SENTENCES]
+    spans, golds = [], []
+    for i, (_, ents) in enumerate(TOY_SENTENCES):
+        for start, end, _, kb_id in ents:
+            spans.append(MentionSpan(i, start, end))
+            golds.append([kb_id])
+    return texts, spans, golds
+
+
+def _train(encoder: str, objective: str, share: slice | None) -> list[float]:
+    """STEPS steps of plain SGD on the mentions of ``share`` (all of them: None), the
+    gradients averaged over the ranks; the encoders' parameters after them."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    kb = KnowledgeBase(Entity.from_dict(e) for e in TOY_ENTITIES)
+    retriever = DenseRetriever.from_pretrained(kb, encoder, RetrieverSettings(
+        cpu_bf16=False, batch_size=8))
+    trainer = BiEncoderTrainer(retriever, OBJECTIVES[objective]())
+    texts, spans, golds = _mentions()
+    trainer.collect(texts, spans, golds)
+    params = [p for e in dict.fromkeys(retriever.encoders.values()) for p in e.parameters()]
+    size = dist.get_world_size() if dist.is_initialized() else 1
+    for _ in range(STEPS):
+        part = slice(None) if share is None else share
+        trainer.step(texts, spans[part], golds[part])
+        with torch.no_grad():
+            for param in params:
+                if param.grad is None:
+                    continue
+                if size > 1:
+                    dist.all_reduce(param.grad)
+                    param.grad /= size
+                param -= LEARN_RATE * param.grad
+                param.grad = None
+        retriever.entities.changed()
+    return torch.cat([p.detach().flatten() for p in params]).tolist()
+
+
+def _rank(rank: int, size: int, port: int, encoder: str, objective: str, results) -> None:
+    join_ranks(rank, size, port)
+    try:
+        n = len(_mentions()[1])
+        half = n // 2
+        results[rank] = _train(encoder, objective,
+                               slice(0, half) if rank == 0 else slice(half, n))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("objective", sorted(OBJECTIVES))
+def test_two_ranks_train_as_one_process_on_the_whole_batch(tiny_encoder, objective):
+    alone = torch.tensor(_train(tiny_encoder, objective, None))
+    start = torch.tensor(_train(tiny_encoder, objective, slice(0, 0)))
+    assert not torch.allclose(alone, start)  # the steps moved the parameters
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(_rank, args=(2, free_port(), tiny_encoder, objective, results), nprocs=2)
+        results = dict(results)
+    for rank in (0, 1):
+        assert torch.allclose(torch.tensor(results[rank]), alone, atol=1e-5), rank

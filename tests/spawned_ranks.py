@@ -1,0 +1,23 @@
+"""A process group of spawned ranks on loopback, for the data-parallel tests (issue 64)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+
+import torch.distributed as dist
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def join_ranks(rank: int, size: int, port: int, timeout_s: float = 20.0) -> None:
+    """Join a gloo group of ``size`` ranks, every socket on loopback."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    dist.init_process_group("gloo", rank=rank, world_size=size,
+                            timeout=datetime.timedelta(seconds=timeout_s))
