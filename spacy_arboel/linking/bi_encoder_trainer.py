@@ -210,7 +210,7 @@ class BiEncoderTrainer:
                                                                       strict=True)]
         usable = [(span, gold) for span, gold in usable if gold is not None]
         if not usable:
-            return None
+            return self._idle_across_ranks() if world()[1] > 1 else None
         spans = [span for span, _ in usable]
         golds = [gold for _, gold in usable]
         gold_rows = [self.positive_rows(retriever.entities.rows_of[g],
@@ -282,6 +282,22 @@ class BiEncoderTrainer:
             *training_similarity(self.objective.similarity, retriever.settings.scoring),
             rows=torch.as_tensor(positives, device=device))
         loss.backward()
+        self.updates += 1
+        return whole
+
+    def _idle_across_ranks(self) -> float:
+        """A rank with no usable mention in its share still takes part in the step's
+        exchanges (the others would wait for it until the timeout): its loss is 0 and its
+        gradients none."""
+        if type(self.objective) is InBatch:
+            empty = torch.zeros((0, self.retriever.index.embeddings.shape[1]),
+                                requires_grad=True)
+            loss, whole = in_batch_loss(empty, empty, torch.zeros(0, dtype=torch.long),
+                                        rows=torch.zeros(0, dtype=torch.long))
+            loss.backward()  # the gathered rows' gradients go back to the ranks that sent them
+        else:
+            gather_counts(0)
+            whole = 0.0
         self.updates += 1
         return whole
 

@@ -111,8 +111,28 @@ def in_batch_loss(queries: torch.Tensor, entities: torch.Tensor, gold: torch.Ten
                          order.expand(n_local, n_all), -1)
     candidates = torch.cat([own[:, None], others], dim=1)
     scores, valid = candidate_scores(queries, nodes, candidates, similarity, scale)
-    local = softmax_loss(scores, valid)
+    # a rank with no mention still sends its gradient back through the gathered rows
+    local = softmax_loss(scores, valid) if n_local else scores.sum()
     total = local.detach() * n_local
     if size > 1:
         _collective("the loss", dist.all_reduce, total)
     return local * (size * n_local / n_all), float(total) / n_all
+
+
+def average_gradients(params: list[torch.nn.Parameter]) -> None:
+    """Each parameter's gradient averaged over the ranks, as DDP averages them (in one flat
+    exchange after the backward pass, where DDP overlaps buckets with it); a parameter
+    without a gradient on a rank (no mention there) counts as zeros, so that every rank
+    exchanges the same tensors."""
+    rank, size = world()
+    if size == 1 or not params:
+        return
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    _collective("the gradients", dist.all_reduce, flat)
+    flat /= size
+    offset = 0
+    for param in params:
+        n = param.numel()
+        param.grad = flat[offset : offset + n].view_as(param).clone()
+        offset += n

@@ -17,6 +17,7 @@ from spacy_arboel.kb.entity import Entity
 from spacy_arboel.linking import DenseRetriever, RetrieverSettings
 from spacy_arboel.linking.bi_encoder_trainer import BiEncoderTrainer
 from spacy_arboel.objectives import InBatch, KnnNegatives
+from spacy_arboel.objectives.gathered import average_gradients
 from tests.conftest import TOY_ENTITIES, TOY_SENTENCES
 from tests.spawned_ranks import free_port, join_ranks
 
@@ -46,42 +47,43 @@ def _train(encoder: str, objective: str, share: slice | None) -> list[float]:
     texts, spans, golds = _mentions()
     trainer.collect(texts, spans, golds)
     params = [p for e in dict.fromkeys(retriever.encoders.values()) for p in e.parameters()]
-    size = dist.get_world_size() if dist.is_initialized() else 1
     for _ in range(STEPS):
         part = slice(None) if share is None else share
         trainer.step(texts, spans[part], golds[part])
+        average_gradients(params)  # as DDP does
         with torch.no_grad():
             for param in params:
-                if param.grad is None:
-                    continue
-                if size > 1:
-                    dist.all_reduce(param.grad)
-                    param.grad /= size
-                param -= LEARN_RATE * param.grad
-                param.grad = None
+                if param.grad is not None:
+                    param -= LEARN_RATE * param.grad
+                    param.grad = None
         retriever.entities.changed()
     return torch.cat([p.detach().flatten() for p in params]).tolist()
 
 
-def _rank(rank: int, size: int, port: int, encoder: str, objective: str, results) -> None:
+def _rank(rank: int, size: int, port: int, encoder: str, objective: str, first: int,
+          results) -> None:
     join_ranks(rank, size, port)
     try:
         n = len(_mentions()[1])
-        half = n // 2
         results[rank] = _train(encoder, objective,
-                               slice(0, half) if rank == 0 else slice(half, n))
+                               slice(0, first) if rank == 0 else slice(first, n))
     finally:
         dist.destroy_process_group()
 
 
 @pytest.mark.parametrize("objective", sorted(OBJECTIVES))
-def test_two_ranks_train_as_one_process_on_the_whole_batch(tiny_encoder, objective):
+@pytest.mark.parametrize("share", ["half", "all"])
+def test_two_ranks_train_as_one_process_on_the_whole_batch(tiny_encoder, objective, share):
+    """Half the mentions each, or all on rank 0 and none on rank 1 (which takes part in
+    every exchange all the same)."""
+    n = len(_mentions()[1])
     alone = torch.tensor(_train(tiny_encoder, objective, None))
     start = torch.tensor(_train(tiny_encoder, objective, slice(0, 0)))
     assert not torch.allclose(alone, start)  # the steps moved the parameters
     with mp.Manager() as manager:
         results = manager.dict()
-        mp.spawn(_rank, args=(2, free_port(), tiny_encoder, objective, results), nprocs=2)
+        mp.spawn(_rank, args=(2, free_port(), tiny_encoder, objective,
+                              n // 2 if share == "half" else n, results), nprocs=2)
         results = dict(results)
     for rank in (0, 1):
         assert torch.allclose(torch.tensor(results[rank]), alone, atol=1e-5), rank
