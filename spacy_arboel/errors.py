@@ -828,11 +828,20 @@ class Errors(metaclass=ErrorsWithCodes):
         "Install it (`pip install {module}`; the `{extra}` extra of spacy-arboel holds it), "
         "or leave '{name}' out of the `normalisers` setting."
     )
-    # --- data-parallel training (spacy_arboel/objectives/gathered.py, issue 64): E266 ---
+    # --- data-parallel training (gathered.py, pipeline/ranks.py, issue 64): E266-E268 ---
     E266 = (
         "Rank {rank} of {size} could not exchange {what} with the other ranks: {error}. "
         "Another rank failed or did not answer within the process group's timeout; its "
         "own log says why."
+    )
+    E267 = (
+        "--resume continues a run from its checkpoint, but {path} is missing: OUTPUT holds "
+        "no run of train-ranks. Give the folder of an earlier run, or leave out --resume."
+    )
+    E268 = (
+        "One of the {n} ranks failed (its message is above, with the rank it came from); "
+        "the others were stopped. Fix what it says and run the command again (--resume "
+        "continues from the last checkpoint)."
     )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (

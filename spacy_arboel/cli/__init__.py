@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registers the commands)
     lexical_commands,
     nil_commands,
     pretrain_commands,
+    ranks_commands,
     render_commands,
 )
 from .app import app

@@ -31,9 +31,10 @@ def world() -> tuple[int, int]:
     return 0, 1
 
 
-def _collective(what: str, call: Any, *args: Any) -> Any:
-    """``call(*args)``, a collective; a rank that failed or did not answer within the
-    process group's timeout is E266 naming what was exchanged (not a hang)."""
+def exchange(what: str, call: Any, *args: Any) -> Any:
+    """``call(*args)``, a collective (``what``: what it exchanges, for the error); a rank
+    that failed or did not answer within the process group's timeout is E266 (not a
+    hang)."""
     try:
         return call(*args)
     except (RuntimeError, dist.DistBackendError) as err:
@@ -49,7 +50,7 @@ def gather_counts(n: int) -> list[int]:
         return [n]
     counts = torch.zeros(size, dtype=torch.long)
     counts[rank] = n
-    _collective("the batch sizes", dist.all_reduce, counts)
+    exchange("the batch sizes", dist.all_reduce, counts)
     return counts.tolist()
 
 
@@ -67,7 +68,7 @@ def gather_rows(rows: torch.Tensor) -> tuple[torch.Tensor, int]:
         padded = torch.cat([rows, pad])
     from torch.distributed.nn.functional import all_gather
 
-    parts = _collective("the encoder outputs", all_gather, padded)
+    parts = exchange("the encoder outputs", all_gather, padded)
     whole = torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
     return whole, sum(counts[:rank])
 
@@ -81,7 +82,7 @@ def gather_ids(ids: torch.Tensor) -> torch.Tensor:
     padded = torch.full((max(counts),), -1, dtype=ids.dtype, device=ids.device)
     padded[: ids.shape[0]] = ids
     parts = [torch.empty_like(padded) for _ in range(size)]
-    _collective("the gold ids", dist.all_gather, parts, padded)
+    exchange("the gold ids", dist.all_gather, parts, padded)
     return torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
 
 
@@ -115,7 +116,7 @@ def in_batch_loss(queries: torch.Tensor, entities: torch.Tensor, gold: torch.Ten
     local = softmax_loss(scores, valid) if n_local else scores.sum()
     total = local.detach() * n_local
     if size > 1:
-        _collective("the loss", dist.all_reduce, total)
+        exchange("the loss", dist.all_reduce, total)
     return local * (size * n_local / n_all), float(total) / n_all
 
 
@@ -129,7 +130,7 @@ def average_gradients(params: list[torch.nn.Parameter]) -> None:
         return
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
-    _collective("the gradients", dist.all_reduce, flat)
+    exchange("the gradients", dist.all_reduce, flat)
     flat /= size
     offset = 0
     for param in params:

@@ -1,0 +1,92 @@
+"""``train-ranks``: train ``arbo_entity_linker`` data-parallel over several processes (one
+machine: ``--nproc-per-node``; several: ``torchrun`` on each, docs/scale.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..pipeline.ranks import RankSettings
+from .app import OVERRIDES, app
+from .overrides import command_overrides
+
+RANKS = RankSettings()  # the defaults of the options
+# set by the command for the ranks it starts: it checked the outputs and holds their lock
+LAUNCHED = "SPACY_ARBOEL_RANKS_LAUNCHED"
+
+
+@app.command("train-ranks", context_settings=OVERRIDES)
+def train_ranks_command(
+    ctx: typer.Context,
+    config: Annotated[Path, typer.Argument(help="The training config (spacy train's), e.g. "
+                                                "spacy_arboel/configs/arbo_entity_linker.cfg")],
+    output: Annotated[Path, typer.Argument(help="Folder for model-last, model-best and "
+                                                "ranks.json")],
+    nproc_per_node: Annotated[int, typer.Option(
+        help="Ranks to start on this machine (torchrun's --nproc-per-node); 1 trains in "
+             "this process")] = 1,
+    batch_size: Annotated[int, typer.Option(
+        help="Docs per rank and step (the global batch is the ranks times it)")] = RANKS.batch_size,
+    timeout: Annotated[float, typer.Option(
+        help="Seconds a rank waits for the others (rank 0's evaluation included) before "
+             "the run fails")] = RANKS.timeout_s,
+    seed: Annotated[int, typer.Option(help="Seed of the epochs' permutations")] = RANKS.seed,
+    resume: Annotated[bool, typer.Option(
+        help="Continue from OUTPUT's model-last at the step its ranks.json records")] = False,
+    objective: Annotated[str | None, typer.Option(
+        help="The linker's objective by name (in_batch, knn_negatives, arborescence, proxy; "
+             "default: the config's)")] = None,
+) -> None:
+    """Train the config's arbo_entity_linker on several ranks: each takes its part of every
+    batch, in-batch negatives are gathered from all of them with their gradient, gradients
+    are averaged (DDP's), rank 0 evaluates and saves. `--section.key value` overrides apply
+    to the config, as for spacy train."""
+    from wasabi import msg
+
+    from ..errors import Errors
+    from ..factories import ENTITY_LINKER
+    from ..ml.objectives import switched_objective
+    from ..outputs import check_outputs
+    from ..pipeline.ranks import STATE_FILE, train_across_ranks
+
+    settings = RankSettings(batch_size=batch_size, timeout_s=timeout, seed=seed)  # E011
+    if nproc_per_node < 1:
+        msg.fail(Errors.E011.format(name="--nproc-per-node", condition=">= 1",
+                                    value=nproc_per_node), exits=1)
+    rank = int(os.environ.get("RANK", "0"))
+    if rank == 0 and LAUNCHED not in os.environ:
+        check_outputs({"CONFIG": config}, {"OUTPUT": output}, folders=["OUTPUT"])
+        if resume and not (output / STATE_FILE).is_file():
+            msg.fail(Errors.E267.format(path=output / STATE_FILE), exits=1)
+    if nproc_per_node > 1 and "RANK" not in os.environ:
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc-per-node={nproc_per_node}", "-m", "spacy_arboel", "train-ranks",
+                   str(config), str(output), f"--batch-size={batch_size}",
+                   f"--timeout={timeout}", f"--seed={seed}", *(["--resume"] if resume else []),
+                   *([f"--objective={objective}"] if objective else []), *ctx.args]
+        msg.info(f"Starting {nproc_per_node} ranks: {' '.join(command[1:])}")
+        env = {**os.environ, LAUNCHED: "1", "GLOO_SOCKET_IFNAME": os.environ.get(
+            "GLOO_SOCKET_IFNAME", "lo")}
+        if subprocess.run(command, env=env).returncode:
+            msg.fail(Errors.E268.format(n=nproc_per_node), exits=1)
+        msg.good(f"Trained on {nproc_per_node} ranks into {output}")
+        return
+    overrides = command_overrides(ctx)
+    if objective:
+        overrides[f"components.{ENTITY_LINKER}.objective"] = switched_objective(
+            objective, config, overrides)
+    try:
+        state = train_across_ranks(
+            config, output, overrides, settings, resume=resume,
+            on_step=lambda step, loss: msg.text(f"step {step}: loss {loss:.4f}")
+            if rank == 0 else None)
+    except RuntimeError as err:  # E266: another rank failed
+        msg.fail(str(err), exits=1)
+    if rank == 0:
+        msg.good(f"Step {state['step']}: model-last and model-best (step "
+                 f"{state.get('best_step')}) in {output}")

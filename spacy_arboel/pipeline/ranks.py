@@ -1,0 +1,168 @@
+"""Training ``arbo_entity_linker`` on several ranks: data-parallel, on torch's own process
+groups (issue 64), launched by ``torchrun`` (``train-ranks``).
+
+Each rank builds the pipeline from the training config (``spacy train``'s config, its
+overrides included), takes its part of every global batch, and steps the linker's trainer
+on it: BLINK's in-batch negatives are gathered from every rank with their gradient
+(``objectives.gathered``), the gradients are averaged over the ranks as DDP averages them,
+and every rank applies the same update, so that W ranks with batches of b docs take the
+steps one process takes with batches of W·b docs. Rank 0 evaluates on the dev corpus and
+writes ``model-last``, ``model-best`` and ``ranks.json`` (the step reached, for a resumed
+run); the others wait for it. A rank that fails, or does not answer within the process
+group's timeout, ends the run on every rank (E266) instead of leaving it hanging.
+
+Deviations: the global batch is a contiguous slice of the epoch's permutation, rank r its
+r-th part (``rank_batches``; ``DistributedSampler`` deals indices round-robin, which would
+not give one process's batches); the gradients are averaged in one flat exchange after the
+backward pass (DDP overlaps buckets with it: the thinc wrapper owns the encoders' forward);
+each rank embeds the whole KB at a refresh; a resumed run starts a fresh optimizer (its
+learning-rate schedule fast-forwarded to the step), not the saved moments.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ..atomic import atomic_file
+from ..factories import ENTITY_LINKER
+from ..objectives.gathered import average_gradients, exchange, world
+from ..settings import PositiveFloat, PositiveInt, check_fields
+from .loading import load_pipeline, save_pipeline
+
+STATE_FILE = "ranks.json"
+
+
+@dataclass(frozen=True)
+class RankSettings:
+    """``batch_size``: docs per rank and step (the global batch is W times that);
+    ``timeout_s``: how long a rank waits for the others in one exchange (rank 0's
+    evaluation included) before E266; ``seed``: the epochs' permutations."""
+
+    batch_size: PositiveInt = 2
+    timeout_s: PositiveFloat = 600.0
+    seed: int = 0
+
+    __post_init__ = check_fields
+
+
+def start_ranks(timeout_s: float) -> tuple[int, int]:
+    """Join the process group ``torchrun`` describes (``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``, ``MASTER_PORT``): ``nccl`` where CUDA is, ``gloo`` on a CPU. Without
+    them (or with one rank) nothing is joined: rank 0 of 1."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size == 1 or "RANK" not in os.environ:
+        return 0, 1
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return world()
+
+
+def rank_batches(n: int, size: int, rank: int, batch_size: int, epoch: int, seed: int
+                 ) -> list[list[int]]:
+    """This rank's part of each global batch of an epoch: the ``n`` examples permuted by
+    ``seed`` and ``epoch`` (the same on every rank), padded with the first ones to whole
+    global batches of ``size * batch_size`` (every rank takes as many steps), rank ``rank``
+    the ``rank``-th ``batch_size`` of each."""
+    order = list(range(n))
+    random.Random(seed * 100_003 + epoch).shuffle(order)
+    step = size * batch_size
+    total = -(-n // step) * step
+    order += [order[i % n] for i in range(total - n)]
+    return [order[start + rank * batch_size : start + (rank + 1) * batch_size]
+            for start in range(0, total, step)]
+
+
+def train_across_ranks(config_path: str | Path, output: str | Path,
+                       overrides: Mapping[str, Any] | None = None,
+                       settings: RankSettings = RankSettings(), *, resume: bool = False,
+                       component: str = ENTITY_LINKER,
+                       on_step: Callable[[int, float], None] | None = None) -> dict[str, Any]:
+    """Train ``component`` of the config at ``config_path`` on this process's rank (see the
+    module), writing into ``output`` on rank 0; ``resume``: start from ``output``'s
+    ``model-last`` and the step its ``ranks.json`` records. Returns what rank 0 wrote in
+    ``ranks.json`` (every rank)."""
+    from spacy.training.initialize import init_nlp
+    from spacy.util import load_config, registry, resolve_dot_names
+
+    rank, size = start_ranks(settings.timeout_s)
+    output = Path(output)
+    try:
+        config = load_config(config_path, overrides=dict(overrides or {}), interpolate=False)
+        state = {"step": 0, "epoch": 0, "best_score": None}
+        if resume:
+            state = json.loads((output / STATE_FILE).read_text())
+            nlp = load_pipeline(output / "model-last")
+        else:
+            nlp = init_nlp(config)
+        resolved = config.interpolate()
+        training = registry.resolve(resolved["training"])
+        train_corpus, dev_corpus = resolve_dot_names(
+            resolved, [training["train_corpus"], training["dev_corpus"]])
+        examples, dev = list(train_corpus(nlp)), list(dev_corpus(nlp))
+        optimizer = training["optimizer"]
+        for _ in range(state["step"]):
+            optimizer.step_schedules()
+        pipe = nlp.get_pipe(component)
+        if resume:
+            pipe.ensure_ready()
+        params = [p for module in dict.fromkeys(pipe.retriever.encoders.values())
+                  for p in module.parameters()]
+        weights = {k: w for k, w in training["score_weights"].items() if w}
+        per_epoch = len(rank_batches(len(examples), size, rank, settings.batch_size, 0, 0))
+        max_steps = training["max_steps"] or training["max_epochs"] * per_epoch
+        every = training["eval_frequency"]
+        while state["step"] < max_steps:
+            batches = rank_batches(len(examples), size, rank, settings.batch_size,
+                                   state["epoch"], settings.seed)
+            skip = state["step"] - state["epoch"] * per_epoch
+            for indices in batches[max(skip, 0):]:
+                losses: dict[str, float] = {}
+                pipe.update([examples[i] for i in indices], sgd=None, losses=losses)
+                average_gradients(params)
+                pipe.finish_update(optimizer)
+                optimizer.step_schedules()
+                state["step"] += 1
+                if on_step is not None:
+                    on_step(state["step"], losses.get(component, 0.0))
+                if state["step"] % every == 0 or state["step"] == max_steps:
+                    state = _checkpoint(nlp, dev, weights, output, state, rank)
+                if state["step"] >= max_steps:
+                    break
+            else:
+                state["epoch"] += 1
+        return state
+    finally:
+        if size > 1:
+            dist.destroy_process_group()
+
+
+def _checkpoint(nlp, dev: list, weights: Mapping[str, float], output: Path,
+                state: dict[str, Any], rank: int) -> dict[str, Any]:
+    """Rank 0 evaluates on ``dev`` and writes ``model-last``, ``model-best`` (a better
+    weighted score) and ``ranks.json``; every rank then has rank 0's state."""
+    if rank == 0:
+        scores = nlp.evaluate(dev) if dev else {}
+        score = sum(float(scores.get(k) or 0.0) * w for k, w in weights.items())
+        save_pipeline(nlp, output / "model-last")
+        if state["best_score"] is None or score > state["best_score"]:
+            save_pipeline(nlp, output / "model-best")
+            state = {**state, "best_score": score, "best_step": state["step"]}
+        state = {**state, "score": score}
+        with atomic_file(output / STATE_FILE) as temp:
+            temp.write_text(json.dumps(state))
+    shared = [state]
+    if world()[1] > 1:
+        exchange("rank 0's checkpoint", dist.broadcast_object_list, shared, 0)
+    return shared[0]
