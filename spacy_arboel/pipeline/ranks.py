@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,7 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
         per_epoch = len(rank_batches(len(examples), size, rank, settings.batch_size, 0, 0))
         max_steps = training["max_steps"] or training["max_epochs"] * per_epoch
         every = training["eval_frequency"]
+        started, first = time.perf_counter(), state["step"]
         while state["step"] < max_steps:
             batches = rank_batches(len(examples), size, rank, settings.batch_size,
                                    state["epoch"], settings.seed)
@@ -137,7 +139,12 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
                 if on_step is not None:
                     on_step(state["step"], losses.get(component, 0.0))
                 if state["step"] % every == 0 or state["step"] == max_steps:
+                    # the steps' time so far, rank 0's evaluations and saves left out
+                    state["train_seconds"] = round(state.get("train_seconds", 0.0)
+                                                   + time.perf_counter() - started, 3)
+                    state["steps_timed"] = state.get("steps_timed", 0) + state["step"] - first
                     state = _checkpoint(nlp, dev, weights, output, state, rank)
+                    started, first = time.perf_counter(), state["step"]
                 if state["step"] >= max_steps:
                     break
             else:
