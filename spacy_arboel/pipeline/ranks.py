@@ -35,6 +35,7 @@ import torch
 import torch.distributed as dist
 
 from ..atomic import atomic_file
+from ..components.common import gold_mentions
 from ..factories import ENTITY_LINKER
 from ..objectives.gathered import average_gradients, exchange, world
 from ..settings import PositiveFloat, PositiveInt, check_fields
@@ -116,8 +117,10 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
         for _ in range(state["step"]):
             optimizer.step_schedules()
         pipe = nlp.get_pipe(component)
-        if resume:
+        if resume:  # what initialize gives a new run: the gold mentions the trainer mines
             pipe.ensure_ready()
+            pipe.trainer.collect(*gold_mentions((eg.reference for eg in examples),
+                                                pipe.span_getter, pipe.kb))
         params = [p for module in dict.fromkeys(pipe.retriever.encoders.values())
                   for p in module.parameters()]
         weights = {k: w for k, w in training["score_weights"].items() if w}
