@@ -146,6 +146,7 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
                     state["train_seconds"] = round(state.get("train_seconds", 0.0)
                                                    + time.perf_counter() - started, 3)
                     state["steps_timed"] = state.get("steps_timed", 0) + state["step"] - first
+                    pipe.ensure_ready()  # every rank's index as rank 0's after evaluating
                     state = _checkpoint(nlp, dev, weights, output, state, rank)
                     started, first = time.perf_counter(), state["step"]
                 if state["step"] >= max_steps:
