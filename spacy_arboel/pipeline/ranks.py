@@ -153,6 +153,8 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
                     break
             else:
                 state["epoch"] += 1
+        if size > 1:  # every rank done before any tears the group down (gloo aborts else)
+            exchange("the end of the run", dist.barrier)
         return state
     finally:
         if size > 1:
