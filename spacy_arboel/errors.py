@@ -825,8 +825,8 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     E265 = (
         "The mention normaliser '{name}' needs the package {module}, which is not installed. "
-        "Install it (`pip install {module}`; the `{extra}` extra of spacy-arboel holds it), "
-        "or leave '{name}' out of the `normalisers` setting."
+        "Install it (`pip install {module}`{extra}), or leave '{name}' out of the "
+        "`normalisers` setting."
     )
     # --- data-parallel training (gathered.py, pipeline/ranks.py, issue 64): E266-E268 ---
     E266 = (

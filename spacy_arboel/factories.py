@@ -1,7 +1,9 @@
 """Our components' factory names, and finding a pipeline's components by the factory that
 made them: the one way the commands, the pipeline API, the evaluation and the components
-themselves find a linker, a re-ranker or a coref component (``errors`` only, and no spaCy
-at import, so that every layer, the spaCy-free core included, can use it)."""
+themselves find a linker, a re-ranker or a coref component, and the one lookup of a name in
+one of our catalogue registries (``registered``: KB readers, mention normalisers); ``errors``
+only, and no spaCy at import, so that every layer, the spaCy-free core included, can use
+it."""
 
 from __future__ import annotations
 
@@ -23,6 +25,19 @@ LINKER_FACTORIES = (LINKER, ENTITY_LINKER)
 KB_FACTORIES = (ENTITY_LINKER, LINKER, RERANKER)
 
 Pipeline = Union["Language", Mapping[str, Any]]  # a loaded pipeline, or a pipeline's config
+
+
+def registered(registry: Any, name: str, error: str) -> Any:
+    """What the catalogue ``registry`` holds under ``name`` (its entry points read too); a
+    ValueError with ``error`` (a coded message taking ``name`` and ``known``, the names there
+    are) where it holds nothing."""
+    import catalogue
+
+    try:
+        return registry.get(name)
+    except catalogue.RegistryError:
+        known = ", ".join(sorted(registry.get_all())) or "none"
+        raise ValueError(error.format(name=name, known=known)) from None
 
 
 def component_factories(pipeline: Pipeline) -> dict[str, str | None]:

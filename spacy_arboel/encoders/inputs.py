@@ -166,8 +166,7 @@ class InputBuilder:
         self.open_ids, self.close_ids = special_ids(tokenizer)
         self.pad_id = tokenizer.pad_token_id or 0
         self.expand_abbreviations = expand_abbreviations
-        self.normalisers = tuple(normalisers)
-        self._normalise = Reading(self.normalisers)
+        self._normalise = Reading(normalisers)
         self.inputs = inputs
 
     @property

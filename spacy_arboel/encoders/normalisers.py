@@ -25,6 +25,7 @@ import catalogue
 
 from ..data.spelling import american_spelling
 from ..errors import Errors
+from ..factories import registered
 
 mention_normalisers = catalogue.create("spacy_arboel", "mention_normalisers",
                                        entry_points=True)
@@ -47,15 +48,12 @@ AMERICAN_SPELLING = MentionNormaliser(american_spelling)
 def get_normaliser(name: str) -> MentionNormaliser:
     """The normaliser registered as ``name`` (E264 naming those there are), whose modules
     are installed (E265)."""
-    try:
-        normaliser = mention_normalisers.get(name)
-    except catalogue.RegistryError:
-        known = ", ".join(sorted(mention_normalisers.get_all())) or "none"
-        raise ValueError(Errors.E264.format(name=name, known=known)) from None
+    normaliser = registered(mention_normalisers, name, Errors.E264)
     missing = [m for m in normaliser.requires if importlib.util.find_spec(m) is None]
     if missing:
-        raise ValueError(Errors.E265.format(name=name, module=missing[0],
-                                            extra=normaliser.extra or "mesh"))
+        extra = (f"; the `{normaliser.extra}` extra of spacy-arboel holds it"
+                 if normaliser.extra else "")
+        raise ValueError(Errors.E265.format(name=name, module=missing[0], extra=extra))
     return normaliser
 
 
@@ -74,22 +72,25 @@ class MentionNormalisers:
 
     @classmethod
     def validate(cls, value: object) -> tuple[str, ...]:
-        if not cls._names(value):
-            raise ValueError(Errors.E011.format(name="normalisers", value=value,
-                                                condition=cls.CONDITION))
+        problem = cls._shape("normalisers", value)
+        if problem:
+            raise ValueError(problem)
         return tuple(value)  # type: ignore[arg-type]
 
-    CONDITION = "a list of registered normaliser names"
-
     @staticmethod
-    def _names(value: object) -> bool:
-        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    def _shape(name: str, value: object) -> str | None:
+        """E011 where ``value`` is no list of names."""
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return None
+        return Errors.E011.format(name=name, value=value,
+                                  condition="a list of registered normaliser names")
 
     @classmethod
     def refusal(cls, name: str, value: object) -> str | None:
         """Why ``value`` names no registered normalisers (None when it does)."""
-        if not cls._names(value):
-            return Errors.E011.format(name=name, value=value, condition=cls.CONDITION)
+        problem = cls._shape(name, value)
+        if problem:
+            return problem
         for item in value:  # type: ignore[union-attr]
             try:
                 get_normaliser(item)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import catalogue
 
 from ..errors import Errors
+from ..factories import registered
 from ..parsing import input_problem
 from .knowledge_base import KnowledgeBase
 
@@ -65,11 +66,7 @@ class KBEnricher(Protocol):
 
 def get_reader(name: str) -> KBReader:
     """The reader registered as ``name`` (E263 naming those there are)."""
-    try:
-        return kb_readers.get(name)
-    except catalogue.RegistryError:
-        known = ", ".join(sorted(kb_readers.get_all())) or "none"
-        raise ValueError(Errors.E263.format(name=name, known=known)) from None
+    return registered(kb_readers, name, Errors.E263)
 
 
 def check_source(source: KBSource) -> None:
