@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import datetime
 import os
 import socket
 
-import torch.distributed as dist
+from spacy_arboel.pipeline.ranks import start_ranks
 
 
 def free_port() -> int:
@@ -17,7 +16,8 @@ def free_port() -> int:
 
 
 def join_ranks(rank: int, size: int, port: int, timeout_s: float = 20.0) -> None:
-    """Join a gloo group of ``size`` ranks, every socket on loopback."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
-    dist.init_process_group("gloo", rank=rank, world_size=size,
-                            timeout=datetime.timedelta(seconds=timeout_s))
+    """Join a gloo group of ``size`` ranks as torchrun's ranks join theirs
+    (``start_ranks``, from the environment torchrun sets), every socket on loopback."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo",
+                      RANK=str(rank), WORLD_SIZE=str(size))
+    assert start_ranks(timeout_s) == (rank, size)

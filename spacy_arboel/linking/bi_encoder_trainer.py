@@ -26,7 +26,7 @@ from ..encoders.weights import autocast, module_device
 from ..errors import Errors, Warnings
 from ..objectives import InBatch, MentionStore, Objective, PlanContext
 from ..objectives.fgsm import embedding_hook, output_hook
-from ..objectives.gathered import gather_counts, in_batch_loss, world
+from ..objectives.gathered import in_batch_loss, rank_weight, world
 from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
 from ..settings import NonNegativeInt, PositiveInt, check_fields
@@ -256,12 +256,7 @@ class BiEncoderTrainer:
         scores, valid = candidate_scores(step.leaves[1], torch.cat(step.leaves),
                                          step.candidates, *step.similarity)
         loss = self.objective.compute_loss(scores, valid, step)
-        size = world()[1]
-        if size > 1:  # DDP averages over the ranks: each rank's share of the whole batch
-            n_local = len(spans)
-            (loss * (size * n_local / sum(gather_counts(n_local)))).backward()
-        else:
-            loss.backward()
+        (loss * rank_weight(len(spans))).backward()  # DDP's average: the whole batch's
         for output, leaf in step.pending:
             output.backward(leaf.grad)
         self.updates += 1
@@ -296,7 +291,7 @@ class BiEncoderTrainer:
                                         rows=torch.zeros(0, dtype=torch.long))
             loss.backward()  # the gathered rows' gradients go back to the ranks that sent them
         else:
-            gather_counts(0)
+            rank_weight(0)  # the exchange of the counts the others' weights take
             whole = 0.0
         self.updates += 1
         return whole

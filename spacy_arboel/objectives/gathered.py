@@ -8,9 +8,9 @@ run of W ranks with local batches of B scores each mention against the W·B enti
 single process would see on the whole batch. Without a process group (one process) every
 function here is the plain single-batch computation.
 
-``in_batch_loss`` is scaled so that the gradients DDP averages over the ranks are those of
-the mean loss over the whole batch, whatever each rank's share (a last, shorter batch
-included); the value it reports is that whole-batch mean.
+A rank's loss is weighted (``rank_weight``) so that the gradients DDP averages over the ranks
+are those of the mean loss over the whole batch, whatever each rank's share (a last, shorter
+batch included); ``in_batch_loss`` reports that whole-batch mean.
 """
 
 from __future__ import annotations
@@ -54,36 +54,55 @@ def gather_counts(n: int) -> list[int]:
     return counts.tolist()
 
 
-def gather_rows(rows: torch.Tensor) -> tuple[torch.Tensor, int]:
+def rank_weight(n_local: int, counts: list[int] | None = None) -> float:
+    """The factor of a rank's mean loss over its ``n_local`` mentions that makes DDP's
+    average of the ranks' gradients the gradient of the whole batch's mean loss: W·n_local/N
+    (1 without a process group; 0 where no rank has a mention). ``counts``: every rank's
+    count, where it is gathered already."""
+    size = world()[1]
+    if size == 1:
+        return 1.0
+    total = sum(gather_counts(n_local) if counts is None else counts)
+    return size * n_local / total if total else 0.0
+
+
+def _gathered(tensor: torch.Tensor, counts: list[int], what: str,
+              with_grad: bool) -> torch.Tensor:
+    """Every rank's ``tensor`` (its ``counts[r]`` rows) concatenated in rank order: padded to
+    the largest, exchanged, then cut; ``with_grad``: each rank's rows keep the graph of the
+    rank that made them (``torch.distributed.nn.functional.all_gather``)."""
+    pad = tensor.new_zeros((max(counts) - tensor.shape[0], *tensor.shape[1:]))
+    padded = torch.cat([tensor, pad])
+    if with_grad:
+        from torch.distributed.nn.functional import all_gather
+
+        parts = exchange(what, all_gather, padded)
+    else:
+        parts = [torch.empty_like(padded) for _ in counts]
+        exchange(what, dist.all_gather, parts, padded)
+    return torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
+
+
+def gather_rows(rows: torch.Tensor, counts: list[int] | None = None
+                ) -> tuple[torch.Tensor, int]:
     """Every rank's ``rows`` (N_r, d) concatenated in rank order, with gradient (each rank's
     rows keep the graph of the rank that encoded them), and where this rank's rows start.
-    Ranks may hold different numbers of rows (they are padded to the largest, then cut)."""
+    Ranks may hold different numbers of rows. ``counts``: every rank's N_r, where gathered
+    already."""
     rank, size = world()
     if size == 1:
         return rows, 0
-    counts = gather_counts(rows.shape[0])
-    padded = rows
-    if rows.shape[0] < max(counts):
-        pad = rows.new_zeros((max(counts) - rows.shape[0], *rows.shape[1:]))
-        padded = torch.cat([rows, pad])
-    from torch.distributed.nn.functional import all_gather
-
-    parts = exchange("the encoder outputs", all_gather, padded)
-    whole = torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
-    return whole, sum(counts[:rank])
+    counts = gather_counts(rows.shape[0]) if counts is None else counts
+    return _gathered(rows, counts, "the encoder outputs", True), sum(counts[:rank])
 
 
-def gather_ids(ids: torch.Tensor) -> torch.Tensor:
-    """Every rank's integer ``ids`` (N_r,) concatenated in rank order (no gradient)."""
-    rank, size = world()
-    if size == 1:
+def gather_ids(ids: torch.Tensor, counts: list[int] | None = None) -> torch.Tensor:
+    """Every rank's integer ``ids`` (N_r, ...) concatenated in rank order (no gradient).
+    ``counts``: every rank's N_r, where gathered already."""
+    if world()[1] == 1:
         return ids
-    counts = gather_counts(ids.shape[0])
-    padded = torch.full((max(counts),), -1, dtype=ids.dtype, device=ids.device)
-    padded[: ids.shape[0]] = ids
-    parts = [torch.empty_like(padded) for _ in range(size)]
-    exchange("the gold ids", dist.all_gather, parts, padded)
-    return torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
+    counts = gather_counts(ids.shape[0]) if counts is None else counts
+    return _gathered(ids, counts, "the gold ids", False)
 
 
 def in_batch_loss(queries: torch.Tensor, entities: torch.Tensor, gold: torch.Tensor,
@@ -94,13 +113,16 @@ def in_batch_loss(queries: torch.Tensor, entities: torch.Tensor, gold: torch.Ten
     (``entities`` (B, d), row ``i`` mention ``i``'s; ``gold`` (B,) their ids), its own the
     positive and the entities of other ids the negatives, each index row once (``rows``
     (B,): the index row each entity output encodes; as ``InBatch`` plans one batch).
-    Returns the loss to call ``backward`` on (scaled by W·B / N for DDP's averaging over W
-    ranks of N mentions in all) and the whole batch's mean loss (the same on every rank)."""
-    rank, size = world()
-    nodes, offset = gather_rows(entities)
-    ids = gather_ids(gold)
-    keys = ids if rows is None else gather_ids(rows)
-    n_local, n_all = queries.shape[0], nodes.shape[0]
+    Returns the loss to call ``backward`` on (weighted by ``rank_weight`` for DDP's
+    averaging) and the whole batch's mean loss (the same on every rank). Four exchanges a
+    step: the counts, the entity outputs, the ids, the loss."""
+    size = world()[1]
+    n_local = queries.shape[0]
+    counts = gather_counts(n_local)
+    nodes, offset = gather_rows(entities, counts)
+    labels = gather_ids(torch.stack([gold, gold if rows is None else rows], dim=1), counts)
+    ids, keys = labels[:, 0], labels[:, 1]
+    n_all = nodes.shape[0]
     # column 0 the positive, then every node of another gold id, the first of each row
     # (padding, -1, elsewhere)
     own = torch.arange(n_local, device=queries.device) + offset
@@ -117,7 +139,7 @@ def in_batch_loss(queries: torch.Tensor, entities: torch.Tensor, gold: torch.Ten
     total = local.detach() * n_local
     if size > 1:
         exchange("the loss", dist.all_reduce, total)
-    return local * (size * n_local / n_all), float(total) / n_all
+    return local * rank_weight(n_local, counts), float(total) / max(n_all, 1)
 
 
 def average_gradients(params: list[torch.nn.Parameter]) -> None:

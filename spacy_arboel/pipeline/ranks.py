@@ -80,10 +80,15 @@ def rank_batches(n: int, size: int, rank: int, batch_size: int, epoch: int, seed
     order = list(range(n))
     random.Random(seed * 100_003 + epoch).shuffle(order)
     step = size * batch_size
-    total = -(-n // step) * step
+    total = steps_per_epoch(n, size, batch_size) * step
     order += [order[i % n] for i in range(total - n)]
     return [order[start + rank * batch_size : start + (rank + 1) * batch_size]
             for start in range(0, total, step)]
+
+
+def steps_per_epoch(n: int, size: int, batch_size: int) -> int:
+    """The global batches of ``size * batch_size`` examples an epoch of ``n`` takes."""
+    return -(-n // (size * batch_size))
 
 
 def train_across_ranks(config_path: str | Path, output: str | Path,
@@ -124,7 +129,7 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
         params = [p for module in dict.fromkeys(pipe.retriever.encoders.values())
                   for p in module.parameters()]
         weights = {k: w for k, w in training["score_weights"].items() if w}
-        per_epoch = len(rank_batches(len(examples), size, rank, settings.batch_size, 0, 0))
+        per_epoch = steps_per_epoch(len(examples), size, settings.batch_size)
         max_steps = training["max_steps"] or training["max_epochs"] * per_epoch
         every = training["eval_frequency"]
         started, first = time.perf_counter(), state["step"]

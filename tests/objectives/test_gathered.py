@@ -11,7 +11,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from spacy_arboel.objectives.gathered import gather_rows, in_batch_loss, world
+from spacy_arboel.objectives.gathered import (
+    average_gradients,
+    gather_rows,
+    in_batch_loss,
+    world,
+)
 from tests.spawned_ranks import free_port, join_ranks
 
 DIM, N = 6, 8
@@ -43,9 +48,8 @@ def _rank_step(rank: int, size: int, port: int, shares: list[int], similarity: s
         loss, whole = in_batch_loss(encoders[0](mentions[part]), encoders[1](entities[part]),
                                     GOLD[part], similarity, 2.0)
         loss.backward()
-        grads = _grads(encoders)
-        dist.all_reduce(grads)  # DDP's averaging of gradients
-        results[rank] = (whole, (grads / size).tolist(), world())
+        average_gradients([p for e in encoders for p in e.parameters()])  # DDP's averaging
+        results[rank] = (whole, _grads(encoders).tolist(), world())
     finally:
         dist.destroy_process_group()
 
@@ -145,3 +149,12 @@ def test_one_process_is_the_in_batch_objectives_plan():
     loss, whole = in_batch_loss(mentions, entities, GOLD, rows=rows)
     assert np.isclose(float(loss), float(expected), atol=1e-6)
     assert np.isclose(whole, float(expected), atol=1e-6)
+
+
+def test_a_step_without_any_mention_has_no_loss():
+    """Every rank's share empty (the idle path of every rank at once): loss 0, no error."""
+    empty = torch.zeros((0, DIM), requires_grad=True)
+    loss, whole = in_batch_loss(empty, empty, torch.zeros(0, dtype=torch.long),
+                                rows=torch.zeros(0, dtype=torch.long))
+    loss.backward()
+    assert float(loss.detach()) == 0.0 and whole == 0.0
