@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from spacy_arboel.pipeline.ranks import start_ranks
+from spacy_arboel.objectives.gathered import start_ranks
 
 
 def free_port() -> int:
@@ -15,9 +15,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def join_ranks(rank: int, size: int, port: int, timeout_s: float = 20.0) -> None:
-    """Join a gloo group of ``size`` ranks as torchrun's ranks join theirs
-    (``start_ranks``, from the environment torchrun sets), every socket on loopback."""
+def set_rank_env(rank: int, size: int, port: int) -> None:
+    """The environment torchrun gives rank ``rank`` of ``size``, every socket on loopback."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo",
                       RANK=str(rank), WORLD_SIZE=str(size))
+
+
+def join_ranks(rank: int, size: int, port: int, timeout_s: float = 20.0) -> None:
+    """Join a gloo group of ``size`` ranks as torchrun's ranks join theirs
+    (``start_ranks``, from the environment torchrun sets)."""
+    set_rank_env(rank, size, port)
     assert start_ranks(timeout_s) == (rank, size)

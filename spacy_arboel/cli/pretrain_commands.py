@@ -3,6 +3,7 @@ the zero-shot linker it gives."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from ..linking.loop_settings import SelfAlignmentSettings
 from ..outputs import check_outputs
 from ..pipeline.loading import save_pipeline
 from .app import app
+from .ranks_commands import RANKS, check_nproc, launch_ranks, launched
 
 ENCODER_FOLDER = "encoder"
 LINKER_FOLDER = "linker"
@@ -22,6 +24,7 @@ ALIGNMENT = SelfAlignmentSettings()  # the defaults of the options
 
 @app.command("pretrain-kb")
 def pretrain_kb_command(
+    ctx: typer.Context,
     kb: Annotated[Path, typer.Argument(help="KB JSONL (names and aliases)", exists=True)],
     output: Annotated[Path, typer.Argument(
         help="Folder to write: encoder/ (the self-aligned encoder, a drop-in encoder_name or "
@@ -29,7 +32,8 @@ def pretrain_kb_command(
     encoder: Annotated[str, typer.Option(
         help="Encoder to start from: an installed encoder package, a local path or a "
              "Hugging Face name")] = DEFAULT_ENCODER,
-    batch_size: Annotated[int, typer.Option(help="Name pairs per batch")] = ALIGNMENT.batch_size,
+    batch_size: Annotated[int, typer.Option(
+        help="Name pairs per step (over all ranks)")] = ALIGNMENT.batch_size,
     learning_rate: Annotated[float, typer.Option(
         help="AdamW learning rate")] = ALIGNMENT.learning_rate,
     epochs: Annotated[int, typer.Option(help="Passes over the KB's name pairs")] = ALIGNMENT.epochs,
@@ -43,7 +47,13 @@ def pretrain_kb_command(
     opposite_negatives: Annotated[bool, typer.Option(
         help="Put a pair of each entity's opposite (Tall stature for Short stature) in its "
              "batch as a hard negative")] = ALIGNMENT.opposite_negatives,
-    gpu_id: Annotated[int, typer.Option(help="GPU to train on (-1: CPU)")] = -1,
+    gpu_id: Annotated[int, typer.Option(
+        help="GPU to train on (-1: CPU; with several ranks each takes its own)")] = -1,
+    nproc_per_node: Annotated[int, typer.Option(
+        help="Ranks to start on this machine (torchrun's --nproc-per-node), each encoding "
+             "its share of every batch; 1 trains in this process")] = 1,
+    timeout: Annotated[float, typer.Option(
+        help="Seconds a rank waits for the others before the run fails")] = RANKS.timeout_s,
     linker: Annotated[bool, typer.Option(
         help="Also save linker/: a pipeline with arbo_entity_linker over KB and the new "
              "encoder, its index built")] = True,
@@ -58,16 +68,20 @@ def pretrain_kb_command(
     from ..kb.knowledge_base import KnowledgeBase
     from ..linking.kb_pairs import check_pairs
     from ..linking.self_alignment import check_output_dir, pretrain_encoder
+    from ..objectives.gathered import joined_ranks, rank_device
     from ..pipeline.zero_shot import zero_shot_linker
 
     encoder_dir, linker_dir = output / ENCODER_FOLDER, output / LINKER_FOLDER
-    check_outputs({"KB": kb, "--encoder": Path(encoder) if Path(encoder).exists() else None},
-                  {"OUTPUT": output}, folders=["OUTPUT"])
-    # what it would replace (E168, E046) and the KB (E001, E165, E166), before the
-    # encoder is loaded and trained
-    check_output_dir(encoder_dir)
-    if linker:
-        check_replaceable(linker_dir)
+    check_nproc(nproc_per_node)
+    if not launched():
+        check_outputs({"KB": kb,
+                       "--encoder": Path(encoder) if Path(encoder).exists() else None},
+                      {"OUTPUT": output}, folders=["OUTPUT"])
+        # what it would replace (E168, E046) and the KB (E001, E165, E166), before the
+        # encoder is loaded and trained
+        check_output_dir(encoder_dir)
+        if linker:
+            check_replaceable(linker_dir)
     knowledge_base = KnowledgeBase.from_jsonl(kb)
     settings = SelfAlignmentSettings(
         batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
@@ -75,11 +89,21 @@ def pretrain_kb_command(
         max_pairs_per_entity=max_pairs_per_entity, seed=seed,
         opposite_negatives=opposite_negatives)
     check_pairs(knowledge_base, settings.max_pairs_per_entity)
-    device = "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
-    report = pretrain_encoder(knowledge_base, encoder, encoder_dir, settings,
-                              device=device)
+    if nproc_per_node > 1 and "RANK" not in os.environ:
+        launch_ranks(ctx, nproc_per_node)
+        return
+    try:
+        with joined_ranks(timeout) as (rank, size):
+            device = rank_device() if size > 1 else "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
+            report = pretrain_encoder(knowledge_base, encoder, encoder_dir, settings,
+                                      progress=rank == 0, device=device)
+    except RuntimeError as err:  # E266: another rank failed
+        msg.fail(str(err), exits=1)
+    if rank:
+        return
     msg.good(f"Saved the self-aligned encoder to {encoder_dir}: {report['steps']} steps, "
-             f"{report['pairs_seen']} pairs in {report['seconds'] / 60:.1f} min")
-    if linker:
+             f"{report['pairs_seen']} pairs in {report['seconds'] / 60:.1f} min"
+             + (f" on {size} ranks" if size > 1 else ""))
+    if linker:  # after the ranks are done: rank 0 alone
         save_pipeline(zero_shot_linker(kb, encoder_dir, gpu_id), linker_dir)
         msg.good(f"Saved a linker over {kb.name} to {linker_dir} (spacy.load)")

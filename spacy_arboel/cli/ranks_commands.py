@@ -20,6 +20,57 @@ RANKS = RankSettings()  # the defaults of the options
 LAUNCHED = "SPACY_ARBOEL_RANKS_LAUNCHED"
 
 
+def check_nproc(nproc_per_node: int) -> None:
+    """E011 unless ``--nproc-per-node`` is at least 1."""
+    from wasabi import msg
+
+    from ..errors import Errors
+
+    if nproc_per_node < 1:
+        msg.fail(Errors.E011.format(name="--nproc-per-node", condition=">= 1",
+                                    value=nproc_per_node), exits=1)
+
+
+def launched() -> bool:
+    """Whether this process is a rank a command started (its outputs checked by it)."""
+    return LAUNCHED in os.environ
+
+
+def rank_arguments(ctx: typer.Context) -> list[str]:
+    """The command line of ``ctx``'s command as it was parsed: its arguments and options
+    (``--x/--no-x`` flags as set, options left unset left out) and its config overrides."""
+    args: list[str] = [ctx.info_name or ""]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.param_type_name == "argument":
+            args.append(str(value))
+        elif param.param_type_name == "option" and value is not None:
+            if param.is_flag:
+                flags = param.opts if value else param.secondary_opts
+                args.extend(flags[:1])
+            else:
+                args.append(f"{param.opts[0]}={value}")
+    return [*args, *ctx.args]
+
+
+def launch_ranks(ctx: typer.Context, nproc_per_node: int) -> None:
+    """Start ``nproc_per_node`` ranks of ``ctx``'s command on this machine with torchrun
+    (``torch.distributed.run --standalone``: a rendezvous on loopback), the same command
+    line in each; E268 when one fails (torchrun then stops the others)."""
+    from wasabi import msg
+
+    from ..errors import Errors
+
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc-per-node={nproc_per_node}", "-m", "spacy_arboel",
+               *rank_arguments(ctx)]
+    msg.info(f"Starting {nproc_per_node} ranks: {' '.join(command[1:])}")
+    env = {**os.environ, LAUNCHED: "1",
+           "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo")}
+    if subprocess.run(command, env=env).returncode:
+        msg.fail(Errors.E268.format(n=nproc_per_node), exits=1)
+
+
 @app.command("train-ranks", context_settings=OVERRIDES)
 def train_ranks_command(
     ctx: typer.Context,
@@ -55,25 +106,14 @@ def train_ranks_command(
     from ..pipeline.ranks import STATE_FILE, train_across_ranks
 
     settings = RankSettings(batch_size=batch_size, timeout_s=timeout, seed=seed)  # E011
-    if nproc_per_node < 1:
-        msg.fail(Errors.E011.format(name="--nproc-per-node", condition=">= 1",
-                                    value=nproc_per_node), exits=1)
+    check_nproc(nproc_per_node)
     rank = int(os.environ.get("RANK", "0"))
-    if rank == 0 and LAUNCHED not in os.environ:
+    if rank == 0 and not launched():
         check_outputs({"CONFIG": config}, {"OUTPUT": output}, folders=["OUTPUT"])
         if resume and not (output / STATE_FILE).is_file():
             msg.fail(Errors.E267.format(path=output / STATE_FILE), exits=1)
     if nproc_per_node > 1 and "RANK" not in os.environ:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   f"--nproc-per-node={nproc_per_node}", "-m", "spacy_arboel", "train-ranks",
-                   str(config), str(output), f"--batch-size={batch_size}",
-                   f"--timeout={timeout}", f"--seed={seed}", *(["--resume"] if resume else []),
-                   *([f"--objective={objective}"] if objective else []), *ctx.args]
-        msg.info(f"Starting {nproc_per_node} ranks: {' '.join(command[1:])}")
-        env = {**os.environ, LAUNCHED: "1", "GLOO_SOCKET_IFNAME": os.environ.get(
-            "GLOO_SOCKET_IFNAME", "lo")}
-        if subprocess.run(command, env=env).returncode:
-            msg.fail(Errors.E268.format(n=nproc_per_node), exits=1)
+        launch_ranks(ctx, nproc_per_node)
         msg.good(f"Trained on {nproc_per_node} ranks into {output}")
         return
     overrides = command_overrides(ctx)

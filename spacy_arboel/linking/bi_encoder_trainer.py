@@ -26,7 +26,7 @@ from ..encoders.weights import autocast, module_device
 from ..errors import Errors, Warnings
 from ..objectives import InBatch, MentionStore, Objective, PlanContext
 from ..objectives.fgsm import embedding_hook, output_hook
-from ..objectives.gathered import in_batch_loss, rank_weight, world
+from ..objectives.gathered import in_batch_loss, rank_weight, shared_rows, world
 from ..objectives.losses import candidate_scores
 from ..objectives.objectives import BatchPlan
 from ..settings import NonNegativeInt, PositiveInt, check_fields
@@ -171,12 +171,15 @@ class BiEncoderTrainer:
         self.n_missing_gold_ids = n_missing
 
     def refresh(self) -> None:
-        """Re-embed the KB (and the training mentions if the objective mines them)."""
-        self.retriever.entities.refresh()
+        """Re-embed the KB (and the training mentions if the objective mines them); in a
+        data-parallel run each rank embeds its share (``shared_rows``) and all search the
+        same index."""
+        self.retriever.entities.refresh(across_ranks=True)
         if self.objective.needs_mention_index and len(self.store):
-            self.store.set_embeddings(self.retriever.encode(
-                "mention", self.store.inputs, desc="Embedding training mentions",
-                quantized=False))
+            inputs = self.store.inputs
+            self.store.set_embeddings(shared_rows(len(inputs), lambda part: self.retriever.encode(
+                "mention", inputs[part], desc="Embedding training mentions", quantized=False),
+                "the training mentions' vectors"))
         self.last_refresh = self.updates
 
     # --- one step ----------------------------------------------------------------------------

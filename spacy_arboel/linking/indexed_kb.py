@@ -36,6 +36,7 @@ from ..kb.index import (
     text_duplicate_rows,
 )
 from ..kb.knowledge_base import KnowledgeBase
+from ..objectives.gathered import shared_rows
 from .saved_core import SavedCore
 
 T = TypeVar("T")
@@ -349,13 +350,15 @@ class IndexedKB:
         self.rows_of = rows_by_entity(index.owners)
         self._index_version = self.version
 
-    def refresh(self, desc: str | None = "Embedding KB") -> None:
+    def refresh(self, desc: str | None = "Embedding KB", across_ranks: bool = False) -> None:
         """Embed the KB's rows with the current entity encoder (``embed_rows``) and rebuild
         the index (the rows ``dedupe_threshold`` leaves out by their words are not
         embedded). After ``set_kb`` with the same weights and settings, the rows of the
         index it replaced are reused (``PreviousRows.carried``): only the rows of new text
         are embedded and only the changed entities' rows checked for near duplicates, which
-        gives the index a full rebuild gives."""
+        gives the index a full rebuild gives. ``across_ranks``: every rank of a data-parallel
+        run calls it at the same step, and each embeds its share of the rows
+        (``objectives.gathered.shared_rows``): all get the same index."""
         owners = self.set_row_layout()
         threshold = self.settings.dedupe_threshold
         previous, self._previous = self._previous, None
@@ -365,7 +368,7 @@ class IndexedKB:
         # rows of unchanged entities keep their place (kept or left out); the others are
         # embedded unless their text is in the old index, then checked for duplicates
         needed = np.asarray([r for r in rows if settled.get(int(r), True)], dtype="int64")
-        vectors = self._vectors_of(needed, known, desc)
+        vectors = self._vectors_of(needed, known, desc, across_ranks)
         keep = np.arange(len(needed))
         open_rows = np.asarray([i for i, r in enumerate(needed) if int(r) not in settled],
                                dtype="int64")
@@ -380,18 +383,22 @@ class IndexedKB:
                                   rows=needed[keep]))
 
     def _vectors_of(self, rows: np.ndarray, known: dict[tuple[str, str], np.ndarray],
-                    desc: str | None) -> np.ndarray:
+                    desc: str | None, across_ranks: bool = False) -> np.ndarray:
         """The vectors of layout ``rows``: ``known``'s of their (text, description), the
-        others embedded (``embed_rows``)."""
+        others embedded (``embed_rows``; each rank its share, ``across_ranks``)."""
         titles, descriptions = self.row_texts(), self._entity_rows()[1]
         keys = [(titles[r], descriptions[r]) for r in rows]
-        missing = [i for i, key in enumerate(keys) if key not in known]
-        embedded = self.embed_rows(self.inputs_of(rows[missing]), desc=desc) if missing \
-            else None
+        at = [i for i, key in enumerate(keys) if key not in known]
+        missing, embedded = rows[at], None
+        if len(missing) and across_ranks:
+            embedded = shared_rows(len(missing), lambda part: self.embed_rows(
+                self.inputs_of(missing[part]), desc=desc), "the KB's vectors")
+        elif len(missing):
+            embedded = self.embed_rows(self.inputs_of(missing), desc=desc)
         width = embedded.shape[1] if embedded is not None else len(known[keys[0]])
         vectors = np.empty((len(rows), width), dtype="float32")
         if embedded is not None:
-            vectors[missing] = embedded
+            vectors[at] = embedded
         for i, key in enumerate(keys):
             if key in known:
                 vectors[i] = known[key]

@@ -61,6 +61,15 @@ from ..encoders.weights import autocast
 from ..errors import Errors, Warnings
 from ..kb.entity import name_key
 from ..kb.knowledge_base import KnowledgeBase
+from ..objectives.gathered import (
+    agreed,
+    average_gradients,
+    broadcast_parameters,
+    gather_rows,
+    share,
+    share_counts,
+    world,
+)
 from ..objectives.multi_similarity import multi_similarity_terms
 from .kb_pairs import (
     PairStats,
@@ -204,7 +213,11 @@ class SelfAlignmentTrainer:
     def batch_loss(self, pairs: Sequence[tuple[int, str, str]]) -> tuple[torch.Tensor, int, int,
                                                                          int]:
         """The loss of a batch of ``(entity_position, name_a, name_b)`` pairs: 2 rows per
-        pair; also the mined positive and negative pairs and the masked identical pairs."""
+        pair; also the mined positive and negative pairs and the masked identical pairs.
+        In a data-parallel run every rank holds the whole batch and encodes its share of
+        the rows; the rows are gathered with their gradient (``objectives.gathered``), so
+        each rank's loss is the whole batch's and its rows' gradients sum over the ranks'
+        copies of it (W times the whole batch's, which ``average_gradients`` divides)."""
         names = [a for _, a, _ in pairs] + [b for _, _, b in pairs]
         labels = torch.tensor([p for p, _, _ in pairs] * 2, device=self.device)
         inputs = self.tokenize(names)
@@ -217,8 +230,10 @@ class SelfAlignmentTrainer:
             ids[:, None, :] == ids[None, :, :]).all(dim=-1)
         n_identical = int(identical.sum() - len(names)) // 2
         s = self.settings
+        part = share(len(names))  # this rank's rows, all of them in one process
         with autocast(self.device, s.mixed_precision):
-            vectors = self.encoder(ids, inputs["attention_mask"])
+            mine = self.encoder(ids[part], inputs["attention_mask"][part])
+        vectors = gather_rows(mine, share_counts(len(names)))[0]
         loss, n_pos, n_neg = multi_similarity_terms(
             vectors, labels, identical, alpha=s.alpha, beta=s.beta, base=s.base, margin=s.margin)
         return loss, n_pos, n_neg, n_identical
@@ -230,6 +245,7 @@ class SelfAlignmentTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         if loss.requires_grad and (n_pos or n_neg):
             self.scaler.scale(loss).backward()
+            average_gradients(list(self.encoder.parameters()))  # DDP's, W ranks
             self.scaler.step(self.optimizer)
             self.scaler.update()
         self.steps += 1
@@ -244,13 +260,14 @@ class SelfAlignmentTrainer:
         s = self.settings
         started = time.perf_counter()
         stats, n_unk, n_checked = self.check_kb(kb)
+        broadcast_parameters(list(self.encoder.parameters()))  # several ranks: rank 0's
         opposites = opposite_pairs(kb) if s.opposite_negatives else {}
         steps_per_epoch = math.ceil(stats.pairs / s.batch_size)
         total = steps_per_epoch * s.epochs
         if s.max_steps is not None:
             total = min(total, s.max_steps)
         bar = tqdm(total=total, desc="Self-alignment", unit="step",
-                   disable=None if progress else True)
+                   disable=None if progress and world()[0] == 0 else True)
         losses: list[float] = []
         mined_pos = mined_neg = identical = pairs_seen = 0
         stopped_by = "epochs"
@@ -271,8 +288,8 @@ class SelfAlignmentTrainer:
                     bar.set_postfix(loss=f"{result['loss']:.4f}")
                     if s.max_steps is not None and len(losses) >= s.max_steps:
                         stopped_by = "max_steps"
-                    elif (s.time_limit_s is not None
-                          and time.perf_counter() - started >= s.time_limit_s):
+                    elif s.time_limit_s is not None and agreed(  # rank 0's clock
+                            time.perf_counter() - started >= s.time_limit_s, "the time limit"):
                         stopped_by = "time_limit"
                     if stopped_by != "epochs":
                         break
@@ -290,6 +307,7 @@ class SelfAlignmentTrainer:
             "settings": asdict(s),
             "similarity": "cosine",
             "device": str(self.device),
+            "ranks": world()[1],
             "kb_fingerprint": kb.fingerprint(),
             "kb_entities": len(kb),
             "positive_pairs_per_epoch": stats.pairs,
@@ -340,12 +358,15 @@ def pretrain_encoder(kb: KnowledgeBase, encoder_name_or_path: str, output_dir: s
                      progress: bool = True, device: str | torch.device = "cpu"
                      ) -> dict[str, Any]:
     """Self-align ``encoder_name_or_path`` on ``kb``'s synonyms and save it to
-    ``output_dir`` (a drop-in ``encoder_name``); returns the report of ``self_alignment.json``
+    ``output_dir`` (a drop-in ``encoder_name``; rank 0's, in a process group joined by
+    ``objectives.gathered.joined_ranks``: each rank encodes its share of every batch);
+    returns the report of ``self_alignment.json``
     (settings, steps, pairs seen, entities without a pair, seconds, KB fingerprint, ...).
     The output folder is checked before training (E168)."""
     check_output_dir(output_dir)
     trainer = SelfAlignmentTrainer(encoder_name_or_path, settings, device)
     report = trainer.fit(kb, progress=progress)
     report["output_dir"] = str(output_dir)
-    trainer.save(output_dir, report)
+    if world()[0] == 0:  # in a data-parallel run every rank holds the same weights
+        trainer.save(output_dir, report)
     return report

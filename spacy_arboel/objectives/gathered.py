@@ -2,8 +2,8 @@
 
 BLINK (§3.2, eq. 4) and SapBERT train on the other mentions of a batch as negatives; split
 over ranks, each rank would see only its own share. Here each rank's encoder outputs are
-gathered from every rank *with their gradient* (``torch.distributed.nn.functional
-.all_gather``: the backward pass sends each rank the gradient of the rows it encoded), so a
+gathered from every rank *with their gradient* (torch's functional ``all_gather_single``:
+the backward pass sends each rank the gradient of the rows it encoded), so a
 run of W ranks with local batches of B scores each mention against the W·B entities a
 single process would see on the whole batch. Without a process group (one process) every
 function here is the plain single-batch computation.
@@ -15,8 +15,13 @@ batch included); ``in_batch_loss`` reports that whole-batch mean.
 
 from __future__ import annotations
 
+import datetime
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -31,6 +36,45 @@ def world() -> tuple[int, int]:
     return 0, 1
 
 
+def start_ranks(timeout_s: float) -> tuple[int, int]:
+    """Join the process group ``torchrun`` describes (``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``, ``MASTER_PORT``): ``nccl`` where CUDA is, ``gloo`` on a CPU, a rank
+    that does not answer within ``timeout_s`` an error. Without them (or with one rank)
+    nothing is joined: rank 0 of 1. A group already joined (Ray Train's) is kept."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if dist.is_initialized() or size == 1 or "RANK" not in os.environ:
+        return world()
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return world()
+
+
+@contextmanager
+def joined_ranks(timeout_s: float) -> Iterator[tuple[int, int]]:
+    """``start_ranks`` for the ``with`` block (this rank and the number of ranks); at its
+    end every rank meets the others before the group it joined is torn down (gloo aborts a
+    rank still exchanging else). A group joined before (Ray Train's) is left to its
+    owner."""
+    owned = not dist.is_initialized()
+    rank, size = start_ranks(timeout_s)
+    try:
+        yield rank, size
+        if size > 1:
+            exchange("the end of the run", dist.barrier)
+    finally:
+        if owned and size > 1:
+            dist.destroy_process_group()
+
+
+def rank_device() -> torch.device:
+    """Where this rank computes: its GPU (``LOCAL_RANK``'s) under ``nccl``, else the CPU."""
+    if world()[1] > 1 and dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def exchange(what: str, call: Any, *args: Any) -> Any:
     """``call(*args)``, a collective (``what``: what it exchanges, for the error); a rank
     that failed or did not answer within the process group's timeout is E266 (not a
@@ -43,12 +87,51 @@ def exchange(what: str, call: Any, *args: Any) -> Any:
                                               error=str(err).splitlines()[0][:300])) from err
 
 
+def share(n: int, rank: int | None = None) -> slice:
+    """Rank ``rank``'s (default: this rank's) contiguous part of ``n`` items, in rank order
+    (the first ``n % W`` ranks one more): what a rank computes of work every rank holds."""
+    size = world()[1]
+    rank = world()[0] if rank is None else rank
+    base, extra = divmod(n, size)
+    start = rank * base + min(rank, extra)
+    return slice(start, start + base + (rank < extra))
+
+
+def share_counts(n: int) -> list[int]:
+    """How many of ``n`` items each rank's ``share`` holds, in rank order."""
+    return [len(range(n)[share(n, r)]) for r in range(world()[1])]
+
+
+def shared_rows(n: int, compute: Callable[[slice], np.ndarray], what: str) -> np.ndarray:
+    """The (n, d) rows of ``compute`` over ``range(n)``, each rank computing its ``share``
+    and every rank receiving all of them (no gradient): the KB embedded once over the ranks
+    at an index refresh, not once on each. One process computes them all."""
+    size = world()[1]
+    if size == 1:
+        return compute(slice(0, n))
+    mine = torch.as_tensor(np.ascontiguousarray(compute(share(n))), device=rank_device())
+    if n < size:  # a rank without a row learns the width from the others
+        width = max(gather_counts(mine.shape[1] if mine.ndim == 2 and mine.shape[0] else 0))
+        mine = mine if mine.shape[0] else mine.new_zeros((0, width))
+    return _gathered(mine, share_counts(n), what, False).cpu().numpy()
+
+
+def agreed(flag: bool, what: str) -> bool:
+    """Rank 0's ``flag`` on every rank (one process: ``flag``): a decision one rank takes,
+    such as stopping at a time limit, that every rank must take at the same step."""
+    if world()[1] == 1:
+        return flag
+    shared = torch.tensor([int(flag)], device=rank_device())
+    exchange(what, dist.broadcast, shared, 0)
+    return bool(shared.item())
+
+
 def gather_counts(n: int) -> list[int]:
     """Each rank's ``n``, in rank order."""
     rank, size = world()
     if size == 1:
         return [n]
-    counts = torch.zeros(size, dtype=torch.long)
+    counts = torch.zeros(size, dtype=torch.long, device=rank_device())
     counts[rank] = n
     exchange("the batch sizes", dist.all_reduce, counts)
     return counts.tolist()
@@ -74,13 +157,19 @@ def _gathered(tensor: torch.Tensor, counts: list[int], what: str,
     pad = tensor.new_zeros((max(counts) - tensor.shape[0], *tensor.shape[1:]))
     padded = torch.cat([tensor, pad])
     if with_grad:
-        from torch.distributed.nn.functional import all_gather
-
-        parts = exchange(what, all_gather, padded)
+        parts = exchange(what, _gather_with_grad, padded).chunk(len(counts))
     else:
         parts = [torch.empty_like(padded) for _ in counts]
         exchange(what, dist.all_gather, parts, padded)
     return torch.cat([part[:count] for part, count in zip(parts, counts, strict=True)])
+
+
+def _gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
+    """Every rank's ``tensor`` stacked along the first axis, the backward pass sending each
+    rank the sum over the ranks of its rows' gradients (torch's functional collective)."""
+    from torch.distributed import _functional_collectives as funcol
+
+    return funcol.wait_tensor(funcol.all_gather_single_autograd(tensor, 0, dist.group.WORLD))
 
 
 def gather_rows(rows: torch.Tensor, counts: list[int] | None = None
@@ -140,6 +229,20 @@ def in_batch_loss(queries: torch.Tensor, entities: torch.Tensor, gold: torch.Ten
     if size > 1:
         exchange("the loss", dist.all_reduce, total)
     return local * rank_weight(n_local, counts), float(total) / max(n_all, 1)
+
+
+def broadcast_parameters(params: list[torch.nn.Parameter]) -> None:
+    """Rank 0's values of ``params`` on every rank (in one flat exchange), as DDP starts:
+    every rank then steps the same weights, whatever it loaded or drew."""
+    if world()[1] == 1 or not params:
+        return
+    flat = torch.cat([p.detach().reshape(-1) for p in params])
+    exchange("rank 0's weights", dist.broadcast, flat, 0)
+    offset = 0
+    with torch.no_grad():
+        for param in params:
+            param.copy_(flat[offset : offset + param.numel()].view_as(param))
+            offset += param.numel()
 
 
 def average_gradients(params: list[torch.nn.Parameter]) -> None:

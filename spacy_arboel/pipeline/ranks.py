@@ -15,15 +15,14 @@ Deviations: the global batch is a contiguous slice of the epoch's permutation, r
 r-th part (``rank_batches``; ``DistributedSampler`` deals indices round-robin, which would
 not give one process's batches); the gradients are averaged in one flat exchange after the
 backward pass (DDP overlaps buckets with it: the thinc wrapper owns the encoders' forward);
-each rank embeds the whole KB at a refresh; a resumed run starts a fresh optimizer (its
-learning-rate schedule fast-forwarded to the step), not the saved moments.
+a resumed run starts a fresh optimizer (its learning-rate schedule fast-forwarded to the
+step), not the saved moments. At a refresh of the index each rank embeds its share of the
+KB's rows and all build the same index from them (``IndexedKB.refresh(across_ranks=True)``).
 """
 
 from __future__ import annotations
 
-import datetime
 import json
-import os
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -31,13 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 import torch.distributed as dist
 
 from ..atomic import atomic_file
 from ..components.common import gold_mentions
 from ..factories import ENTITY_LINKER
-from ..objectives.gathered import average_gradients, exchange, world
+from ..objectives.gathered import (
+    average_gradients,
+    broadcast_parameters,
+    exchange,
+    joined_ranks,
+    world,
+)
 from ..settings import PositiveFloat, PositiveInt, check_fields
 from .loading import load_pipeline, save_pipeline
 
@@ -55,20 +59,6 @@ class RankSettings:
     seed: int = 0
 
     __post_init__ = check_fields
-
-
-def start_ranks(timeout_s: float) -> tuple[int, int]:
-    """Join the process group ``torchrun`` describes (``RANK``, ``WORLD_SIZE``,
-    ``MASTER_ADDR``, ``MASTER_PORT``): ``nccl`` where CUDA is, ``gloo`` on a CPU. Without
-    them (or with one rank) nothing is joined: rank 0 of 1."""
-    size = int(os.environ.get("WORLD_SIZE", "1"))
-    if size == 1 or "RANK" not in os.environ:
-        return 0, 1
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
-    return world()
 
 
 def rank_batches(n: int, size: int, rank: int, batch_size: int, epoch: int, seed: int
@@ -100,70 +90,76 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
     module), writing into ``output`` on rank 0; ``resume``: start from ``output``'s
     ``model-last`` and the step its ``ranks.json`` records. Returns what rank 0 wrote in
     ``ranks.json`` (every rank)."""
+    with joined_ranks(settings.timeout_s) as (rank, size):
+        return _train(config_path, Path(output), overrides, settings, resume, component,
+                      on_step, rank, size)
+
+
+def _train(config_path: str | Path, output: Path, overrides: Mapping[str, Any] | None,
+           settings: RankSettings, resume: bool, component: str,
+           on_step: Callable[[int, float], None] | None, rank: int, size: int
+           ) -> dict[str, Any]:
+    """``train_across_ranks`` on this process's rank of the ``size`` joined."""
     from spacy.training.initialize import init_nlp
     from spacy.util import load_config, registry, resolve_dot_names
 
-    rank, size = start_ranks(settings.timeout_s)
-    output = Path(output)
-    try:
-        config = load_config(config_path, overrides=dict(overrides or {}), interpolate=False)
-        state = {"step": 0, "epoch": 0, "best_score": None}
-        if resume:
-            state = json.loads((output / STATE_FILE).read_text())
-            nlp = load_pipeline(output / "model-last")
-        else:
-            nlp = init_nlp(config)
-        resolved = config.interpolate()
-        training = registry.resolve(resolved["training"])
-        train_corpus, dev_corpus = resolve_dot_names(
-            resolved, [training["train_corpus"], training["dev_corpus"]])
-        examples, dev = list(train_corpus(nlp)), list(dev_corpus(nlp))
-        optimizer = training["optimizer"]
-        for _ in range(state["step"]):
+    config = load_config(config_path, overrides=dict(overrides or {}), interpolate=False)
+    state = {"step": 0, "epoch": 0, "best_score": None}
+    if resume:
+        state = json.loads((output / STATE_FILE).read_text())
+        nlp = load_pipeline(output / "model-last")
+    else:
+        nlp = init_nlp(config)
+    resolved = config.interpolate()
+    training = registry.resolve(resolved["training"])
+    train_corpus, dev_corpus = resolve_dot_names(
+        resolved, [training["train_corpus"], training["dev_corpus"]])
+    examples, dev = list(train_corpus(nlp)), list(dev_corpus(nlp))
+    optimizer = training["optimizer"]
+    for _ in range(state["step"]):
+        optimizer.step_schedules()
+    pipe = nlp.get_pipe(component)
+    if resume:  # what initialize gives a new run: the gold mentions the trainer mines
+        pipe.ensure_ready()
+        pipe.trainer.collect(*gold_mentions((eg.reference for eg in examples),
+                                            pipe.span_getter, pipe.kb))
+    params = [p for module in dict.fromkeys(pipe.retriever.encoders.values())
+              for p in module.parameters()]
+    broadcast_parameters(params)  # rank 0's weights on every rank, as DDP starts
+    weights = {k: w for k, w in training["score_weights"].items() if w}
+    per_epoch = steps_per_epoch(len(examples), size, settings.batch_size)
+    max_steps = training["max_steps"] or training["max_epochs"] * per_epoch
+    every = training["eval_frequency"]
+    started, first = time.perf_counter(), state["step"]
+    while state["step"] < max_steps:
+        batches = rank_batches(len(examples), size, rank, settings.batch_size,
+                               state["epoch"], settings.seed)
+        skip = state["step"] - state["epoch"] * per_epoch
+        for indices in batches[max(skip, 0):]:
+            losses: dict[str, float] = {}
+            pipe.update([examples[i] for i in indices], sgd=None, losses=losses)
+            average_gradients(params)
+            pipe.finish_update(optimizer)
             optimizer.step_schedules()
-        pipe = nlp.get_pipe(component)
-        if resume:  # what initialize gives a new run: the gold mentions the trainer mines
-            pipe.ensure_ready()
-            pipe.trainer.collect(*gold_mentions((eg.reference for eg in examples),
-                                                pipe.span_getter, pipe.kb))
-        params = [p for module in dict.fromkeys(pipe.retriever.encoders.values())
-                  for p in module.parameters()]
-        weights = {k: w for k, w in training["score_weights"].items() if w}
-        per_epoch = steps_per_epoch(len(examples), size, settings.batch_size)
-        max_steps = training["max_steps"] or training["max_epochs"] * per_epoch
-        every = training["eval_frequency"]
-        started, first = time.perf_counter(), state["step"]
-        while state["step"] < max_steps:
-            batches = rank_batches(len(examples), size, rank, settings.batch_size,
-                                   state["epoch"], settings.seed)
-            skip = state["step"] - state["epoch"] * per_epoch
-            for indices in batches[max(skip, 0):]:
-                losses: dict[str, float] = {}
-                pipe.update([examples[i] for i in indices], sgd=None, losses=losses)
-                average_gradients(params)
-                pipe.finish_update(optimizer)
-                optimizer.step_schedules()
-                state["step"] += 1
-                if on_step is not None:
-                    on_step(state["step"], losses.get(component, 0.0))
-                if state["step"] % every == 0 or state["step"] == max_steps:
-                    # the steps' time so far, rank 0's evaluations and saves left out
-                    state["train_seconds"] = round(state.get("train_seconds", 0.0)
-                                                   + time.perf_counter() - started, 3)
-                    state["steps_timed"] = state.get("steps_timed", 0) + state["step"] - first
-                    pipe.ensure_ready()  # every rank's index as rank 0's after evaluating
-                    state = _checkpoint(nlp, dev, weights, output, state, rank)
-                    started, first = time.perf_counter(), state["step"]
-                if state["step"] >= max_steps:
-                    break
-            else:
-                state["epoch"] += 1
-        if size > 1:  # every rank done before any tears the group down (gloo aborts else)
-            exchange("the end of the run", dist.barrier)
-        return state
-    finally:
-        if size > 1:
-            dist.destroy_process_group()
+            state["step"] += 1
+            if on_step is not None:
+                on_step(state["step"], losses.get(component, 0.0))
+            if state["step"] % every == 0 or state["step"] == max_steps:
+                # the steps' time so far, rank 0's evaluations and saves left out
+                state["train_seconds"] = round(state.get("train_seconds", 0.0)
+                                               + time.perf_counter() - started, 3)
+                state["steps_timed"] = state.get("steps_timed", 0) + state["step"] - first
+                # every rank's index as rank 0's evaluation needs it, the KB embedded
+                # once over the ranks
+                pipe.retriever.entities.refresh(across_ranks=True)
+                pipe.ensure_ready()
+                state = _checkpoint(nlp, dev, weights, output, state, rank)
+                started, first = time.perf_counter(), state["step"]
+            if state["step"] >= max_steps:
+                break
+        else:
+            state["epoch"] += 1
+    return state
 
 
 def _checkpoint(nlp, dev: list, weights: Mapping[str, float], output: Path,

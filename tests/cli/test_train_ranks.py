@@ -1,15 +1,23 @@
-"""`train-ranks` (issue 64): 2 ranks started by torchrun on loopback train the toy linker as
-one process does with their global batch, rank 0 writes model-last, model-best and
-ranks.json, a run resumes from them, and a bad start is a coded error."""
+"""`train-ranks` and `pretrain-kb --nproc-per-node` (issue 64): 2 ranks started by torchrun
+on loopback train the toy linker as one process does with their global batch, rank 0 writes
+model-last, model-best and ranks.json, a run resumes from them, a killed rank ends the run
+with a coded error, and a bad start is a coded error."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
 from spacy.tokens import DocBin
 
+from spacy_arboel.cli.ranks_commands import LAUNCHED
 from spacy_arboel.configs import packaged_config
 from spacy_arboel.pipeline.ranks import rank_batches
 
@@ -75,3 +83,56 @@ def test_resuming_a_folder_without_a_run_is_a_coded_error(tmp_path, cli):
                  "--resume")
     assert result.exit_code == 1 and "[E267]" in result.output
     assert "ranks.json" in result.output
+
+
+def _rank_pids(marker: str, rank: int) -> list[int]:
+    """The processes of rank ``rank`` that a command started, with ``marker`` (its output
+    folder) on their command line (Linux's /proc)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if marker in cmdline and f"RANK={rank}".encode() in environ \
+                and f"{LAUNCHED}=1".encode() in environ:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_a_killed_rank_ends_the_run_with_a_coded_error(tmp_path, tiny_encoder, toy_kb_path,
+                                                       toy_examples):
+    args = _args(tmp_path, tiny_encoder, toy_kb_path, toy_examples, steps=100_000)
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "spacy_arboel", "train-ranks", args[0], out,
+               "--nproc-per-node", "2", "--timeout", "20", *args[1:]]
+    started = time.monotonic()
+    run = subprocess.Popen([str(a) for a in command], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    try:
+        while not (out / "ranks.json").is_file():  # rank 0 saved its first checkpoint
+            assert run.poll() is None and time.monotonic() - started < 300, "no checkpoint"
+            time.sleep(0.2)
+        pids = _rank_pids(str(out), 1)
+        assert len(pids) == 1
+        os.kill(pids[0], signal.SIGKILL)
+        output, _ = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    assert run.returncode == 1
+    assert "[E268] One of the 2 ranks failed" in output
+    assert (out / "model-last").is_dir()  # what rank 0 saved is kept
+
+
+@pytest.mark.slow
+def test_pretrain_kb_on_two_ranks(tmp_path, tiny_encoder, toy_kb_path, cli):
+    out = tmp_path / "sap"
+    result = cli("pretrain-kb", toy_kb_path, out, "--encoder", tiny_encoder,
+                 "--batch-size", "4", "--max-steps", "2", "--nproc-per-node", "2")
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "encoder" / "self_alignment.json").read_text())
+    assert report["ranks"] == 2 and report["steps"] == 2
+    assert (out / "linker" / "config.cfg").is_file()

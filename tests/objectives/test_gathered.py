@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from spacy_arboel.objectives.gathered import (
+    agreed,
     average_gradients,
+    broadcast_parameters,
     gather_rows,
     in_batch_loss,
+    share,
+    shared_rows,
     world,
 )
 from tests.spawned_ranks import free_port, join_ranks
@@ -96,6 +101,45 @@ def test_rows_are_gathered_in_rank_order_and_send_back_their_gradient():
     # each rank's rows get the gradient every rank's loss sent them (weights 1; 2 and 3)
     assert results[0][2] == [[2.0, 2.0]]
     assert results[1][2] == [[4.0, 4.0], [6.0, 6.0]]
+
+
+def _rank_shares(rank: int, size: int, port: int, results) -> None:
+    join_ranks(rank, size, port)
+    try:
+        seen: list[tuple[int, int]] = []
+
+        def compute(part: slice):  # row i is [i, 10 i]; each rank says what it computed
+            seen.append((part.start, part.stop))
+            return np.array([[i, 10 * i] for i in range(part.start, part.stop)],
+                            dtype="float32").reshape(-1, 2)
+
+        found = {
+            "rows": [shared_rows(n, compute, "test rows").tolist() for n in (5, 1)],
+            "seen": seen,
+            "agreed": [agreed(rank == 0, "a flag"), agreed(rank == 1, "a flag")],
+            "shares": [share(n, r) for n in (5, 1) for r in (0, 1)],
+        }
+        weights = torch.nn.Parameter(torch.full((2, 3), float(rank + 1)))
+        broadcast_parameters([weights])
+        results[rank] = {**found, "weights": weights.detach().tolist()}
+    finally:
+        dist.destroy_process_group()
+
+
+def test_rows_computed_once_over_the_ranks_reach_every_rank():
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(_rank_shares, args=(2, free_port(), results), nprocs=2)
+        results = dict(results)
+    five = [[float(i), 10.0 * i] for i in range(5)]
+    for rank in (0, 1):  # rank 0 computed rows 0-2 and row 0 of one, rank 1 rows 3-4
+        assert results[rank]["rows"] == [five, five[:1]]
+        assert results[rank]["agreed"] == [True, False]  # rank 0's flag, on both
+        assert results[rank]["weights"] == [[1.0] * 3] * 2  # rank 0's weights
+    assert results[0]["seen"] == [(0, 3), (0, 1)]
+    assert results[1]["seen"] == [(3, 5), (1, 1)]
+    assert results[0]["shares"] == [slice(0, 3), slice(3, 5), slice(0, 1), slice(1, 1)]
+    assert share(5) == slice(0, 5)  # one process: all of them
 
 
 def _rank_dies(rank: int, size: int, port: int, results) -> None:
