@@ -828,7 +828,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "Install it (`pip install {module}`{extra}), or leave '{name}' out of the "
         "`normalisers` setting."
     )
-    # --- data-parallel training (gathered.py, pipeline/ranks.py, issue 64): E266-E268 ---
+    # --- data-parallel training (gathered.py, pipeline/ranks.py, issue 64): E266-E269 ---
     E266 = (
         "Rank {rank} of {size} could not exchange {what} with the other ranks: {error}. "
         "Another rank failed or did not answer within the process group's timeout; its "
@@ -842,6 +842,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "One of the {n} ranks failed (its message is above, with the rank it came from); "
         "the others were stopped. Fix what it says and run the command again (--resume "
         "continues from the last checkpoint)."
+    )
+    E269 = (
+        "train-ranks --engine ray needs Ray Train, an optional dependency: pip install "
+        "\"ray[train]\" (the checkout's `pip install -e \".[ray]\"` installs the same), or "
+        "start the ranks with torchrun (--nproc-per-node)."
     )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (

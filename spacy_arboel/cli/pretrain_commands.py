@@ -15,7 +15,7 @@ from ..linking.loop_settings import SelfAlignmentSettings
 from ..outputs import check_outputs
 from ..pipeline.loading import save_pipeline
 from .app import app
-from .ranks_commands import RANKS, check_nproc, launch_ranks, launched
+from .ranks_commands import RANKS, check_count, launch_ranks, launched
 
 ENCODER_FOLDER = "encoder"
 LINKER_FOLDER = "linker"
@@ -72,7 +72,7 @@ def pretrain_kb_command(
     from ..pipeline.zero_shot import zero_shot_linker
 
     encoder_dir, linker_dir = output / ENCODER_FOLDER, output / LINKER_FOLDER
-    check_nproc(nproc_per_node)
+    check_count("--nproc-per-node", nproc_per_node)
     if not launched():
         check_outputs({"KB": kb,
                        "--encoder": Path(encoder) if Path(encoder).exists() else None},

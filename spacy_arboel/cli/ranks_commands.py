@@ -13,6 +13,7 @@ import typer
 
 from ..pipeline.ranks import RankSettings
 from .app import OVERRIDES, app
+from .options import EngineName
 from .overrides import command_overrides
 
 RANKS = RankSettings()  # the defaults of the options
@@ -20,15 +21,14 @@ RANKS = RankSettings()  # the defaults of the options
 LAUNCHED = "SPACY_ARBOEL_RANKS_LAUNCHED"
 
 
-def check_nproc(nproc_per_node: int) -> None:
-    """E011 unless ``--nproc-per-node`` is at least 1."""
+def check_count(name: str, value: int) -> None:
+    """E011 unless the count option ``name`` (``--nproc-per-node``) is at least 1."""
     from wasabi import msg
 
     from ..errors import Errors
 
-    if nproc_per_node < 1:
-        msg.fail(Errors.E011.format(name="--nproc-per-node", condition=">= 1",
-                                    value=nproc_per_node), exits=1)
+    if value < 1:
+        msg.fail(Errors.E011.format(name=name, condition=">= 1", value=value), exits=1)
 
 
 def launched() -> bool:
@@ -92,6 +92,15 @@ def train_ranks_command(
     objective: Annotated[str | None, typer.Option(
         help="The linker's objective by name (in_batch, knn_negatives, arborescence, proxy; "
              "default: the config's)")] = None,
+    engine: Annotated[EngineName, typer.Option(
+        help="local (torchrun's ranks on this machine) or ray (Ray Train's workers on a "
+             "Ray cluster)")] = "local",
+    num_workers: Annotated[int, typer.Option(
+        help="--engine ray: ranks (Ray Train workers)")] = 2,
+    address: Annotated[str | None, typer.Option(
+        help="--engine ray: the cluster to join (e.g. auto); default a local one")] = None,
+    num_gpus: Annotated[float, typer.Option(
+        help="--engine ray: GPUs per worker (0: CPU, gloo; else nccl)")] = 0.0,
 ) -> None:
     """Train the config's arbo_entity_linker on several ranks: each takes its part of every
     batch, in-batch negatives are gathered from all of them with their gradient, gradients
@@ -106,12 +115,16 @@ def train_ranks_command(
     from ..pipeline.ranks import STATE_FILE, train_across_ranks
 
     settings = RankSettings(batch_size=batch_size, timeout_s=timeout, seed=seed)  # E011
-    check_nproc(nproc_per_node)
+    check_count("--nproc-per-node", nproc_per_node)
     rank = int(os.environ.get("RANK", "0"))
     if rank == 0 and not launched():
         check_outputs({"CONFIG": config}, {"OUTPUT": output}, folders=["OUTPUT"])
         if resume and not (output / STATE_FILE).is_file():
             msg.fail(Errors.E267.format(path=output / STATE_FILE), exits=1)
+    if engine == "ray" and nproc_per_node != 1:
+        msg.fail(Errors.E011.format(name="--nproc-per-node", condition="1 with --engine ray "
+                                    "(its ranks are --num-workers)", value=nproc_per_node),
+                 exits=1)
     if nproc_per_node > 1 and "RANK" not in os.environ:
         launch_ranks(ctx, nproc_per_node)
         msg.good(f"Trained on {nproc_per_node} ranks into {output}")
@@ -120,6 +133,20 @@ def train_ranks_command(
     if objective:
         overrides[f"components.{ENTITY_LINKER}.objective"] = switched_objective(
             objective, config, overrides)
+    if engine == "ray":
+        from ..pipeline.ray_ranks import import_ray_train, train_with_ray
+
+        check_count("--num-workers", num_workers)
+        try:
+            import_ray_train()  # E269, before Ray starts
+            state = train_with_ray(config, output, overrides, settings,
+                                   num_workers=num_workers, address=address,
+                                   num_gpus=num_gpus, resume=resume)
+        except (ImportError, RuntimeError) as err:
+            msg.fail(str(err), exits=1)
+        msg.good(f"Step {state['step']} on {num_workers} Ray Train workers: model-last and "
+                 f"model-best (step {state.get('best_step')}) in {output}")
+        return
     try:
         state = train_across_ranks(
             config, output, overrides, settings, resume=resume,

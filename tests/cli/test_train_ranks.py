@@ -136,3 +136,31 @@ def test_pretrain_kb_on_two_ranks(tmp_path, tiny_encoder, toy_kb_path, cli):
     report = json.loads((out / "encoder" / "self_alignment.json").read_text())
     assert report["ranks"] == 2 and report["steps"] == 2
     assert (out / "linker" / "config.cfg").is_file()
+
+
+@pytest.mark.slow
+def test_ray_trains_the_ranks_as_torchrun_does(tmp_path, tiny_encoder, toy_kb_path,
+                                               toy_examples, cli):
+    pytest.importorskip("ray.train")
+    args = _args(tmp_path, tiny_encoder, toy_kb_path, toy_examples, steps=2)
+    ray_out, one = tmp_path / "ray", tmp_path / "one"
+    result = cli("train-ranks", args[0], ray_out, "--engine", "ray", "--num-workers", "2",
+                 "--batch-size", "2", *args[1:])
+    assert result.exit_code == 0, result.output
+    assert "on 2 Ray Train workers" in result.output
+    assert json.loads((ray_out / "ranks.json").read_text())["step"] == 2
+    result = cli("train-ranks", args[0], one, "--batch-size", "4", *args[1:])
+    assert result.exit_code == 0, result.output
+    assert torch.allclose(_parameters(ray_out / "model-last"), _parameters(one / "model-last"),
+                          atol=1e-5)
+
+
+def test_ray_without_ray_train_is_a_coded_error(tmp_path, cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray.train", None)  # as where Ray Train is missing
+    result = cli("train-ranks", packaged_config("arbo_entity_linker"), tmp_path / "out",
+                 "--engine", "ray")
+    assert result.exit_code == 1 and "[E269]" in result.output
+    assert not (tmp_path / "out").exists()
+    result = cli("train-ranks", packaged_config("arbo_entity_linker"), tmp_path / "out",
+                 "--engine", "ray", "--nproc-per-node", "2")
+    assert result.exit_code == 1 and "[E011]" in result.output
