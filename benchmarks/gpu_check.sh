@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The GPU path in one command (issue 43, item 5): train arbo_entity_linker a few hundred steps
+# The GPU path in one command (issues 43 and 64): train arbo_entity_linker a few hundred steps
 # with CUDA and mixed precision, build an index and search it with faiss-gpu, link the test
-# split on the GPU and on the CPU (and raw text with arbo_linker when a model is given), and
-# write gpu-check.json: device, versions, each step's seconds, mentions/s and R@1.
+# split on the GPU and on the CPU (and raw text with arbo_linker when a model is given), time
+# the KB's embedding, the search engine and training steps at a fixed batch on both
+# (gpu_rates.py), train 1 process against 2 ranks (train_ranks.py), and write gpu-check.json:
+# device, versions, each step's seconds, mentions/s and R@1, the GPU/CPU ratios.
+# For the linking target (GPU >= 10x the CPU, the same R@1 within 0.001) give --cpu-limit 0.
 #
 #   benchmarks/gpu_check.sh                       # on a GPU machine: BC5CDR, 300 steps
 #   benchmarks/gpu_check.sh --cpu                 # the same steps on the CPU: toy data, 20 steps
@@ -28,6 +31,7 @@
 #                         machine (default 0: all for the linker; arbo_linker: 100)
 #   --e2e MODEL           (GPU_CHECK_E2E) a trained arbo_linker pipeline (the workflow's
 #                         training/bc5cdr/e2e/model-best); without it that step is skipped
+#   GPU_CHECK_RATE_STEPS  training steps timed by gpu_rates.py and train_ranks.py (default 20)
 #   --out DIR             (OUT) where logs and gpu-check.json go (default
 #                         benchmarks/results/gpu-check/)
 #   --work DIR            (GPU_CHECK_WORK) models, shards and the venv (default
@@ -51,6 +55,7 @@ STEPS=${GPU_CHECK_STEPS:-}
 LIMIT=${GPU_CHECK_LIMIT:-0}
 CPU_LIMIT=${GPU_CHECK_CPU_LIMIT:-0}
 E2E=${GPU_CHECK_E2E:-}
+RATE_STEPS=${GPU_CHECK_RATE_STEPS:-20}
 OUT_DIR=${OUT:-$ROOT/benchmarks/results/gpu-check}
 WORK=${GPU_CHECK_WORK:-$ROOT/bench_runs/gpu-check}
 
@@ -295,6 +300,20 @@ elif [[ $MODE == gpu ]]; then
 else
   evaluate_e2e e2e-cpu -1 "$LIMIT"
 fi
+
+# --- 8. the KB embedded, where the index searches, training steps/s: GPU, then CPU ----------
+rates() {  # rates NAME GPU_ID
+  step "$1" "$PY" benchmarks/gpu_rates.py "$LINKER/model-best" "$CORPUS/train.spacy" \
+    "$OUT_DIR/$1.json" --gpu-id "$2" --steps "$RATE_STEPS"
+}
+if [[ $MODE == gpu ]]; then
+  rates rates-gpu 0
+fi
+rates rates-cpu -1
+
+# --- 9. two ranks against one process (torchrun, gloo on the CPU: nccl takes a GPU a rank) ---
+step ranks "$PY" benchmarks/train_ranks.py --steps "$RATE_STEPS" --batch-size 4 \
+  --corpus "$CORPUS" --work "$WORK/ranks" --output "$OUT_DIR/ranks.json"
 
 summarize
 echo "gpu_check: wrote $OUT_DIR/gpu-check.json (exit $STATUS)"

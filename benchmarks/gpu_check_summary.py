@@ -1,7 +1,9 @@
 """gpu-check.json from what ``benchmarks/gpu_check.sh`` left in its output folder: the
 machine (probe.json), each step's seconds (steps.tsv), training steps/s, and for each linking
 pass (``link-*.json``: gold mentions; ``e2e-*.json``: ``arbo_linker`` on raw text) its device,
-R@1 and rate; the GPU/CPU ratio of the rates where both ran. Run by the script; alone::
+R@1 and rate; the KB's embedding, the search engine and training steps/s on each device
+(``rates-*.json``); 1 process against 2 ranks (``ranks.json``); the GPU/CPU ratio of the
+rates where both ran. Run by the script; alone::
 
     python benchmarks/gpu_check_summary.py benchmarks/results/gpu-check --mode gpu
 """
@@ -71,6 +73,10 @@ def summary(folder: Path, args: argparse.Namespace) -> dict:
     train = done.get("train", {})
     train_seconds = train.get("seconds") if train.get("status") == "ok" else None
     gpu, cpu = passes.get("link-gpu", {}), passes.get("link-cpu", {})
+    rates = {name: read_json(folder / f"{name}.json") for name in ("rates-gpu", "rates-cpu")}
+    rates = {name: {k: rate.get(k) for k in ("device", "kb_embedding", "training")}
+             for name, rate in rates.items() if rate}
+    same_docs = gpu.get("mentions") is not None and gpu.get("mentions") == cpu.get("mentions")
     return {
         "name": f"gpu-check-{args.mode}",
         "mode": args.mode,
@@ -97,6 +103,9 @@ def summary(folder: Path, args: argparse.Namespace) -> dict:
                              "evaluations, and the steps"},
         "linking": passes,
         "end_to_end": e2e,
+        "rates": rates,
+        "ranks": {key: read_json(folder / "ranks.json").get(key) for key in (
+            "settings", "runs", "metrics")},
         "gpu_over_cpu": {
             "linking_mentions_per_s": ratio(gpu.get("mentions_per_s"),
                                             cpu.get("mentions_per_s")),
@@ -104,6 +113,17 @@ def summary(folder: Path, args: argparse.Namespace) -> dict:
                                             cpu.get("encoder_mentions_per_s")),
             "e2e_docs_per_s": ratio(e2e.get("e2e-gpu", {}).get("docs_per_s"),
                                     e2e.get("e2e-cpu", {}).get("docs_per_s")),
+            "kb_embedding_rows_per_s": ratio(
+                rates.get("rates-gpu", {}).get("kb_embedding", {}).get("rows_per_s"),
+                rates.get("rates-cpu", {}).get("kb_embedding", {}).get("rows_per_s")),
+            "training_steps_per_s": ratio(
+                rates.get("rates-gpu", {}).get("training", {}).get("steps_per_s"),
+                rates.get("rates-cpu", {}).get("training", {}).get("steps_per_s")),
+            # the same links: R@1 on the GPU less R@1 on the CPU, where both linked the
+            # same mentions (--cpu-limit 0)
+            "recall@1_difference": round(gpu["recall@1"] - cpu["recall@1"], 4)
+            if same_docs and gpu.get("recall@1") is not None
+            and cpu.get("recall@1") is not None else None,
         },
         "commands": [command(args)],
         "date": datetime.date.today().isoformat(),
@@ -126,7 +146,8 @@ def main() -> None:
     path = args.folder / "gpu-check.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({key: result[key] for key in (
-        "device", "faiss_gpu", "training", "linking", "end_to_end", "gpu_over_cpu")}, indent=2))
+        "device", "faiss_gpu", "training", "linking", "end_to_end", "rates", "ranks",
+        "gpu_over_cpu")}, indent=2))
 
 
 if __name__ == "__main__":

@@ -76,18 +76,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=4, help="docs per rank and step")
     parser.add_argument("--corpus", default=str(ROOT / "corpus" / "bc5cdr"))
+    parser.add_argument("--work", type=Path, default=WORK, help="where the runs go")
+    parser.add_argument("--output", type=Path,
+                        help="the result file (default: benchmarks/results/NAME.json)")
     args = parser.parse_args()
-    WORK.mkdir(parents=True, exist_ok=True)
-    kb = WORK / "kb.jsonl"
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    kb = work / "kb.jsonl"
     n_entities = small_kb(Path(args.corpus), kb)
     runs = {}
     for nproc in (1, 2):
-        state = train(WORK / f"ranks-{nproc}", nproc, args.batch_size * 2 // nproc, args, kb)
+        state = train(work / f"ranks-{nproc}", nproc, args.batch_size * 2 // nproc, args, kb)
         runs[nproc] = {"ranks": nproc, "docs_per_rank_and_step": args.batch_size * 2 // nproc,
                        "steps": state["steps_timed"], "train_seconds": state["train_seconds"],
                        "steps_per_s": round(state["steps_timed"] / state["train_seconds"], 3)}
-    difference = float((parameters(WORK / "ranks-1" / "model-last")
-                        - parameters(WORK / "ranks-2" / "model-last")).abs().max())
+    difference = float((parameters(work / "ranks-1" / "model-last")
+                        - parameters(work / "ranks-2" / "model-last")).abs().max())
     result = {
         "name": "train-ranks-bc5cdr", "dataset": "bc5cdr", "split": "train",
         "component": "arbo_entity_linker",
@@ -102,7 +106,9 @@ def main() -> None:
         "commands": [run_stamp()["command"]],
     }
     print(json.dumps(result, indent=2))
-    print(f"wrote {write_result(result)}")
+    if args.output:
+        args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.output or write_result(result)}")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,9 @@ class _FakeGpuFaiss:
     def __getattr__(self, name):
         return getattr(self._faiss, name)
 
+    def get_num_gpus(self):
+        return 1
+
     def StandardGpuResources(self):  # noqa: N802 (faiss's name)
         self.resources += 1
         return object()
@@ -87,6 +90,53 @@ def test_an_index_on_a_gpu_is_written_from_a_cpu_copy(monkeypatch, tmp_path):
     assert faiss.read_index(str(tmp_path / "index.faiss")).ntotal == 4
 
 
+def test_torch_search_finds_what_faiss_finds():
+    """The exact search in torch (run on the CPU here; on a GPU it is the same code) gives
+    FAISS's flat index's rows and scores, padded as FAISS pads past the rows it holds."""
+    import faiss
+
+    from spacy_arboel.kb.torch_search import QUERY_CHUNK, TorchFlatIndex
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(50, 8)).astype("float32")
+    queries = rng.normal(size=(7, 8)).astype("float32")
+    flat = faiss.IndexFlatIP(8)
+    flat.add(vectors)
+    torch_index = TorchFlatIndex(vectors, "cpu")
+    for k in (1, 5, 60):
+        expected, rows = flat.search(queries, k)
+        scores, found = torch_index.search(queries, k)
+        assert found.tolist() == rows.tolist()
+        assert np.allclose(scores[found >= 0], expected[rows >= 0], atol=1e-5)
+        assert np.isneginf(scores[found < 0]).all()
+    assert torch_index.reconstruct(3).tolist() == vectors[3].tolist()
+    assert (torch_index.ntotal, torch_index.d) == (50, 8) and QUERY_CHUNK >= 1024
+
+
+def test_without_faiss_gpu_a_gpu_searches_with_torch(monkeypatch):
+    """Where torch sees a GPU and faiss-gpu is missing (or built for another CUDA), an
+    exact in-process index searches with torch on the device, and says so."""
+    from spacy_arboel.kb import torch_search
+
+    assert torch_search.search_engine(None, True, exact=True) == "faiss-gpu"
+    assert torch_search.search_engine(True, False, exact=False) == "faiss-cpu"  # IVF, HNSW
+    assert torch_search.search_engine(False, True, exact=True) == "faiss-cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert torch_search.search_engine(None, False, exact=True) == "torch-cuda"
+
+    class OnThisMachine(torch_search.TorchFlatIndex):  # its device: the CPU here
+        def __init__(self, vectors, device="cuda"):
+            assert device == "cuda"
+            super().__init__(vectors, "cpu")
+
+    monkeypatch.setattr(torch_search, "TorchFlatIndex", OnThisMachine)
+    vectors = np.eye(6, 4, dtype="float32") + 0.01
+    index = DenseIndex(vectors, np.arange(6), _meta(6), use_gpu=None)
+    assert index.engine == "torch-cuda" and index.meta.kind == "auto"
+    assert index.search(vectors[:2], 1)[1][:, 0].tolist() == [0, 1]
+    assert DenseIndex(vectors, np.arange(6), _meta(6), use_gpu=False).engine == "faiss-cpu"
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible here")
 @pytest.mark.parametrize("command", ["evaluate", "evaluate-e2e"])
 def test_gpu_id_without_a_usable_gpu_is_refused_before_loading(command, tmp_path, nlp, cli):
@@ -99,3 +149,13 @@ def test_gpu_id_without_a_usable_gpu_is_refused_before_loading(command, tmp_path
     result = cli(command, model, corpus, "--gpu-id", "0")
     assert result.exit_code != 0
     assert "E246" in result.output, result.output
+
+
+def test_a_gpu_embeds_in_large_batches(monkeypatch):
+    from spacy_arboel.encoders import weights
+
+    module = torch.nn.Linear(2, 2)
+    assert weights.inference_batch_size(64, module) == 64  # on the CPU, the setting
+    monkeypatch.setattr(weights, "module_device", lambda m: torch.device("cuda", 0))
+    assert weights.inference_batch_size(64, module) == weights.GPU_BATCH
+    assert weights.inference_batch_size(4096, module) == 4096

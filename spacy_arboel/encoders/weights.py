@@ -47,6 +47,16 @@ def runs_bf16(module: torch.nn.Module, cpu_bf16: bool) -> bool:
     return cpu_bf16 and module_device(module).type == "cpu" and cpu_has_native_bf16()
 
 
+GPU_BATCH = 1024  # rows a forward pass without gradient takes at least on a GPU
+
+
+def inference_batch_size(batch_size: int, module: torch.nn.Module) -> int:
+    """The rows of one forward pass without gradient (the KB at a refresh, mentions to
+    link): ``batch_size`` on a CPU, at least ``GPU_BATCH`` on a GPU, where small batches
+    leave it idle (the rows are sorted by length, so padding stays small)."""
+    return max(batch_size, GPU_BATCH) if module_device(module).type == "cuda" else batch_size
+
+
 def module_device(module: torch.nn.Module) -> torch.device:
     """Where a module's weights live."""
     return next(module.parameters()).device

@@ -149,6 +149,13 @@ def gpu_available() -> bool:
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
 
 
+def torch_cuda() -> bool:
+    """Whether PyTorch sees a CUDA GPU (where faiss-gpu is missing, torch searches there)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
 _GPU_RESOURCES: list = []
 
 
@@ -193,17 +200,29 @@ class DenseIndex:
         (``near_duplicate_rows`` keeps a subset); by default the embeddings are the layout."""
         if len(embeddings) == 0:
             raise ValueError(Errors.E003)
+        from .torch_search import TorchFlatIndex, search_engine
+
         embeddings = np.ascontiguousarray(embeddings, dtype="float32")
-        on_gpu = bool(use_gpu or (use_gpu is None and gpu_available()))
-        factory = in_process_factory(len(embeddings), embeddings.shape[1], meta.kind, on_gpu)
-        index = build_index(embeddings, factory, nprobe=nprobe, ef_search=ef_search)
-        if factory == "Flat" and on_gpu:
-            index = to_gpu(index)
-        self._set_up(index, embeddings, owners, meta, rows)
+        faiss_gpu = gpu_available()
+        factory = in_process_factory(len(embeddings), embeddings.shape[1], meta.kind,
+                                     bool(use_gpu or (use_gpu is None and (
+                                         faiss_gpu or torch_cuda()))))
+        engine = search_engine(use_gpu, faiss_gpu, factory == "Flat")
+        if engine == "torch-cuda":
+            index = TorchFlatIndex(embeddings, "cuda")
+        else:
+            index = build_index(embeddings, factory, nprobe=nprobe, ef_search=ef_search)
+            if engine == "faiss-gpu":
+                index = to_gpu(index)
+        self._set_up(index, embeddings, owners, meta, rows, engine=engine)
 
     def _set_up(self, index, embeddings: np.ndarray | None, owners: np.ndarray,
-                meta: IndexMeta, rows: np.ndarray | None, source: Path | None = None) -> None:
+                meta: IndexMeta, rows: np.ndarray | None, source: Path | None = None,
+                engine: str = "faiss-cpu") -> None:
         self.index = index
+        # where it searches (``torch_search.SEARCH_ENGINES``): faiss-gpu, torch-cuda (exact
+        # search in torch where faiss-gpu is missing or not built for this CUDA) or faiss-cpu
+        self.engine = engine
         self._embeddings = embeddings
         self.owners = np.asarray(owners, dtype="int64")
         self.rows = np.arange(len(self.owners)) if rows is None else np.asarray(rows, "int64")
@@ -216,7 +235,8 @@ class DenseIndex:
 
     @classmethod
     def from_faiss(cls, index, owners: np.ndarray, meta: IndexMeta,
-                   rows: np.ndarray | None = None, source: Path | None = None) -> DenseIndex:
+                   rows: np.ndarray | None = None, source: Path | None = None,
+                   engine: str = "faiss-cpu") -> DenseIndex:
         """Wrap a FAISS index built from the KB's row vectors elsewhere (``build-index``):
         it searches like any other, but holds no float vectors (``embeddings`` raises)."""
         if not meta.built_apart or index.ntotal != meta.n_rows or index.d != meta.dim:
@@ -224,7 +244,7 @@ class DenseIndex:
                 f"the FAISS index holds {index.ntotal} rows of {index.d} dimensions, its "
                 f"metadata says {meta.n_rows} of {meta.dim} built by {meta.factory!r}"))
         self = cls.__new__(cls)
-        self._set_up(index, None, owners, meta, rows, source)
+        self._set_up(index, None, owners, meta, rows, source, engine)
         return self
 
     @property
@@ -366,14 +386,15 @@ class DenseIndex:
             raise IndexFileError.at(path, f"{FAISS_FILE} cannot be read ({err})") from None
         # faiss-gpu clones a Refine stage by copying its codes into host memory: kept on CPU
         on_gpu = meta.kind in ("flat", "ivfpq") and "Refine" not in meta.factory
+        engine = "faiss-cpu"
         if on_gpu and (use_gpu or (use_gpu is None and gpu_available())):
             try:
-                index = to_gpu(index)
+                index, engine = to_gpu(index), "faiss-gpu"
             except RuntimeError as err:  # e.g. an HNSW coarse quantizer
                 warnings.warn(Warnings.W006.format(factory=meta.factory, error=err),
                               stacklevel=2)
         return cls.from_faiss(index, arrays["owners"], meta, arrays["rows"],
-                               source=path / FAISS_FILE)
+                               source=path / FAISS_FILE, engine=engine)
 
 
 def half_grid(vectors: np.ndarray) -> np.ndarray:

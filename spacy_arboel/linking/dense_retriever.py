@@ -26,7 +26,7 @@ from ..encoders.loading import load_tokenizer
 from ..encoders.normalisers import MentionNormalisers
 from ..encoders.saved_transformers import transformer_writers, weights_folder
 from ..encoders.transformer import POOLINGS, load_pooled_encoders
-from ..encoders.weights import ModuleCopies, forward_without_grad
+from ..encoders.weights import ModuleCopies, forward_without_grad, inference_batch_size
 from ..errors import Errors
 from ..kb.index_builder import INDEX_KINDS
 from ..kb.knowledge_base import KnowledgeBase
@@ -215,8 +215,9 @@ class DenseRetriever(OverIndexedKB):
     def encode(self, side: str, sequences: Sequence[Sequence[int]],
                desc: str | None = None, quantized: bool | None = None) -> np.ndarray:
         """Embed wordpiece id sequences in length-sorted batches (no gradient; ``quantized``
-        as in ``forward``)."""
-        return embed_sequences(self.builder, sequences, self.settings.batch_size,
+        as in ``forward``; on a GPU at least ``GPU_BATCH`` a batch)."""
+        return embed_sequences(self.builder, sequences, inference_batch_size(
+            self.settings.batch_size, self.encoders[side]),
                                lambda ids, mask: self.forward(side, ids, mask, quantized), desc)
 
     def encode_mentions(self, texts: Sequence[str], spans: Sequence[MentionSpan]) -> np.ndarray:

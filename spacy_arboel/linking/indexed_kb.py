@@ -23,6 +23,7 @@ from ..encoders.transformer import bf16_copy
 from ..encoders.weights import (
     ModuleCopies,
     forward_without_grad,
+    inference_batch_size,
     runs_bf16,
     weights_fingerprint,
 )
@@ -331,8 +332,8 @@ class IndexedKB:
         """The vectors of ``sequences`` of row inputs (default: every row), rounded to
         float16 as an index holds them (``kb.index.half_grid``)."""
         sequences = self.row_inputs if sequences is None else sequences
-        return half_grid(embed_sequences(self.builder, sequences, self.settings.batch_size,
-                                         self.forward, desc))
+        return half_grid(embed_sequences(self.builder, sequences, inference_batch_size(
+            self.settings.batch_size, self.encoder), self.forward, desc))
 
     # --- the index -----------------------------------------------------------------------------
 
