@@ -46,8 +46,12 @@ HELDOUT_FILE = "heldout_ids.json"
 REMOVED_FILE = "removed_ids.json"
 # all that `prepare` writes: the folder of an earlier run holds these only, and is replaced
 # whole (a held-out or removed-ids file of an earlier run does not outlive it)
-PREPARED_NAMES = (*(f"{split}.spacy" for split in SPLITS), "kb.jsonl", PREPARED_FILE,
-                  HELDOUT_FILE, REMOVED_FILE)
+# the KB a trained pipeline ships (aliases from the alias splits, dev's included), and the
+# one it trains and chooses model-best with (dev's surface forms left out: dev then asks
+# what the KB does not already answer, as test does)
+KB_FILE, TRAINING_KB_FILE = "kb.jsonl", "kb-train.jsonl"
+PREPARED_NAMES = (*(f"{split}.spacy" for split in SPLITS), KB_FILE, TRAINING_KB_FILE,
+                  PREPARED_FILE, HELDOUT_FILE, REMOVED_FILE)
 
 # NCBI-disease annotates four mention classes; the standard NCBI-disease NER task (BioBERT,
 # BLURB) and `prepare ncbi` by default collapse them into one: a transformer `ner` does not
@@ -258,8 +262,10 @@ def hold_out_entities(output_dir: Path, fraction: float, seed: int, nlp: Languag
 
 
 def _drop_entities(output_dir: Path, ids: set[str], nlp: Language) -> None:
-    kb = KnowledgeBase.from_jsonl(output_dir / "kb.jsonl")
-    without_entities(kb, ids).to_jsonl(output_dir / "kb.jsonl")  # E036 when empty
+    """``ids`` out of both KBs and out of the gold ids of train.spacy."""
+    for name in (KB_FILE, TRAINING_KB_FILE):
+        kb = KnowledgeBase.from_jsonl(output_dir / name)
+        without_entities(kb, ids).to_jsonl(output_dir / name)  # E036 when empty
     train = [without_ids(doc, ids, kb)
              for doc in DocBin().from_disk(output_dir / "train.spacy").get_docs(nlp.vocab)]
     with atomic_file(output_dir / "train.spacy") as temp:

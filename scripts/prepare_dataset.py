@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -147,10 +148,12 @@ def prepare_command(
             kb, kb_report = build_kb_with_corpus_aliases(
                 [folder / f"{split}.spacy" for split in alias_from], types_from_labels=True,
                 **files.kb_sources)
-            kb.to_jsonl(folder / "kb.jsonl")  # E036 when it is empty
+            kb.to_jsonl(folder / datasets.KB_FILE)  # E036 when it is empty
             for note in kb_report.notes():
                 msg.info(note)
-            msg.table(kb_report.counts(), header=("kb.jsonl", "count"), aligns=("l", "r"))
+            msg.table(kb_report.counts(), header=(datasets.KB_FILE, "count"),
+                      aligns=("l", "r"))
+            write_training_kb(folder, alias_from, files.kb_sources)
             if holdout:
                 hold_out_entities(folder, holdout, seed, nlp, shown=output_dir)
             if remove_types:
@@ -162,6 +165,22 @@ def prepare_command(
              f"and kb.jsonl to {output_dir}")
     msg.table(rows, header=("", "docs", "mentions", "ents", "dropped overlaps", "misaligned"),
               aligns=("l", "r", "r", "r", "r", "r"))
+
+
+def write_training_kb(folder: Path, alias_from: list[str], kb_sources: dict) -> None:
+    """kb-train.jsonl: the KB with the aliases of the alias splits but dev, which training
+    chooses model-best with (dev's own surface forms as aliases answer dev's mentions at
+    step 0); kb.jsonl itself where dev gives none."""
+    splits = [split for split in alias_from if split != "dev"]
+    if splits == alias_from:
+        shutil.copyfile(folder / datasets.KB_FILE, folder / datasets.TRAINING_KB_FILE)
+        return
+    kb, _ = build_kb_with_corpus_aliases([folder / f"{split}.spacy" for split in splits],
+                                         types_from_labels=True, **kb_sources)
+    kb.to_jsonl(folder / datasets.TRAINING_KB_FILE)
+    msg.info(f"{datasets.TRAINING_KB_FILE}: the KB with the aliases of "
+             f"{', '.join(splits) or 'no split'} only, to train and choose model-best with "
+             f"(dev's surface forms are in {datasets.KB_FILE}, the KB a pipeline ships)")
 
 
 def alias_split_names(given: list[str], default: list[str]) -> list[str]:

@@ -22,6 +22,10 @@ def project_train_command(
     gpu_id: Annotated[int, typer.Option(help="GPU id, -1 for the CPU")] = -1,
     objective: Annotated[str, typer.Option(
         help="linker step: the objective's name, or 'default' for the dataset's")] = "default",
+    shipped_kb: Annotated[Path | None, typer.Option(
+        help="linker step: the KB the trained pipelines ship, given them after training "
+             "(--paths.kb is the KB they train and choose model-best with: prepare's "
+             "kb-train.jsonl, without dev's surface forms)")] = None,
 ) -> None:
     """`spacy train` of STEP's config with DATASET's overrides from configs/datasets.yml;
     extra --section.key value options (paths, and any setting) are added and win. The
@@ -35,9 +39,12 @@ def project_train_command(
     from spacy_arboel.cli.overrides import command_overrides
     from spacy_arboel.ml.objectives import switched_objective
     from spacy_arboel.outputs import check_outputs
-    from train_to_best import LOG_NAME, is_training_output, train_to_best
+    from train_to_best import LOG_NAME, is_training_output, ship_kb, train_to_best
 
-    check_outputs({"--settings": settings}, {"--output": output}, folders=["--output"])
+    check_outputs({"--settings": settings, "--shipped-kb": shipped_kb}, {"--output": output},
+                  folders=["--output"])
+    if shipped_kb is not None and step != "linker":
+        msg.fail(f"--shipped-kb applies to the linker step, not to '{step}'", exits=1)
     # a training folder holds what spacy train and the evaluation log write, only
     check_own_folder(output, "train", LOG_NAME, is_training_output)
     config, overrides = dataset_settings(settings, step, dataset)
@@ -49,3 +56,5 @@ def project_train_command(
     shown = " ".join(f"--{k} {v}" for k, v in overrides.items())
     msg.info(f"python -m spacy train {config} --output {output} --gpu-id {gpu_id} {shown}")
     train_to_best(config, output, use_gpu=gpu_id, overrides=overrides)
+    if shipped_kb is not None:
+        ship_kb(output, shipped_kb, "arbo_entity_linker")

@@ -183,3 +183,24 @@ def _set_performance(folder: Path, weights: dict[str, Any], scores: dict[str, An
                         if metric is not None})
     meta["performance"] = performance
     write_text_atomic(folder / "meta.json", json.dumps(meta, indent=2) + "\n")
+
+
+def ship_kb(output: Path, kb_path: Path, linker: str) -> None:
+    """Give the pipelines of ``output`` (model-best, model-last) the KB at ``kb_path``:
+    they were trained, and model-best chosen on dev, with another (``prepare``'s
+    kb-train.jsonl, without dev's surface forms), and ship the one with them. The index is
+    brought up to date with the rows of the new KB's text only (``IndexedKB.refresh``)."""
+    from spacy_arboel.kb.knowledge_base import KnowledgeBase
+    from spacy_arboel.pipeline.knowledge_bases import swap_kb
+    from spacy_arboel.pipeline.loading import load_pipeline, save_pipeline
+
+    kb = KnowledgeBase.from_jsonl(kb_path)
+    for name in ("model-best", "model-last"):
+        if not (output / name).is_dir():
+            continue
+        nlp = load_pipeline(output / name)
+        swap_kb(nlp, kb, linker)
+        nlp.get_pipe(linker).ensure_ready()
+        save_pipeline(nlp, output / name)
+    msg.good(f"{output}/model-best and model-last link with {kb_path} ({len(kb)} entities)")
+

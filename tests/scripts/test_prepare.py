@@ -45,8 +45,9 @@ def test_prepare_discovery_setting_holds_entities_out(tmp_path, cli):
     written = json.loads((tmp_path / "heldout_ids.json").read_text())
     heldout = set(written["ids"])
     assert heldout == set(written["test_ids"]) | set(written["dev_ids"])
-    kb = KnowledgeBase.from_jsonl(tmp_path / "kb.jsonl")
-    assert heldout and not heldout & set(kb.ids)
+    for name in ("kb.jsonl", "kb-train.jsonl"):  # out of both KBs
+        kb = KnowledgeBase.from_jsonl(tmp_path / name)
+        assert heldout and not heldout & set(kb.ids)
     nlp = spacy.blank("xx")
 
     def ids(split):
@@ -222,7 +223,8 @@ def test_prepare_reads_the_ontologies_out_of_indras_wheel(tmp_path, monkeypatch,
     assert {"breast carcinoma", "mammary cancer"} <= set(kb["D001943"].aliases)
     assert "Cancer of Colon" in kb["D003110"].aliases
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "dev.spacy", "kb.jsonl", "prepared.json", "test.spacy", "train.spacy"]
+        "dev.spacy", "kb-train.jsonl", "kb.jsonl", "prepared.json", "test.spacy",
+        "train.spacy"]
 
 
 def test_prepare_refuses_synonyms_for_a_kb_that_is_not_mesh(tmp_path, cli):
@@ -499,6 +501,11 @@ def test_prepare_harvests_aliases_from_the_splits_asked(tmp_path, cli):
     for text, kb_id in dev_only:
         assert text.lower() in names(with_dev, kb_id)
         assert text.lower() not in names(without, kb_id)
+    # issue 64: beside the KB it ships, the one to train and choose model-best with holds
+    # train's forms but not dev's; with train alone both are that one
+    for folder in ("both", "train"):
+        training = KnowledgeBase.from_jsonl(tmp_path / folder / "kb-train.jsonl")
+        assert list(training) == list(without)
     # the dataset's settings name the splits too; the command line wins
     settings = tmp_path / "datasets.yml"
     settings.write_text("toy:\n  kb: toy\n  alias_splits: [train]\n")

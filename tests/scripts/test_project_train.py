@@ -139,3 +139,39 @@ def test_a_hostile_datasets_file_is_refused(tmp_path):
     datasets.write_text("toy: [linker]\n1: {}\n")  # a dataset that is no mapping
     with pytest.raises(ValueError, match="E118"):
         dataset_settings(datasets, "linker", "toy")
+
+
+def test_the_linker_trains_on_one_kb_and_ships_another(toy_examples, toy_kb_path,
+                                                        tiny_encoder, tmp_path, monkeypatch,
+                                                        cli):
+    """Issue 64, item 5: the linker trains and chooses model-best with --paths.kb (prepare's
+    kb-train.jsonl, without dev's surface forms), and its pipelines ship --shipped-kb."""
+    import dataclasses
+
+    from spacy_arboel.kb.knowledge_base import KnowledgeBase
+
+    monkeypatch.chdir(ROOT)
+    DocBin(docs=[eg.reference for eg in toy_examples]).to_disk(tmp_path / "train.spacy")
+    kb = KnowledgeBase.from_jsonl(toy_kb_path)
+    shipped = tmp_path / "shipped.jsonl"
+    KnowledgeBase(entity if entity.id != "D005334" else dataclasses.replace(
+        entity, aliases=(*entity.aliases, "hyperpyrexia")) for entity in kb).to_jsonl(shipped)
+    out = tmp_path / "linker"
+    result = cli("train", "linker", "toy", "--output", out, "--paths.train",
+                 tmp_path / "train.spacy", "--paths.dev", tmp_path / "train.spacy",
+                 "--paths.kb", toy_kb_path, "--paths.encoder", tiny_encoder,
+                 "--shipped-kb", shipped, "--training.max_steps", "2",
+                 "--training.eval_frequency", "1", app=project)
+    assert result.exit_code == 0, result.output
+    shipped.unlink()  # the pipelines hold the KB they ship
+    for name in ("model-best", "model-last"):
+        nlp = spacy.load(out / name)
+        pipe = nlp.get_pipe("arbo_entity_linker")
+        assert "hyperpyrexia" in pipe.kb["D005334"].aliases
+        assert nlp.config["components"]["arbo_entity_linker"]["kb_path"] is None
+        pipe.ensure_ready()  # its index is the shipped KB's (a near-duplicate row may go)
+        assert "hyperpyrexia" in pipe.retriever.entities.row_texts()
+        assert pipe.retriever.entities.index.meta.kb_fingerprint == pipe.kb.fingerprint()
+    result = cli("train", "ner", "toy", "--output", tmp_path / "ner", "--shipped-kb",
+                 toy_kb_path, app=project)
+    assert result.exit_code == 1 and "linker step" in result.output
