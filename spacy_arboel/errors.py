@@ -867,6 +867,21 @@ class Errors(metaclass=ErrorsWithCodes):
         "abnormality) to keep HPO's phenotypes without its modifiers and modes of "
         "inheritance."
     )
+    # --- quantize = true on ONNX Runtime (encoders/onnx_int8.py, issue 64): E270-E272 ---
+    E270 = (
+        "quantize = true runs int8 copies of the transformers with ONNX Runtime, and "
+        "'{package}' is not installed here: pip install onnxruntime onnx onnxscript (the "
+        "checkout's `pip install -e \".[fast]\"` installs the same), or set quantize = false."
+    )
+    E271 = (
+        "quantize = true makes int8 copies of the Hugging Face transformers inside a module, "
+        "and {module} holds none (no transformers.PreTrainedModel)."
+    )
+    E272 = (
+        "The int8 copy of the transformer {model} (quantize = true) could not be made: "
+        "PyTorch's ONNX exporter failed ({error}). Set quantize = false to run it in "
+        "float32."
+    )
 
 
 class Warnings(metaclass=ErrorsWithCodes):

@@ -1,11 +1,12 @@
-"""Hashes, and the int8 and bfloat16 copies that passes without gradient run, of torch
-modules (spaCy-free)."""
+"""Hashes, and the int8 (ONNX Runtime, ``onnx_int8``) and bfloat16 copies that passes without
+gradient run, of torch modules (spaCy-free)."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,10 +26,15 @@ def weights_fingerprint(settings: list[Any], module: torch.nn.Module) -> str:
 
 
 def quantized_copy(module: torch.nn.Module) -> torch.nn.Module:
-    """An int8 dynamic-quantised CPU copy of a torch module (its Linear layers), for fast CPU
-    inference; the float module keeps training and saving. Scores change slightly."""
-    copied = copy.deepcopy(module).to("cpu").eval()
-    return torch.ao.quantization.quantize_dynamic(copied, {torch.nn.Linear}, dtype=torch.qint8)
+    """An int8 CPU copy of a torch module for fast CPU inference: each Hugging Face
+    transformer inside runs as an int8 ONNX Runtime model (``onnx_int8``), the small heads
+    stay float32 torch; the module passed in is not changed (it keeps training and saving).
+    Scores change slightly. E270 without ONNX Runtime (the ``fast`` extra), E271 for a
+    module without a transformer."""
+    from .onnx_int8 import require_onnx_runtime, with_int8_transformers
+
+    require_onnx_runtime()
+    return with_int8_transformers(copy.deepcopy(module).to("cpu").eval())
 
 
 @functools.cache
@@ -58,8 +64,11 @@ def inference_batch_size(batch_size: int, module: torch.nn.Module) -> int:
 
 
 def module_device(module: torch.nn.Module) -> torch.device:
-    """Where a module's weights live."""
-    return next(module.parameters()).device
+    """Where a module's weights live: the CPU for one without any torch weights (an int8
+    ONNX copy, ``onnx_int8.OnnxInt8Transformer``, inside a pooling head)."""
+    for tensor in itertools.chain(module.parameters(), module.buffers()):
+        return tensor.device
+    return torch.device("cpu")
 
 
 def autocast_dtype(device: torch.device) -> torch.dtype:
