@@ -3,7 +3,8 @@ scispaCy's TF-IDF candidate generator over the same KB, in one run.
 
 For each ``--run NAME=MODEL [--components.x.y value ...]`` a fresh process loads the pipeline
 (``spacy.load``: seconds, peak RSS) and links every test mention with the linker alone
-(mentions/s); in-KB recall@1/@64 is computed here from each run's candidate lists, with the
+(mentions/s; with ``--rounds N``, N times round-robin over the runs, the median kept; with
+``--code NAME=DIR``, run NAME imports the ``spacy_arboel`` of the checkout DIR); in-KB recall@1/@64 is computed here from each run's candidate lists, with the
 same function for every run (``spacy_arboel.evaluation.metrics.linking_metrics``). With
 ``--scispacy PYTHON`` (an environment with scispaCy, see ``benchmarks/scispacy_linker.py``)
 scispaCy's index is built from the linker's KB and timed, then loaded and run in a fresh
@@ -29,6 +30,7 @@ import json
 import os
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,8 +112,13 @@ def recall(candidates: list[list[str]], gold: list[tuple[tuple[str, ...], str]],
     return {"n": in_kb["n"], "recall@1": in_kb["recall@1"], "recall@64": in_kb["recall@64"]}
 
 
-def run_process(cmd: list[str], threads: int) -> float:
+def run_process(cmd: list[str], threads: int, code: str | None = None) -> float:
+    """Run ``cmd`` on ``threads`` threads; ``code``: a checkout whose ``spacy_arboel`` the
+    process imports instead of this one's (another commit's, measured in the same run)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    if code:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(code).resolve()),
+                                             env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     print("$", " ".join(cmd), flush=True)
     start = time.perf_counter()
     subprocess.run(cmd, check=True, env=env)
@@ -142,6 +149,12 @@ def main() -> None:
     parser.add_argument("--component", default="arbo_entity_linker")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--tag", default="")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="times each run links the corpus (round-robin); mentions/s is "
+                             "the median")
+    parser.add_argument("--code", action="append", default=[],
+                        help="NAME=DIR: run NAME with the spacy_arboel of the checkout DIR "
+                             "(e.g. a git worktree of an earlier commit)")
     parser.add_argument("--worker", nargs=3, metavar=("MODEL", "CORPUS", "OUTPUT"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--load-only", action="store_true", help=argparse.SUPPRESS)
@@ -155,18 +168,29 @@ def main() -> None:
     kb_path = Path(args.kb) if args.kb else Path(runs[0][1]) / args.component / "kb.jsonl"
     kb_ids = {json.loads(line)["id"] for line in kb_path.read_text().splitlines() if line}
     texts, gold = gold_mentions(corpus)
+    code = dict(value.split("=", 1) for value in args.code)
     rows, commands = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, model, overrides in runs:
-            out = Path(tmp) / f"{name}.json"
-            cmd = [sys.executable, __file__, "--worker", model, str(corpus), str(out),
-                   "--component", args.component, *overrides]
-            run_process(cmd, args.threads)
-            commands.append(command_line(cmd[:5] + ["OUT.json"] + cmd[6:]))
-            result = json.loads(out.read_text())
-            rows.append({"name": name, "model": relative_path(Path(model)),
-                         "overrides": overrides,
-                         **recall(result.pop("candidates"), gold, kb_ids), **result})
+        rates: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        for round_ in range(args.rounds):  # round-robin: a drift of the machine hits all
+            for name, model, overrides in runs:
+                out = Path(tmp) / f"{name}.json"
+                cmd = [sys.executable, __file__, "--worker", model, str(corpus), str(out),
+                       "--component", args.component, *overrides]
+                run_process(cmd, args.threads, code.get(name))
+                result = json.loads(out.read_text())
+                rates[name].append(result["mentions_per_s"])
+                if round_:
+                    continue
+                commands.append((f"PYTHONPATH={code[name]} " if name in code else "")
+                                + command_line(cmd[:5] + ["OUT.json"] + cmd[6:]))
+                rows.append({"name": name, "model": relative_path(Path(model)),
+                             "overrides": overrides, **({"code": code[name]} if name in code
+                                                        else {}),
+                             **recall(result.pop("candidates"), gold, kb_ids), **result})
+        for row in rows[:len(runs)]:  # the median of the rounds, each round's kept
+            row["mentions_per_s_rounds"] = rates[row["name"]]
+            row["mentions_per_s"] = float(statistics.median(rates[row["name"]]))
         for name, model, overrides in map(named, args.load):
             out = Path(tmp) / f"load-{name}.json"
             cmd = [sys.executable, __file__, "--worker", model, str(corpus), str(out),

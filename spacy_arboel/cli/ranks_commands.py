@@ -1,5 +1,7 @@
 """``train-ranks``: train ``arbo_entity_linker`` data-parallel over several processes (one
-machine: ``--nproc-per-node``; several: ``torchrun`` on each, docs/scale.md)."""
+machine: ``--nproc-per-node``; several: ``torchrun`` on each; a Ray cluster: ``--engine
+ray``, docs/scale.md), and what the commands that run on several ranks share
+(``pretrain-kb --nproc-per-node``): starting their ranks under torchrun."""
 
 from __future__ import annotations
 
@@ -48,8 +50,9 @@ def rank_arguments(ctx: typer.Context) -> list[str]:
             if param.is_flag:
                 flags = param.opts if value else param.secondary_opts
                 args.extend(flags[:1])
-            else:
-                args.append(f"{param.opts[0]}={value}")
+            else:  # a repeated option once per value
+                values = value if isinstance(value, list | tuple) else [value]
+                args.extend(f"{param.opts[0]}={v}" for v in values)
     return [*args, *ctx.args]
 
 

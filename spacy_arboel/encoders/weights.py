@@ -8,6 +8,7 @@ import functools
 import hashlib
 import itertools
 import json
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,11 +47,36 @@ def cpu_has_native_bf16() -> bool:
     return any(bool(check()) for check in checks if check is not None)
 
 
+BF16_MARGIN = 0.9  # bfloat16 is taken where it runs the probe in under 90% of float32's time
+
+
+@functools.cache
+def cpu_bf16_pays() -> bool:
+    """Whether this CPU runs a transformer's matrix products faster in bfloat16 than in
+    float32, on the threads torch has: a probe of about 50 ms, once per process (a Linear
+    layer of MiniLM's feed-forward shape, 512 rows, best of 5). AVX512-BF16 alone does not
+    say it: a 2-core AMD EPYC set the MeSH KB up 1.8 times faster in bfloat16, a 2-core
+    Intel Xeon with AVX512-BF16 and without AMX linked 613 mentions a second in bfloat16
+    against 743 in float32 (BENCHMARKS.md, "Fast CPU linking on a kept path")."""
+    def best(dtype: torch.dtype) -> float:
+        rows, layer = torch.ones(512, 384, dtype=dtype), torch.nn.Linear(384, 1536).to(dtype)
+        times = []
+        with torch.no_grad():
+            for _ in range(6):
+                start = time.perf_counter()
+                layer(rows)
+                times.append(time.perf_counter() - start)
+        return min(times[1:])
+
+    return best(torch.bfloat16) < BF16_MARGIN * best(torch.float32)
+
+
 def runs_bf16(module: torch.nn.Module, cpu_bf16: bool) -> bool:
     """Whether passes without gradient run ``module``'s bfloat16 copy
-    (``encoders.transformer.bf16_copy``): asked for (``cpu_bf16``), on a CPU, and one with
-    native bfloat16."""
-    return cpu_bf16 and module_device(module).type == "cpu" and cpu_has_native_bf16()
+    (``encoders.transformer.bf16_copy``): asked for (``cpu_bf16``), on a CPU with native
+    bfloat16 where it is the faster (``cpu_bf16_pays``)."""
+    return (cpu_bf16 and module_device(module).type == "cpu" and cpu_has_native_bf16()
+            and cpu_bf16_pays())
 
 
 GPU_BATCH = 1024  # rows a forward pass without gradient takes at least on a GPU

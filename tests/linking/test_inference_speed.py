@@ -18,8 +18,10 @@ from spacy_arboel.linking import DenseRetriever, RetrieverSettings, dense_retrie
 
 @pytest.fixture
 def native_bf16(monkeypatch):
-    """A CPU with native bfloat16, wherever the tests run (elsewhere it is emulated)."""
+    """A CPU with native bfloat16 that pays, wherever the tests run (elsewhere it is
+    emulated, or slower than float32)."""
     monkeypatch.setattr(weights, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(weights, "cpu_bf16_pays", lambda: True)
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -37,8 +39,32 @@ def test_bf16_runs_where_asked_on_a_cpu_that_has_it(monkeypatch):
     monkeypatch.setattr(weights, "cpu_has_native_bf16", lambda: False)
     assert not weights.runs_bf16(module, True)  # emulated: slower than float32
     monkeypatch.setattr(weights, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(weights, "cpu_bf16_pays", lambda: True)
     assert weights.runs_bf16(module, True) and not weights.runs_bf16(module, False)
     assert not weights.runs_bf16(torch.nn.Linear(2, 2, device="meta"), True)  # not a CPU
+    monkeypatch.setattr(weights, "cpu_bf16_pays", lambda: False)  # native, but slower here
+    assert not weights.runs_bf16(module, True)
+
+
+def test_the_bf16_probe_times_both_types(monkeypatch):
+    """The probe compares the best of its timings of each type (the first one left out)."""
+    seen = []
+    clock = iter(range(1000))
+    monkeypatch.setattr(weights.time, "perf_counter", lambda: next(clock))
+    real_linear = torch.nn.Linear
+
+    def linear(*args, **kwargs):
+        layer = real_linear(*args, **kwargs)
+        seen.append(layer)
+        return layer
+
+    monkeypatch.setattr(weights.torch.nn, "Linear", linear)
+    weights.cpu_bf16_pays.cache_clear()
+    try:
+        assert weights.cpu_bf16_pays() is False  # the fake clock: 1 tick each, not < 0.9
+    finally:
+        weights.cpu_bf16_pays.cache_clear()
+    assert [layer.weight.dtype for layer in seen] == [torch.bfloat16, torch.float32]
 
 
 def test_a_bf16_copy_embeds_as_float32_does(tiny_encoder):
