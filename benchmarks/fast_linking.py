@@ -4,8 +4,9 @@ scispaCy's TF-IDF candidate generator over the same KB, in one run.
 For each ``--run NAME=MODEL [--components.x.y value ...]`` a fresh process loads the pipeline
 (``spacy.load``: seconds, peak RSS) and links every test mention with the linker alone
 (mentions/s; with ``--rounds N``, N times round-robin over the runs, the median kept; with
-``--code NAME=DIR``, run NAME imports the ``spacy_arboel`` of the checkout DIR); in-KB recall@1/@64 is computed here from each run's candidate lists, with the
-same function for every run (``spacy_arboel.evaluation.metrics.linking_metrics``). With
+``--code NAME=DIR``, run NAME imports the ``spacy_arboel`` of the checkout DIR); in-KB
+recall@1/@64 is computed here from each run's candidate lists, with the same function for
+every run (``spacy_arboel.evaluation.metrics.linking_metrics``). With
 ``--scispacy PYTHON`` (an environment with scispaCy, see ``benchmarks/scispacy_linker.py``)
 scispaCy's index is built from the linker's KB and timed, then loaded and run in a fresh
 process. ``--load NAME=MODEL`` times ``spacy.load`` of whole pipelines (e.g. ner + linker +

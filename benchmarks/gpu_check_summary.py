@@ -42,6 +42,7 @@ def linking(result: dict) -> dict:
             "mentions": timings.get("mentions"),
             "mentions_per_s": timings.get("linking_mentions_per_s"),
             "encoder_mentions_per_s": timings.get("encoder_mentions_per_s"),
+            "search_engine": timings.get("search_engine"),
             "docs": timings.get("docs")}
 
 

@@ -66,7 +66,10 @@ def evaluate_linker(
     )
     metrics = linking_metrics(outcomes, ks, nil_id=linker.linking.nil_id)
     metrics["gold_ids_resolved"] = resolved
+    index = getattr(getattr(linker, "retriever", None), "index", None)
     timings: dict[str, Any] = {
+        # where the index searched: faiss-gpu, torch-cuda or faiss-cpu (kb.torch_search)
+        "search_engine": getattr(index, "engine", None),
         "mentions": n_mentions,
         "docs": len(docs),
         "linking_seconds": round(link_seconds, 3),

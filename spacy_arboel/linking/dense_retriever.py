@@ -72,7 +72,8 @@ class RetrieverSettings:
     ``quantize``: search with int8 copies of the encoders (CPU inference only).
     ``cpu_bf16``: embed the KB and the mentions with bfloat16 copies of the encoders on a CPU
     with native bfloat16 (AVX512-BF16 or AMX) where it is faster than float32
-    (``encoders.weights.runs_bf16``), float32 elsewhere (no training pass, and no GPU: ``mixed_precision`` is the GPU's).
+    (``encoders.weights.runs_bf16``), float32 elsewhere (no training pass, and no GPU:
+    ``mixed_precision`` is the GPU's).
     ``inputs``: ``blink`` (a mention in its context against ``name [TITLE] description``
     rows) or ``names`` (the mention's text against a row per name and alias, cosine: how a
     sentence encoder or ``pretrain-kb``'s self-aligned encoder was trained; see

@@ -44,9 +44,11 @@ def test_evaluate_command_takes_config_overrides(tiny_encoder, toy_kb_path, toy_
         "--components.arbo_entity_linker.expand_abbreviations", "true")
     assert result.exit_code == 0, result.output
     _reads_on_a_terminal(result.output, "R@64", "in-KB", "linking_mentions_per_s")
-    metrics = json.loads((tmp_path / "m.json").read_text())["in_kb"]
+    written = json.loads((tmp_path / "m.json").read_text())
+    metrics = written["in_kb"]
     # every mention scores below the overridden threshold: NIL, though candidates are found
     assert metrics["accuracy"] == 0.0 and metrics["recall@64"] > 0
+    assert written["timings"]["search_engine"] == "faiss-cpu"  # where it searched, reported
 
 
 def _e2e(tiny_encoder, kb_path, examples, **config):
