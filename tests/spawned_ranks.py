@@ -21,7 +21,7 @@ def set_rank_env(rank: int, size: int, port: int) -> None:
                       RANK=str(rank), WORLD_SIZE=str(size))
 
 
-def join_ranks(rank: int, size: int, port: int, timeout_s: float = 20.0) -> None:
+def join_ranks(rank: int, size: int, port: int, timeout_s: float = 60.0) -> None:
     """Join a gloo group of ``size`` ranks as torchrun's ranks join theirs
     (``start_ranks``, from the environment torchrun sets)."""
     set_rank_env(rank, size, port)

@@ -93,7 +93,7 @@ def pretrain_kb_command(
         launch_ranks(ctx, nproc_per_node)
         return
     try:
-        with joined_ranks(timeout) as (rank, size):
+        with joined_ranks(timeout, gpu=gpu_id >= 0) as (rank, size):
             device = rank_device() if size > 1 else "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
             report = pretrain_encoder(knowledge_base, encoder, encoder_dir, settings,
                                       progress=rank == 0, device=device)

@@ -90,6 +90,9 @@ def train_ranks_command(
         help="Seconds a rank waits for the others (rank 0's evaluation included) before "
              "the run fails")] = RANKS.timeout_s,
     seed: Annotated[int, typer.Option(help="Seed of the epochs' permutations")] = RANKS.seed,
+    gpu: Annotated[bool, typer.Option(
+        help="Each rank trains on its own GPU (torchrun's LOCAL_RANK; nccl), else on the "
+             "CPU (gloo)")] = RANKS.gpu,
     resume: Annotated[bool, typer.Option(
         help="Continue from OUTPUT's model-last at the step its ranks.json records")] = False,
     objective: Annotated[str | None, typer.Option(
@@ -117,7 +120,8 @@ def train_ranks_command(
     from ..outputs import check_outputs
     from ..pipeline.ranks import STATE_FILE, train_across_ranks
 
-    settings = RankSettings(batch_size=batch_size, timeout_s=timeout, seed=seed)  # E011
+    settings = RankSettings(batch_size=batch_size, timeout_s=timeout, seed=seed,
+                            gpu=gpu)  # E011
     check_count("--nproc-per-node", nproc_per_node)
     rank = int(os.environ.get("RANK", "0"))
     if rank == 0 and not launched():

@@ -36,29 +36,30 @@ def world() -> tuple[int, int]:
     return 0, 1
 
 
-def start_ranks(timeout_s: float) -> tuple[int, int]:
+def start_ranks(timeout_s: float, gpu: bool = False) -> tuple[int, int]:
     """Join the process group ``torchrun`` describes (``RANK``, ``WORLD_SIZE``,
-    ``MASTER_ADDR``, ``MASTER_PORT``): ``nccl`` where CUDA is, ``gloo`` on a CPU, a rank
-    that does not answer within ``timeout_s`` an error. Without them (or with one rank)
-    nothing is joined: rank 0 of 1. A group already joined (Ray Train's) is kept."""
+    ``MASTER_ADDR``, ``MASTER_PORT``): ``nccl`` for ranks on GPUs (``gpu``: each takes
+    ``LOCAL_RANK``'s), ``gloo`` on CPUs, a rank that does not answer within ``timeout_s``
+    an error. Without them (or with one rank) nothing is joined: rank 0 of 1. A group
+    already joined (Ray Train's) is kept."""
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if dist.is_initialized() or size == 1 or "RANK" not in os.environ:
         return world()
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
+    if gpu:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    dist.init_process_group("nccl" if gpu else "gloo",
+                            timeout=datetime.timedelta(seconds=timeout_s))
     return world()
 
 
 @contextmanager
-def joined_ranks(timeout_s: float) -> Iterator[tuple[int, int]]:
+def joined_ranks(timeout_s: float, gpu: bool = False) -> Iterator[tuple[int, int]]:
     """``start_ranks`` for the ``with`` block (this rank and the number of ranks); at its
     end every rank meets the others before the group it joined is torn down (gloo aborts a
     rank still exchanging else). A group joined before (Ray Train's) is left to its
     owner."""
     owned = not dist.is_initialized()
-    rank, size = start_ranks(timeout_s)
+    rank, size = start_ranks(timeout_s, gpu)
     try:
         yield rank, size
         if size > 1:
@@ -157,7 +158,7 @@ def _gathered(tensor: torch.Tensor, counts: list[int], what: str,
     pad = tensor.new_zeros((max(counts) - tensor.shape[0], *tensor.shape[1:]))
     padded = torch.cat([tensor, pad])
     if with_grad:
-        parts = exchange(what, _gather_with_grad, padded).chunk(len(counts))
+        parts = exchange(what, _gather_with_grad, padded).tensor_split(len(counts))
     else:
         parts = [torch.empty_like(padded) for _ in counts]
         exchange(what, dist.all_gather, parts, padded)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
 
 from ..atomic import atomic_file
@@ -52,11 +53,13 @@ STATE_FILE = "ranks.json"
 class RankSettings:
     """``batch_size``: docs per rank and step (the global batch is W times that);
     ``timeout_s``: how long a rank waits for the others in one exchange (rank 0's
-    evaluation included) before E266; ``seed``: the epochs' permutations."""
+    evaluation included) before E266; ``seed``: the epochs' permutations; ``gpu``: each
+    rank trains on its own GPU (``nccl``), else on the CPU (``gloo``)."""
 
     batch_size: PositiveInt = 2
     timeout_s: PositiveFloat = 600.0
     seed: int = 0
+    gpu: bool = False
 
     __post_init__ = check_fields
 
@@ -90,7 +93,11 @@ def train_across_ranks(config_path: str | Path, output: str | Path,
     module), writing into ``output`` on rank 0; ``resume``: start from ``output``'s
     ``model-last`` and the step its ``ranks.json`` records. Returns what rank 0 wrote in
     ``ranks.json`` (every rank)."""
-    with joined_ranks(settings.timeout_s) as (rank, size):
+    with joined_ranks(settings.timeout_s, settings.gpu) as (rank, size):
+        if settings.gpu:  # the rank's GPU (torchrun's LOCAL_RANK, or the one Ray gave it)
+            from thinc.api import require_gpu
+
+            require_gpu(torch.cuda.current_device())
         return _train(config_path, Path(output), overrides, settings, resume, component,
                       on_step, rank, size)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,8 @@ def train_with_ray(config_path: str | Path, output: str | Path,
     # Ray Train runs the function in another folder: every path absolute
     config_path, output = Path(config_path).resolve(), Path(output).resolve()
     overrides = dict(overrides or {})
+
+    settings = replace(settings, gpu=num_gpus > 0)
 
     def train_rank(_: dict) -> None:
         train_across_ranks(config_path, output, overrides, settings, resume=resume,
