@@ -828,7 +828,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "Install it (`pip install {module}`{extra}), or leave '{name}' out of the "
         "`normalisers` setting."
     )
-    # --- data-parallel training (gathered.py, pipeline/ranks.py, issue 64): E266-E269 ---
+    # --- data-parallel training (gathered.py, pipeline/ranks.py, issue 64): E266-E269, E273 ---
     E266 = (
         "Rank {rank} of {size} could not exchange {what} with the other ranks: {error}. "
         "Another rank failed or did not answer within the process group's timeout; its "
@@ -847,6 +847,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "train-ranks --engine ray needs Ray Train, an optional dependency: pip install "
         "\"ray[train]\" (the checkout's `pip install -e \".[ray]\"` installs the same), or "
         "start the ranks with torchrun (--nproc-per-node)."
+    )
+    E273 = (
+        "--gpu: the ranks cannot train on GPUs here ({reason}). Leave out --gpu to train "
+        "the ranks on CPUs (gloo), or run where a CUDA build of PyTorch and CuPy (spaCy "
+        "places a pipeline on a GPU through thinc, which needs it) see a GPU for each rank "
+        "of the machine."
     )
     # --- what the OBO / OWL reader refuses (issue 59): E247-E252 ---
     E247 = (

@@ -33,6 +33,21 @@ def check_count(name: str, value: int) -> None:
         msg.fail(Errors.E011.format(name=name, condition=">= 1", value=value), exits=1)
 
 
+def gpu_problem(ranks: int) -> str | None:
+    """Why ``ranks`` ranks of this machine cannot each train on a GPU, or None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible to PyTorch"
+    if torch.cuda.device_count() < ranks:
+        return f"{torch.cuda.device_count()} GPU(s) for {ranks} ranks"
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return "CuPy is not installed"
+    return None
+
+
 def launched() -> bool:
     """Whether this process is a rank a command started (its outputs checked by it)."""
     return LAUNCHED in os.environ
@@ -123,6 +138,8 @@ def train_ranks_command(
     settings = RankSettings(batch_size=batch_size, timeout_s=timeout, seed=seed,
                             gpu=gpu)  # E011
     check_count("--nproc-per-node", nproc_per_node)
+    if gpu and not launched() and (problem := gpu_problem(nproc_per_node)):
+        msg.fail(Errors.E273.format(reason=problem), exits=1)
     rank = int(os.environ.get("RANK", "0"))
     if rank == 0 and not launched():
         check_outputs({"CONFIG": config}, {"OUTPUT": output}, folders=["OUTPUT"])

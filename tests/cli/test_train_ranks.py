@@ -155,6 +155,14 @@ def test_ray_trains_the_ranks_as_torchrun_does(tmp_path, tiny_encoder, toy_kb_pa
                           atol=1e-5)
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible here")
+def test_gpu_ranks_without_a_gpu_are_a_coded_error(tmp_path, cli):
+    result = cli("train-ranks", packaged_config("arbo_entity_linker"), tmp_path / "out",
+                 "--nproc-per-node", "2", "--gpu")
+    assert result.exit_code == 1 and "[E273]" in result.output
+    assert "no CUDA GPU is" in result.output and not (tmp_path / "out").exists()
+
+
 def test_ray_without_ray_train_is_a_coded_error(tmp_path, cli, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.train", None)  # as where Ray Train is missing
     result = cli("train-ranks", packaged_config("arbo_entity_linker"), tmp_path / "out",
