@@ -8,7 +8,6 @@ import functools
 import hashlib
 import itertools
 import json
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,34 +46,35 @@ def cpu_has_native_bf16() -> bool:
     return any(bool(check()) for check in checks if check is not None)
 
 
-BF16_MARGIN = 0.9  # bfloat16 is taken where it runs the probe in under 90% of float32's time
-
-
 @functools.cache
 def cpu_bf16_pays() -> bool:
-    """Whether this CPU runs a transformer's matrix products faster in bfloat16 than in
-    float32, on the threads torch has: a probe of about 50 ms, once per process (a Linear
-    layer of MiniLM's feed-forward shape, 512 rows, best of 5). AVX512-BF16 alone does not
-    say it: a 2-core AMD EPYC set the MeSH KB up 1.8 times faster in bfloat16, a 2-core
-    Intel Xeon with AVX512-BF16 and without AMX linked 613 mentions a second in bfloat16
-    against 743 in float32 (BENCHMARKS.md, "Fast CPU linking on a kept path")."""
-    def best(dtype: torch.dtype) -> float:
-        rows, layer = torch.ones(512, 384, dtype=dtype), torch.nn.Linear(384, 1536).to(dtype)
-        times = []
-        with torch.no_grad():
-            for _ in range(6):
-                start = time.perf_counter()
-                layer(rows)
-                times.append(time.perf_counter() - start)
-        return min(times[1:])
+    """Whether this CPU's bfloat16 is faster than its float32 for a transformer: with AMX
+    (Intel Xeon from Sapphire Rapids on), or AVX512-BF16 on an AMD CPU. AVX512-BF16 alone
+    does not say it: a 2-core AMD EPYC set the MeSH KB up 1.8 times faster in bfloat16, a
+    2-core Intel Xeon with AVX512-BF16 and without AMX linked 613 mentions a second in
+    bfloat16 against 743 in float32 (BENCHMARKS.md, "Fast CPU linking on a kept path"). Read
+    from the CPU, not timed, so that every process of a run (workers, ranks, actors) takes
+    the same copy and embeds alike."""
+    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    return bool(amx is not None and amx()) or cpu_vendor() == "AuthenticAMD"
 
-    return best(torch.bfloat16) < BF16_MARGIN * best(torch.float32)
+
+def cpu_vendor() -> str | None:
+    """The CPU's vendor id (``GenuineIntel``, ``AuthenticAMD``) where /proc/cpuinfo says it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf8") as info:
+            for line in info:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
 
 
 def runs_bf16(module: torch.nn.Module, cpu_bf16: bool) -> bool:
     """Whether passes without gradient run ``module``'s bfloat16 copy
     (``encoders.transformer.bf16_copy``): asked for (``cpu_bf16``), on a CPU with native
-    bfloat16 where it is the faster (``cpu_bf16_pays``)."""
+    bfloat16 of a kind where it is the faster (``cpu_bf16_pays``)."""
     return (cpu_bf16 and module_device(module).type == "cpu" and cpu_has_native_bf16()
             and cpu_bf16_pays())
 

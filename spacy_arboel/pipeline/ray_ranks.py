@@ -47,8 +47,10 @@ def train_with_ray(config_path: str | Path, output: str | Path,
     rank of ``train_across_ranks``; returns what rank 0 wrote in ``ranks.json``. E268 when
     a worker fails."""
     ray_torch = import_ray_train()
+    import ray
     from ray.train import FailureConfig, RunConfig, ScalingConfig
 
+    started = not ray.is_initialized()  # a Ray this call starts, it shuts down
     start_ray(address)
     # Ray Train runs the function in another folder: every path absolute
     config_path, output = Path(config_path).resolve(), Path(output).resolve()
@@ -73,4 +75,7 @@ def train_with_ray(config_path: str | Path, output: str | Path,
         trainer.fit()
     except Exception as err:  # Ray Train's TrainingFailedError, the worker's error inside
         raise RuntimeError(Errors.E268.format(n=num_workers) + f" ({err})") from err
+    finally:
+        if started:
+            ray.shutdown()
     return json.loads((output / STATE_FILE).read_text())
