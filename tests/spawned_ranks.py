@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
+from typing import Any
+
+import torch.multiprocessing as mp
 
 from spacy_arboel.objectives.gathered import start_ranks
 
@@ -26,3 +30,12 @@ def join_ranks(rank: int, size: int, port: int, timeout_s: float = 60.0) -> None
     (``start_ranks``, from the environment torchrun sets)."""
     set_rank_env(rank, size, port)
     assert start_ranks(timeout_s) == (rank, size)
+
+
+def spawn_ranks(target: Callable[..., None], *args: Any, size: int = 2) -> dict:
+    """Run ``target(rank, size, port, *args, results)`` in ``size`` spawned processes on a
+    free port and return what they put in ``results`` (a shared dict), by key."""
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(target, args=(size, free_port(), *args, results), nprocs=size)
+        return dict(results)

@@ -15,6 +15,7 @@ from ..corpus.shards import OUTPUT_FORMATS
 from ..evaluation.rerank_eval import ORACLES
 from ..jobs.engines import ENGINES
 from ..kb.index_builder import INDEX_KINDS
+from ..pipeline.ranks import RankSettings
 
 EngineName = Literal[ENGINES]  # type: ignore[valid-type]
 IndexKind = Literal[INDEX_KINDS]  # type: ignore[valid-type]
@@ -35,3 +36,12 @@ GpuId = Annotated[int, typer.Option(help="GPU to link on (-1: the CPU); needs Cu
                                            "CUDA build of PyTorch")]
 TunedCoref = Annotated[Path | None, typer.Option(
     help="JSON written by tune-coref: its best k, threshold and directed are used")]
+
+# the commands that run on several ranks (train-ranks, pretrain-kb)
+RANKS = RankSettings()  # the defaults of the options
+NprocPerNode = Annotated[int, typer.Option(
+    help="Ranks to start on this machine (torchrun's --nproc-per-node); 1 runs in this "
+         "process")]
+RankTimeout = Annotated[float, typer.Option(
+    help="Seconds a rank waits for the others in one exchange (rank 0's evaluation "
+         "included) before the run fails")]

@@ -3,7 +3,6 @@ the zero-shot linker it gives."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +14,8 @@ from ..linking.loop_settings import SelfAlignmentSettings
 from ..outputs import check_outputs
 from ..pipeline.loading import save_pipeline
 from .app import app
-from .ranks_commands import RANKS, check_count, launch_ranks, launched
+from .options import RANKS, NprocPerNode, RankTimeout
+from .ranks_commands import check_count, launch_ranks, launched
 
 ENCODER_FOLDER = "encoder"
 LINKER_FOLDER = "linker"
@@ -49,11 +49,8 @@ def pretrain_kb_command(
              "batch as a hard negative")] = ALIGNMENT.opposite_negatives,
     gpu_id: Annotated[int, typer.Option(
         help="GPU to train on (-1: CPU; with several ranks each takes its own)")] = -1,
-    nproc_per_node: Annotated[int, typer.Option(
-        help="Ranks to start on this machine (torchrun's --nproc-per-node), each encoding "
-             "its share of every batch; 1 trains in this process")] = 1,
-    timeout: Annotated[float, typer.Option(
-        help="Seconds a rank waits for the others before the run fails")] = RANKS.timeout_s,
+    nproc_per_node: NprocPerNode = 1,
+    timeout: RankTimeout = RANKS.timeout_s,
     linker: Annotated[bool, typer.Option(
         help="Also save linker/: a pipeline with arbo_entity_linker over KB and the new "
              "encoder, its index built")] = True,
@@ -89,8 +86,7 @@ def pretrain_kb_command(
         max_pairs_per_entity=max_pairs_per_entity, seed=seed,
         opposite_negatives=opposite_negatives)
     check_pairs(knowledge_base, settings.max_pairs_per_entity)
-    if nproc_per_node > 1 and "RANK" not in os.environ:
-        launch_ranks(ctx, nproc_per_node)
+    if launch_ranks(ctx, nproc_per_node):  # each rank encodes its share of every batch
         return
     try:
         with joined_ranks(timeout, gpu=gpu_id >= 0) as (rank, size):

@@ -15,10 +15,9 @@ import typer
 
 from ..pipeline.ranks import RankSettings
 from .app import OVERRIDES, app
-from .options import EngineName
+from .options import RANKS, EngineName, NprocPerNode, RankTimeout
 from .overrides import command_overrides
 
-RANKS = RankSettings()  # the defaults of the options
 # set by the command for the ranks it starts: it checked the outputs and holds their lock
 LAUNCHED = "SPACY_ARBOEL_RANKS_LAUNCHED"
 
@@ -71,14 +70,18 @@ def rank_arguments(ctx: typer.Context) -> list[str]:
     return [*args, *ctx.args]
 
 
-def launch_ranks(ctx: typer.Context, nproc_per_node: int) -> None:
-    """Start ``nproc_per_node`` ranks of ``ctx``'s command on this machine with torchrun
+def launch_ranks(ctx: typer.Context, nproc_per_node: int) -> bool:
+    """Where more than one rank is asked and this process is none of them, start
+    ``nproc_per_node`` ranks of ``ctx``'s command on this machine with torchrun
     (``torch.distributed.run --standalone``: a rendezvous on loopback), the same command
-    line in each; E268 when one fails (torchrun then stops the others)."""
+    line in each, and return True once they are done; E268 when one fails (torchrun then
+    stops the others). False where this process is to train itself."""
     from wasabi import msg
 
     from ..errors import Errors
 
+    if nproc_per_node == 1 or "RANK" in os.environ:
+        return False
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={nproc_per_node}", "-m", "spacy_arboel",
                *rank_arguments(ctx)]
@@ -87,6 +90,7 @@ def launch_ranks(ctx: typer.Context, nproc_per_node: int) -> None:
            "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo")}
     if subprocess.run(command, env=env).returncode:
         msg.fail(Errors.E268.format(n=nproc_per_node), exits=1)
+    return True
 
 
 @app.command("train-ranks", context_settings=OVERRIDES)
@@ -96,14 +100,10 @@ def train_ranks_command(
                                                 "spacy_arboel/configs/arbo_entity_linker.cfg")],
     output: Annotated[Path, typer.Argument(help="Folder for model-last, model-best and "
                                                 "ranks.json")],
-    nproc_per_node: Annotated[int, typer.Option(
-        help="Ranks to start on this machine (torchrun's --nproc-per-node); 1 trains in "
-             "this process")] = 1,
+    nproc_per_node: NprocPerNode = 1,
     batch_size: Annotated[int, typer.Option(
         help="Docs per rank and step (the global batch is the ranks times it)")] = RANKS.batch_size,
-    timeout: Annotated[float, typer.Option(
-        help="Seconds a rank waits for the others (rank 0's evaluation included) before "
-             "the run fails")] = RANKS.timeout_s,
+    timeout: RankTimeout = RANKS.timeout_s,
     seed: Annotated[int, typer.Option(help="Seed of the epochs' permutations")] = RANKS.seed,
     gpu: Annotated[bool, typer.Option(
         help="Each rank trains on its own GPU (torchrun's LOCAL_RANK; nccl), else on the "
@@ -149,8 +149,7 @@ def train_ranks_command(
         msg.fail(Errors.E011.format(name="--nproc-per-node", condition="1 with --engine ray "
                                     "(its ranks are --num-workers)", value=nproc_per_node),
                  exits=1)
-    if nproc_per_node > 1 and "RANK" not in os.environ:
-        launch_ranks(ctx, nproc_per_node)
+    if launch_ranks(ctx, nproc_per_node):
         msg.good(f"Trained on {nproc_per_node} ranks into {output}")
         return
     overrides = command_overrides(ctx)

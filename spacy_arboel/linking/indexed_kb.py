@@ -391,11 +391,13 @@ class IndexedKB:
         keys = [(titles[r], descriptions[r]) for r in rows]
         at = [i for i, key in enumerate(keys) if key not in known]
         missing, embedded = rows[at], None
-        if len(missing) and across_ranks:
-            embedded = shared_rows(len(missing), lambda part: self.embed_rows(
-                self.inputs_of(missing[part]), desc=desc), "the KB's vectors")
-        elif len(missing):
-            embedded = self.embed_rows(self.inputs_of(missing), desc=desc)
+
+        def embed(part: slice) -> np.ndarray:
+            return self.embed_rows(self.inputs_of(missing[part]), desc=desc)
+
+        if len(missing):
+            embedded = (shared_rows(len(missing), embed, "the KB's vectors") if across_ranks
+                        else embed(slice(None)))
         width = embedded.shape[1] if embedded is not None else len(known[keys[0]])
         vectors = np.empty((len(rows), width), dtype="float32")
         if embedded is not None:

@@ -5,13 +5,12 @@ are those one process reaches on the whole batches (gloo, spawned on loopback)."
 from __future__ import annotations
 
 import torch
-import torch.multiprocessing as mp
 
 from spacy_arboel.linking.loop_settings import SelfAlignmentSettings
 from spacy_arboel.linking.self_alignment import SelfAlignmentTrainer
 from spacy_arboel.objectives.gathered import joined_ranks
 from tests.linking.test_self_alignment import TOY_NAMES, _kb
-from tests.spawned_ranks import free_port, set_rank_env
+from tests.spawned_ranks import set_rank_env, spawn_ranks
 
 SETTINGS = SelfAlignmentSettings(batch_size=5, learning_rate=1e-3, max_steps=3, seed=0)
 
@@ -33,10 +32,7 @@ def _rank(rank: int, size: int, port: int, encoder: str, results) -> None:
 
 
 def test_two_ranks_self_align_as_one_process_on_the_whole_batch(tiny_encoder):
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(_rank, args=(2, free_port(), tiny_encoder, results), nprocs=2)
-        results = dict(results)
+    results = spawn_ranks(_rank, tiny_encoder)
     alone, report = _train(tiny_encoder)
     start = torch.cat([p.detach().flatten() for p in SelfAlignmentTrainer(
         tiny_encoder, SETTINGS).encoder.parameters()])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from spacy_arboel.encoders.inputs import MentionSpan
 from spacy_arboel.kb import KnowledgeBase
@@ -19,7 +18,7 @@ from spacy_arboel.linking.bi_encoder_trainer import BiEncoderTrainer
 from spacy_arboel.objectives import InBatch, KnnNegatives
 from spacy_arboel.objectives.gathered import average_gradients
 from tests.conftest import TOY_ENTITIES, TOY_SENTENCES
-from tests.spawned_ranks import free_port, join_ranks
+from tests.spawned_ranks import join_ranks, spawn_ranks
 
 STEPS, LEARN_RATE = 3, 0.5
 OBJECTIVES = {"in_batch": InBatch, "knn_negatives": lambda: KnnNegatives(2)}
@@ -80,10 +79,6 @@ def test_two_ranks_train_as_one_process_on_the_whole_batch(tiny_encoder, objecti
     alone = torch.tensor(_train(tiny_encoder, objective, None))
     start = torch.tensor(_train(tiny_encoder, objective, slice(0, 0)))
     assert not torch.allclose(alone, start)  # the steps moved the parameters
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(_rank, args=(2, free_port(), tiny_encoder, objective,
-                              n // 2 if share == "half" else n, results), nprocs=2)
-        results = dict(results)
+    results = spawn_ranks(_rank, tiny_encoder, objective, n // 2 if share == "half" else n)
     for rank in (0, 1):
         assert torch.allclose(torch.tensor(results[rank]), alone, atol=1e-5), rank

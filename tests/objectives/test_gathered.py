@@ -22,7 +22,7 @@ from spacy_arboel.objectives.gathered import (
     shared_rows,
     world,
 )
-from tests.spawned_ranks import free_port, join_ranks
+from tests.spawned_ranks import free_port, join_ranks, spawn_ranks
 
 DIM, N = 6, 8
 # the gold ids of the N mentions: mentions 2 and 5 share one entity (not each other's
@@ -69,10 +69,7 @@ def test_two_ranks_give_the_whole_batchs_loss_and_gradients(shares, similarity):
     loss.backward()
     assert world() == (0, 1) and abs(float(loss.detach()) - whole) < 1e-6
     expected = _grads(encoders)
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(_rank_step, args=(2, free_port(), shares, similarity, results), nprocs=2)
-        results = dict(results)
+    results = spawn_ranks(_rank_step, shares, similarity)
     for rank in (0, 1):
         got_whole, grads, (got_rank, got_size) = results[rank]
         assert (got_rank, got_size) == (rank, 2)
@@ -92,10 +89,7 @@ def _rank_gather(rank: int, size: int, port: int, results) -> None:
 
 
 def test_rows_are_gathered_in_rank_order_and_send_back_their_gradient():
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(_rank_gather, args=(2, free_port(), results), nprocs=2)
-        results = dict(results)
+    results = spawn_ranks(_rank_gather)
     assert results[0][0] == results[1][0] == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
     assert (results[0][1], results[1][1]) == (0, 1)
     # each rank's rows get the gradient every rank's loss sent them (weights 1; 2 and 3)
@@ -127,10 +121,7 @@ def _rank_shares(rank: int, size: int, port: int, results) -> None:
 
 
 def test_rows_computed_once_over_the_ranks_reach_every_rank():
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(_rank_shares, args=(2, free_port(), results), nprocs=2)
-        results = dict(results)
+    results = spawn_ranks(_rank_shares)
     five = [[float(i), 10.0 * i] for i in range(5)]
     for rank in (0, 1):  # rank 0 computed rows 0-2 and row 0 of one, rank 1 rows 3-4
         assert results[rank]["rows"] == [five, five[:1]]
